@@ -1,0 +1,249 @@
+//! The YAML ceiling profile: hwceiling's public, versioned API.
+//!
+//! Sections and field names follow the spec's YAML schema (`platform`, `cpu_features`, `gpus`,
+//! `nvme`, `bar1`, `gdrcopy`, `gds`, `host_ram`, `topology`, `ceilings`). Only measured values are
+//! present: a path that did not run is absent from its section and listed under `waived` with its
+//! reason. Every figure a section names is the median of a measurement listed under
+//! `measurements` with its min, max, spread and repetition count.
+
+use crate::plan::{PathId, Waiver};
+use crate::results::{Failure, Measurement};
+use crate::topology::{CpuFeatures, Platform, Routing, ToolStatus};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the profile format. Bump on any change that an older reader would misread;
+/// adding an optional field does not need a bump.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub schema_version: u32,
+    pub provenance: Provenance,
+    pub platform: Platform,
+    pub cpu_features: CpuFeatures,
+    /// Keyed `gpu0`, `gpu1`, … in PCI address order.
+    #[serde(default)]
+    pub gpus: BTreeMap<String, GpuProfile>,
+    #[serde(default)]
+    pub nvme: NvmeProfile,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub bar1: BTreeMap<String, Bar1Profile>,
+    #[serde(default)]
+    pub gdrcopy: GdrcopyProfile,
+    #[serde(default)]
+    pub gds: GdsProfile,
+    #[serde(default)]
+    pub host_ram: HostRamProfile,
+    #[serde(default)]
+    pub topology: Routing,
+    /// Flat map consumed by the efficiency evaluator: `efficiency = measured / ceilings[key]`.
+    #[serde(default)]
+    pub ceilings: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub measurements: Vec<Measurement>,
+    #[serde(default)]
+    pub failures: Vec<Failure>,
+    #[serde(default)]
+    pub waived: Vec<Waiver>,
+    #[serde(default)]
+    pub tools: Vec<ToolStatus>,
+    /// Things a reader must know (contention, unverified placement, degraded links, …).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+impl Profile {
+    pub fn measurement(&self, key: &str) -> Option<&Measurement> {
+        self.measurements.iter().find(|m| m.key == key)
+    }
+    pub fn measurements_of(&self, path: PathId) -> impl Iterator<Item = &Measurement> {
+        self.measurements.iter().filter(move |m| m.path == path)
+    }
+    pub fn waivers_of(&self, path: PathId) -> impl Iterator<Item = &Waiver> {
+        self.waived.iter().filter(move |w| w.path == path)
+    }
+}
+
+/// Who made the profile, when, where and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Provenance {
+    pub tool: String,
+    pub version: String,
+    pub git_revision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// RFC 3339 with offset.
+    pub started_at: String,
+    pub finished_at: String,
+    /// The date used in the file names (`YYYY-MM-DD`, local time at start).
+    pub date: String,
+    pub command_line: String,
+    /// Every option that shaped the run, as `name: value`.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// Driver/runtime versions and clocks recorded by the backends, as `name: value`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub environment: BTreeMap<String, String>,
+    /// True when the run was interrupted: the profile holds the cases that finished.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// The spec's `gpus.gpuN` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuProfile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bar1_gib: Option<f64>,
+    pub pci_bdf: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_index: Option<u32>,
+    #[serde(default)]
+    pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2d_4m_1stream_numa_local_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2d_peak_numa_local_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d2h_peak_numa_local_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2d_4m_1stream_cross_numa_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2d_peak_cross_numa_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_numa_h2d_penalty_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d2d_1stream_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d2d_4stream_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplex_h2d_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplex_d2h_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplex_total_gbps: Option<f64>,
+}
+
+/// The spec's `nvme:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct NvmeProfile {
+    #[serde(default)]
+    pub drives: Vec<NvmeDriveProfile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdts_bytes: Option<u64>,
+    /// `1_drive`, `4_drive`, … → GB/s.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raw_read_gbps: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raw_write_gbps: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_size_sweep_read_gbps: Option<IoSizeSweep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_size_sweep_write_gbps: Option<IoSizeSweep>,
+}
+
+/// `4kib: <GB/s>`, … plus the knee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct IoSizeSweep {
+    #[serde(flatten)]
+    pub points: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimal_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct NvmeDriveProfile {
+    #[serde(default)]
+    pub bdf: Option<String>,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware_rev: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_tb: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdts_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    #[serde(default)]
+    pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vwc_enabled: Option<bool>,
+    pub in_use: bool,
+}
+
+/// The spec's `bar1.gpuN` entry (NVMe DMA → BAR1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Bar1Profile {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub numa_local: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cross_numa: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GdrcopyProfile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_to_bar1_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bar1_to_cpu_gbps: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GdsProfile {
+    pub available: bool,
+    /// `gds` (nvidia_fs, true P2P DMA) or `compat` (POSIX bounce through host memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, rename = "1drive_gbps", skip_serializing_if = "Option::is_none")]
+    pub one_drive_gbps: Option<f64>,
+    #[serde(default, rename = "4drive_gbps", skip_serializing_if = "Option::is_none")]
+    pub four_drive_gbps: Option<f64>,
+}
+
+/// The spec's `host_ram:` section. Figures are bytes copied per second (a copy of N bytes
+/// counts N, not 2N), at the best thread count, at the largest size of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostRamProfile {
+    /// Best same-node figure over all nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_numa_gbps: Option<f64>,
+    /// Best cross-node figure over all node pairs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_numa_gbps: Option<f64>,
+    /// Per source→destination node pair (`n0-n0`, `n0-n1`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pairs: BTreeMap<String, HostRamPair>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRamPair {
+    pub src_node: u32,
+    pub dst_node: u32,
+    pub cpu_node: u32,
+    pub size_bytes: u64,
+    /// Median at the best thread count.
+    pub best_gbps: f64,
+    pub best_threads: u32,
+    /// The measurement that `best_gbps` comes from.
+    pub key: String,
+    /// Median at each thread count of the sweep, at `size_bytes`.
+    pub sweep_gbps: BTreeMap<u32, f64>,
+}

@@ -1,0 +1,75 @@
+//! What a run measured: per case, the summary statistics and (in the raw JSON) every sample.
+
+use crate::plan::{CaseParams, PathId};
+use serde::{Deserialize, Serialize};
+
+/// Summary of N timed repetitions (after warm-up). Values in the unit named by the field that
+/// holds the `Stats` (e.g. `gbps`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// (max − min) / median × 100.
+    pub spread_pct: f64,
+    pub n: u32,
+}
+
+/// Where a case's threads and buffers were, as requested and as verified after the fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Placement {
+    /// CPUs the worker threads were pinned to (cpulist form, e.g. `0-3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    /// True when every buffer was checked to sit on its requested node.
+    pub verified: bool,
+    /// What was checked, or why it could not be.
+    pub detail: String,
+}
+
+/// One measured case, as the profile keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub key: String,
+    pub path: PathId,
+    pub params: CaseParams,
+    /// Bytes moved per repetition, as counted for `gbps` (bytes copied, not read + written).
+    pub bytes_per_rep: u64,
+    /// Throughput in GB/s (10⁹ B/s) over the timed repetitions.
+    pub gbps: Stats,
+    /// The very first repetition, before warm-up: a cold figure, never the throughput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_gbps: Option<f64>,
+    pub warmup: u32,
+    /// Average latency of one operation in microseconds, where the path defines one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<Stats>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+    /// The buffers fit in a cache: this is a cache figure, not memory bandwidth.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cache_resident: bool,
+    /// Something else was using the device or CPUs while this case ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub contended: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A case whose run failed (a verification mismatch, an I/O error): it fails alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub key: String,
+    pub path: PathId,
+    pub error: String,
+}
+
+/// A measurement with every raw sample, for the JSON record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub measurement: Measurement,
+    /// Every timed repetition's throughput in GB/s, in run order.
+    pub samples_gbps: Vec<f64>,
+    /// Warm-up repetitions' throughput in GB/s (discarded from the statistics).
+    pub warmup_gbps: Vec<f64>,
+}

@@ -1,0 +1,344 @@
+//! What `detect` finds on a machine. Every field that the machine may not tell is an `Option`
+//! and is omitted from YAML/JSON when unknown: a missing fact is never replaced by a guess.
+
+use serde::{Deserialize, Serialize};
+
+/// Everything `hwceiling detect` reports, in the sections the spec's YAML profile names
+/// (`platform`, `cpu_features`, `gpus`, `nvme`, `topology`) plus `pci` and `tools`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Topology {
+    pub platform: Platform,
+    pub cpu_features: CpuFeatures,
+    #[serde(default)]
+    pub gpus: Vec<Gpu>,
+    #[serde(default)]
+    pub nvme: Vec<NvmeDrive>,
+    #[serde(default)]
+    pub topology: Routing,
+    #[serde(default)]
+    pub pci: Vec<PciFunction>,
+    #[serde(default)]
+    pub tools: Vec<ToolStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Platform {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// CPU model name (`model name` in /proc/cpuinfo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_vendor: Option<String>,
+    pub sockets: u32,
+    /// Physical cores (distinct (package, core_id) pairs).
+    pub cores: u32,
+    /// Logical CPUs (hardware threads) online.
+    pub threads: u32,
+    #[serde(default)]
+    pub caches: Vec<Cache>,
+    /// Number of NUMA nodes that have CPUs or memory (the spec's `numa_nodes`).
+    pub numa_nodes: u32,
+    #[serde(default)]
+    pub numa: Vec<NumaNode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os: Option<String>,
+    /// Logical CPUs with their package/core ids, in id order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<LogicalCpu>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogicalCpu {
+    pub id: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub package: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cache {
+    pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    pub kind: String,
+    pub size_bytes: u64,
+    /// How many logical CPUs share one instance of this cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_by_cpus: Option<u32>,
+    /// How many instances exist on the machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NumaNode {
+    pub id: u32,
+    /// CPU ids local to this node (empty for a memory-only node).
+    #[serde(default)]
+    pub cpus: Vec<u32>,
+    /// True when the node has no CPUs (e.g. GPU or CXL memory exposed as a node).
+    #[serde(default)]
+    pub memory_only: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// SLIT distances to every node, in node order (`distance` in sysfs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distances: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CpuFeatures {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// AMD Zen generation (1–5) from family/model; null on other vendors or unknown models.
+    #[serde(default)]
+    pub zen_generation: Option<u8>,
+    pub zen_label: String,
+    pub has_avx512: bool,
+    pub has_avx512f: bool,
+    pub has_avx512bw: bool,
+    pub has_avx2: bool,
+    pub has_sse4_2: bool,
+    pub has_pclmulqdq: bool,
+    pub has_aes: bool,
+    /// Widest XXH3 code path the flags allow: `AVX-512`, `AVX2`, `SSE2` or `Scalar`.
+    pub xxh3_tier: String,
+    pub certus_recommended_hash: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<u32>,
+}
+
+/// A PCIe link as sysfs reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct PcieLink {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_speed_gts: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_speed_gts: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_width: Option<u32>,
+}
+
+/// Where a device's NUMA node came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NumaSource {
+    /// The device's `numa_node` attribute.
+    Sysfs,
+    /// `local_cpulist`/`local_cpus` matched exactly one node's CPUs.
+    LocalCpus,
+    /// The machine has one node with CPUs.
+    SingleNode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PciFunction {
+    /// `0000:00:06.0` form.
+    pub bdf: String,
+    /// Class code, `0x030200` form.
+    pub class: String,
+    pub vendor: String,
+    pub device: String,
+    #[serde(default)]
+    pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_source: Option<NumaSource>,
+    /// Host bridge (root complex) from the real sysfs path, e.g. `0000:40`.
+    #[serde(default)]
+    pub root: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<PcieLink>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bar {
+    pub index: u32,
+    pub size_bytes: u64,
+    pub prefetchable: bool,
+    pub is_64bit: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// Position among the machine's NVIDIA GPUs in PCI address order (`gpu0`, `gpu1`, …).
+    pub index: u32,
+    /// CUDA device ordinal, once a CUDA probe has matched it to this BDF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_index: Option<u32>,
+    pub pci_bdf: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub vendor: String,
+    pub device: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_width: Option<u32>,
+    /// Largest prefetchable BAR (BAR1 on NVIDIA GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bar1_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bar1_gib: Option<f64>,
+    #[serde(default)]
+    pub bars: Vec<Bar>,
+    #[serde(default)]
+    pub numa_node: Option<u32>,
+    #[serde(default)]
+    pub root: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_cache_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvmeNamespace {
+    /// Block device name, e.g. `nvme0n1`.
+    pub name: String,
+    pub size_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_block_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hw_sectors_kb: Option<u32>,
+    #[serde(default)]
+    pub partitions: Vec<String>,
+    #[serde(default)]
+    pub holders: Vec<String>,
+    /// Mount points of the namespace or any of its partitions.
+    #[serde(default)]
+    pub mounts: Vec<String>,
+    /// Mounted, partitioned or held: never a write target.
+    pub in_use: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NvmeDrive {
+    /// Controller name, e.g. `nvme0`.
+    pub name: String,
+    #[serde(default)]
+    pub bdf: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware_rev: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    #[serde(default)]
+    pub numa_node: Option<u32>,
+    #[serde(default)]
+    pub root: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(default)]
+    pub namespaces: Vec<NvmeNamespace>,
+    /// Any namespace in use.
+    pub in_use: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_tb: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolStatus {
+    /// Stable name: `libcuda`, `libnvidia-ml`, `libcufile`, `libgdrapi`, `gdrdrv`, `nvidia_fs`,
+    /// `spdk_nvme_perf`, `vfio-pci`, `hugepages`.
+    pub name: String,
+    pub present: bool,
+    /// What was looked at, and what was found there.
+    pub evidence: String,
+    /// How to get it, when missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_hint: Option<String>,
+}
+
+/// How data between a GPU and an NVMe drive travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// Same PCIe root complex: a direct PCIe path.
+    SameRoot,
+    /// Different root complexes on the same NUMA node: through the CPU's fabric.
+    SameNuma,
+    /// Different NUMA nodes: through the inter-socket link.
+    CrossNuma,
+    /// Not enough is known (a NUMA node or root missing).
+    Unknown,
+}
+
+impl Relation {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Relation::SameRoot => "same root complex (direct PCIe)",
+            Relation::SameNuma => "cross root complex, same NUMA node (CPU fabric)",
+            Relation::CrossNuma => "cross NUMA (inter-socket link)",
+            Relation::Unknown => "unknown (NUMA node or root complex not reported)",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    pub gpu: String,
+    pub gpu_bdf: String,
+    pub drive: String,
+    #[serde(default)]
+    pub drive_bdf: Option<String>,
+    pub relation: Relation,
+}
+
+/// Theoretical bandwidth of one device's link: GT/s × lanes × encoding ÷ 8.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkTheory {
+    /// `gpu0`, `nvme0`, …
+    pub device: String,
+    pub bdf: String,
+    pub gen: u32,
+    pub width: u32,
+    pub max_gen: Option<u32>,
+    pub max_width: Option<u32>,
+    /// Per direction, at the current link state.
+    pub theoretical_gbps: f64,
+    /// Per direction, at the maximum link state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_theoretical_gbps: Option<f64>,
+    /// Running below its maximum generation or width (idle GPUs downtrain: read under load).
+    pub degraded: bool,
+}
+
+/// The spec's `topology:` section: routing between every GPU and every NVMe drive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Routing {
+    /// Drives on the same root complex as each GPU, keyed `gpu0`, `gpu1`, … (as BDFs).
+    #[serde(default)]
+    pub same_root_drives: std::collections::BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub routes: Vec<Route>,
+    #[serde(default)]
+    pub links: Vec<LinkTheory>,
+}

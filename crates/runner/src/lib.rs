@@ -1,0 +1,313 @@
+//! The runner: takes planned cases and the backends that can measure them, and owns the
+//! measurement discipline — one cold repetition (kept, labelled cold), warm-up, N timed
+//! repetitions, statistics, a data check, the idle guard — and reports each finished case to an
+//! [`Observer`] at once, so an interrupted run keeps what it measured. It never prints.
+//!
+//! A backend is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Backend`].
+
+use hwc_model::{Case, CaseResult, Failure, Measurement, PathId, Placement, Waiver};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Why a backend could not measure a case.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BenchError {
+    /// The case cannot run here (missing library, device, permission): it becomes a waiver.
+    #[error("{reason}")]
+    Unavailable {
+        reason: String,
+        hint: Option<String>,
+    },
+    /// The case ran and failed (I/O error, data mismatch): it fails alone.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl BenchError {
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        BenchError::Unavailable {
+            reason: reason.into(),
+            hint: None,
+        }
+    }
+    pub fn failed(msg: impl Into<String>) -> Self {
+        BenchError::Failed(msg.into())
+    }
+}
+
+/// One timed repetition.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rep {
+    /// The backend's authoritative time for the repetition (e.g. CUDA events), in seconds.
+    pub seconds: f64,
+    /// A wall-clock cross-check, when the authoritative timer is not the wall clock.
+    pub wall_seconds: Option<f64>,
+}
+
+/// Whether the resources a case uses are free.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Idle {
+    Idle,
+    Busy(String),
+}
+
+/// One mechanism's measurement of one case, ready to repeat.
+pub trait Prepared {
+    /// Bytes one repetition moves, as counted for GB/s.
+    fn bytes_per_rep(&self) -> u64;
+    /// Run one repetition.
+    fn run_once(&mut self) -> Result<Rep, BenchError>;
+    /// Check the data the last repetition moved (outside any timed region).
+    fn verify(&mut self) -> Result<(), BenchError>;
+    /// Where threads and buffers were placed, as verified.
+    fn placement(&self) -> Option<Placement> {
+        None
+    }
+    /// True when the working set fits in a cache (the figure is then a cache figure).
+    fn cache_resident(&self) -> bool {
+        false
+    }
+    /// Average latency per operation in µs for the last repetition, where the path defines one.
+    fn last_latency_us(&self) -> Option<f64> {
+        None
+    }
+    /// Anything the reader of this figure must know.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A measurement mechanism.
+pub trait Backend {
+    /// Short name for messages (`host-memcpy`, `cuda`, …).
+    fn name(&self) -> &'static str;
+    /// The paths this backend measures.
+    fn serves(&self, path: PathId) -> bool;
+    /// Allocate, place and pre-fault what `case` needs.
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError>;
+    /// Check that the CPUs/devices `case` uses are idle.
+    fn idle_check(&mut self, _case: &Case) -> Idle {
+        Idle::Idle
+    }
+    /// Refuse a case when busy (true), or measure and mark it contended (false).
+    fn refuse_when_busy(&self) -> bool {
+        false
+    }
+    /// Versions, clocks and similar facts to record in the profile's provenance.
+    fn environment(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+}
+
+/// Progress and results, as they happen.
+pub trait Observer {
+    fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
+    fn case_finished(&mut self, _outcome: &CaseOutcome) {}
+}
+
+/// An observer that does nothing.
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+/// What became of one case.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CaseOutcome {
+    Measured(Box<CaseResult>),
+    Waived(Waiver),
+    Failed(Failure),
+}
+
+/// Options the runner applies to every case.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Measure busy resources anyway and mark the figures contended.
+    pub allow_contended: bool,
+    /// Relative disagreement between the authoritative timer and the wall clock above which a
+    /// case is flagged (0.02 = 2 %).
+    pub wall_tolerance: Option<f64>,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Default)]
+pub struct RunOutcome {
+    pub results: Vec<CaseResult>,
+    pub waived: Vec<Waiver>,
+    pub failures: Vec<Failure>,
+    pub interrupted: bool,
+    pub environment: BTreeMap<String, String>,
+}
+
+/// Run `cases` in order with the first backend that serves each path.
+pub fn run(
+    cases: &[Case],
+    backends: &mut [Box<dyn Backend>],
+    options: &RunOptions,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> RunOutcome {
+    let mut out = RunOutcome::default();
+    let total = cases.len();
+    for (index, case) in cases.iter().enumerate() {
+        if cancel.load(Ordering::SeqCst) {
+            out.interrupted = true;
+            break;
+        }
+        observer.case_started(index, total, case);
+        let outcome = match backends.iter_mut().find(|b| b.serves(case.path)) {
+            None => CaseOutcome::Waived(Waiver {
+                path: case.path,
+                scope: Some(case.key.clone()),
+                reason: format!("no backend in this build measures {}", case.path),
+                hint: None,
+            }),
+            Some(backend) => run_case(case, backend.as_mut(), options, cancel),
+        };
+        observer.case_finished(&outcome);
+        match outcome {
+            CaseOutcome::Measured(r) => out.results.push(*r),
+            CaseOutcome::Waived(w) => out.waived.push(w),
+            CaseOutcome::Failed(f) => out.failures.push(f),
+        }
+    }
+    if cancel.load(Ordering::SeqCst) {
+        out.interrupted = true;
+    }
+    for backend in backends.iter() {
+        out.environment.extend(backend.environment());
+    }
+    out
+}
+
+fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
+    CaseOutcome::Failed(Failure {
+        key: case.key.clone(),
+        path: case.path,
+        error: error.into(),
+    })
+}
+
+fn from_error(case: &Case, e: BenchError) -> CaseOutcome {
+    match e {
+        BenchError::Unavailable { reason, hint } => CaseOutcome::Waived(Waiver {
+            path: case.path,
+            scope: Some(case.key.clone()),
+            reason,
+            hint,
+        }),
+        BenchError::Failed(msg) => fail(case, msg),
+    }
+}
+
+fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
+    if !(rep.seconds.is_finite() && rep.seconds > 0.0) {
+        return Err(BenchError::failed(format!(
+            "backend returned a non-positive time ({} s)",
+            rep.seconds
+        )));
+    }
+    Ok(hwc_stats::gbps(bytes, rep.seconds))
+}
+
+/// Run one case: idle guard, prepare, cold repetition, data check, warm-up, timed repetitions.
+pub fn run_case(
+    case: &Case,
+    backend: &mut dyn Backend,
+    options: &RunOptions,
+    cancel: &AtomicBool,
+) -> CaseOutcome {
+    let mut notes = Vec::new();
+    let mut contended = false;
+    if let Idle::Busy(why) = backend.idle_check(case) {
+        if backend.refuse_when_busy() && !options.allow_contended {
+            return fail(
+                case,
+                format!("refused: {why} (rerun when idle, or pass --allow-contended)"),
+            );
+        }
+        contended = true;
+        notes.push(format!("contended: {why}"));
+    }
+    let mut prepared = match backend.prepare(case) {
+        Ok(p) => p,
+        Err(e) => return from_error(case, e),
+    };
+    let bytes = prepared.bytes_per_rep();
+    let cold = match prepared.run_once().and_then(|r| throughput(bytes, &r)) {
+        Ok(v) => v,
+        Err(e) => return from_error(case, e),
+    };
+    if let Err(e) = prepared.verify() {
+        return from_error(case, e);
+    }
+    let mut warmup_gbps = Vec::with_capacity(case.reps.warmup as usize);
+    for _ in 0..case.reps.warmup {
+        match prepared.run_once().and_then(|r| throughput(bytes, &r)) {
+            Ok(v) => warmup_gbps.push(v),
+            Err(e) => return from_error(case, e),
+        }
+    }
+    let timed = case.reps.timed.max(1) as usize;
+    let mut samples_gbps = Vec::with_capacity(timed);
+    let mut latencies = Vec::new();
+    let mut worst_wall_disagreement: f64 = 0.0;
+    for _ in 0..timed {
+        if cancel.load(Ordering::SeqCst) {
+            return fail(case, "interrupted before its repetitions finished");
+        }
+        let rep = match prepared.run_once() {
+            Ok(r) => r,
+            Err(e) => return from_error(case, e),
+        };
+        match throughput(bytes, &rep) {
+            Ok(v) => samples_gbps.push(v),
+            Err(e) => return from_error(case, e),
+        }
+        if let Some(wall) = rep.wall_seconds {
+            worst_wall_disagreement =
+                worst_wall_disagreement.max((wall - rep.seconds).abs() / rep.seconds);
+        }
+        if let Some(l) = prepared.last_latency_us() {
+            latencies.push(l);
+        }
+    }
+    if let Some(tol) = options.wall_tolerance {
+        if worst_wall_disagreement > tol {
+            notes.push(format!(
+                "timer and wall clock disagree by up to {:.1} % (tolerance {:.1} %)",
+                worst_wall_disagreement * 100.0,
+                tol * 100.0
+            ));
+        }
+    }
+    let gbps = match hwc_stats::summarize(&samples_gbps) {
+        Ok(s) => s,
+        Err(e) => return fail(case, e.to_string()),
+    };
+    let latency_us = if latencies.is_empty() {
+        None
+    } else {
+        hwc_stats::summarize(&latencies).ok()
+    };
+    notes.extend(prepared.notes());
+    CaseOutcome::Measured(Box::new(CaseResult {
+        measurement: Measurement {
+            key: case.key.clone(),
+            path: case.path,
+            params: case.params.clone(),
+            bytes_per_rep: bytes,
+            gbps,
+            cold_gbps: Some(cold),
+            warmup: case.reps.warmup,
+            latency_us,
+            placement: prepared.placement(),
+            cache_resident: prepared.cache_resident(),
+            contended,
+            notes,
+        },
+        samples_gbps,
+        warmup_gbps,
+    }))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,199 @@
+//! The runner against a scripted backend (fio's "null engine" idea): deterministic times.
+
+use super::*;
+use hwc_model::{CaseParams, Reps};
+
+struct Scripted {
+    times: Vec<f64>,
+    next: usize,
+    busy: bool,
+    refuse: bool,
+    verify_ok: bool,
+    unavailable: bool,
+    wall_factor: Option<f64>,
+}
+
+impl Scripted {
+    fn new(times: &[f64]) -> Self {
+        Scripted {
+            times: times.to_vec(),
+            next: 0,
+            busy: false,
+            refuse: false,
+            verify_ok: true,
+            unavailable: false,
+            wall_factor: None,
+        }
+    }
+}
+
+struct ScriptedCase<'a>(&'a mut Scripted);
+
+impl Prepared for ScriptedCase<'_> {
+    fn bytes_per_rep(&self) -> u64 {
+        1_000_000_000
+    }
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        let t = self.0.times[self.0.next % self.0.times.len()];
+        self.0.next += 1;
+        Ok(Rep {
+            seconds: t,
+            wall_seconds: self.0.wall_factor.map(|f| t * f),
+        })
+    }
+    fn verify(&mut self) -> Result<(), BenchError> {
+        if self.0.verify_ok {
+            Ok(())
+        } else {
+            Err(BenchError::failed("data mismatch at byte 42"))
+        }
+    }
+}
+
+impl Backend for Scripted {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+    fn serves(&self, path: PathId) -> bool {
+        path == PathId::HostRam
+    }
+    fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        if self.unavailable {
+            return Err(BenchError::Unavailable {
+                reason: "no such device".into(),
+                hint: Some("plug one in".into()),
+            });
+        }
+        Ok(Box::new(ScriptedCase(self)))
+    }
+    fn idle_check(&mut self, _case: &Case) -> Idle {
+        if self.busy {
+            Idle::Busy("3 other processes".into())
+        } else {
+            Idle::Idle
+        }
+    }
+    fn refuse_when_busy(&self) -> bool {
+        self.refuse
+    }
+}
+
+fn case(path: PathId, warmup: u32, timed: u32) -> Case {
+    Case {
+        key: format!("{path}/test"),
+        path,
+        params: CaseParams::default(),
+        reps: Reps { warmup, timed },
+    }
+}
+
+fn run1(b: Scripted, c: Case, opts: RunOptions) -> RunOutcome {
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    run(
+        &[c],
+        &mut backends,
+        &opts,
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    )
+}
+
+#[test]
+fn cold_and_warmup_are_kept_apart_from_the_statistics() {
+    // cold 4 s (0.25 GB/s), warm-up 2 s, then 1, 1, 0.5, 1, 1 s.
+    let b = Scripted::new(&[4.0, 2.0, 1.0, 1.0, 0.5, 1.0, 1.0]);
+    let out = run1(b, case(PathId::HostRam, 1, 5), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.measurement.cold_gbps, Some(0.25));
+    assert_eq!(r.warmup_gbps, vec![0.5]);
+    assert_eq!(r.samples_gbps, vec![1.0, 1.0, 2.0, 1.0, 1.0]);
+    let s = r.measurement.gbps;
+    assert_eq!((s.median, s.min, s.max, s.n), (1.0, 1.0, 2.0, 5));
+    assert!((s.spread_pct - 100.0).abs() < 1e-9);
+    assert!(!r.measurement.contended);
+}
+
+#[test]
+fn a_path_without_backend_is_waived_not_measured() {
+    let b = Scripted::new(&[1.0]);
+    let out = run1(b, case(PathId::Gds, 0, 3), RunOptions::default());
+    assert!(out.results.is_empty());
+    assert_eq!(out.waived.len(), 1);
+    assert!(out.waived[0].reason.contains("no backend"));
+}
+
+#[test]
+fn unavailable_becomes_a_waiver_with_its_hint() {
+    let mut b = Scripted::new(&[1.0]);
+    b.unavailable = true;
+    let out = run1(b, case(PathId::HostRam, 0, 3), RunOptions::default());
+    assert_eq!(out.waived[0].reason, "no such device");
+    assert_eq!(out.waived[0].hint.as_deref(), Some("plug one in"));
+}
+
+#[test]
+fn a_failed_verification_fails_the_case_alone() {
+    let mut b = Scripted::new(&[1.0]);
+    b.verify_ok = false;
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let out = run(
+        &[case(PathId::HostRam, 0, 3), case(PathId::Gds, 0, 1)],
+        &mut backends,
+        &RunOptions::default(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    );
+    assert_eq!(out.failures.len(), 1);
+    assert!(out.failures[0].error.contains("mismatch"));
+    assert_eq!(out.waived.len(), 1, "the next case still ran");
+}
+
+#[test]
+fn busy_is_refused_or_marked_contended() {
+    let mut b = Scripted::new(&[1.0]);
+    b.busy = true;
+    b.refuse = true;
+    let out = run1(b, case(PathId::HostRam, 0, 3), RunOptions::default());
+    assert!(out.failures[0].error.contains("--allow-contended"));
+
+    let mut b = Scripted::new(&[1.0]);
+    b.busy = true;
+    b.refuse = true;
+    let opts = RunOptions {
+        allow_contended: true,
+        ..RunOptions::default()
+    };
+    let out = run1(b, case(PathId::HostRam, 0, 3), opts);
+    let m = &out.results[0].measurement;
+    assert!(m.contended);
+    assert!(m.notes[0].contains("3 other processes"));
+}
+
+#[test]
+fn wall_clock_disagreement_is_flagged() {
+    let mut b = Scripted::new(&[1.0]);
+    b.wall_factor = Some(1.05);
+    let opts = RunOptions {
+        wall_tolerance: Some(0.02),
+        ..RunOptions::default()
+    };
+    let out = run1(b, case(PathId::HostRam, 0, 3), opts);
+    let notes = &out.results[0].measurement.notes;
+    assert!(notes.iter().any(|n| n.contains("disagree by up to 5.0 %")), "{notes:?}");
+}
+
+#[test]
+fn cancel_stops_before_the_next_case() {
+    let b = Scripted::new(&[1.0]);
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let cancel = AtomicBool::new(true);
+    let out = run(
+        &[case(PathId::HostRam, 0, 3)],
+        &mut backends,
+        &RunOptions::default(),
+        &mut NoObserver,
+        &cancel,
+    );
+    assert!(out.interrupted);
+    assert!(out.results.is_empty());
+}
