@@ -35,7 +35,11 @@ pub fn size_label(bytes: u64) -> String {
 /// Theoretical one-direction bandwidth of a PCIe link in GB/s (10⁹ B/s):
 /// GT/s × lanes × encoding efficiency ÷ 8 (8b/10b up to 5 GT/s, 128b/130b from 8 GT/s).
 pub fn pcie_theoretical_gbps(speed_gts: f64, width: u32) -> f64 {
-    let efficiency = if speed_gts <= 5.0 { 8.0 / 10.0 } else { 128.0 / 130.0 };
+    let efficiency = if speed_gts <= 5.0 {
+        8.0 / 10.0
+    } else {
+        128.0 / 130.0
+    };
     speed_gts * f64::from(width) * efficiency / 8.0
 }
 
@@ -109,7 +113,10 @@ mod tests {
         }
         assert_eq!("Host-RAM".parse::<PathId>().unwrap(), PathId::HostRam);
         let err = "nvram".parse::<PathId>().unwrap_err().to_string();
-        assert!(err.contains("unknown path `nvram`") && err.contains("host_ram"), "{err}");
+        assert!(
+            err.contains("unknown path `nvram`") && err.contains("host_ram"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -119,7 +126,10 @@ mod tests {
         s.points.insert("1mib".into(), 6.75);
         s.optimal_bytes = Some(1 << 20);
         let y = serde_saphyr::to_string(&s).unwrap();
-        assert!(y.contains("4kib: 1.5") && y.contains("optimal_bytes: 1048576"), "{y}");
+        assert!(
+            y.contains("4kib: 1.5") && y.contains("optimal_bytes: 1048576"),
+            "{y}"
+        );
         let back: profile::IoSizeSweep = serde_saphyr::from_str(&y).unwrap();
         assert_eq!(back, s);
     }

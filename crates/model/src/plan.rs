@@ -132,6 +132,9 @@ pub struct CaseParams {
     /// Concurrent streams (GPU paths).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<u32>,
+    /// Direction measured, for cases that run two directions at once (duplex): `h2d`, `d2h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
     /// Host memory kind for GPU copies: `pinned`, `pageable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_memory: Option<String>,

@@ -212,9 +212,17 @@ pub struct GdsProfile {
     /// `gds` (nvidia_fs, true P2P DMA) or `compat` (POSIX bounce through host memory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    #[serde(default, rename = "1drive_gbps", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "1drive_gbps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub one_drive_gbps: Option<f64>,
-    #[serde(default, rename = "4drive_gbps", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "4drive_gbps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub four_drive_gbps: Option<f64>,
 }
 

@@ -179,7 +179,10 @@ fn wall_clock_disagreement_is_flagged() {
     };
     let out = run1(b, case(PathId::HostRam, 0, 3), opts);
     let notes = &out.results[0].measurement.notes;
-    assert!(notes.iter().any(|n| n.contains("disagree by up to 5.0 %")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("disagree by up to 5.0 %")),
+        "{notes:?}"
+    );
 }
 
 #[test]
