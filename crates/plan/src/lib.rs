@@ -1,0 +1,488 @@
+//! The planner: a pure function from a detected [`Topology`] and [`PlanOptions`] to the spec's
+//! full benchmark matrix. Every case gets a stable key; every path (or part of one) that cannot
+//! run on this machine or in this build is waived with its reason and a hint.
+
+use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
+use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Reps, Topology, Waiver, KIB, MIB};
+use std::collections::BTreeSet;
+
+/// Host memcpy sizes (spec Path 7).
+pub const HOST_RAM_SIZES: [u64; 4] = [4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB];
+/// H2D/D2H sizes (spec Path 3).
+pub const GPU_COPY_SIZES: [u64; 10] = [
+    128 * KIB,
+    512 * KIB,
+    MIB,
+    2 * MIB,
+    4 * MIB,
+    8 * MIB,
+    16 * MIB,
+    32 * MIB,
+    64 * MIB,
+    256 * MIB,
+];
+/// Concurrent streams for H2D/D2H (spec Path 3).
+pub const GPU_COPY_STREAMS: [u32; 4] = [1, 2, 4, 8];
+/// D2D sizes (spec Path 4), plus buffers several times any current GPU's L2 (HBM figures).
+pub const D2D_SIZES: [u64; 9] = [
+    128 * KIB,
+    512 * KIB,
+    MIB,
+    2 * MIB,
+    4 * MIB,
+    8 * MIB,
+    16 * MIB,
+    256 * MIB,
+    1024 * MIB,
+];
+pub const D2D_STREAMS: [u32; 3] = [1, 2, 4];
+/// Pageable H2D/D2H sizes.
+pub const PAGEABLE_SIZES: [u64; 2] = [4 * MIB, 256 * MIB];
+
+/// What shapes a plan besides the machine.
+#[derive(Debug, Clone, Default)]
+pub struct PlanOptions {
+    /// Only these paths (`--paths`); `None` = every path.
+    pub paths: Option<BTreeSet<PathId>>,
+    /// Paths this build has a backend for; others are waived as not built.
+    pub implemented: BTreeSet<PathId>,
+    /// Override the host thread sweep (`--threads 1,4,16`).
+    pub host_threads: Option<Vec<u32>>,
+    /// Override the host sizes (`--host-sizes 4MiB,256MiB`).
+    pub host_sizes: Option<Vec<u64>>,
+    /// Divide repetition counts (for quick smoke runs): timed = max(timed / n, 5).
+    pub reps_divisor: Option<u32>,
+    /// Tool version, quoted in "not built" waivers.
+    pub version: String,
+}
+
+impl PlanOptions {
+    fn wants(&self, path: PathId) -> bool {
+        self.paths.as_ref().is_none_or(|p| p.contains(&path))
+    }
+    fn reps(&self, warmup: u32, timed: u32) -> Reps {
+        match self.reps_divisor {
+            Some(d) if d > 1 => Reps {
+                warmup: (warmup / d).max(1),
+                timed: (timed / d).max(5),
+            },
+            _ => Reps { warmup, timed },
+        }
+    }
+}
+
+/// Build the plan. Pure: same inputs, same plan.
+pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
+    let mut p = Plan::default();
+    for path in PathId::ALL {
+        if !opts.wants(path) {
+            continue;
+        }
+        let before = (p.cases.len(), p.waived.len());
+        match path {
+            PathId::HostRam => plan_host_ram(topo, opts, &mut p),
+            PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d => {
+                plan_gpu_copies(path, topo, opts, &mut p)
+            }
+            PathId::NvmeRead | PathId::NvmeWrite => plan_nvme(path, topo, &mut p),
+            PathId::Gdrcopy => plan_gdrcopy(topo, &mut p),
+            PathId::Gds => plan_gds(topo, &mut p),
+            PathId::NvmeBar1 => plan_nvme_bar1(topo, &mut p),
+        }
+        // A path the machine could run but this build cannot measure: one waiver, no cases.
+        let planned_cases = p.cases.len() > before.0;
+        if planned_cases && !opts.implemented.contains(&path) {
+            p.cases.truncate(before.0);
+            p.waived.truncate(before.1);
+            p.waived.push(Waiver {
+                path,
+                scope: None,
+                reason: format!(
+                    "this build of hwceiling {} has no backend for {path}",
+                    opts.version
+                ),
+                hint: Some("a later version measures it; the plan lists what it would run".into()),
+            });
+        }
+    }
+    p
+}
+
+fn waive(p: &mut Plan, path: PathId, scope: Option<String>, reason: String, hint: Option<&str>) {
+    p.waived.push(Waiver {
+        path,
+        scope,
+        reason,
+        hint: hint.map(str::to_string),
+    });
+}
+
+fn tool<'a>(topo: &'a Topology, name: &str) -> Option<&'a ToolStatus> {
+    topo.tools.iter().find(|t| t.name == name)
+}
+
+fn tool_missing(topo: &Topology, name: &str) -> Option<(String, Option<String>)> {
+    match tool(topo, name) {
+        Some(t) if t.present => None,
+        Some(t) => Some((
+            format!("{name} not found ({})", t.evidence),
+            t.install_hint.clone(),
+        )),
+        None => Some((format!("{name} was not looked for"), None)),
+    }
+}
+
+/// Nodes with CPUs, in id order.
+fn cpu_nodes(topo: &Topology) -> Vec<&NumaNode> {
+    let mut v: Vec<&NumaNode> = topo
+        .platform
+        .numa
+        .iter()
+        .filter(|n| !n.memory_only && !n.cpus.is_empty())
+        .collect();
+    v.sort_by_key(|n| n.id);
+    v
+}
+
+/// 1, 2, 4, … below `cpus`, plus the node's physical core count and all its CPUs.
+pub fn thread_sweep(cpus: u32, physical_cores: Option<u32>) -> Vec<u32> {
+    let mut set = BTreeSet::new();
+    let mut t = 1;
+    while t < cpus {
+        set.insert(t);
+        t *= 2;
+    }
+    if let Some(c) = physical_cores.filter(|&c| c >= 1 && c <= cpus) {
+        set.insert(c);
+    }
+    set.insert(cpus.max(1));
+    set.into_iter().collect()
+}
+
+/// Physical cores among `cpus` (distinct package/core pairs), when the topology knows them.
+fn physical_cores(topo: &Topology, cpus: &[u32]) -> Option<u32> {
+    let mut cores = BTreeSet::new();
+    for id in cpus {
+        let c = topo.platform.cpus.iter().find(|c| c.id == *id)?;
+        cores.insert((c.package?, c.core?));
+    }
+    u32::try_from(cores.len()).ok()
+}
+
+fn host_reps(opts: &PlanOptions, size: u64) -> Reps {
+    // The spec's counts: 200 iterations up to 16 MiB, 50 from 64 MiB.
+    if size <= 16 * MIB {
+        opts.reps(20, 200)
+    } else {
+        opts.reps(5, 50)
+    }
+}
+
+fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
+    let nodes = cpu_nodes(topo);
+    if nodes.is_empty() {
+        waive(
+            p,
+            PathId::HostRam,
+            None,
+            "no NUMA node with CPUs was detected".into(),
+            None,
+        );
+        return;
+    }
+    for n in topo.platform.numa.iter().filter(|n| n.memory_only) {
+        waive(
+            p,
+            PathId::HostRam,
+            Some(format!("node {}", n.id)),
+            format!(
+                "node {} is memory-only (no CPUs): device or CXL memory, not a host-RAM tier",
+                n.id
+            ),
+            None,
+        );
+    }
+    let sizes = opts
+        .host_sizes
+        .clone()
+        .unwrap_or_else(|| HOST_RAM_SIZES.to_vec());
+    let mut pairs: Vec<(&NumaNode, u32)> = nodes.iter().map(|n| (*n, n.id)).collect();
+    for a in &nodes {
+        for b in &nodes {
+            if a.id < b.id {
+                pairs.push((a, b.id));
+            }
+        }
+    }
+    if nodes.len() < 2 {
+        waive(
+            p,
+            PathId::HostRam,
+            Some("cross-NUMA".into()),
+            "one NUMA node with CPUs: there is no cross-NUMA path".into(),
+            None,
+        );
+    }
+    for (src, dst) in pairs {
+        let cpus = u32::try_from(src.cpus.len()).unwrap_or(u32::MAX);
+        let threads = opts
+            .host_threads
+            .clone()
+            .map(|t| t.into_iter().filter(|&x| x >= 1 && x <= cpus).collect())
+            .unwrap_or_else(|| thread_sweep(cpus, physical_cores(topo, &src.cpus)));
+        for &size in &sizes {
+            for &t in &threads {
+                p.cases.push(Case {
+                    key: format!("host_ram/n{}-n{dst}/{}/t{t}", src.id, size_label(size)),
+                    path: PathId::HostRam,
+                    params: CaseParams {
+                        size_bytes: Some(size),
+                        threads: Some(t),
+                        cpu_node: Some(src.id),
+                        src_node: Some(src.id),
+                        dst_node: Some(dst),
+                        ..CaseParams::default()
+                    },
+                    reps: host_reps(opts, size),
+                });
+            }
+        }
+    }
+}
+
+fn gpu_name(g: &Gpu) -> String {
+    format!("gpu{}", g.index)
+}
+
+/// Host-buffer placements for one GPU: the GPU's node (local) first, then every other node
+/// with CPUs (cross). `None` node = the GPU's node is unknown: no placement requested.
+fn gpu_placements(
+    topo: &Topology,
+    g: &Gpu,
+    p: &mut Plan,
+    path: PathId,
+) -> Vec<(String, Option<u32>)> {
+    let nodes = cpu_nodes(topo);
+    let mut out = Vec::new();
+    match g.numa_node {
+        Some(local) => {
+            out.push(("local".to_string(), Some(local)));
+            for n in nodes.iter().filter(|n| n.id != local) {
+                out.push((format!("cross-n{}", n.id), Some(n.id)));
+            }
+            if nodes.len() < 2 {
+                waive(
+                    p,
+                    path,
+                    Some(format!("{} cross-NUMA", gpu_name(g))),
+                    "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
+                    None,
+                );
+            }
+        }
+        None => {
+            out.push(("unplaced".to_string(), None));
+            waive(
+                p,
+                path,
+                Some(format!("{} NUMA-local and cross-NUMA", gpu_name(g))),
+                format!(
+                    "the NUMA node of {} ({}) is not reported by sysfs: host buffers are not placed",
+                    gpu_name(g),
+                    g.pci_bdf
+                ),
+                Some("check the platform's ACPI _PXM / SRAT tables"),
+            );
+        }
+    }
+    out
+}
+
+fn gpu_case(path: PathId, key: String, params: CaseParams, reps: Reps) -> Case {
+    Case {
+        key,
+        path,
+        params,
+        reps,
+    }
+}
+
+fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
+    if topo.gpus.is_empty() {
+        waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
+        return;
+    }
+    if let Some((reason, hint)) = tool_missing(topo, "libcuda") {
+        waive(p, path, None, reason, hint.as_deref());
+        return;
+    }
+    let copy_reps = opts.reps(3, 20);
+    for g in &topo.gpus {
+        let gpu = gpu_name(g);
+        let base = CaseParams {
+            gpu: Some(gpu.clone()),
+            ..CaseParams::default()
+        };
+        match path {
+            PathId::H2d | PathId::D2h => {
+                let dir = path.as_str();
+                let placements = gpu_placements(topo, g, p, path);
+                for (label, node) in &placements {
+                    let cross = label.starts_with("cross");
+                    // Cross-NUMA rows: one stream (the spec's penalty fields); local: the sweep.
+                    let streams: &[u32] = if cross { &[1] } else { &GPU_COPY_STREAMS };
+                    for &size in &GPU_COPY_SIZES {
+                        for &s in streams {
+                            let params = host_params(&base, path, size, s, "pinned", *node);
+                            let key = format!("{dir}/{gpu}/{label}/{}/s{s}", size_label(size));
+                            p.cases.push(gpu_case(path, key, params, copy_reps));
+                        }
+                    }
+                }
+                let (label, node) = &placements[0];
+                for &size in &PAGEABLE_SIZES {
+                    let params = host_params(&base, path, size, 1, "pageable", *node);
+                    let key = format!("{dir}/{gpu}/{label}-pageable/{}/s1", size_label(size));
+                    p.cases.push(gpu_case(path, key, params, copy_reps));
+                }
+            }
+            PathId::Duplex => {
+                let local = g.numa_node;
+                let label = if local.is_some() { "local" } else { "unplaced" };
+                for &size in &GPU_COPY_SIZES {
+                    for dir in ["h2d", "d2h"] {
+                        let mut params = host_params(&base, path, size, 1, "pinned", local);
+                        params.src_node = local;
+                        params.dst_node = local;
+                        params.direction = Some(dir.into());
+                        let key = format!("duplex/{gpu}/{label}/{}/s1/{dir}", size_label(size));
+                        p.cases.push(gpu_case(path, key, params, copy_reps));
+                    }
+                }
+            }
+            PathId::D2d => {
+                for &size in &D2D_SIZES {
+                    for &s in &D2D_STREAMS {
+                        let params = CaseParams {
+                            size_bytes: Some(size),
+                            streams: Some(s),
+                            ..base.clone()
+                        };
+                        let key = format!("d2d/{gpu}/{}/s{s}", size_label(size));
+                        p.cases.push(gpu_case(path, key, params, copy_reps));
+                    }
+                }
+            }
+            _ => unreachable!("plan_gpu_copies is called for GPU copy paths only"),
+        }
+    }
+}
+
+fn host_params(
+    base: &CaseParams,
+    path: PathId,
+    size: u64,
+    streams: u32,
+    memory: &str,
+    node: Option<u32>,
+) -> CaseParams {
+    let mut params = CaseParams {
+        size_bytes: Some(size),
+        streams: Some(streams),
+        host_memory: Some(memory.into()),
+        cpu_node: node,
+        ..base.clone()
+    };
+    if path == PathId::D2h {
+        params.dst_node = node;
+    } else {
+        params.src_node = node;
+    }
+    params
+}
+
+fn plan_nvme(path: PathId, topo: &Topology, p: &mut Plan) {
+    if topo.nvme.is_empty() {
+        waive(p, path, None, "no NVMe drives were detected".into(), None);
+        return;
+    }
+    let reason = if path == PathId::NvmeWrite {
+        "NVMe write sweeps are not built yet; when they are, they will need \
+         --allow-destructive-writes and a named, unused drive"
+    } else {
+        "the kernel (io_uring, O_DIRECT) and SPDK NVMe backends are not built yet"
+    };
+    waive(
+        p,
+        path,
+        None,
+        format!("{} drive(s) detected, but {reason}", topo.nvme.len()),
+        None,
+    );
+}
+
+fn plan_gdrcopy(topo: &Topology, p: &mut Plan) {
+    let path = PathId::Gdrcopy;
+    if topo.gpus.is_empty() {
+        return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
+    }
+    for t in ["libgdrapi", "gdrdrv"] {
+        if let Some((reason, hint)) = tool_missing(topo, t) {
+            return waive(p, path, None, reason, hint.as_deref());
+        }
+    }
+    waive(
+        p,
+        path,
+        None,
+        "GDRCopy is present, but the GDRCopy backend is not built yet".into(),
+        None,
+    );
+}
+
+fn plan_gds(topo: &Topology, p: &mut Plan) {
+    let path = PathId::Gds;
+    if topo.gpus.is_empty() {
+        return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
+    }
+    if let Some((reason, hint)) = tool_missing(topo, "libcufile") {
+        return waive(p, path, None, reason, hint.as_deref());
+    }
+    let mode = if tool(topo, "nvidia_fs").is_some_and(|t| t.present) {
+        "nvidia_fs is loaded"
+    } else {
+        "nvidia_fs is not loaded (cuFile would run in compatibility mode)"
+    };
+    waive(
+        p,
+        path,
+        None,
+        format!("libcufile is present and {mode}, but the cuFile backend is not built yet"),
+        None,
+    );
+}
+
+fn plan_nvme_bar1(topo: &Topology, p: &mut Plan) {
+    let path = PathId::NvmeBar1;
+    if topo.gpus.is_empty() {
+        return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
+    }
+    if topo.nvme.is_empty() {
+        return waive(p, path, None, "no NVMe drives were detected".into(), None);
+    }
+    for t in ["gdrdrv", "libgdrapi", "spdk_nvme_perf"] {
+        if let Some((reason, hint)) = tool_missing(topo, t) {
+            return waive(p, path, None, reason, hint.as_deref());
+        }
+    }
+    waive(
+        p,
+        path,
+        None,
+        "GDRCopy and SPDK are present, but the NVMe → BAR1 backend is not built yet".into(),
+        None,
+    );
+}
+
+#[cfg(test)]
+mod tests;

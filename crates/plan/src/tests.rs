@@ -1,0 +1,314 @@
+use super::*;
+use hwc_model::topology::{LogicalCpu, Platform};
+use proptest::prelude::*;
+
+fn node(id: u32, cpus: std::ops::Range<u32>) -> NumaNode {
+    NumaNode {
+        id,
+        cpus: cpus.collect(),
+        memory_only: false,
+        memory_bytes: None,
+        distances: vec![],
+    }
+}
+
+fn machine(nodes: Vec<NumaNode>) -> Topology {
+    let cpus = nodes
+        .iter()
+        .flat_map(|n| {
+            n.cpus.iter().map(move |&c| LogicalCpu {
+                id: c,
+                package: Some(n.id),
+                core: Some(c),
+                node: Some(n.id),
+            })
+        })
+        .collect();
+    Topology {
+        platform: Platform {
+            numa_nodes: nodes.len() as u32,
+            numa: nodes,
+            cpus,
+            ..Platform::default()
+        },
+        ..Topology::default()
+    }
+}
+
+fn gpu(index: u32, node: Option<u32>) -> Gpu {
+    Gpu {
+        index,
+        cuda_index: None,
+        pci_bdf: format!("0000:{:02x}:00.0", 0x40 * index + 1),
+        model: Some("NVIDIA H200".into()),
+        vendor: "0x10de".into(),
+        device: "0x2335".into(),
+        pcie_gen: Some(5),
+        pcie_width: Some(16),
+        pcie_max_gen: Some(5),
+        pcie_max_width: Some(16),
+        bar1_bytes: None,
+        bar1_gib: None,
+        bars: vec![],
+        numa_node: node,
+        root: None,
+        driver: None,
+        memory_bytes: None,
+        l2_cache_bytes: None,
+    }
+}
+
+fn with_tool(mut t: Topology, name: &str, present: bool) -> Topology {
+    t.tools.push(ToolStatus {
+        name: name.into(),
+        present,
+        evidence: if present {
+            "/usr/lib/x".into()
+        } else {
+            "not found".into()
+        },
+        install_hint: (!present).then(|| format!("install {name}")),
+    });
+    t
+}
+
+fn all_implemented() -> PlanOptions {
+    PlanOptions {
+        implemented: PathId::ALL.into_iter().collect(),
+        version: "0.1.0".into(),
+        ..PlanOptions::default()
+    }
+}
+
+#[test]
+fn thread_sweep_doubles_and_ends_at_all_cpus() {
+    assert_eq!(thread_sweep(1, None), vec![1]);
+    assert_eq!(thread_sweep(2, Some(2)), vec![1, 2]);
+    assert_eq!(thread_sweep(16, None), vec![1, 2, 4, 8, 16]);
+    assert_eq!(thread_sweep(12, Some(6)), vec![1, 2, 4, 6, 8, 12]);
+}
+
+#[test]
+fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
+    let t = machine(vec![node(0, 0..2)]);
+    let p = plan(&t, &all_implemented());
+    let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    assert!(keys.contains(&"host_ram/n0-n0/4MiB/t1"));
+    assert!(keys.contains(&"host_ram/n0-n0/256MiB/t2"));
+    for path in PathId::ALL.into_iter().filter(|&x| x != PathId::HostRam) {
+        let w: Vec<_> = p.waivers_of(path).collect();
+        assert!(!w.is_empty(), "{path} has no waiver");
+        assert!(p.cases_of(path).next().is_none());
+    }
+    assert!(p
+        .waivers_of(PathId::H2d)
+        .any(|w| w.reason == "no NVIDIA GPU was detected"));
+    assert!(p
+        .waivers_of(PathId::HostRam)
+        .any(|w| w.scope.as_deref() == Some("cross-NUMA")));
+    let c = &p.cases[0];
+    assert_eq!(
+        c.reps,
+        Reps {
+            warmup: 20,
+            timed: 200
+        }
+    );
+    let big = p.cases.iter().find(|c| c.key.contains("256MiB")).unwrap();
+    assert_eq!(
+        big.reps,
+        Reps {
+            warmup: 5,
+            timed: 50
+        }
+    );
+}
+
+#[test]
+fn two_nodes_give_same_and_cross_pairs() {
+    let t = machine(vec![node(0, 0..4), node(1, 4..8)]);
+    let p = plan(&t, &all_implemented());
+    for k in [
+        "host_ram/n0-n0/64MiB/t4",
+        "host_ram/n1-n1/64MiB/t4",
+        "host_ram/n0-n1/64MiB/t4",
+    ] {
+        assert!(p.cases.iter().any(|c| c.key == k), "missing {k}");
+    }
+    let cross = p
+        .cases
+        .iter()
+        .find(|c| c.key == "host_ram/n0-n1/4MiB/t2")
+        .unwrap();
+    assert_eq!(cross.params.cpu_node, Some(0));
+    assert_eq!(
+        (cross.params.src_node, cross.params.dst_node),
+        (Some(0), Some(1))
+    );
+    assert!(!p.waived.iter().any(|w| w.path == PathId::HostRam));
+}
+
+#[test]
+fn memory_only_nodes_are_waived_not_measured() {
+    let mut gpu_mem = node(2, 0..0);
+    gpu_mem.memory_only = true;
+    let t = machine(vec![node(0, 0..2), gpu_mem]);
+    let p = plan(&t, &all_implemented());
+    assert!(p.cases.iter().all(|c| !c.key.contains("n2")));
+    assert!(p
+        .waivers_of(PathId::HostRam)
+        .any(|w| w.scope.as_deref() == Some("node 2") && w.reason.contains("memory-only")));
+}
+
+#[test]
+fn gpu_without_libcuda_is_waived_with_the_tools_hint() {
+    let mut t = machine(vec![node(0, 0..16)]);
+    t.gpus.push(gpu(0, Some(0)));
+    let t = with_tool(t, "libcuda", false);
+    let p = plan(&t, &all_implemented());
+    let w = p.waivers_of(PathId::H2d).next().unwrap();
+    assert!(w.reason.starts_with("libcuda not found"), "{}", w.reason);
+    assert_eq!(w.hint.as_deref(), Some("install libcuda"));
+}
+
+#[test]
+fn one_gpu_one_node_plans_the_spec_matrix() {
+    let mut t = machine(vec![node(0, 0..16)]);
+    t.gpus.push(gpu(0, Some(0)));
+    let t = with_tool(t, "libcuda", true);
+    let p = plan(&t, &all_implemented());
+    // H2D: 10 sizes × 4 streams local + 2 pageable sizes; no cross-NUMA on one node.
+    assert_eq!(p.cases_of(PathId::H2d).count(), 42);
+    assert_eq!(p.cases_of(PathId::D2h).count(), 42);
+    assert_eq!(p.cases_of(PathId::Duplex).count(), 20);
+    assert_eq!(p.cases_of(PathId::D2d).count(), 27);
+    let c = p
+        .cases
+        .iter()
+        .find(|c| c.key == "h2d/gpu0/local/4MiB/s1")
+        .unwrap();
+    assert_eq!(c.params.src_node, Some(0));
+    assert_eq!(c.params.cpu_node, Some(0));
+    assert_eq!(c.params.host_memory.as_deref(), Some("pinned"));
+    let d = p
+        .cases
+        .iter()
+        .find(|c| c.key == "d2h/gpu0/local-pageable/256MiB/s1")
+        .unwrap();
+    assert_eq!((d.params.dst_node, d.params.src_node), (Some(0), None));
+    assert!(p
+        .waivers_of(PathId::H2d)
+        .any(|w| w.scope.as_deref() == Some("gpu0 cross-NUMA")));
+    assert!(p
+        .cases
+        .iter()
+        .any(|c| c.key == "duplex/gpu0/local/256MiB/s1/d2h"));
+}
+
+#[test]
+fn two_nodes_add_cross_numa_rows_at_one_stream() {
+    let mut t = machine(vec![node(0, 0..8), node(1, 8..16)]);
+    t.gpus.push(gpu(0, Some(1)));
+    let t = with_tool(t, "libcuda", true);
+    let p = plan(&t, &all_implemented());
+    let c = p
+        .cases
+        .iter()
+        .find(|c| c.key == "h2d/gpu0/cross-n0/4MiB/s1")
+        .unwrap();
+    assert_eq!((c.params.src_node, c.params.cpu_node), (Some(0), Some(0)));
+    assert!(!p.cases.iter().any(|c| c.key == "h2d/gpu0/cross-n0/4MiB/s4"));
+    assert!(p.cases.iter().any(|c| c.key == "h2d/gpu0/local/4MiB/s8"));
+}
+
+#[test]
+fn unknown_gpu_node_is_unplaced_and_says_so() {
+    let mut t = machine(vec![node(0, 0..8), node(1, 8..16)]);
+    t.gpus.push(gpu(0, None));
+    let t = with_tool(t, "libcuda", true);
+    let p = plan(&t, &all_implemented());
+    let c = p
+        .cases
+        .iter()
+        .find(|c| c.key == "h2d/gpu0/unplaced/4MiB/s1")
+        .unwrap();
+    assert_eq!((c.params.src_node, c.params.cpu_node), (None, None));
+    assert!(p
+        .waivers_of(PathId::H2d)
+        .any(|w| w.reason.contains("not reported by sysfs")));
+}
+
+#[test]
+fn unimplemented_paths_become_one_waiver_each() {
+    let mut t = machine(vec![node(0, 0..16)]);
+    t.gpus.push(gpu(0, Some(0)));
+    let t = with_tool(t, "libcuda", true);
+    let opts = PlanOptions {
+        implemented: [PathId::HostRam].into_iter().collect(),
+        version: "0.1.0".into(),
+        ..PlanOptions::default()
+    };
+    let p = plan(&t, &opts);
+    assert!(p.cases.iter().all(|c| c.path == PathId::HostRam));
+    let w: Vec<_> = p.waivers_of(PathId::H2d).collect();
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].reason.contains("has no backend for h2d"),
+        "{}",
+        w[0].reason
+    );
+}
+
+#[test]
+fn path_filter_and_overrides() {
+    let t = machine(vec![node(0, 0..16)]);
+    let opts = PlanOptions {
+        paths: Some([PathId::HostRam].into_iter().collect()),
+        host_threads: Some(vec![1, 16, 64]),
+        host_sizes: Some(vec![MIB]),
+        reps_divisor: Some(10),
+        ..all_implemented()
+    };
+    let p = plan(&t, &opts);
+    assert!(p.waived.iter().all(|w| w.path == PathId::HostRam));
+    let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
+    assert_eq!(keys, ["host_ram/n0-n0/1MiB/t1", "host_ram/n0-n0/1MiB/t16"]);
+    assert_eq!(
+        p.cases[0].reps,
+        Reps {
+            warmup: 2,
+            timed: 20
+        }
+    );
+}
+
+proptest! {
+    #[test]
+    fn keys_are_unique_and_the_plan_is_deterministic(
+        node_cpus in proptest::collection::vec(1u32..9, 1..4),
+        gpu_nodes in proptest::collection::vec(proptest::option::of(0u32..4), 0..3),
+    ) {
+        let mut next = 0;
+        let nodes: Vec<NumaNode> = node_cpus.iter().enumerate().map(|(i, &n)| {
+            let r = next..next + n;
+            next += n;
+            node(i as u32, r)
+        }).collect();
+        let count = nodes.len() as u32;
+        let mut t = machine(nodes);
+        for (i, n) in gpu_nodes.iter().enumerate() {
+            t.gpus.push(gpu(i as u32, n.filter(|&x| x < count)));
+        }
+        let t = with_tool(t, "libcuda", true);
+        let a = plan(&t, &all_implemented());
+        let b = plan(&t, &all_implemented());
+        prop_assert_eq!(&a, &b);
+        let keys: BTreeSet<&str> = a.cases.iter().map(|c| c.key.as_str()).collect();
+        prop_assert_eq!(keys.len(), a.cases.len());
+        for path in PathId::ALL {
+            prop_assert!(a.cases_of(path).next().is_some() || a.waivers_of(path).next().is_some(),
+                "{} neither planned nor waived", path);
+        }
+    }
+}
