@@ -21,11 +21,11 @@ pub const GIB: u64 = 1024 * 1024 * 1024;
 
 /// `131072` → `128KiB`, `4194304` → `4MiB`, `1536` → `1536B`. Used in case keys and tables.
 pub fn size_label(bytes: u64) -> String {
-    if bytes >= GIB && bytes % GIB == 0 {
+    if bytes >= GIB && bytes.is_multiple_of(GIB) {
         format!("{}GiB", bytes / GIB)
-    } else if bytes >= MIB && bytes % MIB == 0 {
+    } else if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{}MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{}KiB", bytes / KIB)
     } else {
         format!("{bytes}B")

@@ -205,8 +205,9 @@ fn bind(
     })
 }
 
-/// The node of the page at `addr`, as the kernel reports it.
-pub fn node_of(addr: *const u8) -> Result<i32, io::Error> {
+/// The node of the page at address `addr`, as the kernel reports it (the kernel looks the
+/// address up in this process's mappings; it is never dereferenced here).
+pub fn node_of(addr: usize) -> Result<i32, io::Error> {
     let mut node: libc::c_int = -1;
     // SAFETY: mode out-pointer is valid; no nodemask requested; addr is only looked up.
     let rc = unsafe {
@@ -238,9 +239,7 @@ fn check_pages(base: *const u8, len: usize, page: usize, node: u32) -> Placement
         } else {
             i * (pages - 1) / (samples - 1)
         };
-        // SAFETY: p < pages, so the address is inside the mapping.
-        let addr = unsafe { base.add(p * page) };
-        match node_of(addr) {
+        match node_of(base as usize + p * page) {
             Ok(n) if n == node as i32 => {}
             Ok(n) => {
                 wrong += 1;
