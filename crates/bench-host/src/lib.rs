@@ -1,0 +1,397 @@
+//! Host RAM memcpy backend (spec Path 7): N pinned threads copy one NUMA-placed buffer into
+//! another, each its own contiguous slice, released together by a spinning start gate so
+//! thread wake-up is not timed. Buffers are pre-faulted, bound with `mbind` and their placement
+//! verified; every worker checks that it runs where it was pinned. GB/s counts bytes copied
+//! (a copy of N bytes is N, the STREAM "copy" convention without its 2× read+write).
+
+use hwc_model::topology::LogicalCpu;
+use hwc_model::{Case, PathId, Placement, Topology};
+use hwc_numa::{NumaBuffer, PlacementCheck};
+use hwc_runner::{Backend, BenchError, Idle, Prepared, Rep};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+mod idle;
+
+/// Copies of this many bytes or more ask for transparent huge pages.
+const HUGE_PAGE_MIN_BYTES: u64 = 4 << 20;
+/// Average busy share of the case's CPUs above which the case is marked contended.
+const BUSY_THRESHOLD: f64 = 0.10;
+
+/// The host memcpy backend for one machine.
+pub struct HostMemcpy {
+    /// Node id → CPUs in pinning order (one thread per physical core first, then siblings).
+    node_cpus: BTreeMap<u32, Vec<u32>>,
+    /// Bytes of the last-level cache on the whole machine (size × instances), when known.
+    llc_bytes: Option<u64>,
+    proc_root: PathBuf,
+}
+
+impl HostMemcpy {
+    /// Build from the detected topology; `proc_root` is where `/proc/stat` is read for the idle
+    /// guard (the live `/proc` in production).
+    pub fn new(topo: &Topology, proc_root: impl Into<PathBuf>) -> Self {
+        let node_cpus = topo
+            .platform
+            .numa
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .map(|n| (n.id, pinning_order(&n.cpus, &topo.platform.cpus)))
+            .collect();
+        let llc_bytes = topo
+            .platform
+            .caches
+            .iter()
+            .filter(|c| c.kind != "Instruction")
+            .max_by_key(|c| c.level)
+            .map(|c| c.size_bytes * u64::from(c.instances.unwrap_or(1)));
+        HostMemcpy {
+            node_cpus,
+            llc_bytes,
+            proc_root: proc_root.into(),
+        }
+    }
+
+    fn cpus_for(&self, case: &Case) -> Result<Vec<u32>, BenchError> {
+        let node = case
+            .params
+            .cpu_node
+            .ok_or_else(|| BenchError::failed("host_ram case without cpu_node"))?;
+        let threads = case.params.threads.unwrap_or(1).max(1) as usize;
+        let cpus = self
+            .node_cpus
+            .get(&node)
+            .ok_or_else(|| BenchError::unavailable(format!("node {node} has no CPUs")))?;
+        if threads > cpus.len() {
+            return Err(BenchError::unavailable(format!(
+                "{threads} threads requested but node {node} has {} CPUs",
+                cpus.len()
+            )));
+        }
+        Ok(cpus[..threads].to_vec())
+    }
+}
+
+/// Order a node's CPUs so the first k threads land on k distinct physical cores when possible:
+/// by sibling rank within its core, then by CPU id.
+pub fn pinning_order(node_cpus: &[u32], all: &[LogicalCpu]) -> Vec<u32> {
+    let mut seen: BTreeMap<(Option<u32>, Option<u32>), u32> = BTreeMap::new();
+    let mut sorted: Vec<u32> = node_cpus.to_vec();
+    sorted.sort_unstable();
+    let mut ranked: Vec<(u32, u32)> = sorted
+        .iter()
+        .map(|&id| {
+            let info = all.iter().find(|c| c.id == id);
+            let key = match info {
+                Some(c) if c.core.is_some() => (c.package, c.core),
+                // Unknown core: treat each CPU as its own core.
+                _ => (None, Some(u32::MAX - id)),
+            };
+            let rank = seen.entry(key).or_insert(0);
+            let r = *rank;
+            *rank += 1;
+            (r, id)
+        })
+        .collect();
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(_, id)| id).collect()
+}
+
+/// `0,1,2,3,8` → `0-3,8`.
+pub fn cpulist(cpus: &[u32]) -> String {
+    let set: BTreeSet<u32> = cpus.iter().copied().collect();
+    let mut parts = Vec::new();
+    let mut iter = set.into_iter().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end = iter.next().unwrap_or(end);
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    parts.join(",")
+}
+
+impl Backend for HostMemcpy {
+    fn name(&self) -> &'static str {
+        "host-memcpy"
+    }
+
+    fn serves(&self, path: PathId) -> bool {
+        path == PathId::HostRam
+    }
+
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        let size = case
+            .params
+            .size_bytes
+            .ok_or_else(|| BenchError::failed("host_ram case without size_bytes"))?;
+        let cpus = self.cpus_for(case)?;
+        let cache_resident = self.llc_bytes.is_some_and(|llc| 2 * size <= llc);
+        let copy = PreparedCopy::new(
+            usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?,
+            &cpus,
+            case.params.src_node,
+            case.params.dst_node,
+            cache_resident,
+        )?;
+        Ok(Box::new(copy))
+    }
+
+    fn idle_check(&mut self, case: &Case) -> Idle {
+        let Ok(cpus) = self.cpus_for(case) else {
+            return Idle::Idle;
+        };
+        match idle::busy_share(&self.proc_root, &cpus, Duration::from_millis(50)) {
+            Ok(share) if share > BUSY_THRESHOLD => Idle::Busy(format!(
+                "CPUs {} were {:.0} % busy before the case",
+                cpulist(&cpus),
+                share * 100.0
+            )),
+            _ => Idle::Idle,
+        }
+    }
+}
+
+/// Shared state between the timing thread and the workers.
+struct Gate {
+    /// Bumped by the timing thread to release one repetition.
+    generation: AtomicU64,
+    /// Workers that finished the current repetition.
+    done: AtomicUsize,
+    stop: AtomicBool,
+    /// Workers that found themselves on a CPU they were not pinned to.
+    misplaced: AtomicUsize,
+    ready: AtomicUsize,
+}
+
+/// A raw slice to copy, handed to a worker thread.
+#[derive(Clone, Copy)]
+struct Chunk {
+    src: usize,
+    dst: usize,
+    len: usize,
+}
+
+impl Chunk {
+    fn copy(self) {
+        // SAFETY: src/dst point into two live, distinct NumaBuffers (they outlive the workers:
+        // PreparedCopy joins the workers before its buffers drop) and each worker's chunk is
+        // disjoint from every other worker's.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.src as *const u8, self.dst as *mut u8, self.len)
+        };
+    }
+}
+
+struct PreparedCopy {
+    src: NumaBuffer,
+    dst: NumaBuffer,
+    size: usize,
+    gate: Arc<Gate>,
+    workers: Vec<JoinHandle<()>>,
+    own_chunk: Chunk,
+    cpus: Vec<u32>,
+    saved_affinity: Vec<u32>,
+    cache_resident: bool,
+    huge: bool,
+}
+
+/// Split `size` into `n` chunks, each a multiple of 4 KiB except the last.
+fn split(size: usize, n: usize) -> Vec<(usize, usize)> {
+    let align = 4096;
+    let per = size.div_ceil(n).div_ceil(align) * align;
+    (0..n)
+        .map(|i| {
+            let start = (i * per).min(size);
+            let end = ((i + 1) * per).min(size);
+            (start, end - start)
+        })
+        .collect()
+}
+
+fn pattern_byte(i: usize) -> u8 {
+    (i.wrapping_mul(131) ^ (i >> 12)) as u8
+}
+
+impl PreparedCopy {
+    fn new(
+        size: usize,
+        cpus: &[u32],
+        src_node: Option<u32>,
+        dst_node: Option<u32>,
+        cache_resident: bool,
+    ) -> Result<Self, BenchError> {
+        let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
+        let alloc =
+            |node| NumaBuffer::new(size, node, huge).map_err(|e| BenchError::failed(e.to_string()));
+        let mut src = alloc(src_node)?;
+        let dst = alloc(dst_node)?;
+        for (i, b) in src.as_mut_slice()[..size].iter_mut().enumerate() {
+            *b = pattern_byte(i);
+        }
+        let saved_affinity = hwc_numa::current_affinity();
+        hwc_numa::pin_current_thread(&cpus[..1]).map_err(|e| BenchError::failed(e.to_string()))?;
+        let gate = Arc::new(Gate {
+            generation: AtomicU64::new(0),
+            done: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            misplaced: AtomicUsize::new(0),
+            ready: AtomicUsize::new(0),
+        });
+        let chunks: Vec<Chunk> = split(size, cpus.len())
+            .into_iter()
+            .map(|(off, len)| Chunk {
+                src: src.as_ptr() as usize + off,
+                dst: dst.as_ptr() as usize + off,
+                len,
+            })
+            .collect();
+        let mut me = PreparedCopy {
+            own_chunk: chunks[0],
+            src,
+            dst,
+            size,
+            gate: gate.clone(),
+            workers: Vec::new(),
+            cpus: cpus.to_vec(),
+            saved_affinity,
+            cache_resident,
+            huge,
+        };
+        for (i, chunk) in chunks.into_iter().enumerate().skip(1) {
+            let gate = gate.clone();
+            let cpu = cpus[i];
+            let spawned = std::thread::Builder::new()
+                .name(format!("hwc-memcpy-{cpu}"))
+                .spawn(move || worker(gate, cpu, chunk));
+            match spawned {
+                Ok(h) => me.workers.push(h),
+                Err(e) => return Err(BenchError::failed(format!("spawning a worker: {e}"))),
+            }
+        }
+        let n_workers = me.workers.len();
+        while gate.ready.load(Ordering::Acquire) < n_workers {
+            std::hint::spin_loop();
+        }
+        if hwc_numa::current_cpu() != Some(cpus[0]) {
+            gate.misplaced.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(me)
+    }
+}
+
+fn worker(gate: Arc<Gate>, cpu: u32, chunk: Chunk) {
+    if hwc_numa::pin_current_thread(&[cpu]).is_err() || hwc_numa::current_cpu() != Some(cpu) {
+        gate.misplaced.fetch_add(1, Ordering::Relaxed);
+    }
+    gate.ready.fetch_add(1, Ordering::Release);
+    let mut seen = 0;
+    loop {
+        let g = gate.generation.load(Ordering::Acquire);
+        if gate.stop.load(Ordering::Acquire) {
+            return;
+        }
+        if g != seen {
+            seen = g;
+            chunk.copy();
+            gate.done.fetch_add(1, Ordering::AcqRel);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl Prepared for PreparedCopy {
+    fn bytes_per_rep(&self) -> u64 {
+        self.size as u64
+    }
+
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        let n_workers = self.workers.len();
+        self.gate.done.store(0, Ordering::Release);
+        let t0 = Instant::now();
+        self.gate.generation.fetch_add(1, Ordering::AcqRel);
+        self.own_chunk.copy();
+        while self.gate.done.load(Ordering::Acquire) < n_workers {
+            std::hint::spin_loop();
+        }
+        let seconds = t0.elapsed().as_secs_f64();
+        Ok(Rep {
+            seconds,
+            wall_seconds: None,
+        })
+    }
+
+    fn verify(&mut self) -> Result<(), BenchError> {
+        let (src, dst) = (
+            &self.src.as_slice()[..self.size],
+            &self.dst.as_slice()[..self.size],
+        );
+        match src.iter().zip(dst).position(|(a, b)| a != b) {
+            None => Ok(()),
+            Some(i) => Err(BenchError::failed(format!(
+                "copy mismatch at byte {i}: expected {:#04x}, found {:#04x}",
+                src[i], dst[i]
+            ))),
+        }
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        let misplaced = self.gate.misplaced.load(Ordering::Relaxed);
+        let (s, d) = (self.src.placement(), self.dst.placement());
+        let threads = if misplaced == 0 {
+            format!("{} thread(s) pinned and checked", self.cpus.len())
+        } else {
+            format!("{misplaced} thread(s) not on their pinned CPU")
+        };
+        Some(Placement {
+            cpus: Some(cpulist(&self.cpus)),
+            verified: misplaced == 0 && s.is_verified() && d.is_verified(),
+            detail: format!("src {}; dst {}; {threads}", s.describe(), d.describe()),
+        })
+    }
+
+    fn cache_resident(&self) -> bool {
+        self.cache_resident
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        if self.huge {
+            n.push("buffers madvise(MADV_HUGEPAGE)".to_string());
+        }
+        if let PlacementCheck::Misplaced { .. } = self.src.placement() {
+            n.push(format!("src {}", self.src.placement().describe()));
+        }
+        if let PlacementCheck::Misplaced { .. } = self.dst.placement() {
+            n.push(format!("dst {}", self.dst.placement().describe()));
+        }
+        n
+    }
+}
+
+impl Drop for PreparedCopy {
+    fn drop(&mut self) {
+        self.gate.stop.store(true, Ordering::Release);
+        for h in self.workers.drain(..) {
+            // A worker that panicked has nothing left to clean up.
+            let _ = h.join();
+        }
+        if !self.saved_affinity.is_empty() {
+            // Best effort: the runner's thread goes back to the CPUs it had.
+            let _ = hwc_numa::pin_current_thread(&self.saved_affinity);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,152 @@
+use super::*;
+use hwc_model::topology::{NumaNode, Platform};
+use hwc_model::{CaseParams, Reps};
+use hwc_runner::{run_case, CaseOutcome, RunOptions};
+
+fn this_machine() -> Topology {
+    // One node with the CPUs this test may run on; enough for a real copy.
+    let cpus = hwc_numa::current_affinity();
+    Topology {
+        platform: Platform {
+            numa_nodes: 1,
+            numa: vec![NumaNode {
+                id: 0,
+                cpus: cpus.clone(),
+                memory_only: false,
+                memory_bytes: None,
+                distances: vec![],
+            }],
+            ..Platform::default()
+        },
+        ..Topology::default()
+    }
+}
+
+fn case(size: u64, threads: u32) -> Case {
+    Case {
+        key: format!("host_ram/n0-n0/{size}/t{threads}"),
+        path: PathId::HostRam,
+        params: CaseParams {
+            size_bytes: Some(size),
+            threads: Some(threads),
+            cpu_node: Some(0),
+            src_node: Some(0),
+            dst_node: Some(0),
+            ..CaseParams::default()
+        },
+        reps: Reps {
+            warmup: 1,
+            timed: 3,
+        },
+    }
+}
+
+#[test]
+fn pinning_order_spreads_over_physical_cores_first() {
+    let all: Vec<LogicalCpu> = (0..8)
+        .map(|id| LogicalCpu {
+            id,
+            package: Some(0),
+            core: Some(id % 4),
+            node: Some(0),
+        })
+        .collect();
+    assert_eq!(
+        pinning_order(&[0, 1, 2, 3, 4, 5, 6, 7], &all),
+        vec![0, 1, 2, 3, 4, 5, 6, 7]
+    );
+    // Siblings adjacent (0,1 share a core): cores first.
+    let all: Vec<LogicalCpu> = (0..4)
+        .map(|id| LogicalCpu {
+            id,
+            package: Some(0),
+            core: Some(id / 2),
+            node: Some(0),
+        })
+        .collect();
+    assert_eq!(pinning_order(&[3, 2, 1, 0], &all), vec![0, 2, 1, 3]);
+    // Unknown cores: id order.
+    assert_eq!(pinning_order(&[5, 4], &[]), vec![4, 5]);
+}
+
+#[test]
+fn cpulists_compress_ranges() {
+    assert_eq!(cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+    assert_eq!(cpulist(&[5]), "5");
+    assert_eq!(cpulist(&[]), "");
+}
+
+#[test]
+fn split_covers_the_buffer_exactly() {
+    for (size, n) in [(4 << 20, 3), (4096, 4), (10_000, 2), (1 << 20, 16)] {
+        let parts = split(size, n);
+        assert_eq!(parts.len(), n);
+        let mut next = 0;
+        for (off, len) in parts {
+            assert_eq!(off, next.min(size));
+            next = off + len;
+        }
+        assert_eq!(next, size);
+    }
+}
+
+#[test]
+fn a_real_copy_is_measured_verified_and_placed() {
+    let topo = this_machine();
+    let threads = hwc_numa::current_affinity().len().min(2) as u32;
+    let mut b = HostMemcpy::new(&topo, "/proc");
+    let out = run_case(
+        &case(8 << 20, threads),
+        &mut b,
+        &RunOptions::default(),
+        &AtomicBool::new(false),
+    );
+    let CaseOutcome::Measured(r) = out else {
+        panic!("not measured: {out:?}")
+    };
+    let m = &r.measurement;
+    assert_eq!(m.bytes_per_rep, 8 << 20);
+    assert_eq!(m.gbps.n, 3);
+    assert!(m.gbps.median > 0.0 && m.cold_gbps.is_some());
+    let p = m.placement.as_ref().unwrap();
+    assert!(
+        p.detail.contains("src") && p.detail.contains("dst"),
+        "{}",
+        p.detail
+    );
+    assert!(p.detail.contains("pinned and checked"), "{}", p.detail);
+}
+
+#[test]
+fn too_many_threads_is_unavailable_not_a_crash() {
+    let topo = this_machine();
+    let mut b = HostMemcpy::new(&topo, "/proc");
+    let n = hwc_numa::current_affinity().len() as u32 + 1;
+    let out = run_case(
+        &case(1 << 20, n),
+        &mut b,
+        &RunOptions::default(),
+        &AtomicBool::new(false),
+    );
+    assert!(
+        matches!(out, CaseOutcome::Waived(ref w) if w.reason.contains("threads requested")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn corrupted_copy_is_caught_by_verify() {
+    let mut p = PreparedCopy::new(
+        1 << 20,
+        &hwc_numa::current_affinity()[..1],
+        None,
+        None,
+        false,
+    )
+    .unwrap();
+    p.run_once().unwrap();
+    assert!(p.verify().is_ok());
+    p.dst.as_mut_slice()[12345] ^= 0xff;
+    let e = p.verify().unwrap_err().to_string();
+    assert!(e.contains("mismatch at byte 12345"), "{e}");
+}
