@@ -106,6 +106,9 @@ pub struct GpuProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bar1_gib: Option<f64>,
     pub pci_bdf: String,
+    /// Host bridge (root complex), e.g. `0000:40`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_index: Option<u32>,
     #[serde(default)]
@@ -184,6 +187,8 @@ pub struct NvmeDriveProfile {
     pub pcie_width: Option<u32>,
     #[serde(default)]
     pub numa_node: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vwc_enabled: Option<bool>,
     pub in_use: bool,

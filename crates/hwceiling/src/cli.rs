@@ -1,0 +1,128 @@
+//! Command-line interface.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hwc_model::PathId;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "hwceiling",
+    version,
+    about = "Measure the raw bandwidth ceiling of every data path on a GPU + NVMe server"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Detect the machine (CPUs, NUMA, PCIe, GPUs, NVMe, tools) without measuring anything.
+    Detect(DetectArgs),
+    /// Detect, plan, measure and write the dated report, YAML profile and raw JSON.
+    Profile(ProfileArgs),
+    /// Re-render the markdown report from a YAML profile.
+    Report(ReportArgs),
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Yaml,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct DetectArgs {
+    /// Read sysfs/procfs under this root instead of `/` (e.g. an extracted snapshot).
+    #[arg(long, value_name = "DIR")]
+    pub fsroot: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// Folder for the report, profile and raw JSON.
+    #[arg(long, short = 'o', value_name = "DIR", default_value = "profiling")]
+    pub output_dir: PathBuf,
+    /// Print the plan (every case and every waiver) and exit without measuring.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Only these paths (comma-separated): nvme_read, nvme_write, h2d, d2h, duplex, d2d,
+    /// gdrcopy, gds, host_ram, nvme_bar1.
+    #[arg(long, value_delimiter = ',', value_name = "PATHS")]
+    pub paths: Option<Vec<PathId>>,
+    /// Host memcpy thread counts instead of the sweep (e.g. `1,8,16`).
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub threads: Option<Vec<u32>>,
+    /// Host memcpy sizes instead of 4,16,64,256 MiB (e.g. `256MiB,1GiB`).
+    #[arg(long, value_delimiter = ',', value_name = "SIZE,...", value_parser = parse_size)]
+    pub host_sizes: Option<Vec<u64>>,
+    /// Fewer repetitions (a tenth, at least 5 timed): a quick look, not a ceiling to publish.
+    #[arg(long)]
+    pub quick: bool,
+    /// Measure even when the CPUs or GPU are busy, marking every such figure contended.
+    #[arg(long)]
+    pub allow_contended: bool,
+    /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
+    #[arg(long, value_name = "DIR", requires = "dry_run")]
+    pub fsroot: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A `hardware_profile_<date>.yaml` written by `hwceiling profile`.
+    pub profile: PathBuf,
+    /// Write the markdown here instead of standard output (never overwrites).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `4MiB`, `1GiB`, `512KiB`, `4096` (bytes), `2M`, `1G`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (examples: 4MiB, 1GiB, 4096)"))?;
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit `{unit}` (use KiB, MiB or GiB)"
+            ))
+        }
+    };
+    match n.checked_mul(mult) {
+        Some(0) | None => Err(format!("`{s}` is not a usable size")),
+        Some(v) => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("4MiB"), Ok(4 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("4 TB").is_err());
+        assert!(parse_size("lots").unwrap_err().contains("not a size"));
+        assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,61 @@
+//! `hwceiling`: measures the raw bandwidth ceiling of every data path on a GPU + NVMe server
+//! and writes a dated markdown report, a YAML ceiling profile and a raw JSON record.
+//!
+//! Data flows one way: detect → plan → run → render. This binary owns the command line,
+//! progress, signals, file output and exit codes; everything else lives in the library crates.
+
+use anyhow::Result;
+use clap::Parser;
+
+mod cli;
+mod detect_cmd;
+mod output;
+mod profile_cmd;
+mod progress;
+mod signals;
+
+fn main() {
+    let args = match cli::Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            // Bad input: one line, non-zero exit (clap's usage block is one `--help` away).
+            let msg = e.to_string();
+            let lines: Vec<&str> = msg
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            let first = lines.join(" ");
+            eprintln!(
+                "hwceiling: {} (see `hwceiling --help`)",
+                first.trim_start_matches("error: ")
+            );
+            std::process::exit(2);
+        }
+        Err(e) => e.exit(),
+    };
+    let code = match run(args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hwceiling: error: {}", one_line(&e));
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn run(args: cli::Cli) -> Result<i32> {
+    match args.command {
+        cli::Command::Detect(a) => detect_cmd::run(&a),
+        cli::Command::Profile(a) => profile_cmd::run(&a),
+        cli::Command::Report(a) => profile_cmd::report(&a),
+    }
+}
+
+/// An error chain on one line: `outer: inner: root`.
+fn one_line(e: &anyhow::Error) -> String {
+    e.chain()
+        .map(|c| c.to_string().replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(": ")
+}

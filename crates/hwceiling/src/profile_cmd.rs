@@ -1,0 +1,269 @@
+//! `hwceiling profile` (detect → plan → run → render → write) and `hwceiling report`.
+
+use crate::cli::{ProfileArgs, ReportArgs};
+use crate::output::{self, RunFiles};
+use crate::progress::Progress;
+use crate::{detect_cmd, signals};
+use anyhow::{Context, Result};
+use hwc_model::{CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
+use hwc_plan::PlanOptions;
+use hwc_profile::RunRecord;
+use hwc_runner::{Backend, CaseOutcome, RunOptions};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::path::Path;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+const GIT_REVISION: &str = env!("HWCEILING_GIT_REVISION");
+
+/// The backends this build has, for this machine, and the paths they measure.
+fn backends(topo: &Topology) -> (Vec<Box<dyn Backend>>, BTreeSet<PathId>) {
+    let host: Box<dyn Backend> = Box::new(hwc_bench_host::HostMemcpy::new(topo, "/proc"));
+    (vec![host], [PathId::HostRam].into_iter().collect())
+}
+
+fn plan_options(a: &ProfileArgs, implemented: BTreeSet<PathId>) -> PlanOptions {
+    PlanOptions {
+        paths: a.paths.as_ref().map(|p| p.iter().copied().collect()),
+        implemented,
+        host_threads: a.threads.clone(),
+        host_sizes: a.host_sizes.clone(),
+        reps_divisor: a.quick.then_some(10),
+        version: VERSION.to_string(),
+    }
+}
+
+fn options_map(a: &ProfileArgs) -> BTreeMap<String, String> {
+    let mut o = BTreeMap::new();
+    o.insert("output_dir".into(), a.output_dir.display().to_string());
+    let list = |v: &[String]| v.join(",");
+    if let Some(p) = &a.paths {
+        o.insert(
+            "paths".into(),
+            list(&p.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
+        );
+    }
+    if let Some(t) = &a.threads {
+        o.insert(
+            "threads".into(),
+            list(&t.iter().map(u32::to_string).collect::<Vec<_>>()),
+        );
+    }
+    if let Some(s) = &a.host_sizes {
+        let v: Vec<String> = s.iter().map(|&b| hwc_model::size_label(b)).collect();
+        o.insert("host_sizes".into(), list(&v));
+    }
+    o.insert("quick".into(), a.quick.to_string());
+    o.insert("allow_contended".into(), a.allow_contended.to_string());
+    o
+}
+
+pub fn run(a: &ProfileArgs) -> Result<i32> {
+    let topo = detect_cmd::detect(a.fsroot.as_deref())?;
+    if a.dry_run {
+        let implemented = if a.fsroot.is_some() {
+            // Planning for a snapshot: this build's backends, without touching this machine.
+            [PathId::HostRam].into_iter().collect()
+        } else {
+            backends(&topo).1
+        };
+        let plan = hwc_plan::plan(&topo, &plan_options(a, implemented));
+        print!("{}", render_plan(&plan));
+        return Ok(0);
+    }
+    output::ensure_writable(&a.output_dir)?;
+    let started = chrono::Local::now();
+    let date = started.format("%Y-%m-%d").to_string();
+    let files = RunFiles::choose(&a.output_dir, &date)?;
+    let (mut backends, implemented) = backends(&topo);
+    let plan = hwc_plan::plan(&topo, &plan_options(a, implemented));
+
+    let mut provenance = Provenance {
+        tool: "hwceiling".into(),
+        version: VERSION.into(),
+        git_revision: GIT_REVISION.into(),
+        hostname: topo.platform.hostname.clone(),
+        kernel: topo.platform.kernel.clone(),
+        os: topo.platform.os.clone(),
+        started_at: started.to_rfc3339(),
+        finished_at: String::new(),
+        date,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        options: options_map(a),
+        environment: BTreeMap::new(),
+        interrupted: false,
+    };
+
+    signals::install();
+    let save_partial = |outcomes: &[CaseOutcome]| {
+        let (results, waived, failures) = split(outcomes.to_vec());
+        let record = record(&provenance, &topo, &plan, results, failures, waived);
+        if let Ok(json) = serde_json::to_vec_pretty(&record) {
+            // Best effort: the final files are what matter; a failed update is retried next case.
+            let _ = output::replace(&files.partial, &json);
+        }
+    };
+    let mut progress = Progress::new(plan.cases.len(), Box::new(save_partial));
+    let options = RunOptions {
+        allow_contended: a.allow_contended,
+        wall_tolerance: Some(0.02),
+    };
+    let outcome = hwc_runner::run(
+        &plan.cases,
+        &mut backends,
+        &options,
+        &mut progress,
+        &signals::CANCEL,
+    );
+    progress.finish();
+    drop(progress);
+
+    provenance.finished_at = chrono::Local::now().to_rfc3339();
+    provenance.interrupted = outcome.interrupted;
+    provenance.environment = outcome.environment.clone();
+    let profile = hwc_profile::build(
+        &topo,
+        &plan,
+        &outcome.results,
+        &outcome.waived,
+        &outcome.failures,
+        provenance.clone(),
+    );
+    let raw = record(
+        &provenance,
+        &topo,
+        &plan,
+        outcome.results,
+        outcome.failures,
+        outcome.waived,
+    );
+    let yaml = hwc_profile::to_yaml(&profile)?;
+    let markdown = hwc_report::render(&profile);
+    let json = serde_json::to_vec_pretty(&raw).context("serialising the raw record")?;
+    output::write_new(&files.raw, &json)?;
+    output::write_new(&files.profile, yaml.as_bytes())?;
+    output::write_new(&files.report, markdown.as_bytes())?;
+    std::fs::remove_file(&files.partial).ok();
+
+    println!("{}", closing_summary(&profile, &files));
+    Ok(if profile.provenance.interrupted {
+        130
+    } else {
+        0
+    })
+}
+
+fn split(outcomes: Vec<CaseOutcome>) -> (Vec<CaseResult>, Vec<Waiver>, Vec<Failure>) {
+    let (mut r, mut w, mut f) = (Vec::new(), Vec::new(), Vec::new());
+    for o in outcomes {
+        match o {
+            CaseOutcome::Measured(x) => r.push(*x),
+            CaseOutcome::Waived(x) => w.push(x),
+            CaseOutcome::Failed(x) => f.push(x),
+        }
+    }
+    (r, w, f)
+}
+
+fn record(
+    provenance: &Provenance,
+    topo: &Topology,
+    plan: &Plan,
+    results: Vec<CaseResult>,
+    failures: Vec<Failure>,
+    waived: Vec<Waiver>,
+) -> RunRecord {
+    RunRecord {
+        schema_version: hwc_model::SCHEMA_VERSION,
+        provenance: provenance.clone(),
+        topology: topo.clone(),
+        plan: plan.clone(),
+        results,
+        failures,
+        waived,
+    }
+}
+
+fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} measured, {} waived, {} failed{}",
+        p.measurements.len(),
+        p.waived.len(),
+        p.failures.len(),
+        if p.provenance.interrupted {
+            " (interrupted)"
+        } else {
+            ""
+        }
+    );
+    for (k, v) in &p.ceilings {
+        let _ = writeln!(s, "  {k:<40} {v:>10.2}");
+    }
+    for w in &p.warnings {
+        let _ = writeln!(s, "warning: {w}");
+    }
+    let _ = writeln!(s, "report   {}", files.report.display());
+    let _ = writeln!(s, "profile  {}", files.profile.display());
+    let _ = write!(s, "raw      {}", files.raw.display());
+    s
+}
+
+/// The plan as text: per path, its cases (with repetitions) or its waivers.
+pub fn render_plan(plan: &Plan) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} case(s) planned, {} waiver(s)\n",
+        plan.cases.len(),
+        plan.waived.len()
+    );
+    for path in PathId::ALL {
+        let cases: Vec<_> = plan.cases_of(path).collect();
+        let waived: Vec<_> = plan.waivers_of(path).collect();
+        if cases.is_empty() && waived.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "{} — {} case(s)", path.title(), cases.len());
+        for c in cases {
+            let _ = writeln!(
+                s,
+                "  {:<44} warm-up {:>3}, timed {:>3}",
+                c.key, c.reps.warmup, c.reps.timed
+            );
+        }
+        for w in waived {
+            let _ = writeln!(s, "  waived: {}", hwc_report_waiver(w));
+        }
+    }
+    s
+}
+
+fn hwc_report_waiver(w: &Waiver) -> String {
+    let scope = w
+        .scope
+        .as_ref()
+        .map(|s| format!("[{s}] "))
+        .unwrap_or_default();
+    match &w.hint {
+        Some(h) => format!("{scope}{} (hint: {h})", w.reason),
+        None => format!("{scope}{}", w.reason),
+    }
+}
+
+pub fn report(a: &ReportArgs) -> Result<i32> {
+    let text = std::fs::read_to_string(&a.profile)
+        .with_context(|| format!("cannot read {}", a.profile.display()))?;
+    let profile = hwc_profile::from_yaml(&text).with_context(|| a.profile.display().to_string())?;
+    let md = hwc_report::render(&profile);
+    match &a.output {
+        Some(path) => write_report(path, &md)?,
+        None => print!("{md}"),
+    }
+    Ok(0)
+}
+
+fn write_report(path: &Path, md: &str) -> Result<()> {
+    output::write_new(path, md.as_bytes())
+}

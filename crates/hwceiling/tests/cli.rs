@@ -1,0 +1,219 @@
+//! End-to-end: the real binary on this machine and on the fsroot snapshots in ../shared.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hwceiling"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run hwceiling")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+/// The snapshots, extracted once for this test binary.
+fn fixtures() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/fsroot");
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["h200-pcie-vm.tar.xz", "cpu-vm-2core.tar.xz"] {
+            let stem = name.split('.').next().unwrap();
+            let out = dir.path().join(stem);
+            std::fs::create_dir_all(&out).unwrap();
+            let st = Command::new("tar")
+                .arg("-xf")
+                .arg(src.join(name))
+                .arg("-C")
+                .arg(&out)
+                .status()
+                .unwrap();
+            assert!(st.success(), "extracting {name}");
+        }
+        dir
+    })
+    .path()
+}
+
+fn one_line_error(o: &Output, code: i32, needle: &str) {
+    assert_eq!(o.status.code(), Some(code), "stderr: {}", stderr(o));
+    let e = stderr(o);
+    assert_eq!(e.trim_end().lines().count(), 1, "not one line: {e}");
+    assert!(e.contains(needle), "{e}");
+}
+
+#[test]
+fn profile_writes_report_profile_and_raw_record_that_read_back() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("profiling");
+    let args = [
+        "profile",
+        "--output-dir",
+        dir.to_str().unwrap(),
+        "--paths",
+        "host_ram",
+        "--host-sizes",
+        "1MiB",
+        "--threads",
+        "1",
+        "--quick",
+        "--allow-contended",
+    ];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("host_ram_same_numa_gbps"), "{s}");
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(
+        names.len(),
+        3,
+        "exactly the three files, no partial or temp left: {names:?}"
+    );
+    let yaml_path = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .unwrap();
+    let yaml = std::fs::read_to_string(&yaml_path).unwrap();
+    let profile = hwc_profile::from_yaml(&yaml).expect("profile reads back");
+    assert_eq!(profile.measurements.len(), 1);
+    let m = &profile.measurements[0];
+    assert_eq!(m.key, "host_ram/n0-n0/1MiB/t1");
+    assert!(m.gbps.median > 0.0 && m.gbps.n >= 5 && m.cold_gbps.is_some());
+    assert!(profile
+        .waived
+        .iter()
+        .all(|w| w.path == hwc_model::PathId::HostRam));
+    // `report` re-renders exactly the markdown `profile` wrote.
+    let md_path = yaml_path
+        .to_string_lossy()
+        .replace("hardware_profile_", "hardware-ceiling-")
+        .replace(".yaml", ".md");
+    let written = std::fs::read_to_string(&md_path).unwrap();
+    let o = run(&["report", yaml_path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), written);
+    // A second run the same day gets distinct names and leaves the first untouched.
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("-2.yaml"), "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&yaml_path).unwrap(), yaml);
+}
+
+#[test]
+fn dry_run_on_the_h200_snapshot_plans_gpu_paths_and_waives_nvme() {
+    let root = fixtures().join("h200-pcie-vm");
+    let o = run(&["profile", "--dry-run", "--fsroot", root.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    assert!(s.contains("host_ram/n0-n0/256MiB/t16"), "{s}");
+    assert!(s.contains("no NVMe drives were detected"), "{s}");
+    // The snapshot is not this machine: libcuda is looked for under the snapshot.
+    assert!(s.contains("libcuda"), "{s}");
+}
+
+#[test]
+fn detect_reads_snapshots_in_every_format() {
+    let root = fixtures().join("h200-pcie-vm");
+    let o = run(&[
+        "detect",
+        "--fsroot",
+        root.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t: hwc_model::Topology = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(t.gpus.len(), 1);
+    assert_eq!(t.gpus[0].pci_bdf, "0000:00:06.0");
+    let o = run(&[
+        "detect",
+        "--fsroot",
+        root.to_str().unwrap(),
+        "--format",
+        "yaml",
+    ]);
+    let y: hwc_model::Topology = serde_saphyr::from_str(&stdout(&o)).unwrap();
+    assert_eq!(y, t);
+    let o = run(&["detect", "--fsroot", root.to_str().unwrap()]);
+    assert!(
+        stdout(&o).contains("gpu0      0000:00:06.0 NVIDIA H200"),
+        "{}",
+        stdout(&o)
+    );
+    let cpu = fixtures().join("cpu-vm-2core");
+    let o = run(&["detect", "--fsroot", cpu.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("gpus      none"));
+}
+
+#[test]
+fn detect_on_this_machine_never_fails() {
+    let o = run(&["detect", "--format", "yaml"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("platform:"));
+}
+
+#[test]
+fn bad_input_gets_one_line_and_a_non_zero_exit() {
+    one_line_error(
+        &run(&["profile", "--paths", "nvram"]),
+        2,
+        "unknown path `nvram`",
+    );
+    one_line_error(&run(&["profile", "--host-sizes", "4TB"]), 2, "unknown unit");
+    one_line_error(&run(&["profile", "--fsroot", "/"]), 2, "--dry-run");
+    one_line_error(&run(&["frobnicate"]), 2, "unrecognized subcommand");
+    one_line_error(
+        &run(&["detect", "--fsroot", "/nonexistent"]),
+        1,
+        "not a filesystem root",
+    );
+
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let bad_dir = file.join("sub");
+    one_line_error(
+        &run(&[
+            "profile",
+            "-o",
+            bad_dir.to_str().unwrap(),
+            "--paths",
+            "host_ram",
+        ]),
+        1,
+        "cannot create output folder",
+    );
+
+    let bad = d.path().join("bad.yaml");
+    std::fs::write(&bad, "schema_version: 1\nplatform: [\n").unwrap();
+    one_line_error(
+        &run(&["report", bad.to_str().unwrap()]),
+        1,
+        "not a valid hwceiling profile",
+    );
+    std::fs::write(&bad, "schema_version: 7\n").unwrap();
+    one_line_error(
+        &run(&["report", bad.to_str().unwrap()]),
+        1,
+        "newer than this hwceiling reads",
+    );
+    one_line_error(
+        &run(&["report", "/nonexistent.yaml"]),
+        1,
+        "cannot read /nonexistent.yaml",
+    );
+}

@@ -1,0 +1,217 @@
+//! The spec's derived fields: which measurement each profile field comes from.
+
+use hwc_model::profile::{GpuProfile, HostRamPair, HostRamProfile};
+use hwc_model::topology::{Gpu, LinkTheory};
+use hwc_model::{Measurement, PathId, MIB};
+use std::collections::BTreeMap;
+
+fn median(m: &Measurement) -> f64 {
+    m.gbps.median
+}
+
+fn max_median<'a>(it: impl Iterator<Item = &'a Measurement>) -> Option<f64> {
+    it.map(median).reduce(f64::max)
+}
+
+/// Host RAM: per node pair, the thread sweep at the largest size that does not fit in cache
+/// (the largest size when all do), its best thread count; then the best same- and cross-node
+/// figures.
+pub fn host_ram(ms: &[Measurement]) -> HostRamProfile {
+    let pairs = host_ram_pairs(ms);
+    let best = |same: bool| {
+        pairs
+            .values()
+            .filter(|p| (p.src_node == p.dst_node) == same)
+            .map(|p| p.best_gbps)
+            .reduce(f64::max)
+    };
+    HostRamProfile {
+        same_numa_gbps: best(true),
+        cross_numa_gbps: best(false),
+        pairs,
+    }
+}
+
+/// Per `n{src}-n{dst}` pair: the sweep and its best, at the sustained size.
+pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
+    let mut groups: BTreeMap<(u32, u32, u32), Vec<&Measurement>> = BTreeMap::new();
+    for m in ms.iter().filter(|m| m.path == PathId::HostRam) {
+        let p = &m.params;
+        if let (Some(s), Some(d), Some(c), Some(_), Some(_)) =
+            (p.src_node, p.dst_node, p.cpu_node, p.size_bytes, p.threads)
+        {
+            groups.entry((s, d, c)).or_default().push(m);
+        }
+    }
+    let mut out = BTreeMap::new();
+    for ((src, dst, cpu), group) in groups {
+        let size_of = |m: &&Measurement| m.params.size_bytes.unwrap_or(0);
+        let size = group
+            .iter()
+            .filter(|m| !m.cache_resident)
+            .map(size_of)
+            .max()
+            .or_else(|| group.iter().map(size_of).max())
+            .unwrap_or(0);
+        let at_size: Vec<&&Measurement> = group.iter().filter(|m| size_of(m) == size).collect();
+        let sweep: BTreeMap<u32, f64> = at_size
+            .iter()
+            .filter_map(|m| Some((m.params.threads?, median(m))))
+            .collect();
+        let Some(best) = at_size
+            .iter()
+            .max_by(|a, b| median(a).total_cmp(&median(b)))
+        else {
+            continue;
+        };
+        out.insert(
+            format!("n{src}-n{dst}"),
+            HostRamPair {
+                src_node: src,
+                dst_node: dst,
+                cpu_node: cpu,
+                size_bytes: size,
+                best_gbps: median(best),
+                best_threads: best.params.threads.unwrap_or(1),
+                key: best.key.clone(),
+                sweep_gbps: sweep,
+            },
+        );
+    }
+    out
+}
+
+fn of_gpu<'a>(
+    ms: &'a [Measurement],
+    gpu: &'a str,
+    path: PathId,
+) -> impl Iterator<Item = &'a Measurement> + 'a {
+    ms.iter()
+        .filter(move |m| m.path == path && m.params.gpu.as_deref() == Some(gpu))
+}
+
+fn host_node(m: &Measurement) -> Option<u32> {
+    if m.path == PathId::D2h || m.params.direction.as_deref() == Some("d2h") {
+        m.params.dst_node
+    } else {
+        m.params.src_node
+    }
+}
+
+fn pinned(m: &Measurement) -> bool {
+    m.params.host_memory.as_deref() == Some("pinned")
+}
+
+fn is_local(g: &Gpu, m: &Measurement) -> bool {
+    pinned(m) && host_node(m) == g.numa_node
+}
+
+fn is_cross(g: &Gpu, m: &Measurement) -> bool {
+    pinned(m) && g.numa_node.is_some() && host_node(m).is_some() && host_node(m) != g.numa_node
+}
+
+fn size_streams(m: &Measurement, size: u64, streams: u32) -> bool {
+    m.params.size_bytes == Some(size) && m.params.streams == Some(streams)
+}
+
+/// The spec's `gpus.gpuN` fields from the GPU's measurements. Cross-NUMA figures take the
+/// worst remote node; the penalty compares one-stream peaks (like with like).
+pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
+    let name = format!("gpu{}", g.index);
+    let h2d_local = || of_gpu(ms, &name, PathId::H2d).filter(|m| is_local(g, m));
+    let h2d_cross = || of_gpu(ms, &name, PathId::H2d).filter(|m| is_cross(g, m));
+    let one_stream = |m: &&Measurement| m.params.streams == Some(1);
+
+    let cross_nodes: Vec<u32> = {
+        let mut v: Vec<u32> = h2d_cross().filter_map(host_node).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let worst_cross =
+        |f: &dyn Fn(u32) -> Option<f64>| cross_nodes.iter().filter_map(|&n| f(n)).reduce(f64::min);
+    let cross_4m = worst_cross(&|n| {
+        max_median(h2d_cross().filter(|m| host_node(m) == Some(n) && size_streams(m, 4 * MIB, 1)))
+    });
+    let cross_peak = worst_cross(&|n| {
+        max_median(
+            h2d_cross()
+                .filter(|m| host_node(m) == Some(n))
+                .filter(one_stream),
+        )
+    });
+    let local_peak_1s = max_median(h2d_local().filter(one_stream));
+
+    // D2D: the largest size that does not fit in L2 (an HBM figure).
+    let d2d = || of_gpu(ms, &name, PathId::D2d).filter(|m| !m.cache_resident);
+    let d2d_size = d2d().filter_map(|m| m.params.size_bytes).max();
+    let d2d_at =
+        |s: u32| d2d_size.and_then(|size| max_median(d2d().filter(|m| size_streams(m, size, s))));
+
+    // Duplex: the largest size measured in both directions.
+    let duplex = |dir: &str, size: u64| {
+        max_median(of_gpu(ms, &name, PathId::Duplex).filter(|m| {
+            m.params.direction.as_deref() == Some(dir) && m.params.size_bytes == Some(size)
+        }))
+    };
+    let duplex_size = of_gpu(ms, &name, PathId::Duplex)
+        .filter_map(|m| m.params.size_bytes)
+        .filter(|&s| duplex("h2d", s).is_some() && duplex("d2h", s).is_some())
+        .max();
+    let (dh, dd) = match duplex_size {
+        Some(s) => (duplex("h2d", s), duplex("d2h", s)),
+        None => (None, None),
+    };
+
+    GpuProfile {
+        model: g.model.clone(),
+        pcie_gen: g.pcie_gen,
+        pcie_width: g.pcie_width,
+        bar1_gib: g.bar1_gib,
+        pci_bdf: g.pci_bdf.clone(),
+        root: g.root.clone(),
+        cuda_index: g.cuda_index,
+        numa_node: g.numa_node,
+        h2d_4m_1stream_numa_local_gbps: max_median(
+            h2d_local().filter(|m| size_streams(m, 4 * MIB, 1)),
+        ),
+        h2d_peak_numa_local_gbps: max_median(h2d_local()),
+        d2h_peak_numa_local_gbps: max_median(
+            of_gpu(ms, &name, PathId::D2h).filter(|m| is_local(g, m)),
+        ),
+        h2d_4m_1stream_cross_numa_gbps: cross_4m,
+        h2d_peak_cross_numa_gbps: cross_peak,
+        cross_numa_h2d_penalty_gbps: match (local_peak_1s, cross_peak) {
+            (Some(l), Some(c)) => Some(l - c),
+            _ => None,
+        },
+        d2d_1stream_gbps: d2d_at(1),
+        d2d_4stream_gbps: d2d_at(4),
+        duplex_h2d_gbps: dh,
+        duplex_d2h_gbps: dd,
+        duplex_total_gbps: dh.zip(dd).map(|(a, b)| a + b),
+    }
+}
+
+/// A GPU copy faster than its link can carry is a measurement bug: say so loudly.
+pub fn link_excess(g: &Gpu, links: &[LinkTheory], ms: &[Measurement]) -> Vec<String> {
+    let name = format!("gpu{}", g.index);
+    let Some(link) = links.iter().find(|l| l.device == name) else {
+        return Vec::new();
+    };
+    let limit = link.max_theoretical_gbps.unwrap_or(link.theoretical_gbps);
+    ms.iter()
+        .filter(|m| {
+            matches!(m.path, PathId::H2d | PathId::D2h | PathId::Duplex)
+                && m.params.gpu.as_deref() == Some(name.as_str())
+                && m.gbps.median > limit
+        })
+        .map(|m| {
+            format!(
+                "{} measured {:.2} GB/s, above the link's theoretical {:.2} GB/s: this is a measurement bug, \
+                 do not use this figure",
+                m.key, m.gbps.median, limit
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,337 @@
+use super::*;
+use hwc_model::topology::{Gpu, LinkTheory, Platform};
+use hwc_model::{CaseParams, PathId, Placement, Stats, MIB};
+use proptest::prelude::*;
+
+fn stats(median: f64) -> Stats {
+    Stats {
+        median,
+        min: median * 0.99,
+        max: median * 1.01,
+        spread_pct: 2.0,
+        n: 20,
+    }
+}
+
+fn result(key: &str, path: PathId, params: CaseParams, gbps: f64) -> CaseResult {
+    CaseResult {
+        measurement: Measurement {
+            key: key.into(),
+            path,
+            params,
+            bytes_per_rep: 1 << 20,
+            gbps: stats(gbps),
+            cold_gbps: Some(gbps / 2.0),
+            warmup: 3,
+            latency_us: None,
+            placement: Some(Placement {
+                cpus: Some("0-3".into()),
+                verified: true,
+                detail: "ok".into(),
+            }),
+            cache_resident: false,
+            contended: false,
+            notes: vec![],
+        },
+        samples_gbps: vec![gbps; 20],
+        warmup_gbps: vec![gbps; 3],
+    }
+}
+
+fn host(src: u32, dst: u32, size: u64, threads: u32, gbps: f64, resident: bool) -> CaseResult {
+    let mut r = result(
+        &format!(
+            "host_ram/n{src}-n{dst}/{}/t{threads}",
+            hwc_model::size_label(size)
+        ),
+        PathId::HostRam,
+        CaseParams {
+            size_bytes: Some(size),
+            threads: Some(threads),
+            cpu_node: Some(src),
+            src_node: Some(src),
+            dst_node: Some(dst),
+            ..CaseParams::default()
+        },
+        gbps,
+    );
+    r.measurement.cache_resident = resident;
+    r
+}
+
+fn gpu_copy(path: PathId, node: Option<u32>, size: u64, streams: u32, gbps: f64) -> CaseResult {
+    let mut params = CaseParams {
+        gpu: Some("gpu0".into()),
+        size_bytes: Some(size),
+        streams: Some(streams),
+        host_memory: Some("pinned".into()),
+        cpu_node: node,
+        ..CaseParams::default()
+    };
+    if path == PathId::D2h {
+        params.dst_node = node;
+    } else {
+        params.src_node = node;
+    }
+    result(
+        &format!("{path}/gpu0/{node:?}/{size}/s{streams}"),
+        path,
+        params,
+        gbps,
+    )
+}
+
+fn h200(node: Option<u32>) -> Gpu {
+    Gpu {
+        index: 0,
+        cuda_index: Some(0),
+        pci_bdf: "0000:00:06.0".into(),
+        model: Some("NVIDIA H200".into()),
+        vendor: "0x10de".into(),
+        device: "0x2335".into(),
+        pcie_gen: Some(5),
+        pcie_width: Some(16),
+        pcie_max_gen: Some(5),
+        pcie_max_width: Some(16),
+        bar1_bytes: Some(256 << 30),
+        bar1_gib: Some(256.0),
+        bars: vec![],
+        numa_node: node,
+        root: Some("0000:00".into()),
+        driver: Some("nvidia".into()),
+        memory_bytes: None,
+        l2_cache_bytes: Some(60 << 20),
+    }
+}
+
+fn topo_with_gpu() -> Topology {
+    let mut t = Topology {
+        platform: Platform {
+            hostname: Some("node7".into()),
+            numa_nodes: 2,
+            ..Platform::default()
+        },
+        ..Topology::default()
+    };
+    t.gpus.push(h200(Some(0)));
+    t.topology.links.push(LinkTheory {
+        device: "gpu0".into(),
+        bdf: "0000:00:06.0".into(),
+        gen: 5,
+        width: 16,
+        max_gen: Some(5),
+        max_width: Some(16),
+        theoretical_gbps: 63.015,
+        max_theoretical_gbps: Some(63.015),
+        degraded: false,
+    });
+    t
+}
+
+fn provenance() -> Provenance {
+    Provenance {
+        tool: "hwceiling".into(),
+        version: "0.1.0".into(),
+        git_revision: "abc1234".into(),
+        started_at: "2026-11-29T19:00:00+00:00".into(),
+        finished_at: "2026-11-29T19:01:00+00:00".into(),
+        date: "2026-11-29".into(),
+        command_line: "hwceiling profile".into(),
+        ..Provenance::default()
+    }
+}
+
+#[test]
+fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
+    let results = vec![
+        host(0, 0, 4 * MIB, 1, 30.0, true), // cache figure: never the ceiling
+        host(0, 0, 256 * MIB, 1, 10.9, false),
+        host(0, 0, 256 * MIB, 2, 17.9, false),
+        host(0, 0, 256 * MIB, 4, 34.7, false),
+        host(0, 0, 64 * MIB, 4, 36.0, false),
+        host(0, 1, 256 * MIB, 4, 21.0, false),
+        host(1, 1, 256 * MIB, 4, 33.0, false),
+    ];
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        provenance(),
+    );
+    let pair = &p.host_ram.pairs["n0-n0"];
+    assert_eq!(
+        (pair.size_bytes, pair.best_threads, pair.best_gbps),
+        (256 * MIB, 4, 34.7)
+    );
+    assert_eq!(pair.sweep_gbps.len(), 3);
+    assert_eq!(pair.key, "host_ram/n0-n0/256MiB/t4");
+    assert_eq!(p.host_ram.same_numa_gbps, Some(34.7));
+    assert_eq!(p.host_ram.cross_numa_gbps, Some(21.0));
+    assert_eq!(p.ceilings["host_ram_same_numa_gbps"], 34.7);
+    assert_eq!(p.ceilings["host_ram_cross_numa_gbps"], 21.0);
+}
+
+#[test]
+fn gpu_fields_follow_the_spec_and_only_measured_values_appear() {
+    let results = vec![
+        gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.4),
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 55.5),
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 4, 55.6),
+        gpu_copy(PathId::H2d, Some(1), 4 * MIB, 1, 50.0),
+        gpu_copy(PathId::H2d, Some(1), 256 * MIB, 1, 52.5),
+        gpu_copy(PathId::D2h, Some(0), 256 * MIB, 1, 55.3),
+    ];
+    let t = topo_with_gpu();
+    let p = build(&t, &Plan::default(), &results, &[], &[], provenance());
+    let g = &p.gpus["gpu0"];
+    assert_eq!(g.h2d_4m_1stream_numa_local_gbps, Some(53.4));
+    assert_eq!(g.h2d_peak_numa_local_gbps, Some(55.6));
+    assert_eq!(g.d2h_peak_numa_local_gbps, Some(55.3));
+    assert_eq!(g.h2d_4m_1stream_cross_numa_gbps, Some(50.0));
+    assert_eq!(g.h2d_peak_cross_numa_gbps, Some(52.5));
+    // Penalty compares one-stream peaks: 55.5 − 52.5.
+    assert!((g.cross_numa_h2d_penalty_gbps.unwrap() - 3.0).abs() < 1e-9);
+    assert_eq!(g.d2d_1stream_gbps, None, "no D2D measured: omitted");
+    assert_eq!(p.ceilings["warm_gpu0_gbps"], 53.4);
+    assert_eq!(p.ceilings["warm_gpu0_peak_gbps"], 55.6);
+    assert!(!p.ceilings.contains_key("gpu_d2d_sustained_gbps"));
+    let y = to_yaml(&p).unwrap();
+    assert!(
+        !y.contains("d2d_1stream_gbps"),
+        "unmeasured fields are omitted"
+    );
+}
+
+#[test]
+fn d2d_uses_the_largest_size_outside_l2() {
+    let mk = |size: u64, streams: u32, gbps: f64, resident: bool| {
+        let mut r = result(
+            &format!("d2d/gpu0/{size}/s{streams}"),
+            PathId::D2d,
+            CaseParams {
+                gpu: Some("gpu0".into()),
+                size_bytes: Some(size),
+                streams: Some(streams),
+                ..CaseParams::default()
+            },
+            gbps,
+        );
+        r.measurement.cache_resident = resident;
+        r
+    };
+    let results = vec![
+        mk(8 * MIB, 1, 4100.0, true),
+        mk(256 * MIB, 1, 2000.0, false),
+        mk(1024 * MIB, 1, 2080.0, false),
+        mk(1024 * MIB, 4, 2100.0, false),
+    ];
+    let p = build(
+        &topo_with_gpu(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        provenance(),
+    );
+    assert_eq!(p.gpus["gpu0"].d2d_1stream_gbps, Some(2080.0));
+    assert_eq!(p.gpus["gpu0"].d2d_4stream_gbps, Some(2100.0));
+    assert_eq!(p.ceilings["gpu_d2d_sustained_gbps"], 2080.0);
+}
+
+#[test]
+fn a_copy_faster_than_the_link_is_flagged_as_a_bug() {
+    let results = vec![gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 70.0)];
+    let p = build(
+        &topo_with_gpu(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        provenance(),
+    );
+    assert!(
+        p.warnings.iter().any(|w| w.contains("measurement bug")),
+        "{:?}",
+        p.warnings
+    );
+}
+
+#[test]
+fn contention_and_failures_are_warned() {
+    let mut r = host(0, 0, 256 * MIB, 1, 10.0, false);
+    r.measurement.contended = true;
+    let f = Failure {
+        key: "x".into(),
+        path: PathId::HostRam,
+        error: "boom".into(),
+    };
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &[r],
+        &[],
+        &[f],
+        provenance(),
+    );
+    assert!(p.warnings.iter().any(|w| w.contains("contended")));
+    assert!(p.warnings.iter().any(|w| w.contains("1 case(s) failed")));
+}
+
+#[test]
+fn yaml_round_trips_and_carries_the_header() {
+    let results = vec![
+        host(0, 0, 256 * MIB, 2, 17.9, false),
+        gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.4),
+    ];
+    let plan = Plan {
+        cases: vec![],
+        waived: vec![Waiver {
+            path: PathId::Gds,
+            scope: None,
+            reason: "libcufile not found".into(),
+            hint: Some("install nvidia-gds".into()),
+        }],
+    };
+    let p = build(&topo_with_gpu(), &plan, &results, &[], &[], provenance());
+    let y = to_yaml(&p).unwrap();
+    assert!(y.starts_with(
+        "# Auto-generated by hwceiling 0.1.0 (abc1234)\n# Date: 2026-11-29\n# Node: node7\n"
+    ));
+    assert!(y.contains("schema_version: 1"));
+    assert!(y.contains("h2d_4m_1stream_numa_local_gbps: 53.4"));
+    let back = from_yaml(&y).unwrap();
+    assert_eq!(back, p);
+}
+
+#[test]
+fn other_schema_versions_and_garbage_are_refused_clearly() {
+    let e = from_yaml("schema_version: 99\n").unwrap_err().to_string();
+    assert!(e.contains("newer than this hwceiling reads"), "{e}");
+    let e = from_yaml("schema_version: 0\n").unwrap_err().to_string();
+    assert!(e.contains("older"), "{e}");
+    let e = from_yaml("platform: {}\n").unwrap_err().to_string();
+    assert!(e.contains("no `schema_version`"), "{e}");
+    let e = from_yaml("schema_version: 1\nplatform: [1, 2\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("not a valid hwceiling profile"), "{e}");
+    let e = from_yaml("schema_version: one\n").unwrap_err().to_string();
+    assert!(e.starts_with("not a valid hwceiling profile"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn arbitrary_text_never_panics(s in "\\PC{0,200}") {
+        let _ = from_yaml(&s);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash(depth in 1usize..5000) {
+        let s = format!("schema_version: 1\nplatform: {}{}", "[".repeat(depth), "]".repeat(depth));
+        prop_assert!(from_yaml(&s).is_err());
+    }
+}

@@ -1,0 +1,285 @@
+//! Section 5: one matrix per data path (spec Paths 1–8), or the path's waivers.
+
+use crate::{cell, gbps, table, waivers};
+use hwc_model::{size_label, Measurement, PathId, Profile};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+pub(crate) fn render(out: &mut String, p: &Profile) {
+    out.push_str("## 5. Data paths\n\n");
+    let sections: [fn(&mut String, &Profile); 8] = [
+        |o, p| {
+            generic(
+                o,
+                p,
+                PathId::NvmeRead,
+                "Path 1 — NVMe → host RAM sequential read",
+            )
+        },
+        |o, p| {
+            generic(
+                o,
+                p,
+                PathId::NvmeWrite,
+                "Path 2 — host RAM → NVMe sequential write",
+            )
+        },
+        gpu_copies,
+        d2d,
+        |o, p| generic(o, p, PathId::Gdrcopy, "Path 5 — GDRCopy CPU ↔ GPU BAR1"),
+        |o, p| {
+            generic(
+                o,
+                p,
+                PathId::Gds,
+                "Path 6 — NVMe → GPU through GPUDirect Storage",
+            )
+        },
+        host_ram,
+        |o, p| generic(o, p, PathId::NvmeBar1, "Path 8 — NVMe DMA → GPU BAR1"),
+    ];
+    for section in sections {
+        let mut body = String::new();
+        section(&mut body, p);
+        // A section that printed only its heading: say so rather than leave it blank.
+        if body.trim_end().lines().count() == 1 {
+            body = format!(
+                "{}\n\nNot measured in this run (not selected with --paths, or no case finished).\n\n",
+                body.trim_end()
+            );
+        }
+        out.push_str(&body);
+    }
+}
+
+/// A matrix cell with its flags.
+fn flagged(m: &Measurement) -> String {
+    let mut s = cell(&m.gbps);
+    if m.cache_resident {
+        s.push_str(" *cache*");
+    }
+    if m.contended {
+        s.push_str(" *contended*");
+    }
+    s
+}
+
+/// Rows by size, one column per label; `—` where a cell was not measured.
+fn matrix<'a>(
+    out: &mut String,
+    first: &str,
+    ms: impl Iterator<Item = &'a Measurement>,
+    column: impl Fn(&Measurement) -> String,
+) {
+    let mut cells: BTreeMap<u64, BTreeMap<String, String>> = BTreeMap::new();
+    let mut columns: Vec<String> = Vec::new();
+    for m in ms {
+        let col = column(m);
+        if !columns.contains(&col) {
+            columns.push(col.clone());
+        }
+        let size = m.params.size_bytes.unwrap_or(0);
+        cells.entry(size).or_default().insert(col, flagged(m));
+    }
+    let mut head = vec![first];
+    head.extend(columns.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|(size, row)| {
+            let mut r = vec![size_label(*size)];
+            r.extend(
+                columns
+                    .iter()
+                    .map(|c| row.get(c).cloned().unwrap_or_else(|| "—".into())),
+            );
+            r
+        })
+        .collect();
+    table(out, &head, &rows);
+}
+
+fn reps_line(out: &mut String, ms: &[&Measurement]) {
+    let ns: BTreeSet<(u32, u32)> = ms.iter().map(|m| (m.gbps.n, m.warmup)).collect();
+    let desc: Vec<String> = ns
+        .iter()
+        .map(|(n, w)| format!("{n} timed repetitions after {w} warm-up"))
+        .collect();
+    if !desc.is_empty() {
+        let _ = writeln!(out, "Cells: median GB/s ± spread; {}.\n", desc.join(" or "));
+    }
+}
+
+fn generic(out: &mut String, p: &Profile, path: PathId, title: &str) {
+    let _ = writeln!(out, "### {title}\n");
+    let ms: Vec<&Measurement> = p.measurements_of(path).collect();
+    if !ms.is_empty() {
+        reps_line(out, &ms);
+        matrix(out, "Size", ms.iter().copied(), |m| m.key.clone());
+    }
+    waivers(out, p, path);
+    out.push('\n');
+}
+
+/// The placement segment of a GPU copy key (`h2d/gpu0/local/4MiB/s1` → `local`).
+fn placement_label(m: &Measurement) -> String {
+    m.key.split('/').nth(2).unwrap_or("?").to_string()
+}
+
+fn streams_label(prefix: &str, m: &Measurement) -> String {
+    format!("{prefix} {}-stream", m.params.streams.unwrap_or(1))
+}
+
+fn gpu_copies(out: &mut String, p: &Profile) {
+    out.push_str("### Path 3 — host ↔ GPU copies (H2D, D2H, duplex)\n\n");
+    let copies: Vec<&Measurement> = p
+        .measurements
+        .iter()
+        .filter(|m| matches!(m.path, PathId::H2d | PathId::D2h))
+        .collect();
+    reps_line(out, &copies);
+    for gpu in p.gpus.keys() {
+        let mine: Vec<&Measurement> = copies
+            .iter()
+            .copied()
+            .filter(|m| m.params.gpu.as_deref() == Some(gpu.as_str()))
+            .collect();
+        let labels: BTreeSet<String> = mine.iter().map(|m| placement_label(m)).collect();
+        for label in labels {
+            let _ = writeln!(out, "#### {gpu} — host memory {label}\n");
+            let rows = mine.iter().copied().filter(|m| placement_label(m) == label);
+            matrix(out, "Size", rows, |m| {
+                streams_label(if m.path == PathId::H2d { "H2D" } else { "D2H" }, m)
+            });
+        }
+        duplex(out, p, gpu);
+    }
+    waivers(out, p, PathId::H2d);
+    waivers(out, p, PathId::D2h);
+    waivers(out, p, PathId::Duplex);
+    out.push('\n');
+}
+
+fn duplex(out: &mut String, p: &Profile, gpu: &str) {
+    let ms: Vec<&Measurement> = p
+        .measurements_of(PathId::Duplex)
+        .filter(|m| m.params.gpu.as_deref() == Some(gpu))
+        .collect();
+    if ms.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "#### {gpu} — duplex (H2D and D2H at the same time, one stream each)\n"
+    );
+    let one_way = |dir: PathId, size: u64| {
+        p.measurements_of(dir)
+            .find(|m| {
+                m.params.gpu.as_deref() == Some(gpu)
+                    && m.params.size_bytes == Some(size)
+                    && m.params.streams == Some(1)
+                    && placement_label(m) == "local"
+            })
+            .map(|m| m.gbps.median)
+    };
+    let sizes: BTreeSet<u64> = ms.iter().filter_map(|m| m.params.size_bytes).collect();
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .map(|&size| {
+            let get = |dir: &str| {
+                ms.iter()
+                    .find(|m| {
+                        m.params.size_bytes == Some(size)
+                            && m.params.direction.as_deref() == Some(dir)
+                    })
+                    .copied()
+            };
+            let (h, d) = (get("h2d"), get("d2h"));
+            let penalty = |m: Option<&Measurement>, dir| match (m, one_way(dir, size)) {
+                (Some(m), Some(one)) => format!("{:.1} %", (one - m.gbps.median) / one * 100.0),
+                _ => "—".into(),
+            };
+            vec![
+                size_label(size),
+                h.map(flagged).unwrap_or_else(|| "—".into()),
+                d.map(flagged).unwrap_or_else(|| "—".into()),
+                match (h, d) {
+                    (Some(h), Some(d)) => gbps(h.gbps.median + d.gbps.median),
+                    _ => "—".into(),
+                },
+                penalty(h, PathId::H2d),
+                penalty(d, PathId::D2h),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "Size",
+            "H2D",
+            "D2H",
+            "Sum of medians",
+            "H2D penalty vs one-way",
+            "D2H penalty vs one-way",
+        ],
+        &rows,
+    );
+}
+
+fn d2d(out: &mut String, p: &Profile) {
+    out.push_str("### Path 4 — GPU D2D (bytes copied per second)\n\n");
+    let ms: Vec<&Measurement> = p.measurements_of(PathId::D2d).collect();
+    reps_line(out, &ms);
+    for gpu in p.gpus.keys() {
+        let mine: Vec<&Measurement> = ms
+            .iter()
+            .copied()
+            .filter(|m| m.params.gpu.as_deref() == Some(gpu.as_str()))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "#### {gpu}\n");
+        matrix(out, "Size", mine.into_iter(), |m| streams_label("D2D", m));
+        out.push_str(
+            "*cache*: source and destination fit in the GPU's L2 — a cache figure, not HBM.\n\n",
+        );
+    }
+    waivers(out, p, PathId::D2d);
+    out.push('\n');
+}
+
+fn host_ram(out: &mut String, p: &Profile) {
+    out.push_str("### Path 7 — host RAM memcpy (bytes copied per second)\n\n");
+    let ms: Vec<&Measurement> = p.measurements_of(PathId::HostRam).collect();
+    reps_line(out, &ms);
+    let pairs: BTreeSet<(u32, u32)> = ms
+        .iter()
+        .filter_map(|m| Some((m.params.src_node?, m.params.dst_node?)))
+        .collect();
+    for (s, d) in pairs {
+        let kind = if s == d { "same NUMA" } else { "cross NUMA" };
+        let _ = writeln!(
+            out,
+            "#### src node {s} → dst node {d} ({kind}; threads on node {s})\n"
+        );
+        let rows = ms
+            .iter()
+            .copied()
+            .filter(|m| m.params.src_node == Some(s) && m.params.dst_node == Some(d));
+        matrix(out, "Size", rows, |m| {
+            format!("{} thr", m.params.threads.unwrap_or(1))
+        });
+        if let Some(pair) = p.host_ram.pairs.get(&format!("n{s}-n{d}")) {
+            let _ = writeln!(
+                out,
+                "Sustained ({}): best **{} GB/s at {} thread(s)** (`{}`).\n",
+                size_label(pair.size_bytes),
+                gbps(pair.best_gbps),
+                pair.best_threads,
+                pair.key
+            );
+        }
+    }
+    waivers(out, p, PathId::HostRam);
+    out.push('\n');
+}

@@ -1,0 +1,330 @@
+//! Section 7: the spec's four summary sub-tables and the crossover comparison.
+
+use crate::{gbps, path_waiver, table};
+use hwc_model::{size_label, Measurement, PathId, Profile};
+use std::fmt::Write;
+
+/// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`.
+fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> String {
+    let m = p
+        .measurements_of(path)
+        .filter(|m| gpu.is_none() || m.params.gpu.as_deref() == gpu)
+        .find(|m| m.gbps.median == value);
+    match m {
+        Some(m) => spread_of(m),
+        None => format!("{} (derived)", gbps(value)),
+    }
+}
+
+fn spread_of(m: &Measurement) -> String {
+    format!(
+        "{} (±{:.1} %, N={})",
+        gbps(m.gbps.median),
+        m.gbps.spread_pct,
+        m.gbps.n
+    )
+}
+
+/// A row for a figure that is absent: the waiver whose scope matches `scope_hint` (e.g.
+/// `cross`), else the path's whole-path waiver, else plainly "not measured".
+fn waived_row(
+    label: &str,
+    limit: &str,
+    p: &Profile,
+    path: PathId,
+    scope_hint: &str,
+) -> Vec<String> {
+    let scoped = p
+        .waivers_of(path)
+        .find(|w| {
+            !scope_hint.is_empty() && w.scope.as_deref().is_some_and(|s| s.contains(scope_hint))
+        })
+        .map(|w| w.reason.clone());
+    let note = match scoped.or_else(|| path_waiver(p, path)) {
+        Some(why) => format!("waived: {why}"),
+        None => "not measured in this run".into(),
+    };
+    vec![label.to_string(), "—".into(), limit.to_string(), note]
+}
+
+fn link_of(p: &Profile, gpu: &str) -> String {
+    p.topology
+        .links
+        .iter()
+        .find(|l| l.device == gpu)
+        .map(|l| format!("Gen{} x{}", l.gen, l.width))
+        .unwrap_or_else(|| "link unknown".into())
+}
+
+pub(crate) fn render(out: &mut String, p: &Profile) {
+    out.push_str("## 7. Summary\n\n");
+    raw_paths(out, p);
+    warm_path(out, p);
+    cold_paths(out, p);
+}
+
+fn raw_paths(out: &mut String, p: &Profile) {
+    out.push_str("### Sub-table 1 — raw hardware paths\n\n");
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    nvme_rows(p, &mut rows);
+    if p.gpus.is_empty() {
+        rows.push(waived_row("Host → GPU H2D", "GPU PCIe", p, PathId::H2d, ""));
+        rows.push(waived_row("GPU → Host D2H", "GPU PCIe", p, PathId::D2h, ""));
+        rows.push(waived_row(
+            "GPU D2D (1-stream sustained)",
+            "HBM",
+            p,
+            PathId::D2d,
+            "",
+        ));
+    }
+    for (name, g) in &p.gpus {
+        let link = link_of(p, name);
+        let gpu = Some(name.as_str());
+        let mut push =
+            |label: String, limit: String, v: Option<f64>, path: PathId, note: String| {
+                let hint = if label.contains("cross") { "cross" } else { "" };
+                rows.push(match v {
+                    Some(v) => vec![label, with_spread(p, path, gpu, v), limit, note],
+                    None => waived_row(&label, &limit, p, path, hint),
+                });
+            };
+        push(
+            format!("Host → {name} H2D (NUMA-local, peak)"),
+            format!("GPU PCIe {link}"),
+            g.h2d_peak_numa_local_gbps,
+            PathId::H2d,
+            String::new(),
+        );
+        let penalty = g
+            .cross_numa_h2d_penalty_gbps
+            .map(|x| format!("penalty vs local (1-stream peaks): {} GB/s", gbps(x)))
+            .unwrap_or_default();
+        push(
+            format!("Host → {name} H2D (cross-NUMA, peak)"),
+            "inter-socket link".into(),
+            g.h2d_peak_cross_numa_gbps,
+            PathId::H2d,
+            penalty,
+        );
+        push(
+            format!("{name} → Host D2H (peak)"),
+            format!("GPU PCIe {link}"),
+            g.d2h_peak_numa_local_gbps,
+            PathId::D2h,
+            String::new(),
+        );
+        push(
+            format!("{name} D2D (1-stream sustained)"),
+            "HBM".into(),
+            g.d2d_1stream_gbps,
+            PathId::D2d,
+            "largest size outside L2".into(),
+        );
+    }
+    let gdr = &p.gdrcopy;
+    for (label, v) in [
+        ("GDRCopy CPU→BAR1 write", gdr.cpu_to_bar1_gbps),
+        ("GDRCopy CPU←BAR1 read", gdr.bar1_to_cpu_gbps),
+    ] {
+        rows.push(match v {
+            Some(v) => vec![
+                label.into(),
+                with_spread(p, PathId::Gdrcopy, None, v),
+                "BAR1".into(),
+                String::new(),
+            ],
+            None => waived_row(label, "BAR1", p, PathId::Gdrcopy, ""),
+        });
+    }
+    for (label, limit, v) in [
+        (
+            "Host RAM same-NUMA (sustained)",
+            "memory controller",
+            p.host_ram.same_numa_gbps,
+        ),
+        (
+            "Host RAM cross-NUMA (sustained)",
+            "inter-socket link",
+            p.host_ram.cross_numa_gbps,
+        ),
+    ] {
+        rows.push(match v {
+            Some(v) => vec![
+                label.into(),
+                with_spread(p, PathId::HostRam, None, v),
+                limit.into(),
+                "best thread count".into(),
+            ],
+            None => {
+                let hint = if label.contains("cross") { "cross" } else { "" };
+                waived_row(label, limit, p, PathId::HostRam, hint)
+            }
+        });
+    }
+    rows.push(match p.gds.one_drive_gbps {
+        Some(v) => vec![
+            "GDS NVMe → GPU".into(),
+            with_spread(p, PathId::Gds, None, v),
+            "nvidia_fs / P2P DMA".into(),
+            p.gds.mode.clone().unwrap_or_default(),
+        ],
+        None => waived_row("GDS NVMe → GPU", "nvidia_fs / P2P DMA", p, PathId::Gds, ""),
+    });
+    table(
+        out,
+        &["Data path", "Peak GB/s", "Limiting factor", "Notes"],
+        &rows,
+    );
+}
+
+fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
+    let n = &p.nvme;
+    for (path, label, map) in [
+        (PathId::NvmeRead, "NVMe → Host read", &n.raw_read_gbps),
+        (PathId::NvmeWrite, "NVMe → Host write", &n.raw_write_gbps),
+    ] {
+        if map.is_empty() {
+            rows.push(waived_row(label, "drive PCIe link", p, path, ""));
+        }
+        for (k, v) in map {
+            rows.push(vec![
+                format!("{label} ({})", k.replace('_', " ")),
+                with_spread(p, path, None, *v),
+                "drive PCIe link / aggregate".into(),
+                String::new(),
+            ]);
+        }
+    }
+    for (path, label, sweep) in [
+        (
+            PathId::NvmeRead,
+            "Optimal read chunk size",
+            &n.io_size_sweep_read_gbps,
+        ),
+        (
+            PathId::NvmeWrite,
+            "Optimal write chunk size",
+            &n.io_size_sweep_write_gbps,
+        ),
+    ] {
+        match sweep.as_ref().and_then(|s| s.optimal_bytes) {
+            Some(b) => rows.push(vec![
+                label.into(),
+                size_label(b),
+                "knee: smallest size ≥ 95 % of peak".into(),
+                String::new(),
+            ]),
+            None => rows.push(waived_row(label, "knee of the size sweep", p, path, "")),
+        }
+    }
+}
+
+fn warm_path(out: &mut String, p: &Profile) {
+    out.push_str(
+        "### Sub-table 2 — `dispatcher` warm path\n\nRoute: memory tier (pinned DRAM) ──H2D DMA──▶ \
+         GPU. Ceiling = H2D PCIe bandwidth (NVMe not involved).\n\n",
+    );
+    if p.gpus.is_empty() {
+        let why = path_waiver(p, PathId::H2d).unwrap_or_else(|| "no GPU".into());
+        let _ = writeln!(out, "Waived: {why}.\n");
+        return;
+    }
+    let rows: Vec<Vec<String>> = p
+        .gpus
+        .iter()
+        .map(|(name, g)| {
+            let bound = format!("H2D PCIe {}", link_of(p, name));
+            match g.h2d_peak_numa_local_gbps {
+                Some(v) => vec![
+                    name.clone(),
+                    with_spread(p, PathId::H2d, Some(name), v),
+                    bound,
+                ],
+                None => vec![
+                    name.clone(),
+                    "—".into(),
+                    format!(
+                        "waived: {}",
+                        path_waiver(p, PathId::H2d).unwrap_or_else(|| "not measured".into())
+                    ),
+                ],
+            }
+        })
+        .collect();
+    table(out, &["GPU", "Ceiling GB/s", "Bound by"], &rows);
+}
+
+fn cold_paths(out: &mut String, p: &Profile) {
+    out.push_str(
+        "### Sub-table 3 — `dispatcher` cold path\n\nRoute: NVMe ──DMA──▶ memory tier (DRAM) \
+         ──H2D DMA──▶ GPU. Ceiling = min(NVMe aggregate, H2D); crossover = H2D ceiling / \
+         per-drive bandwidth.\n\n",
+    );
+    if p.nvme.raw_read_gbps.is_empty() || p.gpus.is_empty() {
+        let why = if p.gpus.is_empty() {
+            path_waiver(p, PathId::H2d)
+        } else {
+            path_waiver(p, PathId::NvmeRead)
+        };
+        let _ = writeln!(
+            out,
+            "Waived: needs both an NVMe read and an H2D measurement ({}).\n",
+            why.unwrap_or_else(|| "not measured".into())
+        );
+    }
+    out.push_str(
+        "### Sub-table 4 — `dispatcher-p2p` cold path\n\nRoute: NVMe ──DMA──▶ BAR1 \
+         (GDRCopy-mapped GPU memory). Ceiling = the NVMe → BAR1 measurement.\n\n",
+    );
+    if p.bar1.is_empty() {
+        let why = path_waiver(p, PathId::NvmeBar1).unwrap_or_else(|| "not measured".into());
+        let _ = writeln!(out, "Waived: {why}.\n");
+    }
+    out.push_str("### Crossover comparison\n\n");
+    if p.bar1.is_empty() || p.nvme.raw_read_gbps.is_empty() {
+        out.push_str(
+            "Waived: the comparison needs the dispatcher and dispatcher-p2p cold ceilings, \
+             which need NVMe measurements (see sub-tables 3 and 4).\n\n",
+        );
+    }
+}
+
+/// GPU findings for section 8.
+pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
+    let mut v = Vec::new();
+    for (name, g) in &p.gpus {
+        let link = p.topology.links.iter().find(|l| &l.device == name);
+        if let (Some(peak), Some(l)) = (g.h2d_peak_numa_local_gbps, link) {
+            v.push(format!(
+                "{name} H2D peaks at {} GB/s, {:.1} % of its Gen{} x{} link's theoretical {} GB/s.",
+                gbps(peak),
+                peak / l.theoretical_gbps * 100.0,
+                l.gen,
+                l.width,
+                gbps(l.theoretical_gbps)
+            ));
+        }
+        if let (Some(total), Some(h), Some(d)) = (
+            g.duplex_total_gbps,
+            g.h2d_peak_numa_local_gbps,
+            g.d2h_peak_numa_local_gbps,
+        ) {
+            v.push(format!(
+                "{name} duplex moves {} GB/s in both directions together, against {} GB/s for the \
+                 one-way peaks added: H2D and D2H interfere on the link.",
+                gbps(total),
+                gbps(h + d)
+            ));
+        }
+        if let Some(pen) = g.cross_numa_h2d_penalty_gbps {
+            v.push(format!(
+                "{name}: a host buffer on the wrong NUMA node costs {} GB/s of H2D (1-stream peaks): \
+                 pin the feeding threads and buffers to node {}.",
+                gbps(pen),
+                g.numa_node.map(|n| n.to_string()).unwrap_or_else(|| "?".into())
+            ));
+        }
+    }
+    v
+}

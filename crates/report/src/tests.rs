@@ -1,0 +1,283 @@
+//! Snapshot of a full report from a fixed profile, and the rules a report must keep.
+
+use super::*;
+use hwc_model::topology::{Cache, CpuFeatures, Gpu, LinkTheory, NumaNode, Platform};
+use hwc_model::{CaseParams, CaseResult, Measurement, Placement, Plan, Provenance, Topology, MIB};
+
+fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -> CaseResult {
+    CaseResult {
+        measurement: Measurement {
+            key: key.into(),
+            path,
+            params,
+            bytes_per_rep: 1 << 20,
+            gbps: Stats {
+                median,
+                min: median * 0.995,
+                max: median * 1.005,
+                spread_pct: 1.0,
+                n: 20,
+            },
+            cold_gbps: Some(median * 0.5),
+            warmup: 3,
+            latency_us: None,
+            placement: Some(Placement {
+                cpus: Some("0".into()),
+                verified: true,
+                detail: "src on node 0 (256 pages checked); dst on node 0 (256 pages checked)"
+                    .into(),
+            }),
+            cache_resident: resident,
+            contended: false,
+            notes: vec![],
+        },
+        samples_gbps: vec![median; 20],
+        warmup_gbps: vec![median; 3],
+    }
+}
+
+fn host(size: u64, t: u32, v: f64, resident: bool) -> CaseResult {
+    m(
+        &format!("host_ram/n0-n0/{}/t{t}", size_label(size)),
+        PathId::HostRam,
+        CaseParams {
+            size_bytes: Some(size),
+            threads: Some(t),
+            cpu_node: Some(0),
+            src_node: Some(0),
+            dst_node: Some(0),
+            ..CaseParams::default()
+        },
+        v,
+        resident,
+    )
+}
+
+fn copy(path: PathId, size: u64, s: u32, v: f64) -> CaseResult {
+    let mut params = CaseParams {
+        gpu: Some("gpu0".into()),
+        size_bytes: Some(size),
+        streams: Some(s),
+        host_memory: Some("pinned".into()),
+        cpu_node: Some(0),
+        ..CaseParams::default()
+    };
+    if path == PathId::D2h {
+        params.dst_node = Some(0);
+    } else {
+        params.src_node = Some(0);
+    }
+    let dir = path.as_str();
+    m(
+        &format!("{dir}/gpu0/local/{}/s{s}", size_label(size)),
+        path,
+        params,
+        v,
+        false,
+    )
+}
+
+fn profile(with_gpu: bool) -> Profile {
+    let mut topo = Topology {
+        platform: Platform {
+            hostname: Some("h200-node".into()),
+            cpu: Some("Example CPU @ 2.0GHz".into()),
+            cpu_vendor: Some("GenuineIntel".into()),
+            sockets: 1,
+            cores: 2,
+            threads: 2,
+            caches: vec![Cache {
+                level: 3,
+                kind: "Unified".into(),
+                size_bytes: 32 * MIB,
+                shared_by_cpus: Some(2),
+                instances: Some(1),
+            }],
+            numa_nodes: 1,
+            numa: vec![NumaNode {
+                id: 0,
+                cpus: vec![0, 1],
+                memory_only: false,
+                memory_bytes: Some(24 << 30),
+                distances: vec![10],
+            }],
+            memory_bytes: Some(24 << 30),
+            kernel: Some("6.1.0".into()),
+            os: Some("Debian GNU/Linux 12 (bookworm)".into()),
+            cpus: vec![],
+        },
+        cpu_features: CpuFeatures {
+            vendor: Some("GenuineIntel".into()),
+            zen_label: "N/A (non-AMD)".into(),
+            has_avx2: true,
+            has_sse4_2: true,
+            xxh3_tier: "AVX2".into(),
+            certus_recommended_hash: "XXH3_128bits (AVX2 path)".into(),
+            ..CpuFeatures::default()
+        },
+        ..Topology::default()
+    };
+    let mut results = vec![
+        host(4 * MIB, 1, 14.2, true),
+        host(4 * MIB, 2, 25.0, true),
+        host(256 * MIB, 1, 10.9, false),
+        host(256 * MIB, 2, 17.94, false),
+    ];
+    let mut plan = Plan::default();
+    for path in [
+        PathId::NvmeRead,
+        PathId::NvmeWrite,
+        PathId::Gdrcopy,
+        PathId::Gds,
+        PathId::NvmeBar1,
+    ] {
+        plan.waived.push(Waiver {
+            path,
+            scope: None,
+            reason: "no NVMe drives were detected".into(),
+            hint: None,
+        });
+    }
+    plan.waived.push(Waiver {
+        path: PathId::HostRam,
+        scope: Some("cross-NUMA".into()),
+        reason: "one NUMA node with CPUs: there is no cross-NUMA path".into(),
+        hint: None,
+    });
+    if with_gpu {
+        topo.gpus.push(Gpu {
+            index: 0,
+            cuda_index: Some(0),
+            pci_bdf: "0000:00:06.0".into(),
+            model: Some("NVIDIA H200".into()),
+            vendor: "0x10de".into(),
+            device: "0x2335".into(),
+            pcie_gen: Some(5),
+            pcie_width: Some(16),
+            pcie_max_gen: Some(5),
+            pcie_max_width: Some(16),
+            bar1_bytes: Some(256 << 30),
+            bar1_gib: Some(256.0),
+            bars: vec![],
+            numa_node: Some(0),
+            root: Some("0000:00".into()),
+            driver: Some("nvidia".into()),
+            memory_bytes: None,
+            l2_cache_bytes: Some(60 * MIB),
+        });
+        topo.topology.links.push(LinkTheory {
+            device: "gpu0".into(),
+            bdf: "0000:00:06.0".into(),
+            gen: 5,
+            width: 16,
+            max_gen: Some(5),
+            max_width: Some(16),
+            theoretical_gbps: 63.015_384_615_384_62,
+            max_theoretical_gbps: Some(63.015_384_615_384_62),
+            degraded: false,
+        });
+        results.extend([
+            copy(PathId::H2d, 4 * MIB, 1, 53.4),
+            copy(PathId::H2d, 256 * MIB, 1, 55.49),
+            copy(PathId::H2d, 256 * MIB, 4, 55.51),
+            copy(PathId::D2h, 256 * MIB, 1, 55.35),
+        ]);
+    } else {
+        for path in [PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d] {
+            plan.waived.push(Waiver {
+                path,
+                scope: None,
+                reason: "no NVIDIA GPU was detected".into(),
+                hint: None,
+            });
+        }
+    }
+    let prov = Provenance {
+        tool: "hwceiling".into(),
+        version: "0.1.0".into(),
+        git_revision: "abc1234".into(),
+        started_at: "2026-11-29T19:00:00+00:00".into(),
+        finished_at: "2026-11-29T19:00:12+00:00".into(),
+        date: "2026-11-29".into(),
+        command_line: "hwceiling profile".into(),
+        ..Provenance::default()
+    };
+    hwc_profile::build(&topo, &plan, &results, &[], &[], prov)
+}
+
+#[test]
+fn cpu_only_report_snapshot() {
+    insta::assert_snapshot!("cpu_only", render(&profile(false)));
+}
+
+#[test]
+fn one_gpu_report_snapshot() {
+    insta::assert_snapshot!("one_gpu", render(&profile(true)));
+}
+
+#[test]
+fn every_spec_section_is_present_in_order() {
+    let r = render(&profile(false));
+    let sections = [
+        "## 1. Platform",
+        "### Topology",
+        "## 2. CPU features",
+        "## 3. NVMe device inspection",
+        "## 4. PCIe theoretical bandwidth",
+        "## 5. Data paths",
+        "### Path 1",
+        "### Path 2",
+        "### Path 3",
+        "### Path 4",
+        "### Path 5",
+        "### Path 6",
+        "### Path 7",
+        "### Path 8",
+        "## 6. Topology routing matrix",
+        "## 7. Summary",
+        "### Sub-table 1",
+        "### Sub-table 2",
+        "### Sub-table 3",
+        "### Sub-table 4",
+        "### Crossover comparison",
+        "## 8. Observations and recommendations",
+    ];
+    let mut at = 0;
+    for s in sections {
+        let i = r[at..]
+            .find(s)
+            .unwrap_or_else(|| panic!("missing or out of order: {s}"));
+        at += i + s.len();
+    }
+}
+
+#[test]
+fn waived_paths_show_a_reason_and_no_number() {
+    let r = render(&profile(false));
+    let path1 = &r[r.find("### Path 1").unwrap()..r.find("### Path 2").unwrap()];
+    assert!(path1.contains("**Waived** — no NVMe drives were detected"));
+    assert!(
+        !path1.chars().any(|c| c.is_ascii_digit() && c != '1'),
+        "{path1}"
+    );
+    let gds_row = r
+        .lines()
+        .find(|l| l.starts_with("| GDS NVMe → GPU"))
+        .unwrap();
+    assert!(
+        gds_row.contains("| — |") && gds_row.contains("waived:"),
+        "{gds_row}"
+    );
+}
+
+#[test]
+fn cache_rows_are_labelled_and_the_sustained_figure_is_not_a_cache_figure() {
+    let r = render(&profile(false));
+    assert!(r.contains("25.00 ±1.0 % *cache*"));
+    assert!(r.contains("best **17.94 GB/s at 2 thread(s)**"));
+    let row = r
+        .lines()
+        .find(|l| l.starts_with("| Host RAM same-NUMA"))
+        .unwrap();
+    assert!(row.contains("17.94 (±1.0 %, N=20)"), "{row}");
+}
