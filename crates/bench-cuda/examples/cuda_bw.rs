@@ -1,0 +1,209 @@
+//! Measure GPU copies through the CUDA backend and the runner, one CSV row per case, in the
+//! format of `tools/gpu-reference/ref_bw` so that `tools/gpu-reference/compare.sh` can put the
+//! two side by side:
+//! `tool,test,size_bytes,streams,method,median_gbps,min_gbps,max_gbps,spread_pct,n,copies,flags`.
+//!
+//! `cuda_bw [--gpu N] [--reps N] [--warmup N] [--sizes 128K,4M,256M]
+//!          [--tests h2d,d2h,duplex,d2d,h2d_pageable,d2h_pageable] [--streams 1,4]`
+
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+
+use hwc_bench_cuda::{probe, CudaBackend};
+use hwc_model::{Case, CaseParams, PathId, Reps};
+use hwc_runner::{run_case, CaseOutcome, RunOptions};
+
+struct Args {
+    gpu: usize,
+    reps: u32,
+    warmup: u32,
+    sizes: Vec<u64>,
+    tests: Vec<String>,
+    streams: Vec<u32>,
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>()
+        .map(|n| n * mult)
+        .map_err(|e| format!("bad size `{s}`: {e}"))
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        gpu: 0,
+        reps: 15,
+        warmup: 3,
+        sizes: "128K,512K,1M,2M,4M,8M,16M,32M,64M,256M"
+            .split(',')
+            .map(parse_size)
+            .collect::<Result<_, _>>()?,
+        tests: ["h2d", "d2h", "duplex", "d2d"].map(String::from).to_vec(),
+        streams: vec![1],
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    for pair in argv.chunks(2) {
+        let [key, value] = pair else {
+            return Err(format!("option {} needs a value", pair[0]));
+        };
+        let list = || value.split(',').map(str::to_string);
+        let num = |v: &str| v.parse::<u32>().map_err(|e| format!("{key} {v}: {e}"));
+        match key.as_str() {
+            "--gpu" => args.gpu = num(value)? as usize,
+            "--reps" => args.reps = num(value)?,
+            "--warmup" => args.warmup = num(value)?,
+            "--sizes" => args.sizes = list().map(|s| parse_size(&s)).collect::<Result<_, _>>()?,
+            "--tests" => args.tests = list().collect(),
+            "--streams" => args.streams = list().map(|s| num(&s)).collect::<Result<_, _>>()?,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(args)
+}
+
+/// The cases of one test at one size and stream count, as the planner writes them.
+fn cases(test: &str, size: u64, streams: u32, reps: Reps) -> Result<Vec<(String, Case)>, String> {
+    let base = CaseParams {
+        gpu: Some("gpu0".into()),
+        size_bytes: Some(size),
+        streams: Some(streams),
+        ..CaseParams::default()
+    };
+    let host = |memory: &str, node_is_src: bool| CaseParams {
+        host_memory: Some(memory.into()),
+        src_node: node_is_src.then_some(0),
+        dst_node: (!node_is_src).then_some(0),
+        cpu_node: Some(0),
+        ..base.clone()
+    };
+    let one = |name: &str, path: PathId, params: CaseParams| {
+        let key = format!("{name}/{size}/s{streams}");
+        (
+            name.to_string(),
+            Case {
+                key,
+                path,
+                params,
+                reps,
+            },
+        )
+    };
+    Ok(match test {
+        "h2d" => vec![one("h2d", PathId::H2d, host("pinned", true))],
+        "d2h" => vec![one("d2h", PathId::D2h, host("pinned", false))],
+        "h2d_pageable" => vec![one("h2d_pageable", PathId::H2d, host("pageable", true))],
+        "d2h_pageable" => vec![one("d2h_pageable", PathId::D2h, host("pageable", false))],
+        "d2d" => vec![one("d2d", PathId::D2d, base.clone())],
+        "duplex" => ["h2d", "d2h"]
+            .into_iter()
+            .map(|dir| {
+                let params = CaseParams {
+                    direction: Some(dir.into()),
+                    src_node: Some(0),
+                    ..host("pinned", false)
+                };
+                one(&format!("duplex_{dir}"), PathId::Duplex, params)
+            })
+            .collect(),
+        other => return Err(format!("unknown test {other}")),
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("cuda_bw: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let probe = match probe() {
+        Ok(p) => p,
+        Err(reason) => {
+            eprintln!("cuda_bw: no CUDA device ({reason})");
+            return ExitCode::from(1);
+        }
+    };
+    let Some(device) = probe.devices.get(args.gpu) else {
+        eprintln!("cuda_bw: no CUDA device {}", args.gpu);
+        return ExitCode::from(1);
+    };
+    let mut backend = CudaBackend::new(&probe, &[("gpu0".into(), device.pci_bdf.clone())]);
+    let reps = Reps {
+        warmup: args.warmup,
+        timed: args.reps,
+    };
+    let options = RunOptions {
+        allow_contended: false,
+        wall_tolerance: Some(0.02),
+    };
+    let cancel = AtomicBool::new(false);
+    let mut failed = false;
+    for test in &args.tests {
+        for &streams in &args.streams {
+            for &size in &args.sizes {
+                let list = match cases(test, size, streams, reps) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        eprintln!("cuda_bw: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                for (name, case) in list {
+                    match run_case(&case, &mut backend, &options, &cancel) {
+                        CaseOutcome::Measured(r) => {
+                            let m = &r.measurement;
+                            let copies = m.bytes_per_rep / (size * u64::from(streams));
+                            let mut flags = Vec::new();
+                            if m.notes.iter().any(|n| n.contains("disagree")) {
+                                flags.push("wall_disagrees");
+                            }
+                            if m.cache_resident {
+                                flags.push("cache");
+                            }
+                            if m.contended {
+                                flags.push("contended");
+                            }
+                            let method = if name.ends_with("pageable") {
+                                "events/pageable"
+                            } else {
+                                "latched/numa-register"
+                            };
+                            println!(
+                                "hwc,{name},{size},{streams},{method},{:.4},{:.4},{:.4},{:.3},{},{copies},{}",
+                                m.gbps.median,
+                                m.gbps.min,
+                                m.gbps.max,
+                                m.gbps.spread_pct,
+                                m.gbps.n,
+                                flags.join(";")
+                            );
+                        }
+                        CaseOutcome::Waived(w) => {
+                            failed = true;
+                            eprintln!("cuda_bw: {} waived: {}", case.key, w.reason);
+                        }
+                        CaseOutcome::Failed(f) => {
+                            failed = true;
+                            eprintln!("cuda_bw: {} failed: {}", case.key, f.error);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, v) in hwc_runner::Backend::environment(&backend) {
+        eprintln!("env {k} = {v}");
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

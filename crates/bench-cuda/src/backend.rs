@@ -1,0 +1,479 @@
+//! The runner's view of CUDA: which GPU a case names, the idle guard, the clock warm-up, the
+//! environment record, and a [`CopyCase`] per case.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hwc_model::{Case, PathId};
+use hwc_runner::{Backend, BenchError, Idle, Prepared};
+use nvml_wrapper::{Device, Nvml};
+
+use crate::affinity::node_cpus;
+use crate::bdf::normalize_bdf;
+use crate::copy::{CaseContext, CopyCase, CopyOp, DeviceRuntime, LATCH_TIMEOUT_NS};
+use crate::driver::{DeviceBuffer, HostBuffer};
+use crate::error::{driver, CudaError};
+use crate::nvml::{self, link_label, Sample};
+use crate::params::{CopySpec, HostMemory};
+use crate::probe::{CudaDevice, CudaProbe};
+
+/// Utilisation above this share of time (NVML, %) means someone else is using the GPU.
+pub const BUSY_UTILISATION_PCT: u32 = 5;
+/// NVML's utilisation covers a past window of up to 1 s: our own work inside it would count.
+const UTILISATION_WINDOW: Duration = Duration::from_millis(1100);
+/// Clock warm-up before a GPU's first case.
+const FIRST_WARMUP: Duration = Duration::from_millis(200);
+/// Shorter warm-up when the GPU has been idle this long since our last work on it.
+const REWARM_AFTER: Duration = Duration::from_secs(2);
+const REWARM: Duration = Duration::from_millis(100);
+/// Buffers the warm-up copies (H2D from pinned memory and D2D).
+const WARMUP_BUFFER_BYTES: usize = 64 << 20;
+/// Device memory left free beyond what a case allocates.
+const DEVICE_MEMORY_MARGIN_BYTES: u64 = 256 << 20;
+
+/// One GPU the caller named.
+struct Slot {
+    /// Our name (`gpu0`).
+    name: String,
+    bdf: String,
+    device: Option<CudaDevice>,
+    nvml_index: Option<u32>,
+    runtime: Option<DeviceRuntime>,
+    /// Notes every figure of this GPU carries.
+    notes: Vec<String>,
+    environment: BTreeMap<String, String>,
+    /// When the idle guard last looked (µs since the epoch, NVML's sample clock).
+    utilisation_seen_us: Option<u64>,
+    warmed: bool,
+}
+
+/// The CUDA copy backend: H2D, D2H, duplex and D2D on the GPUs it was given.
+pub struct CudaBackend {
+    slots: Vec<Slot>,
+    nvml: Option<Nvml>,
+    environment: BTreeMap<String, String>,
+    /// Set when CUDA is not usable here: every case is waived with this reason.
+    unavailable: Option<String>,
+}
+
+const HINT_NO_CUDA: &str =
+    "install the NVIDIA driver (libcuda.so.1) and check that nvidia-smi lists the GPU";
+
+impl CudaBackend {
+    /// A backend for the GPUs in `gpus`, each given as (our name, PCI address), matched to the
+    /// CUDA devices of `probe` by address.
+    pub fn new(probe: &CudaProbe, gpus: &[(String, String)]) -> Self {
+        let (nvml, nvml_error) = match Nvml::init() {
+            Ok(n) => (Some(n), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let index = nvml.as_ref().map(nvml::index_by_bdf).unwrap_or_default();
+        let mut environment = probe.environment.clone();
+        environment.insert(
+            "cuda.timing".into(),
+            "copies queued behind a spin-kernel latch (PTX, host-mapped flag), CUDA events \
+             (CU_EVENT_DEFAULT), host wall clock from latch release as a cross-check"
+                .into(),
+        );
+        environment.insert(
+            "cuda.pinned_memory".into(),
+            "mmap + mbind + pre-faulted, transparent huge pages requested, registered with \
+             cuMemHostRegister(PORTABLE) (not write-combined)"
+                .into(),
+        );
+        if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
+            environment.insert("host.transparent_hugepage".into(), thp.trim().to_string());
+        }
+        let slots = gpus
+            .iter()
+            .map(|(name, bdf)| {
+                let bdf = normalize_bdf(bdf).unwrap_or_else(|| bdf.to_ascii_lowercase());
+                let device = probe.devices.iter().find(|d| d.pci_bdf == bdf).cloned();
+                let nvml_index = index.get(&bdf).copied();
+                let mut notes = Vec::new();
+                if let Some(e) = &nvml_error {
+                    notes.push(format!(
+                        "idle guard off: NVML unavailable ({e}), GPU load was not checked"
+                    ));
+                } else if nvml_index.is_none() {
+                    notes.push(format!(
+                        "idle guard off: NVML does not list {bdf}, GPU load was not checked"
+                    ));
+                }
+                let mut environment = BTreeMap::new();
+                environment.insert(format!("{name}.pci_bdf"), bdf.clone());
+                if let Some(d) = &device {
+                    static_facts(name, d, &mut environment);
+                }
+                Slot {
+                    name: name.clone(),
+                    bdf,
+                    device,
+                    nvml_index,
+                    runtime: None,
+                    notes,
+                    environment,
+                    utilisation_seen_us: None,
+                    warmed: false,
+                }
+            })
+            .collect();
+        CudaBackend {
+            slots,
+            nvml,
+            environment,
+            unavailable: None,
+        }
+    }
+
+    /// A backend for a machine where [`crate::probe`] failed: it serves the GPU paths and waives
+    /// every case with `reason`.
+    pub fn unavailable(reason: impl Into<String>) -> Self {
+        CudaBackend {
+            slots: Vec::new(),
+            nvml: None,
+            environment: BTreeMap::new(),
+            unavailable: Some(reason.into()),
+        }
+    }
+
+    fn prepare_case(&mut self, case: &Case) -> Result<CopyCase<'_>, CudaError> {
+        if let Some(reason) = &self.unavailable {
+            return Err(CudaError::unavailable(reason.clone(), Some(HINT_NO_CUDA)));
+        }
+        let spec = CopySpec::from_case(case)?;
+        let CudaBackend { slots, nvml, .. } = self;
+        let known: Vec<String> = slots.iter().map(|s| s.name.clone()).collect();
+        let slot = slots
+            .iter_mut()
+            .find(|s| s.name == spec.gpu)
+            .ok_or_else(|| {
+                CudaError::unavailable(
+                    format!(
+                        "{} is not one of the GPUs given to the CUDA backend ({})",
+                        spec.gpu,
+                        known.join(", ")
+                    ),
+                    None,
+                )
+            })?;
+        let device = slot.device.clone().ok_or_else(|| {
+            CudaError::unavailable(
+                format!(
+                    "{} ({}) is not a CUDA device here: the driver lists no device at that address",
+                    slot.name, slot.bdf
+                ),
+                Some(HINT_NO_CUDA),
+            )
+        })?;
+        let nvml_device = match (nvml.as_ref(), slot.nvml_index) {
+            (Some(n), Some(i)) => n.device_by_index(i).ok(),
+            _ => None,
+        };
+        let runtime = match slot.runtime {
+            Some(ref mut r) => r,
+            None => slot.runtime.insert(DeviceRuntime::open(device.ordinal)?),
+        };
+        let (free_bytes, _) = runtime.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
+        let needed = spec.device_bytes() + DEVICE_MEMORY_MARGIN_BYTES;
+        if needed > free_bytes as u64 {
+            return Err(CudaError::unavailable(
+                format!(
+                    "the case needs {:.1} GiB of device memory on {}, {:.1} GiB is free",
+                    needed as f64 / (1u64 << 30) as f64,
+                    slot.name,
+                    free_bytes as f64 / (1u64 << 30) as f64
+                ),
+                None,
+            ));
+        }
+        let idle_for = runtime.last_active.map(|t| t.elapsed());
+        if !slot.warmed || idle_for.is_none_or(|d| d >= REWARM_AFTER) {
+            let duration = if slot.warmed { REWARM } else { FIRST_WARMUP };
+            let report = warm_up(runtime, nvml_device.as_ref(), duration)?;
+            if !slot.warmed {
+                report.record(&slot.name, &mut slot.environment);
+                if let Some(note) = report.stalled_note() {
+                    slot.notes.push(note);
+                }
+                if let Some(d) = &nvml_device {
+                    if let Ok(p) = d.is_in_persistent_mode() {
+                        slot.environment.insert(
+                            format!("{}.persistence_mode", slot.name),
+                            if p { "enabled" } else { "disabled" }.into(),
+                        );
+                    }
+                }
+                slot.warmed = true;
+            }
+        }
+        let pin = match spec.cpu_node {
+            Some(node) => Some((node, node_cpus(Path::new("/sys"), node)?)),
+            None => None,
+        };
+        let cx = CaseContext {
+            l2_cache_bytes: device.l2_cache_bytes,
+            notes: slot.notes.clone(),
+            pin,
+        };
+        CopyCase::prepare(runtime, &spec, &case.key, cx)
+    }
+}
+
+fn static_facts(name: &str, d: &CudaDevice, env: &mut BTreeMap<String, String>) {
+    env.insert(format!("{name}.model"), d.name.clone());
+    env.insert(format!("{name}.cuda_ordinal"), d.ordinal.to_string());
+    env.insert(format!("{name}.memory_bytes"), d.memory_bytes.to_string());
+    env.insert(
+        format!("{name}.l2_cache_bytes"),
+        d.l2_cache_bytes.to_string(),
+    );
+    env.insert(
+        format!("{name}.compute_capability"),
+        format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+    );
+    env.insert(format!("{name}.copy_engines"), d.copy_engines.to_string());
+    if let Some(f) = &d.nvml {
+        if let Some(l) = link_label(f.link_gen_max, f.link_width_max) {
+            env.insert(format!("{name}.pcie_link_max"), l);
+        }
+        if let Some(b) = f.bar1_total_bytes {
+            env.insert(format!("{name}.bar1_total_bytes"), b.to_string());
+        }
+        if let Some(c) = f.max_sm_clock_mhz {
+            env.insert(format!("{name}.sm_clock_max_mhz"), c.to_string());
+        }
+    }
+}
+
+/// Clocks and link before, during and after the warm-up.
+struct WarmReport {
+    idle: Sample,
+    load: Sample,
+    duration: Duration,
+}
+
+impl WarmReport {
+    fn record(&self, gpu: &str, env: &mut BTreeMap<String, String>) {
+        let mut put = |key: &str, v: Option<String>| {
+            if let Some(v) = v {
+                env.insert(format!("{gpu}.{key}"), v);
+            }
+        };
+        put(
+            "sm_clock_idle_mhz",
+            self.idle.sm_clock_mhz.map(|c| c.to_string()),
+        );
+        put(
+            "sm_clock_load_mhz",
+            self.load.sm_clock_mhz.map(|c| c.to_string()),
+        );
+        put(
+            "mem_clock_load_mhz",
+            self.load.mem_clock_mhz.map(|c| c.to_string()),
+        );
+        put(
+            "pcie_link_idle",
+            link_label(self.idle.link_gen, self.idle.link_width),
+        );
+        put(
+            "pcie_link_load",
+            link_label(self.load.link_gen, self.load.link_width),
+        );
+        put("pstate_load", self.load.pstate.clone());
+        put("warmup_ms", Some(self.duration.as_millis().to_string()));
+    }
+
+    /// A note when the SM clock did not rise under the warm-up load.
+    fn stalled_note(&self) -> Option<String> {
+        match (self.idle.sm_clock_mhz, self.load.sm_clock_mhz) {
+            (Some(idle), Some(load)) if load <= idle => Some(format!(
+                "SM clock did not rise during the warm-up ({idle} MHz idle, {load} MHz under load)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Keep the GPU busy for `duration` (the latch kernel spinning on one SM, pinned H2D copies
+/// and D2D copies on two more streams) so its clocks leave their idle state; sample NVML in
+/// the middle, with copies in flight, for the link and clocks under load.
+fn warm_up(
+    rt: &mut DeviceRuntime,
+    nvml: Option<&Device<'_>>,
+    duration: Duration,
+) -> Result<WarmReport, CudaError> {
+    let idle = nvml.map(nvml::sample).unwrap_or_default();
+    let ctx = rt.ctx.clone();
+    ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+    let spin = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let h2d = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let d2d = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+    let host = HostBuffer::new(&ctx, WARMUP_BUFFER_BYTES, None, HostMemory::Pinned)?;
+    let a = DeviceBuffer::new(&ctx, WARMUP_BUFFER_BYTES)?;
+    let b = DeviceBuffer::new(&ctx, WARMUP_BUFFER_BYTES)?;
+    rt.flag.reset();
+    let spin_ns = u64::try_from(duration.as_nanos()).unwrap_or(LATCH_TIMEOUT_NS);
+    rt.latch.launch(&spin, &rt.flag, spin_ns)?;
+    let up = CopyOp::H2d {
+        dst: a.ptr(),
+        src: host.as_ptr(),
+    };
+    let there = CopyOp::D2d {
+        dst: b.ptr(),
+        src: a.ptr(),
+    };
+    let back = CopyOp::D2d {
+        dst: a.ptr(),
+        src: b.ptr(),
+    };
+    let began = Instant::now();
+    let mut load = None;
+    let result = (|| {
+        while began.elapsed() < duration {
+            for _ in 0..4 {
+                // SAFETY: host, a and b hold WARMUP_BUFFER_BYTES each and are dropped only
+                // after both streams are synchronised below; the context is bound.
+                unsafe {
+                    up.enqueue(WARMUP_BUFFER_BYTES, &h2d)?;
+                    there.enqueue(WARMUP_BUFFER_BYTES, &d2d)?;
+                    back.enqueue(WARMUP_BUFFER_BYTES, &d2d)?;
+                }
+            }
+            if load.is_none() && began.elapsed() >= duration / 2 {
+                load = nvml.map(nvml::sample);
+            }
+            h2d.synchronize().map_err(driver("cuStreamSynchronize"))?;
+            d2d.synchronize().map_err(driver("cuStreamSynchronize"))?;
+        }
+        Ok::<(), CudaError>(())
+    })();
+    rt.flag.release();
+    let spun = spin.synchronize().map_err(driver("cuStreamSynchronize"));
+    let _ = h2d.synchronize();
+    let _ = d2d.synchronize();
+    rt.last_active = Some(Instant::now());
+    result?;
+    spun?;
+    Ok(WarmReport {
+        idle,
+        load: load.or_else(|| nvml.map(nvml::sample)).unwrap_or_default(),
+        duration: began.elapsed(),
+    })
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn serves(&self, path: PathId) -> bool {
+        matches!(
+            path,
+            PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d
+        )
+    }
+
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        Ok(Box::new(self.prepare_case(case)?))
+    }
+
+    /// Busy when another process holds a compute context on the GPU, or NVML's utilisation
+    /// exceeds [`BUSY_UTILISATION_PCT`] for work that is not ours. Our own copies stay in
+    /// NVML's device utilisation for up to a second, so right after them the check reads the
+    /// per-process utilisation of other processes instead, where the driver keeps it.
+    fn idle_check(&mut self, case: &Case) -> Idle {
+        let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
+            return Idle::Idle;
+        };
+        let Some(slot) = self.slots.iter_mut().find(|s| s.name == gpu) else {
+            return Idle::Idle;
+        };
+        let Some(device) = slot.nvml_index.and_then(|i| nvml.device_by_index(i).ok()) else {
+            return Idle::Idle;
+        };
+        let me = std::process::id();
+        if let Ok(procs) = device.running_compute_processes() {
+            let others: Vec<String> = procs
+                .iter()
+                .filter(|p| p.pid != me)
+                .map(|p| format!("pid {}", p.pid))
+                .collect();
+            if !others.is_empty() {
+                return Idle::Busy(format!(
+                    "{} ({}) has {} other compute process(es): {}",
+                    slot.name,
+                    slot.bdf,
+                    others.len(),
+                    others.join(", ")
+                ));
+            }
+        }
+        let recently_ours = slot
+            .runtime
+            .as_ref()
+            .and_then(|r| r.last_active)
+            .is_some_and(|t| t.elapsed() < UTILISATION_WINDOW);
+        let now_us = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        let window_us = u64::try_from(UTILISATION_WINDOW.as_micros()).unwrap_or(u64::MAX);
+        if !recently_ours {
+            // NVML's figure trails by up to one window: load that a process which has since
+            // exited left behind (no compute process is listed now) is read again after it.
+            for attempt in 0..2 {
+                match device.utilization_rates() {
+                    Ok(u) if u.gpu > BUSY_UTILISATION_PCT => {
+                        if attempt == 0 {
+                            std::thread::sleep(UTILISATION_WINDOW);
+                            continue;
+                        }
+                        return Idle::Busy(format!(
+                            "{} ({}) is {} % utilised (NVML; more than {} %)",
+                            slot.name, slot.bdf, u.gpu, BUSY_UTILISATION_PCT
+                        ));
+                    }
+                    _ => break,
+                }
+            }
+            slot.utilisation_seen_us = Some(now_us);
+            return Idle::Idle;
+        }
+        // NVML's per-process samples (CPU timestamps in µs) since the last check.
+        let since = slot
+            .utilisation_seen_us
+            .unwrap_or(now_us.saturating_sub(window_us));
+        slot.utilisation_seen_us = Some(now_us);
+        match device.process_utilization_stats(since) {
+            Ok(samples) => {
+                let busiest = samples
+                    .iter()
+                    .filter(|s| s.pid != me && s.sm_util > BUSY_UTILISATION_PCT)
+                    .max_by_key(|s| s.sm_util);
+                match busiest {
+                    Some(s) => Idle::Busy(format!(
+                        "{} ({}): process {} uses {} % of the SMs (NVML)",
+                        slot.name, slot.bdf, s.pid, s.sm_util
+                    )),
+                    None => Idle::Idle,
+                }
+            }
+            // No per-process figures here (unsupported, or none buffered): the process
+            // list above is then the whole check.
+            Err(_) => Idle::Idle,
+        }
+    }
+
+    fn refuse_when_busy(&self) -> bool {
+        true
+    }
+
+    fn environment(&self) -> BTreeMap<String, String> {
+        let mut env = self.environment.clone();
+        for slot in &self.slots {
+            env.extend(slot.environment.clone());
+        }
+        env
+    }
+}

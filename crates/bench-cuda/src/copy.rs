@@ -1,0 +1,589 @@
+//! One prepared copy case: its streams, buffers and events, the timed repetition and the data
+//! check.
+//!
+//! A repetition, pinned memory: a spin kernel (the latch) is queued on the lead stream, then the
+//! start event; every other stream waits on that event; each stream gets K back-to-back copies
+//! of its own buffers; every stream of a flow joins its flow's lead stream, which records the
+//! flow's end event. Only then does the host open the latch: the copies start together, with
+//! all submission already done, and the span start → end (CUDA events) is the time. The host
+//! clock from the release to the end event's completion is the cross-check.
+//!
+//! Pageable memory cannot wait behind a latch (the driver stages it through its own pinned
+//! buffer and may block the submitting thread until the copy ran), so its copies are timed by
+//! the same events without the latch, staging included.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
+use hwc_model::{size_label, Placement};
+use hwc_numa::PlacementCheck;
+use hwc_runner::{BenchError, Prepared, Rep};
+
+use crate::affinity::{format_cpulist, AffinityGuard};
+use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
+use crate::error::{driver, CudaError};
+use crate::params::{CopySpec, Direction, HostMemory};
+use crate::pattern;
+use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
+
+/// How long the latch kernel waits for the host before it gives up (and marks that it did).
+pub const LATCH_TIMEOUT_NS: u64 = 1_000_000_000;
+/// Window read back from each of three places of a D2D destination larger than this.
+const D2D_SAMPLE_BYTES: usize = 1 << 20;
+/// Calibration attempts, each with a quarter of the copies of the one before.
+const CALIBRATION_ATTEMPTS: u32 = 5;
+
+/// A GPU's context and the latch that all its cases share.
+pub struct DeviceRuntime {
+    pub ctx: Arc<CudaContext>,
+    pub latch: Latch,
+    pub flag: LatchFlag,
+    /// When this GPU last ran work of ours (for the idle guard and the clock warm-up).
+    pub last_active: Option<Instant>,
+}
+
+impl DeviceRuntime {
+    /// Retain the device's primary context and load the latch.
+    pub fn open(ordinal: u32) -> Result<Self, CudaError> {
+        let ctx = CudaContext::new(ordinal as usize).map_err(driver("cuDevicePrimaryCtxRetain"))?;
+        // SAFETY: called before anything is allocated in the context; this backend never
+        // uses cudarc's CudaSlice, and orders its streams itself with explicit events.
+        unsafe { ctx.disable_event_tracking() };
+        let latch = Latch::load(&ctx)?;
+        let flag = LatchFlag::new(&ctx)?;
+        Ok(DeviceRuntime {
+            ctx,
+            latch,
+            flag,
+            last_active: None,
+        })
+    }
+}
+
+/// A copy's raw endpoints. Whoever builds one keeps the buffers behind it alive, and
+/// synchronises the stream it was queued on before freeing them.
+#[derive(Clone, Copy)]
+pub enum CopyOp {
+    H2d {
+        dst: sys::CUdeviceptr,
+        src: *const c_void,
+    },
+    D2h {
+        dst: *mut c_void,
+        src: sys::CUdeviceptr,
+    },
+    D2d {
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+    },
+}
+
+impl CopyOp {
+    /// Queue the copy of `len` bytes on `stream`.
+    ///
+    /// # Safety
+    /// Both endpoints must be allocations of at least `len` bytes that stay alive until
+    /// `stream` has been synchronised; the stream's context must be bound to this thread.
+    pub unsafe fn enqueue(self, len: usize, stream: &CudaStream) -> Result<(), CudaError> {
+        let s = stream.cu_stream();
+        // SAFETY (all three): the caller's contract above.
+        match self {
+            CopyOp::H2d { dst, src } => unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, len, s) }
+                .result()
+                .map_err(driver("cuMemcpyHtoDAsync")),
+            CopyOp::D2h { dst, src } => unsafe { sys::cuMemcpyDtoHAsync_v2(dst, src, len, s) }
+                .result()
+                .map_err(driver("cuMemcpyDtoHAsync")),
+            CopyOp::D2d { dst, src } => unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, s) }
+                .result()
+                .map_err(driver("cuMemcpyDtoDAsync")),
+        }
+    }
+}
+
+/// The buffers of one stream. A source on the device is only kept alive for the copies.
+enum Buffers {
+    H2d {
+        src: HostBuffer,
+        dst: DeviceBuffer,
+    },
+    D2h {
+        _src: DeviceBuffer,
+        dst: HostBuffer,
+    },
+    D2d {
+        _src: DeviceBuffer,
+        dst: DeviceBuffer,
+    },
+}
+
+struct Lane {
+    stream: Arc<CudaStream>,
+    op: CopyOp,
+    buffers: Buffers,
+    seed: u64,
+    index: u32,
+}
+
+/// The streams of one direction, joined into the lead stream's end event.
+struct Flow {
+    direction: Direction,
+    lanes: Vec<Lane>,
+    joins: Vec<CudaEvent>,
+    end: CudaEvent,
+}
+
+/// What the backend knows about the GPU that a case needs.
+pub struct CaseContext {
+    pub l2_cache_bytes: u64,
+    /// Notes from the backend that every figure of this GPU carries (clocks, idle guard).
+    pub notes: Vec<String>,
+    /// CPUs to pin the issuing thread to, with the node they belong to.
+    pub pin: Option<(u32, Vec<u32>)>,
+}
+
+/// A prepared copy case.
+pub struct CopyCase<'a> {
+    rt: &'a mut DeviceRuntime,
+    flows: Vec<Flow>,
+    start: CudaEvent,
+    measured: usize,
+    size_bytes: usize,
+    streams: u32,
+    copies: u32,
+    latched: bool,
+    cache_resident: bool,
+    placement: Option<Placement>,
+    notes: Vec<String>,
+    _affinity: Option<AffinityGuard>,
+}
+
+fn new_event(ctx: &Arc<CudaContext>, timing: bool) -> Result<CudaEvent, CudaError> {
+    let flags = timing.then_some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    ctx.new_event(flags).map_err(driver("cuEventCreate"))
+}
+
+impl<'a> CopyCase<'a> {
+    /// Allocate, place, fill and calibrate.
+    pub fn prepare(
+        rt: &'a mut DeviceRuntime,
+        spec: &CopySpec,
+        case_key: &str,
+        cx: CaseContext,
+    ) -> Result<Self, CudaError> {
+        let affinity = match &cx.pin {
+            Some((_, cpus)) => Some(AffinityGuard::pin(cpus)?),
+            None => None,
+        };
+        let ctx = rt.ctx.clone();
+        ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
+        let size = spec.size_bytes;
+        let mut flows = Vec::with_capacity(spec.flows.len());
+        for (fi, f) in spec.flows.iter().enumerate() {
+            let mut lanes = Vec::with_capacity(spec.streams as usize);
+            for index in 0..spec.streams {
+                let seed = pattern::seed(case_key, index, fi as u8);
+                let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+                let (op, buffers) = match f.direction {
+                    Direction::H2d => {
+                        let mut src = HostBuffer::new(&ctx, size, f.host_node, spec.host_memory)?;
+                        pattern::fill(&mut src.as_mut_slice()[..size], seed, 0);
+                        let dst = DeviceBuffer::new(&ctx, size)?;
+                        dst.fill_byte(0xA5)?;
+                        let op = CopyOp::H2d {
+                            dst: dst.ptr(),
+                            src: src.as_ptr(),
+                        };
+                        (op, Buffers::H2d { src, dst })
+                    }
+                    Direction::D2h => {
+                        let src = DeviceBuffer::new(&ctx, size)?;
+                        src.write_with(|chunk, off| pattern::fill(chunk, seed, off))?;
+                        let mut dst = HostBuffer::new(&ctx, size, f.host_node, spec.host_memory)?;
+                        dst.as_mut_slice().fill(0xA5);
+                        let op = CopyOp::D2h {
+                            dst: dst.as_mut_ptr(),
+                            src: src.ptr(),
+                        };
+                        (op, Buffers::D2h { _src: src, dst })
+                    }
+                    Direction::D2d => {
+                        let src = DeviceBuffer::new(&ctx, size)?;
+                        src.write_with(|chunk, off| pattern::fill(chunk, seed, off))?;
+                        let dst = DeviceBuffer::new(&ctx, size)?;
+                        dst.fill_byte(0xA5)?;
+                        let op = CopyOp::D2d {
+                            dst: dst.ptr(),
+                            src: src.ptr(),
+                        };
+                        (op, Buffers::D2d { _src: src, dst })
+                    }
+                };
+                lanes.push(Lane {
+                    stream,
+                    op,
+                    buffers,
+                    seed,
+                    index,
+                });
+            }
+            let joins = (1..lanes.len())
+                .map(|_| new_event(&ctx, false))
+                .collect::<Result<Vec<_>, _>>()?;
+            flows.push(Flow {
+                direction: f.direction,
+                lanes,
+                joins,
+                end: new_event(&ctx, true)?,
+            });
+        }
+        let start = new_event(&ctx, true)?;
+        let latched = spec.host_memory == HostMemory::Pinned || !spec.uses_host();
+        let placement = placement_of(&flows, spec, cx.pin.as_ref());
+        let cache_resident = spec.flows[0].direction == Direction::D2d
+            && crate::params::l2_resident(size as u64, spec.streams, cx.l2_cache_bytes);
+        let mut case = CopyCase {
+            rt,
+            flows,
+            start,
+            measured: spec.measured,
+            size_bytes: size,
+            streams: spec.streams,
+            copies: MIN_COPIES,
+            latched,
+            cache_resident,
+            placement,
+            notes: Vec::new(),
+            _affinity: affinity,
+        };
+        let first_gbps = case.calibrate()?;
+        case.notes = case.describe(spec, &cx, first_gbps);
+        Ok(case)
+    }
+
+    /// Choose K: one repetition with about 32 MiB per stream gives the rate, K follows from it;
+    /// a repetition with that K must then pass without the latch timing out (a full driver
+    /// queue makes the enqueue block until the latch gives up), else K is quartered.
+    /// Returns the first repetition's throughput in GB/s.
+    fn calibrate(&mut self) -> Result<f64, CudaError> {
+        let mut cap = MAX_COPIES;
+        let mut k = timing::calibration_copies(self.size_bytes as u64);
+        let round_bytes = self.size_bytes as u64 * u64::from(self.streams);
+        let mut first_gbps = None;
+        for _ in 0..CALIBRATION_ATTEMPTS {
+            match self.run_rep(k) {
+                Ok((seconds, _)) => {
+                    let rate = f64::from(k) * round_bytes as f64 / seconds;
+                    first_gbps.get_or_insert(rate / 1e9);
+                    let chosen = timing::copies_per_rep(round_bytes, rate, TARGET_REP_SECONDS, cap);
+                    if chosen <= k {
+                        self.copies = chosen;
+                        return Ok(first_gbps.unwrap_or(rate / 1e9));
+                    }
+                    k = chosen;
+                    cap = chosen;
+                }
+                Err(CudaError::LatchTimeout { .. }) if k > MIN_COPIES => {
+                    k = (k / 4).max(MIN_COPIES);
+                    cap = k;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(CudaError::LatchTimeout {
+            timeout_ms: LATCH_TIMEOUT_NS / 1_000_000,
+        })
+    }
+
+    fn lead(&self) -> &Arc<CudaStream> {
+        &self.flows[0].lanes[0].stream
+    }
+
+    /// One repetition of `k` copies per stream: (event seconds, wall seconds) of the measured
+    /// flow.
+    fn run_rep(&mut self, k: u32) -> Result<(f64, f64), CudaError> {
+        self.rt
+            .ctx
+            .bind_to_thread()
+            .map_err(driver("cuCtxSetCurrent"))?;
+        let lead = self.lead().clone();
+        if self.latched {
+            self.rt.flag.reset();
+            self.rt
+                .latch
+                .launch(&lead, &self.rt.flag, LATCH_TIMEOUT_NS)?;
+        }
+        let submitted = Instant::now();
+        self.start.record(&lead).map_err(driver("cuEventRecord"))?;
+        for (fi, flow) in self.flows.iter().enumerate() {
+            for (li, lane) in flow.lanes.iter().enumerate() {
+                if fi != 0 || li != 0 {
+                    lane.stream
+                        .wait(&self.start)
+                        .map_err(driver("cuStreamWaitEvent"))?;
+                }
+            }
+        }
+        for _ in 0..k {
+            for flow in &self.flows {
+                for lane in &flow.lanes {
+                    // SAFETY: the lane owns both buffers (size_bytes each); the case drops them
+                    // only after synchronising every stream (run_rep's end, or Drop); the
+                    // context was bound above.
+                    unsafe { lane.op.enqueue(self.size_bytes, &lane.stream) }?;
+                }
+            }
+        }
+        for flow in &self.flows {
+            let head = &flow.lanes[0].stream;
+            for (lane, join) in flow.lanes[1..].iter().zip(&flow.joins) {
+                join.record(&lane.stream).map_err(driver("cuEventRecord"))?;
+                head.wait(join).map_err(driver("cuStreamWaitEvent"))?;
+            }
+            flow.end.record(head).map_err(driver("cuEventRecord"))?;
+        }
+        let released = if self.latched {
+            let t = Instant::now();
+            self.rt.flag.release();
+            t
+        } else {
+            submitted
+        };
+        let measured = &self.flows[self.measured].end;
+        measured
+            .synchronize()
+            .map_err(driver("cuEventSynchronize"))?;
+        let wall = released.elapsed().as_secs_f64();
+        for flow in &self.flows {
+            flow.end
+                .synchronize()
+                .map_err(driver("cuEventSynchronize"))?;
+        }
+        self.rt.last_active = Some(Instant::now());
+        if self.latched && self.rt.flag.timed_out() {
+            return Err(CudaError::LatchTimeout {
+                timeout_ms: LATCH_TIMEOUT_NS / 1_000_000,
+            });
+        }
+        let ms = self
+            .start
+            .elapsed_ms(measured)
+            .map_err(driver("cuEventElapsedTime"))?;
+        Ok((f64::from(ms) / 1e3, wall))
+    }
+
+    fn describe(&self, spec: &CopySpec, cx: &CaseContext, first_gbps: f64) -> Vec<String> {
+        let mut notes = Vec::new();
+        let k = self.copies;
+        if self.latched {
+            notes.push(format!(
+                "{k} copies per stream per repetition, queued behind a spin-kernel latch and \
+                 timed by CUDA events"
+            ));
+        } else {
+            notes.push(format!(
+                "{k} copies per stream per repetition, not latched: the driver stages pageable \
+                 memory through its own pinned buffer and may block the submitting thread, so \
+                 the event span includes that staging"
+            ));
+        }
+        notes.push(format!(
+            "first repetition of the case (K calibration): {first_gbps:.2} GB/s"
+        ));
+        let measured = spec.flows[spec.measured].direction;
+        if let Some(other) = spec.flows.iter().find(|f| f.direction != measured) {
+            notes.push(format!(
+                "duplex: {} ran at the same time on its own {} stream(s); this figure is {} \
+                 bytes over {}'s own event span",
+                other.direction.as_str(),
+                spec.streams,
+                measured.as_str(),
+                measured.as_str()
+            ));
+        }
+        if measured == Direction::D2d {
+            notes.push(
+                "bytes copied per second (each byte read once and written once counts once)".into(),
+            );
+            if self.cache_resident {
+                notes.push(format!(
+                    "2 × {} × {} stream(s) fits the GPU's {} L2 cache: a cache figure, not \
+                     device-memory bandwidth",
+                    size_label(spec.size_bytes as u64),
+                    spec.streams,
+                    size_label(cx.l2_cache_bytes)
+                ));
+            }
+        }
+        notes.extend(cx.notes.iter().cloned());
+        notes
+    }
+
+    fn check_lane(&self, direction: Direction, lane: &Lane) -> Result<(), CudaError> {
+        let size = self.size_bytes;
+        let describe = |m: pattern::Mismatch| {
+            CudaError::Mismatch(format!(
+                "{} stream {}: byte {} of {} is {:#04x}, expected {:#04x}",
+                direction.as_str(),
+                lane.index,
+                m.offset,
+                size,
+                m.found,
+                m.expected
+            ))
+        };
+        let device_check = |dst: &DeviceBuffer, offset: usize, len: usize| {
+            dst.read_with(offset, len, |chunk, at| {
+                pattern::check(chunk, lane.seed, at).map_or(Ok(()), Err)
+            })
+            .and_then(|r| r.map_err(describe))
+        };
+        match &lane.buffers {
+            Buffers::H2d { dst, .. } => device_check(dst, 0, size),
+            Buffers::D2h { dst, .. } => pattern::check(&dst.as_slice()[..size], lane.seed, 0)
+                .map_or(Ok(()), |m| Err(describe(m))),
+            Buffers::D2d { dst, .. } => {
+                for (offset, len) in d2d_windows(size) {
+                    device_check(dst, offset, len)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Where the D2D destination is read back: all of it when small, else 1 MiB at its start,
+/// middle and end (offsets multiples of 8).
+fn d2d_windows(size: usize) -> Vec<(usize, usize)> {
+    if size <= 4 * D2D_SAMPLE_BYTES {
+        return vec![(0, size)];
+    }
+    let mid = (size / 2) & !7;
+    let last = (size - D2D_SAMPLE_BYTES) & !7;
+    vec![
+        (0, D2D_SAMPLE_BYTES),
+        (mid, D2D_SAMPLE_BYTES),
+        (last, size - last),
+    ]
+}
+
+fn placement_of(
+    flows: &[Flow],
+    spec: &CopySpec,
+    pin: Option<&(u32, Vec<u32>)>,
+) -> Option<Placement> {
+    if !spec.uses_host() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut verified = true;
+    let mut any_request = pin.is_some();
+    for (flow, f) in flows.iter().zip(&spec.flows) {
+        let checks: Vec<&PlacementCheck> = flow
+            .lanes
+            .iter()
+            .filter_map(|l| match &l.buffers {
+                Buffers::H2d { src, .. } => Some(src.placement()),
+                Buffers::D2h { dst, .. } => Some(dst.placement()),
+                Buffers::D2d { .. } => None,
+            })
+            .collect();
+        if f.host_node.is_some() {
+            any_request = true;
+            verified &= checks.iter().all(|c| c.is_verified());
+        }
+        let mut described: Vec<String> = checks.iter().map(|c| c.describe()).collect();
+        described.dedup();
+        parts.push(format!(
+            "{} {} host buffers: {}",
+            flow.direction.as_str(),
+            spec.host_memory.as_str(),
+            described.join("; ")
+        ));
+    }
+    match pin {
+        Some((node, cpus)) => parts.push(format!(
+            "issuing thread pinned to node {node} (CPUs {})",
+            format_cpulist(cpus)
+        )),
+        None => parts.push("issuing thread not pinned".into()),
+    }
+    Some(Placement {
+        cpus: pin.map(|(_, cpus)| format_cpulist(cpus)),
+        verified: any_request && verified,
+        detail: parts.join("; "),
+    })
+}
+
+impl Prepared for CopyCase<'_> {
+    fn bytes_per_rep(&self) -> u64 {
+        u64::from(self.copies) * self.size_bytes as u64 * u64::from(self.streams)
+    }
+
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        let (seconds, wall) = self.run_rep(self.copies)?;
+        Ok(Rep {
+            seconds,
+            wall_seconds: Some(wall),
+        })
+    }
+
+    fn verify(&mut self) -> Result<(), BenchError> {
+        for flow in &self.flows {
+            for lane in &flow.lanes {
+                self.check_lane(flow.direction, lane)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        self.placement.clone()
+    }
+
+    fn cache_resident(&self) -> bool {
+        self.cache_resident
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+impl Drop for CopyCase<'_> {
+    fn drop(&mut self) {
+        // An error between queuing the latch and releasing it leaves the streams waiting:
+        // open the latch, then let every copy finish before the buffers are freed.
+        self.rt.flag.release();
+        for flow in &self.flows {
+            for lane in &flow.lanes {
+                let _ = lane.stream.synchronize();
+            }
+        }
+        self.rt.last_active = Some(Instant::now());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::d2d_windows;
+
+    #[test]
+    fn d2d_windows_cover_small_buffers_and_sample_large_ones() {
+        assert_eq!(d2d_windows(128 << 10), vec![(0, 128 << 10)]);
+        assert_eq!(d2d_windows(4 << 20), vec![(0, 4 << 20)]);
+        let w = d2d_windows(256 << 20);
+        assert_eq!(w.len(), 3);
+        assert_eq!(w[0], (0, 1 << 20));
+        assert_eq!(w[1], (128 << 20, 1 << 20));
+        assert_eq!(w[2], ((255 << 20), 1 << 20));
+        let odd = (5 << 20) + 3;
+        for (offset, len) in d2d_windows(odd) {
+            assert_eq!(offset % 8, 0);
+            assert!(offset + len <= odd);
+        }
+        assert_eq!(d2d_windows(odd).last().map(|w| w.0 + w.1), Some(odd));
+    }
+}

@@ -1,0 +1,41 @@
+//! GPU copy bandwidth through the CUDA driver API: the spec's Path 3 (pinned and pageable H2D
+//! and D2H, one or several streams, NUMA-placed host buffers, duplex) and Path 4 (D2D), as a
+//! backend of `hwc_runner`.
+//!
+//! libcuda and NVML are loaded at run time (cudarc with dynamic loading, nvml-wrapper), so this
+//! crate builds and its binary starts on machines without either: [`probe`] says why CUDA is
+//! not usable (fit to be a waiver's reason) instead of panicking as cudarc would.
+//!
+//! How a figure is made:
+//! - pinned host buffers are `mmap`ed, bound to the requested NUMA node, pre-faulted, checked
+//!   page by page, then registered with `cuMemHostRegister` (portable, not write-combined);
+//! - one repetition queues K back-to-back copies per stream behind a spin-kernel latch that
+//!   the host opens only after everything is queued, so submission is not timed; CUDA events
+//!   time the span and the host clock cross-checks it; K is calibrated per case so that a
+//!   repetition lasts about 10 ms;
+//! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
+//!   clocks and PCIe link under load are recorded;
+//! - the idle guard refuses a GPU that another process uses;
+//! - every case's data is checked once, outside the timed region.
+//!
+//! Units: GB/s = 10⁹ B/s; D2D counts bytes copied (not read + written).
+
+mod affinity;
+mod backend;
+mod bdf;
+mod copy;
+mod driver;
+mod error;
+mod nvml;
+mod params;
+mod pattern;
+mod probe;
+mod timing;
+
+pub use backend::{CudaBackend, BUSY_UTILISATION_PCT};
+pub use bdf::normalize_bdf;
+pub use error::CudaError;
+pub use nvml::NvmlFacts;
+pub use params::{l2_resident, ParamError};
+pub use probe::{probe, CudaDevice, CudaProbe};
+pub use timing::{copies_per_rep, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};

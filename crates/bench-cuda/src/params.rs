@@ -1,0 +1,365 @@
+//! What a planned case asks of this backend, checked before anything is allocated.
+//!
+//! The planner's convention (see `hwc_model::CaseParams`): `gpu` names the GPU (`gpu0`),
+//! `size_bytes` is the size of each buffer of each copy, `streams` the concurrent streams (each
+//! with its own buffers). H2D/D2H: `host_memory` is `pinned` or `pageable`, the host buffer's
+//! node is `src_node` (H2D) or `dst_node` (D2H), `cpu_node` the node whose CPUs issue the
+//! copies. Duplex: `direction` names the direction whose throughput is reported.
+
+use hwc_model::{Case, PathId};
+
+/// The most streams one case may ask for.
+pub const MAX_STREAMS: u32 = 64;
+
+/// A case whose parameters this backend cannot interpret: a planner bug, the case fails alone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("path `{0}` is not a GPU copy path")]
+    NotACopyPath(PathId),
+    #[error("case has no `gpu` parameter (which GPU to measure, e.g. gpu0)")]
+    MissingGpu,
+    #[error("case has no `size_bytes` parameter (bytes per buffer per copy)")]
+    MissingSize,
+    #[error("size_bytes must be at least 1, got 0")]
+    ZeroSize,
+    #[error("size_bytes {0} does not fit this machine's address space")]
+    SizeTooLarge(u64),
+    #[error("streams must be between 1 and {MAX_STREAMS}, got {0}")]
+    Streams(u32),
+    #[error("host_memory `{0}` is neither `pinned` nor `pageable`")]
+    HostMemory(String),
+    #[error("a duplex case needs `direction` (`h2d` or `d2h`: the direction it reports)")]
+    MissingDirection,
+    #[error("direction `{0}` is neither `h2d` nor `d2h`")]
+    Direction(String),
+    #[error("duplex needs pinned host memory (pageable copies cannot be queued behind a latch)")]
+    PageableDuplex,
+}
+
+/// Kind of host memory of an H2D/D2H copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostMemory {
+    /// Page-locked and registered with the driver (`cuMemHostRegister`): DMA straight from it.
+    Pinned,
+    /// Ordinary memory: the driver stages it through its own pinned buffer.
+    Pageable,
+}
+
+impl HostMemory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostMemory::Pinned => "pinned",
+            HostMemory::Pageable => "pageable",
+        }
+    }
+}
+
+/// One direction of copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    H2d,
+    D2h,
+    D2d,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::H2d => "h2d",
+            Direction::D2h => "d2h",
+            Direction::D2d => "d2d",
+        }
+    }
+}
+
+/// One group of streams copying in one direction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flow {
+    pub direction: Direction,
+    /// NUMA node of the host buffers (H2D/D2H), `None` = no placement requested.
+    pub host_node: Option<u32>,
+}
+
+/// A case, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopySpec {
+    pub gpu: String,
+    pub size_bytes: usize,
+    pub streams: u32,
+    pub host_memory: HostMemory,
+    /// Node whose CPUs issue the copies; `None` = leave the thread where it is.
+    pub cpu_node: Option<u32>,
+    /// The flows that run at once: one, or two for duplex.
+    pub flows: Vec<Flow>,
+    /// Index in `flows` of the flow whose throughput is reported.
+    pub measured: usize,
+}
+
+impl CopySpec {
+    /// Check a case's parameters against the planner's convention.
+    pub fn from_case(case: &Case) -> Result<Self, ParamError> {
+        let p = &case.params;
+        let gpu = p.gpu.clone().ok_or(ParamError::MissingGpu)?;
+        let size = p.size_bytes.ok_or(ParamError::MissingSize)?;
+        if size == 0 {
+            return Err(ParamError::ZeroSize);
+        }
+        let size_bytes = usize::try_from(size)
+            .ok()
+            .filter(|s| *s <= isize::MAX as usize / 2)
+            .ok_or(ParamError::SizeTooLarge(size))?;
+        let streams = p.streams.unwrap_or(1);
+        if !(1..=MAX_STREAMS).contains(&streams) {
+            return Err(ParamError::Streams(streams));
+        }
+        let host_memory = match p.host_memory.as_deref().map(str::to_ascii_lowercase) {
+            None => HostMemory::Pinned,
+            Some(m) if m == "pinned" => HostMemory::Pinned,
+            Some(m) if m == "pageable" => HostMemory::Pageable,
+            Some(m) => return Err(ParamError::HostMemory(m)),
+        };
+        let h2d = Flow {
+            direction: Direction::H2d,
+            host_node: p.src_node.or(p.dst_node),
+        };
+        let d2h = Flow {
+            direction: Direction::D2h,
+            host_node: p.dst_node.or(p.src_node),
+        };
+        let (flows, measured) = match case.path {
+            PathId::H2d => (
+                vec![Flow {
+                    host_node: p.src_node,
+                    ..h2d
+                }],
+                0,
+            ),
+            PathId::D2h => (
+                vec![Flow {
+                    host_node: p.dst_node,
+                    ..d2h
+                }],
+                0,
+            ),
+            PathId::D2d => (
+                vec![Flow {
+                    direction: Direction::D2d,
+                    host_node: None,
+                }],
+                0,
+            ),
+            PathId::Duplex => {
+                if host_memory == HostMemory::Pageable {
+                    return Err(ParamError::PageableDuplex);
+                }
+                let dir = p.direction.as_deref().ok_or(ParamError::MissingDirection)?;
+                let measured = match dir.to_ascii_lowercase().as_str() {
+                    "h2d" => 0,
+                    "d2h" => 1,
+                    _ => return Err(ParamError::Direction(dir.to_string())),
+                };
+                (vec![h2d, d2h], measured)
+            }
+            other => return Err(ParamError::NotACopyPath(other)),
+        };
+        let cpu_node = if case.path == PathId::D2d {
+            None
+        } else {
+            p.cpu_node
+        };
+        Ok(CopySpec {
+            gpu,
+            size_bytes,
+            streams,
+            host_memory,
+            cpu_node,
+            flows,
+            measured,
+        })
+    }
+
+    /// True when the copies touch host memory.
+    pub fn uses_host(&self) -> bool {
+        self.flows.iter().any(|f| f.direction != Direction::D2d)
+    }
+
+    /// Device memory the case allocates, in bytes.
+    pub fn device_bytes(&self) -> u64 {
+        let per_flow: u64 = self
+            .flows
+            .iter()
+            .map(|f| match f.direction {
+                Direction::D2d => 2,
+                Direction::H2d | Direction::D2h => 1,
+            })
+            .sum();
+        per_flow * self.size_bytes as u64 * u64::from(self.streams)
+    }
+}
+
+/// The L2 rule: a D2D copy's working set (source and destination of every stream) that fits
+/// in the L2 cache measures the cache, not device memory.
+pub fn l2_resident(size_bytes: u64, streams: u32, l2_cache_bytes: u64) -> bool {
+    l2_cache_bytes > 0
+        && 2u64
+            .saturating_mul(size_bytes)
+            .saturating_mul(u64::from(streams))
+            <= l2_cache_bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwc_model::{CaseParams, Reps};
+
+    fn case(path: PathId, params: CaseParams) -> Case {
+        Case {
+            key: "k".into(),
+            path,
+            params,
+            reps: Reps {
+                warmup: 1,
+                timed: 3,
+            },
+        }
+    }
+
+    fn base() -> CaseParams {
+        CaseParams {
+            gpu: Some("gpu0".into()),
+            size_bytes: Some(4 << 20),
+            streams: Some(2),
+            host_memory: Some("pinned".into()),
+            src_node: Some(0),
+            dst_node: Some(1),
+            cpu_node: Some(0),
+            ..CaseParams::default()
+        }
+    }
+
+    #[test]
+    fn h2d_reads_its_source_node_and_d2h_its_destination_node() {
+        let s = CopySpec::from_case(&case(PathId::H2d, base())).unwrap();
+        assert_eq!(s.gpu, "gpu0");
+        assert_eq!((s.size_bytes, s.streams), (4 << 20, 2));
+        assert_eq!(s.host_memory, HostMemory::Pinned);
+        assert_eq!(s.flows.len(), 1);
+        assert_eq!(s.flows[0].direction, Direction::H2d);
+        assert_eq!(s.flows[0].host_node, Some(0));
+        assert_eq!(s.cpu_node, Some(0));
+        assert_eq!(s.device_bytes(), 2 * (4 << 20));
+
+        let s = CopySpec::from_case(&case(PathId::D2h, base())).unwrap();
+        assert_eq!(s.flows[0].direction, Direction::D2h);
+        assert_eq!(s.flows[0].host_node, Some(1));
+    }
+
+    #[test]
+    fn missing_gpu_or_size_is_a_clear_error() {
+        let mut p = base();
+        p.gpu = None;
+        let e = CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err();
+        assert_eq!(e, ParamError::MissingGpu);
+        assert!(e.to_string().contains("`gpu`"), "{e}");
+
+        let mut p = base();
+        p.size_bytes = None;
+        let e = CopySpec::from_case(&case(PathId::D2d, p)).unwrap_err();
+        assert_eq!(e, ParamError::MissingSize);
+        assert!(e.to_string().contains("size_bytes"), "{e}");
+
+        let mut p = base();
+        p.size_bytes = Some(0);
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err(),
+            ParamError::ZeroSize
+        );
+    }
+
+    #[test]
+    fn streams_memory_kind_and_direction_are_checked() {
+        let mut p = base();
+        p.streams = Some(0);
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err(),
+            ParamError::Streams(0)
+        );
+        let mut p = base();
+        p.streams = None;
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::H2d, p)).unwrap().streams,
+            1
+        );
+        let mut p = base();
+        p.host_memory = Some("managed".into());
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err(),
+            ParamError::HostMemory("managed".into())
+        );
+        let mut p = base();
+        p.host_memory = Some("Pageable".into());
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::D2h, p))
+                .unwrap()
+                .host_memory,
+            HostMemory::Pageable
+        );
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::Duplex, base())).unwrap_err(),
+            ParamError::MissingDirection
+        );
+        let mut p = base();
+        p.direction = Some("sideways".into());
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::Duplex, p)).unwrap_err(),
+            ParamError::Direction("sideways".into())
+        );
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::HostRam, base())).unwrap_err(),
+            ParamError::NotACopyPath(PathId::HostRam)
+        );
+    }
+
+    #[test]
+    fn duplex_runs_both_directions_and_reports_the_named_one() {
+        let mut p = base();
+        p.direction = Some("d2h".into());
+        let s = CopySpec::from_case(&case(PathId::Duplex, p)).unwrap();
+        let dirs: Vec<_> = s.flows.iter().map(|f| f.direction).collect();
+        assert_eq!(dirs, [Direction::H2d, Direction::D2h]);
+        assert_eq!(s.flows[s.measured].direction, Direction::D2h);
+        assert_eq!(s.flows[0].host_node, Some(0));
+        assert_eq!(s.flows[1].host_node, Some(1));
+        assert_eq!(s.device_bytes(), 2 * 2 * (4 << 20));
+
+        let mut p = base();
+        p.direction = Some("h2d".into());
+        p.host_memory = Some("pageable".into());
+        assert_eq!(
+            CopySpec::from_case(&case(PathId::Duplex, p)).unwrap_err(),
+            ParamError::PageableDuplex
+        );
+    }
+
+    #[test]
+    fn d2d_has_no_host_side() {
+        let s = CopySpec::from_case(&case(PathId::D2d, base())).unwrap();
+        assert!(!s.uses_host());
+        assert_eq!(s.cpu_node, None);
+        assert_eq!(s.device_bytes(), 2 * 2 * (4 << 20));
+    }
+
+    #[test]
+    fn l2_rule() {
+        const H200_L2: u64 = 60 * 1024 * 1024;
+        // 2 × 16 MiB × 1 = 32 MiB fits in 60 MiB; 2 × 16 MiB × 2 = 64 MiB does not.
+        assert!(l2_resident(16 << 20, 1, H200_L2));
+        assert!(!l2_resident(16 << 20, 2, H200_L2));
+        assert!(l2_resident(30 << 20, 1, H200_L2));
+        assert!(!l2_resident((30 << 20) + 1, 1, H200_L2));
+        assert!(!l2_resident(256 << 20, 1, H200_L2));
+        // Unknown L2 size: never claim a cache figure.
+        assert!(!l2_resident(128 << 10, 1, 0));
+        assert!(!l2_resident(u64::MAX, u32::MAX, H200_L2));
+    }
+}

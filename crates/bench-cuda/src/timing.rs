@@ -1,0 +1,104 @@
+//! How many back-to-back copies one repetition queues (K), chosen from a calibration run.
+
+/// One repetition should last about this long: long enough that the event timer's resolution
+/// (≈ 0.5 µs) and the first copy's start latency are far below 0.1 % of it, short enough that
+/// a case of 20 repetitions stays well under a second.
+pub const TARGET_REP_SECONDS: f64 = 0.010;
+/// Fewest copies per stream in one repetition, however large the buffers.
+pub const MIN_COPIES: u32 = 2;
+/// Most copies per stream queued behind the latch in one repetition. The driver's command
+/// queue is finite: past its capacity a launch blocks until the GPU drains it, which a latched
+/// stream never does. Calibration lowers K further when the latch reports that it timed out.
+pub const MAX_COPIES: u32 = 1024;
+/// Bytes per stream the calibration repetition aims to move.
+pub const CALIBRATION_BYTES: u64 = 32 << 20;
+/// Most copies per stream in the calibration repetition.
+pub const MAX_CALIBRATION_COPIES: u32 = 256;
+
+/// Copies per stream for the calibration repetition: about [`CALIBRATION_BYTES`] per stream,
+/// at least [`MIN_COPIES`].
+pub fn calibration_copies(size_bytes: u64) -> u32 {
+    let k = CALIBRATION_BYTES.div_ceil(size_bytes.max(1));
+    clamp_copies(k, MIN_COPIES, MAX_CALIBRATION_COPIES)
+}
+
+/// Copies per stream so that one repetition lasts about `target_seconds`, given the rate the
+/// calibration measured over all streams (`bytes_per_second`) and the bytes one round of copies
+/// moves (`bytes_per_round` = size × streams). Clamped to [`MIN_COPIES`]..=`max_copies`.
+pub fn copies_per_rep(
+    bytes_per_round: u64,
+    bytes_per_second: f64,
+    target_seconds: f64,
+    max_copies: u32,
+) -> u32 {
+    let max_copies = max_copies.max(MIN_COPIES);
+    if !(bytes_per_second.is_finite() && bytes_per_second > 0.0) || bytes_per_round == 0 {
+        return max_copies;
+    }
+    let k = (target_seconds * bytes_per_second / bytes_per_round as f64).ceil();
+    if !k.is_finite() || k >= f64::from(max_copies) {
+        max_copies
+    } else {
+        // k is finite, non-negative and below max_copies here: the cast is exact.
+        clamp_copies(k as u64, MIN_COPIES, max_copies)
+    }
+}
+
+fn clamp_copies(k: u64, min: u32, max: u32) -> u32 {
+    u32::try_from(k.clamp(u64::from(min), u64::from(max))).unwrap_or(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn large_pcie_copies_get_the_minimum() {
+        // 256 MiB at 55 GB/s is 4.9 ms per copy: three copies reach 10 ms.
+        assert_eq!(copies_per_rep(256 * MIB, 55e9, 0.010, MAX_COPIES), 3);
+        // Eight streams of 256 MiB share the link: still the minimum per stream.
+        assert_eq!(copies_per_rep(8 * 256 * MIB, 55e9, 0.010, MAX_COPIES), 2);
+    }
+
+    #[test]
+    fn mid_sizes_fill_the_target() {
+        // 4 MiB at 53 GB/s: 79 µs per copy, 127 copies for 10 ms.
+        let k = copies_per_rep(4 * MIB, 53e9, 0.010, MAX_COPIES);
+        assert_eq!(k, 127);
+        let seconds = f64::from(k) * (4 * MIB) as f64 / 53e9;
+        assert!((0.010..0.0101).contains(&seconds), "{seconds}");
+        // D2D 256 MiB at 2 TB/s: 0.13 ms per copy.
+        assert_eq!(copies_per_rep(256 * MIB, 2.0e12, 0.010, MAX_COPIES), 75);
+    }
+
+    #[test]
+    fn small_copies_are_capped_by_the_queue() {
+        // 128 KiB at 26 GB/s would need 1984 copies for 10 ms.
+        assert_eq!(
+            copies_per_rep(128 << 10, 26e9, 0.010, MAX_COPIES),
+            MAX_COPIES
+        );
+        // A lowered cap (after a latch timeout) is honoured, but never below the minimum.
+        assert_eq!(copies_per_rep(128 << 10, 26e9, 0.010, 256), 256);
+        assert_eq!(copies_per_rep(128 << 10, 26e9, 0.010, 0), MIN_COPIES);
+    }
+
+    #[test]
+    fn nonsense_rates_fall_back_to_the_cap() {
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(copies_per_rep(MIB, rate, 0.010, 300), 300, "{rate}");
+        }
+        assert_eq!(copies_per_rep(0, 1e9, 0.010, 300), 300);
+    }
+
+    #[test]
+    fn calibration_moves_about_32_mib_per_stream() {
+        assert_eq!(calibration_copies(128 << 10), MAX_CALIBRATION_COPIES);
+        assert_eq!(calibration_copies(4 * MIB), 8);
+        assert_eq!(calibration_copies(256 * MIB), MIN_COPIES);
+        assert_eq!(calibration_copies(0), MAX_CALIBRATION_COPIES);
+        assert_eq!(calibration_copies(3 * MIB), 11);
+    }
+}

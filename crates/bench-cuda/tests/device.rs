@@ -1,0 +1,238 @@
+//! The CUDA backend through the runner on real GPUs: every GPU the driver lists, the
+//! representative cases of each path. Where there is no GPU (CI) it prints
+//! `SKIPPED: no CUDA device (<reason>)` and passes.
+//!
+//! Run on a GPU machine with `--nocapture` to see the figures.
+
+use std::sync::atomic::AtomicBool;
+
+use hwc_bench_cuda::{probe, CudaBackend};
+use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
+use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
+
+const MIB: u64 = 1 << 20;
+
+fn case(gpu: &str, name: &str, path: PathId, size: u64, streams: u32, extra: CaseParams) -> Case {
+    Case {
+        key: format!("{name}/{gpu}/{size}/s{streams}"),
+        path,
+        params: CaseParams {
+            gpu: Some(gpu.into()),
+            size_bytes: Some(size),
+            streams: Some(streams),
+            ..extra
+        },
+        reps: Reps {
+            warmup: 2,
+            timed: 10,
+        },
+    }
+}
+
+fn host(memory: &str, node: Option<u32>) -> CaseParams {
+    CaseParams {
+        host_memory: Some(memory.into()),
+        src_node: node,
+        dst_node: node,
+        cpu_node: node,
+        ..CaseParams::default()
+    }
+}
+
+fn cases_for(gpu: &str) -> Vec<Case> {
+    let mut v = Vec::new();
+    for size in [128 << 10, 4 * MIB, 256 * MIB] {
+        v.push(case(
+            gpu,
+            "h2d",
+            PathId::H2d,
+            size,
+            1,
+            host("pinned", Some(0)),
+        ));
+        v.push(case(
+            gpu,
+            "d2h",
+            PathId::D2h,
+            size,
+            1,
+            host("pinned", Some(0)),
+        ));
+    }
+    v.push(case(
+        gpu,
+        "h2d",
+        PathId::H2d,
+        4 * MIB,
+        4,
+        host("pinned", Some(0)),
+    ));
+    v.push(case(
+        gpu,
+        "d2h",
+        PathId::D2h,
+        4 * MIB,
+        4,
+        host("pinned", None),
+    ));
+    v.push(case(
+        gpu,
+        "h2d-pageable",
+        PathId::H2d,
+        4 * MIB,
+        1,
+        host("pageable", Some(0)),
+    ));
+    v.push(case(
+        gpu,
+        "d2h-pageable",
+        PathId::D2h,
+        4 * MIB,
+        1,
+        host("pageable", None),
+    ));
+    for dir in ["h2d", "d2h"] {
+        let params = CaseParams {
+            direction: Some(dir.into()),
+            ..host("pinned", Some(0))
+        };
+        v.push(case(
+            gpu,
+            &format!("duplex-{dir}"),
+            PathId::Duplex,
+            64 * MIB,
+            1,
+            params,
+        ));
+    }
+    for (size, streams) in [(16 * MIB, 1), (256 * MIB, 1), (4 * MIB, 4)] {
+        v.push(case(
+            gpu,
+            "d2d",
+            PathId::D2d,
+            size,
+            streams,
+            CaseParams::default(),
+        ));
+    }
+    v
+}
+
+#[test]
+fn copies_on_every_gpu() {
+    let probe = match probe() {
+        Ok(p) => p,
+        Err(reason) => {
+            println!("SKIPPED: no CUDA device ({reason})");
+            return;
+        }
+    };
+    println!("driver {}", probe.driver_version);
+    for (k, v) in &probe.environment {
+        println!("probe {k} = {v}");
+    }
+    for d in &probe.devices {
+        println!("device {d:?}");
+    }
+    let gpus: Vec<(String, String)> = probe
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("gpu{i}"), d.pci_bdf.clone()))
+        .collect();
+    let mut backend = CudaBackend::new(&probe, &gpus);
+    let options = RunOptions {
+        allow_contended: false,
+        wall_tolerance: Some(0.02),
+    };
+    let cancel = AtomicBool::new(false);
+    let mut problems = Vec::new();
+    println!(
+        "{:<34} {:>9} {:>9} {:>9} {:>7} {:>3} {:>8}  notes",
+        "case", "median", "min", "max", "spread%", "n", "cold"
+    );
+    for (gpu, device) in gpus.iter().map(|g| &g.0).zip(&probe.devices) {
+        let first = cases_for(gpu)[0].clone();
+        assert_eq!(
+            backend.idle_check(&first),
+            Idle::Idle,
+            "{gpu} must be idle before the test"
+        );
+        let link_gbps = device.nvml.as_ref().and_then(|f| {
+            Some(pcie_theoretical_gbps(
+                pcie_speed_of_gen(f.link_gen_max?)?,
+                f.link_width_max?,
+            ))
+        });
+        for c in cases_for(gpu) {
+            match run_case(&c, &mut backend, &options, &cancel) {
+                CaseOutcome::Measured(r) => {
+                    let m = &r.measurement;
+                    let g = &m.gbps;
+                    println!(
+                        "{:<34} {:>9.3} {:>9.3} {:>9.3} {:>7.2} {:>3} {:>8.3}  {}",
+                        c.key,
+                        g.median,
+                        g.min,
+                        g.max,
+                        g.spread_pct,
+                        g.n,
+                        m.cold_gbps.unwrap_or(f64::NAN),
+                        m.notes.join(" | ")
+                    );
+                    if let Some(p) = &m.placement {
+                        println!("{:<34} placement: {p:?}", "");
+                    }
+                    let pinned = c.params.host_memory.as_deref() == Some("pinned");
+                    let pcie = c.path != PathId::D2d;
+                    if pcie {
+                        if let Some(link) = link_gbps {
+                            if g.max > link {
+                                problems.push(format!(
+                                    "{}: {:.2} GB/s exceeds the link's {link:.2}",
+                                    c.key, g.max
+                                ));
+                            }
+                        }
+                    }
+                    if pinned && c.params.size_bytes >= Some(4 * MIB) {
+                        if m.notes.iter().any(|n| n.contains("disagree")) {
+                            problems.push(format!("{}: events and wall clock disagree", c.key));
+                        }
+                        if g.median < 1.0 {
+                            problems.push(format!("{}: implausible {:.3} GB/s", c.key, g.median));
+                        }
+                    }
+                    if c.params.src_node == Some(0) && c.path != PathId::D2d {
+                        let verified = m.placement.as_ref().is_some_and(|p| p.verified);
+                        if !verified {
+                            problems.push(format!("{}: node 0 placement not verified", c.key));
+                        }
+                    }
+                    if c.path == PathId::D2d {
+                        let expect = hwc_bench_cuda::l2_resident(
+                            c.params.size_bytes.unwrap_or(0),
+                            c.params.streams.unwrap_or(1),
+                            device.l2_cache_bytes,
+                        );
+                        if m.cache_resident != expect {
+                            problems.push(format!("{}: cache_resident should be {expect}", c.key));
+                        }
+                    }
+                }
+                CaseOutcome::Waived(w) => problems.push(format!("{} waived: {}", c.key, w.reason)),
+                CaseOutcome::Failed(f) => problems.push(format!("{} failed: {}", c.key, f.error)),
+            }
+        }
+        // A GPU name the backend was not given is waived, not a crash.
+        let stray = case("gpu99", "h2d", PathId::H2d, MIB, 1, host("pinned", None));
+        assert!(matches!(
+            run_case(&stray, &mut backend, &options, &cancel),
+            CaseOutcome::Waived(_)
+        ));
+    }
+    for (k, v) in backend.environment() {
+        println!("env {k} = {v}");
+    }
+    assert!(problems.is_empty(), "problems:\n{}", problems.join("\n"));
+}
