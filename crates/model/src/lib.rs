@@ -134,3 +134,9 @@ mod tests {
         assert_eq!(back, s);
     }
 }
+
+/// The JSON Schema of the YAML profile, generated from the types (published as
+/// `docs/profile.schema.json`).
+pub fn profile_json_schema() -> schemars::Schema {
+    schemars::schema_for!(Profile)
+}

@@ -6,7 +6,19 @@ use std::fmt;
 use std::str::FromStr;
 
 /// A data path of the spec (paths 1–8; path 9, routing, is derived and always present).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum PathId {
     /// Path 1: NVMe → host RAM sequential read.
@@ -109,7 +121,7 @@ impl FromStr for PathId {
 }
 
 /// The parameters of one case. Only the fields a path uses are set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct CaseParams {
     /// Bytes moved by one repetition (per buffer for copies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,7 +159,7 @@ pub struct CaseParams {
 }
 
 /// How many repetitions a case gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reps {
     /// Untimed repetitions after the cold one, before timing starts.
     pub warmup: u32,
@@ -156,7 +168,7 @@ pub struct Reps {
 }
 
 /// One benchmark case: a stable key and its parameters.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Case {
     /// Stable across runs and machines of the same shape, e.g. `host_ram/n0-n0/256MiB/t4`.
     pub key: String,
@@ -166,7 +178,7 @@ pub struct Case {
 }
 
 /// A path, or one scope of it, that will not run here, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Waiver {
     pub path: PathId,
     /// What part of the path is waived (`gpu0`, `cross-NUMA`, …); `None` = the whole path.
@@ -179,7 +191,7 @@ pub struct Waiver {
 }
 
 /// The full matrix for one machine.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Plan {
     pub cases: Vec<Case>,
     pub waived: Vec<Waiver>,

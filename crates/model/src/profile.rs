@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 /// adding an optional field does not need a bump.
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     pub schema_version: u32,
     pub provenance: Provenance,
@@ -66,7 +66,7 @@ impl Profile {
 }
 
 /// Who made the profile, when, where and how.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Provenance {
     pub tool: String,
     pub version: String,
@@ -95,7 +95,7 @@ pub struct Provenance {
 }
 
 /// The spec's `gpus.gpuN` entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct GpuProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -138,7 +138,7 @@ pub struct GpuProfile {
 }
 
 /// The spec's `nvme:` section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct NvmeProfile {
     #[serde(default)]
     pub drives: Vec<NvmeDriveProfile>,
@@ -156,7 +156,7 @@ pub struct NvmeProfile {
 }
 
 /// `4kib: <GB/s>`, … plus the knee.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct IoSizeSweep {
     #[serde(flatten)]
     pub points: BTreeMap<String, f64>,
@@ -164,7 +164,7 @@ pub struct IoSizeSweep {
     pub optimal_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct NvmeDriveProfile {
     #[serde(default)]
     pub bdf: Option<String>,
@@ -195,7 +195,7 @@ pub struct NvmeDriveProfile {
 }
 
 /// The spec's `bar1.gpuN` entry (NVMe DMA → BAR1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Bar1Profile {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub numa_local: BTreeMap<String, f64>,
@@ -203,7 +203,7 @@ pub struct Bar1Profile {
     pub cross_numa: BTreeMap<String, f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct GdrcopyProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_to_bar1_gbps: Option<f64>,
@@ -211,7 +211,7 @@ pub struct GdrcopyProfile {
     pub bar1_to_cpu_gbps: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct GdsProfile {
     pub available: bool,
     /// `gds` (nvidia_fs, true P2P DMA) or `compat` (POSIX bounce through host memory).
@@ -233,7 +233,7 @@ pub struct GdsProfile {
 
 /// The spec's `host_ram:` section. Figures are bytes copied per second (a copy of N bytes
 /// counts N, not 2N), at the best thread count, at the largest size of the sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct HostRamProfile {
     /// Best same-node figure over all nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -246,7 +246,7 @@ pub struct HostRamProfile {
     pub pairs: BTreeMap<String, HostRamPair>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostRamPair {
     pub src_node: u32,
     pub dst_node: u32,

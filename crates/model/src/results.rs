@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Summary of N timed repetitions (after warm-up). Values in the unit named by the field that
 /// holds the `Stats` (e.g. `gbps`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     pub median: f64,
     pub min: f64,
@@ -16,7 +16,7 @@ pub struct Stats {
 }
 
 /// Where a case's threads and buffers were, as requested and as verified after the fact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Placement {
     /// CPUs the worker threads were pinned to (cpulist form, e.g. `0-3`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,7 +28,7 @@ pub struct Placement {
 }
 
 /// One measured case, as the profile keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {
     pub key: String,
     pub path: PathId,
@@ -57,7 +57,7 @@ pub struct Measurement {
 }
 
 /// A case whose run failed (a verification mismatch, an I/O error): it fails alone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Failure {
     pub key: String,
     pub path: PathId,
@@ -65,7 +65,7 @@ pub struct Failure {
 }
 
 /// A measurement with every raw sample, for the JSON record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseResult {
     pub measurement: Measurement,
     /// Every timed repetition's throughput in GB/s, in run order.

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Everything `hwceiling detect` reports, in the sections the spec's YAML profile names
 /// (`platform`, `cpu_features`, `gpus`, `nvme`, `topology`) plus `pci` and `tools`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Topology {
     pub platform: Platform,
     pub cpu_features: CpuFeatures,
@@ -21,7 +21,7 @@ pub struct Topology {
     pub tools: Vec<ToolStatus>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Platform {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
@@ -52,7 +52,7 @@ pub struct Platform {
     pub cpus: Vec<LogicalCpu>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogicalCpu {
     pub id: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -63,7 +63,7 @@ pub struct LogicalCpu {
     pub node: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cache {
     pub level: u32,
     /// `Data`, `Instruction` or `Unified`.
@@ -77,7 +77,7 @@ pub struct Cache {
     pub instances: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NumaNode {
     pub id: u32,
     /// CPU ids local to this node (empty for a memory-only node).
@@ -93,7 +93,7 @@ pub struct NumaNode {
     pub distances: Vec<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct CpuFeatures {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
@@ -118,7 +118,7 @@ pub struct CpuFeatures {
 }
 
 /// A PCIe link as sysfs reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct PcieLink {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_speed_gts: Option<f64>,
@@ -131,7 +131,7 @@ pub struct PcieLink {
 }
 
 /// Where a device's NUMA node came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NumaSource {
     /// The device's `numa_node` attribute.
@@ -142,7 +142,7 @@ pub enum NumaSource {
     SingleNode,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PciFunction {
     /// `0000:00:06.0` form.
     pub bdf: String,
@@ -163,7 +163,7 @@ pub struct PciFunction {
     pub driver: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bar {
     pub index: u32,
     pub size_bytes: u64,
@@ -171,7 +171,7 @@ pub struct Bar {
     pub is_64bit: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Gpu {
     /// Position among the machine's NVIDIA GPUs in PCI address order (`gpu0`, `gpu1`, …).
     pub index: u32,
@@ -210,7 +210,7 @@ pub struct Gpu {
     pub l2_cache_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NvmeNamespace {
     /// Block device name, e.g. `nvme0n1`.
     pub name: String,
@@ -230,7 +230,7 @@ pub struct NvmeNamespace {
     pub in_use: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NvmeDrive {
     /// Controller name, e.g. `nvme0`.
     pub name: String,
@@ -264,7 +264,7 @@ pub struct NvmeDrive {
     pub capacity_tb: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolStatus {
     /// Stable name: `libcuda`, `libnvidia-ml`, `libcufile`, `libgdrapi`, `gdrdrv`, `nvidia_fs`,
     /// `spdk_nvme_perf`, `vfio-pci`, `hugepages`.
@@ -278,7 +278,9 @@ pub struct ToolStatus {
 }
 
 /// How data between a GPU and an NVMe drive travels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, PartialOrd, Ord,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Relation {
     /// Same PCIe root complex: a direct PCIe path.
@@ -302,7 +304,7 @@ impl Relation {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Route {
     pub gpu: String,
     pub gpu_bdf: String,
@@ -313,7 +315,7 @@ pub struct Route {
 }
 
 /// Theoretical bandwidth of one device's link: GT/s × lanes × encoding ÷ 8.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkTheory {
     /// `gpu0`, `nvme0`, …
     pub device: String,
@@ -332,7 +334,7 @@ pub struct LinkTheory {
 }
 
 /// The spec's `topology:` section: routing between every GPU and every NVMe drive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Routing {
     /// Drives on the same root complex as each GPU, keyed `gpu0`, `gpu1`, … (as BDFs).
     #[serde(default)]
