@@ -116,7 +116,7 @@ pub fn summary(t: &Topology) -> String {
             opt(&g.pcie_max_gen),
             opt(&g.pcie_max_width),
             g.bar1_bytes
-                .map(|b| hwc_model::size_label(b))
+                .map(hwc_model::size_label)
                 .unwrap_or_else(|| "?".into()),
             opt(&g.numa_node),
             opt(&g.root)

@@ -9,23 +9,83 @@ use hwc_model::{CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver}
 use hwc_plan::PlanOptions;
 use hwc_profile::RunRecord;
 use hwc_runner::{Backend, CaseOutcome, RunOptions};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const GIT_REVISION: &str = env!("HWCEILING_GIT_REVISION");
 
-/// The backends this build has, for this machine, and the paths they measure.
-fn backends(topo: &Topology) -> (Vec<Box<dyn Backend>>, BTreeSet<PathId>) {
-    let host: Box<dyn Backend> = Box::new(hwc_bench_host::HostMemcpy::new(topo, "/proc"));
-    (vec![host], [PathId::HostRam].into_iter().collect())
+/// Paths this build has a backend for.
+const IMPLEMENTED: [PathId; 5] = [
+    PathId::HostRam,
+    PathId::H2d,
+    PathId::D2h,
+    PathId::Duplex,
+    PathId::D2d,
+];
+const GPU_PATHS: [PathId; 4] = [PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d];
+
+/// The live machine's backends, with CUDA facts merged into the topology, and the paths whose
+/// backend found this machine unusable (with the reason).
+struct Backends {
+    list: Vec<Box<dyn Backend>>,
+    unavailable: BTreeMap<PathId, (String, Option<String>)>,
 }
 
-fn plan_options(a: &ProfileArgs, implemented: BTreeSet<PathId>) -> PlanOptions {
+fn backends(topo: &mut Topology, wants_gpu: bool) -> Backends {
+    let mut b = Backends {
+        list: vec![Box::new(hwc_bench_host::HostMemcpy::new(topo, "/proc"))],
+        unavailable: BTreeMap::new(),
+    };
+    let libcuda = topo.tools.iter().any(|t| t.name == "libcuda" && t.present);
+    if topo.gpus.is_empty() || !libcuda || !wants_gpu {
+        // The plan waives the GPU paths with the machine's own reason (no GPU, no libcuda).
+        return b;
+    }
+    match hwc_bench_cuda::probe() {
+        Ok(probe) => {
+            merge_cuda_facts(topo, &probe);
+            let gpus: Vec<(String, String)> = topo
+                .gpus
+                .iter()
+                .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
+                .collect();
+            b.list
+                .push(Box::new(hwc_bench_cuda::CudaBackend::new(&probe, &gpus)));
+        }
+        Err(reason) => {
+            let hint =
+                Some("check that nvidia-smi lists the GPU and the driver is loaded".to_string());
+            for p in GPU_PATHS {
+                b.unavailable.insert(p, (reason.clone(), hint.clone()));
+            }
+        }
+    }
+    b
+}
+
+/// CUDA ordinal, model, memory and L2 of every GPU the driver reports, matched by PCI address.
+fn merge_cuda_facts(topo: &mut Topology, probe: &hwc_bench_cuda::CudaProbe) {
+    for g in &mut topo.gpus {
+        let bdf = hwc_bench_cuda::normalize_bdf(&g.pci_bdf).unwrap_or_else(|| g.pci_bdf.clone());
+        if let Some(d) = probe.devices.iter().find(|d| d.pci_bdf == bdf) {
+            g.cuda_index = Some(d.ordinal);
+            g.model.get_or_insert_with(|| d.name.clone());
+            g.memory_bytes = Some(d.memory_bytes);
+            g.l2_cache_bytes = Some(d.l2_cache_bytes);
+        }
+    }
+}
+
+fn plan_options(
+    a: &ProfileArgs,
+    unavailable: BTreeMap<PathId, (String, Option<String>)>,
+) -> PlanOptions {
     PlanOptions {
         paths: a.paths.as_ref().map(|p| p.iter().copied().collect()),
-        implemented,
+        implemented: IMPLEMENTED.into_iter().collect(),
+        unavailable,
         host_threads: a.threads.clone(),
         host_sizes: a.host_sizes.clone(),
         reps_divisor: a.quick.then_some(10),
@@ -59,15 +119,18 @@ fn options_map(a: &ProfileArgs) -> BTreeMap<String, String> {
 }
 
 pub fn run(a: &ProfileArgs) -> Result<i32> {
-    let topo = detect_cmd::detect(a.fsroot.as_deref())?;
+    let mut topo = detect_cmd::detect(a.fsroot.as_deref())?;
+    let wants_gpu = a
+        .paths
+        .as_ref()
+        .is_none_or(|p| p.iter().any(|x| GPU_PATHS.contains(x)));
     if a.dry_run {
-        let implemented = if a.fsroot.is_some() {
-            // Planning for a snapshot: this build's backends, without touching this machine.
-            [PathId::HostRam].into_iter().collect()
-        } else {
-            backends(&topo).1
+        // A snapshot is not this machine: plan with this build's backends, probe nothing.
+        let unavailable = match a.fsroot {
+            Some(_) => BTreeMap::new(),
+            None => backends(&mut topo, wants_gpu).unavailable,
         };
-        let plan = hwc_plan::plan(&topo, &plan_options(a, implemented));
+        let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable));
         print!("{}", render_plan(&plan));
         return Ok(0);
     }
@@ -75,8 +138,11 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     let started = chrono::Local::now();
     let date = started.format("%Y-%m-%d").to_string();
     let files = RunFiles::choose(&a.output_dir, &date)?;
-    let (mut backends, implemented) = backends(&topo);
-    let plan = hwc_plan::plan(&topo, &plan_options(a, implemented));
+    let Backends {
+        list: mut backends,
+        unavailable,
+    } = backends(&mut topo, wants_gpu);
+    let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable));
 
     let mut provenance = Provenance {
         tool: "hwceiling".into(),
@@ -96,7 +162,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
 
     signals::install();
     let save_partial = |outcomes: &[CaseOutcome]| {
-        let (results, waived, failures) = split(outcomes.to_vec());
+        let (results, waived, failures) = partition_outcomes(outcomes);
         let record = record(&provenance, &topo, &plan, results, failures, waived);
         if let Ok(json) = serde_json::to_vec_pretty(&record) {
             // Best effort: the final files are what matter; a failed update is retried next case.
@@ -153,13 +219,13 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     })
 }
 
-fn split(outcomes: Vec<CaseOutcome>) -> (Vec<CaseResult>, Vec<Waiver>, Vec<Failure>) {
+fn partition_outcomes(outcomes: &[CaseOutcome]) -> (Vec<CaseResult>, Vec<Waiver>, Vec<Failure>) {
     let (mut r, mut w, mut f) = (Vec::new(), Vec::new(), Vec::new());
     for o in outcomes {
         match o {
-            CaseOutcome::Measured(x) => r.push(*x),
-            CaseOutcome::Waived(x) => w.push(x),
-            CaseOutcome::Failed(x) => f.push(x),
+            CaseOutcome::Measured(x) => r.push(x.as_ref().clone()),
+            CaseOutcome::Waived(x) => w.push(x.clone()),
+            CaseOutcome::Failed(x) => f.push(x.clone()),
         }
     }
     (r, w, f)

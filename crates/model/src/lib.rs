@@ -74,6 +74,12 @@ pub fn pcie_speed_of_gen(gen: u32) -> Option<f64> {
     }
 }
 
+/// The JSON Schema of the YAML profile, generated from the types (published as
+/// `docs/profile.schema.json`).
+pub fn profile_json_schema() -> schemars::Schema {
+    schemars::schema_for!(Profile)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,10 +139,4 @@ mod tests {
         let back: profile::IoSizeSweep = serde_saphyr::from_str(&y).unwrap();
         assert_eq!(back, s);
     }
-}
-
-/// The JSON Schema of the YAML profile, generated from the types (published as
-/// `docs/profile.schema.json`).
-pub fn profile_json_schema() -> schemars::Schema {
-    schemars::schema_for!(Profile)
 }

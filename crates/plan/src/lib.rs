@@ -4,7 +4,7 @@
 
 use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
 use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Reps, Topology, Waiver, KIB, MIB};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Host memcpy sizes (spec Path 7).
 pub const HOST_RAM_SIZES: [u64; 4] = [4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB];
@@ -46,6 +46,8 @@ pub struct PlanOptions {
     pub paths: Option<BTreeSet<PathId>>,
     /// Paths this build has a backend for; others are waived as not built.
     pub implemented: BTreeSet<PathId>,
+    /// Paths whose backend probed this machine and cannot run here: path → (reason, hint).
+    pub unavailable: BTreeMap<PathId, (String, Option<String>)>,
     /// Override the host thread sweep (`--threads 1,4,16`).
     pub host_threads: Option<Vec<u32>>,
     /// Override the host sizes (`--host-sizes 4MiB,256MiB`).
@@ -89,19 +91,35 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
             PathId::Gds => plan_gds(topo, &mut p),
             PathId::NvmeBar1 => plan_nvme_bar1(topo, &mut p),
         }
-        // A path the machine could run but this build cannot measure: one waiver, no cases.
+        // A path the machine could run but this build cannot measure, or whose backend found
+        // it unusable here: one waiver, no cases.
         let planned_cases = p.cases.len() > before.0;
-        if planned_cases && !opts.implemented.contains(&path) {
+        let blocked = if !planned_cases {
+            None
+        } else if let Some((reason, hint)) = opts.unavailable.get(&path) {
+            Some((reason.clone(), hint.clone()))
+        } else if !opts.implemented.contains(&path) {
+            Some((
+                format!(
+                    "this build of hwceiling {} has no backend for {path}",
+                    opts.version
+                ),
+                Some(
+                    "a later version measures it; `profile --dry-run` lists what it would run"
+                        .into(),
+                ),
+            ))
+        } else {
+            None
+        };
+        if let Some((reason, hint)) = blocked {
             p.cases.truncate(before.0);
             p.waived.truncate(before.1);
             p.waived.push(Waiver {
                 path,
                 scope: None,
-                reason: format!(
-                    "this build of hwceiling {} has no backend for {path}",
-                    opts.version
-                ),
-                hint: Some("a later version measures it; the plan lists what it would run".into()),
+                reason,
+                hint,
             });
         }
     }

@@ -261,6 +261,27 @@ fn unimplemented_paths_become_one_waiver_each() {
 }
 
 #[test]
+fn a_backend_that_probed_unusable_waives_its_path_with_its_reason() {
+    let mut t = machine(vec![node(0, 0..16)]);
+    t.gpus.push(gpu(0, Some(0)));
+    let t = with_tool(t, "libcuda", true);
+    let mut opts = all_implemented();
+    opts.unavailable.insert(
+        PathId::D2d,
+        (
+            "cuInit failed: CUDA_ERROR_NO_DEVICE".into(),
+            Some("check nvidia-smi".into()),
+        ),
+    );
+    let p = plan(&t, &opts);
+    assert_eq!(p.cases_of(PathId::D2d).count(), 0);
+    let w: Vec<_> = p.waivers_of(PathId::D2d).collect();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].reason, "cuInit failed: CUDA_ERROR_NO_DEVICE");
+    assert!(p.cases_of(PathId::H2d).count() > 0);
+}
+
+#[test]
 fn path_filter_and_overrides() {
     let t = machine(vec![node(0, 0..16)]);
     let opts = PlanOptions {
