@@ -79,8 +79,8 @@ pub fn summary(t: &Topology) -> String {
         s,
         "cpu       {}  {} socket(s), {} core(s), {} thread(s)",
         opt(&p.cpu),
-        p.sockets,
-        p.cores,
+        opt(&p.sockets),
+        opt(&p.cores),
         p.threads
     );
     for n in &p.numa {

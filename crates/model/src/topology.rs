@@ -30,9 +30,12 @@ pub struct Platform {
     pub cpu: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_vendor: Option<String>,
-    pub sockets: u32,
-    /// Physical cores (distinct (package, core_id) pairs).
-    pub cores: u32,
+    /// Packages; absent when sysfs does not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<u32>,
+    /// Physical cores (distinct (package, core_id) pairs); absent when sysfs does not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<u32>,
     /// Logical CPUs (hardware threads) online.
     pub threads: u32,
     #[serde(default)]

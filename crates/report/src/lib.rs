@@ -128,7 +128,7 @@ fn platform(out: &mut String, p: &Profile) {
         vec!["CPU".into(), opt(&pl.cpu)],
         vec![
             "Sockets / cores / threads".into(),
-            format!("{} / {} / {}", pl.sockets, pl.cores, pl.threads),
+            format!("{} / {} / {}", opt(&pl.sockets), opt(&pl.cores), pl.threads),
         ],
         vec![
             "Caches".into(),

@@ -83,8 +83,8 @@ fn profile(with_gpu: bool) -> Profile {
             hostname: Some("h200-node".into()),
             cpu: Some("Example CPU @ 2.0GHz".into()),
             cpu_vendor: Some("GenuineIntel".into()),
-            sockets: 1,
-            cores: 2,
+            sockets: Some(1),
+            cores: Some(2),
             threads: 2,
             caches: vec![Cache {
                 level: 3,

@@ -111,14 +111,16 @@ fn sysfs_id(fs: &FsRoot, path: &str) -> Option<u32> {
     u32::try_from(fs.parse::<i64>(path)?).ok()
 }
 
-/// Distinct packages, and distinct (package, core) pairs, among the CPUs.
-pub(crate) fn sockets_and_cores(cpus: &[LogicalCpu]) -> (u32, u32) {
+/// Distinct packages, and distinct (package, core) pairs, among the CPUs (None when no CPU
+/// says).
+pub(crate) fn sockets_and_cores(cpus: &[LogicalCpu]) -> (Option<u32>, Option<u32>) {
     let packages: BTreeSet<u32> = cpus.iter().filter_map(|c| c.package).collect();
     let cores: BTreeSet<(Option<u32>, u32)> = cpus
         .iter()
         .filter_map(|c| Some((c.package, c.core?)))
         .collect();
-    (count(packages.len()), count(cores.len()))
+    let known = |n: usize| (n > 0).then(|| count(n));
+    (known(packages.len()), known(cores.len()))
 }
 
 fn count(n: usize) -> u32 {
@@ -332,7 +334,7 @@ mod tests {
         assert_eq!(online_cpus(&fs, &info), vec![0, 1]);
         let cpus = logical_cpus(&fs, &info, &[0, 1], &[]);
         assert_eq!(cpus[1].package, Some(1));
-        assert_eq!(sockets_and_cores(&cpus), (1, 2));
+        assert_eq!(sockets_and_cores(&cpus), (Some(1), Some(2)));
         assert!(caches(&fs, &[0, 1]).is_empty());
     }
 }
