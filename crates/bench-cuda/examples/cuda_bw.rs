@@ -4,7 +4,11 @@
 //! `tool,test,size_bytes,streams,method,median_gbps,min_gbps,max_gbps,spread_pct,n,copies,flags`.
 //!
 //! `cuda_bw [--gpu N] [--reps N] [--warmup N] [--sizes 128K,4M,256M]
-//!          [--tests h2d,d2h,duplex,d2d,h2d_pageable,d2h_pageable] [--streams 1,4]`
+//!          [--tests h2d,d2h,duplex,d2d,h2d_pageable,d2h_pageable] [--streams 1,4]
+//!          [--node N|none]`
+//!
+//! `--node` is the NUMA node of the host buffers and of the issuing thread (default 0; `none`
+//! requests no placement).
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -20,6 +24,7 @@ struct Args {
     sizes: Vec<u64>,
     tests: Vec<String>,
     streams: Vec<u32>,
+    node: Option<u32>,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -46,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
             .collect::<Result<_, _>>()?,
         tests: ["h2d", "d2h", "duplex", "d2d"].map(String::from).to_vec(),
         streams: vec![1],
+        node: Some(0),
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -61,6 +67,8 @@ fn parse_args() -> Result<Args, String> {
             "--sizes" => args.sizes = list().map(|s| parse_size(&s)).collect::<Result<_, _>>()?,
             "--tests" => args.tests = list().collect(),
             "--streams" => args.streams = list().map(|s| num(&s)).collect::<Result<_, _>>()?,
+            "--node" if value == "none" => args.node = None,
+            "--node" => args.node = Some(num(value)?),
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -68,7 +76,13 @@ fn parse_args() -> Result<Args, String> {
 }
 
 /// The cases of one test at one size and stream count, as the planner writes them.
-fn cases(test: &str, size: u64, streams: u32, reps: Reps) -> Result<Vec<(String, Case)>, String> {
+fn cases(
+    test: &str,
+    size: u64,
+    streams: u32,
+    node: Option<u32>,
+    reps: Reps,
+) -> Result<Vec<(String, Case)>, String> {
     let base = CaseParams {
         gpu: Some("gpu0".into()),
         size_bytes: Some(size),
@@ -77,9 +91,9 @@ fn cases(test: &str, size: u64, streams: u32, reps: Reps) -> Result<Vec<(String,
     };
     let host = |memory: &str, node_is_src: bool| CaseParams {
         host_memory: Some(memory.into()),
-        src_node: node_is_src.then_some(0),
-        dst_node: (!node_is_src).then_some(0),
-        cpu_node: Some(0),
+        src_node: node.filter(|_| node_is_src),
+        dst_node: node.filter(|_| !node_is_src),
+        cpu_node: node,
         ..base.clone()
     };
     let one = |name: &str, path: PathId, params: CaseParams| {
@@ -105,7 +119,7 @@ fn cases(test: &str, size: u64, streams: u32, reps: Reps) -> Result<Vec<(String,
             .map(|dir| {
                 let params = CaseParams {
                     direction: Some(dir.into()),
-                    src_node: Some(0),
+                    src_node: node,
                     ..host("pinned", false)
                 };
                 one(&format!("duplex_{dir}"), PathId::Duplex, params)
@@ -148,7 +162,7 @@ fn main() -> ExitCode {
     for test in &args.tests {
         for &streams in &args.streams {
             for &size in &args.sizes {
-                let list = match cases(test, size, streams, reps) {
+                let list = match cases(test, size, streams, args.node, reps) {
                     Ok(l) => l,
                     Err(e) => {
                         eprintln!("cuda_bw: {e}");

@@ -32,8 +32,8 @@ use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
 pub const LATCH_TIMEOUT_NS: u64 = 1_000_000_000;
 /// Window read back from each of three places of a D2D destination larger than this.
 const D2D_SAMPLE_BYTES: usize = 1 << 20;
-/// Calibration attempts, each with a quarter of the copies of the one before.
-const CALIBRATION_ATTEMPTS: u32 = 5;
+/// Calibration attempts (each timeout halves the copies).
+const CALIBRATION_ATTEMPTS: u32 = 8;
 
 /// A GPU's context and the latch that all its cases share.
 pub struct DeviceRuntime {
@@ -265,7 +265,7 @@ impl<'a> CopyCase<'a> {
 
     /// Choose K: one repetition with about 32 MiB per stream gives the rate, K follows from it;
     /// a repetition with that K must then pass without the latch timing out (a full driver
-    /// queue makes the enqueue block until the latch gives up), else K is quartered.
+    /// queue makes the enqueue block until the latch gives up), else K is halved.
     /// Returns the first repetition's throughput in GB/s.
     fn calibrate(&mut self) -> Result<f64, CudaError> {
         let mut cap = MAX_COPIES;
@@ -286,7 +286,7 @@ impl<'a> CopyCase<'a> {
                     cap = chosen;
                 }
                 Err(CudaError::LatchTimeout { .. }) if k > MIN_COPIES => {
-                    k = (k / 4).max(MIN_COPIES);
+                    k = (k / 2).max(MIN_COPIES);
                     cap = k;
                 }
                 Err(e) => return Err(e),
