@@ -156,6 +156,9 @@ pub struct CaseParams {
     /// Drive BDFs or names used (NVMe paths).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drives: Vec<String>,
+    /// Access pattern (NVMe paths): `sequential` (the sweeps) or `random` (latency probes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 /// How many repetitions a case gets.

@@ -153,6 +153,20 @@ pub struct NvmeProfile {
     pub io_size_sweep_read_gbps: Option<IoSizeSweep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_size_sweep_write_gbps: Option<IoSizeSweep>,
+    /// Drives that share a PCIe root complex: root (e.g. `0000:40`) → drive BDFs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub same_root_groups: BTreeMap<String, Vec<String>>,
+    /// The drive BDFs (or target path) each drive count of the read sweep used: `1_drive` → BDFs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub read_drives_used: BTreeMap<String, Vec<String>>,
+    /// As `read_drives_used`, for the write sweep.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub write_drives_used: BTreeMap<String, Vec<String>>,
+    /// The spec's `dispatcher_cold_bottleneck_at_<N>drive`, per drive count (`4_drive` → `nvme`
+    /// or `h2d`): which stage caps `min(NVMe aggregate, H2D)`. A string, so it lives here rather
+    /// than in the numeric `ceilings` map.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dispatcher_cold_bottleneck: BTreeMap<String, String>,
 }
 
 /// `4kib: <GB/s>`, … plus the knee.
@@ -192,6 +206,31 @@ pub struct NvmeDriveProfile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vwc_enabled: Option<bool>,
     pub in_use: bool,
+    /// `identify` or `sysfs`: where `mdts_bytes` came from (see the topology's NVMe drive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdts_source: Option<String>,
+    /// The kernel driver the drive is bound to (`nvme`, `vfio-pci`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// 4 KiB random-read latency at QD 1, 16 and 32 (average, p50, p99 per I/O), µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd1_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd1_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd1_p99_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd16_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd16_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd16_p99_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd32_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd32_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_latency_qd32_p99_us: Option<f64>,
 }
 
 /// The spec's `bar1.gpuN` entry (NVMe DMA → BAR1).

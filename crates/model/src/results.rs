@@ -44,6 +44,13 @@ pub struct Measurement {
     /// Average latency of one operation in microseconds, where the path defines one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_us: Option<Stats>,
+    /// Median over the timed repetitions of each repetition's per-operation 50th percentile
+    /// latency, in µs, where the path times every operation (NVMe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p50_us: Option<f64>,
+    /// As `latency_p50_us`, for the 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_p99_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
     /// The buffers fit in a cache: this is a cache figure, not memory bandwidth.

@@ -265,6 +265,22 @@ pub struct NvmeDrive {
     pub capacity_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_tb: Option<f64>,
+    /// Maximum data transfer size in bytes: Identify Controller MDTS × the controller's minimum
+    /// memory page size (`2^(12 + CAP.MPSMIN)`), or the kernel's `max_hw_sectors_kb` when the
+    /// Identify command or CAP register cannot be read (see `mdts_source`). Absent when unknown
+    /// or when the controller sets no limit (MDTS = 0, see `mdts_unlimited`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdts_bytes: Option<u64>,
+    /// Where `mdts_bytes` came from: `identify` (MDTS with CAP.MPSMIN), or `sysfs` (the kernel's
+    /// `max_hw_sectors_kb`, which is MDTS capped by the driver's own limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mdts_source: Option<String>,
+    /// True when Identify Controller reports MDTS = 0: the controller sets no transfer limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mdts_unlimited: bool,
+    /// Identify Controller VWC bit 0: a volatile write cache is present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vwc_present: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -96,14 +96,17 @@ fn nvme_section(topo: &Topology) -> NvmeProfile {
                 firmware_rev: d.firmware_rev.clone(),
                 serial: d.serial.clone(),
                 capacity_tb: d.capacity_tb,
-                mdts_bytes: None,
+                mdts_bytes: d.mdts_bytes,
                 block_size: d.namespaces.first().and_then(|n| n.logical_block_size),
                 pcie_gen: d.pcie_gen,
                 pcie_width: d.pcie_width,
                 numa_node: d.numa_node,
                 root: d.root.clone(),
-                vwc_enabled: None,
+                vwc_enabled: d.vwc_present,
                 in_use: d.in_use,
+                mdts_source: d.mdts_source.clone(),
+                driver: d.driver.clone(),
+                ..NvmeDriveProfile::default()
             })
             .collect(),
         ..NvmeProfile::default()

@@ -24,6 +24,8 @@ fn result(key: &str, path: PathId, params: CaseParams, gbps: f64) -> CaseResult 
             cold_gbps: Some(gbps / 2.0),
             warmup: 3,
             latency_us: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
             placement: Some(Placement {
                 cpus: Some("0-3".into()),
                 verified: true,

@@ -21,6 +21,8 @@ fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -
             cold_gbps: Some(median * 0.5),
             warmup: 3,
             latency_us: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
             placement: Some(Placement {
                 cpus: Some("0".into()),
                 verified: true,

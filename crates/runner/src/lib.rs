@@ -71,6 +71,11 @@ pub trait Prepared {
     fn last_latency_us(&self) -> Option<f64> {
         None
     }
+    /// The last repetition's per-operation 50th and 99th percentile latencies in µs, where the
+    /// backend times every operation.
+    fn last_latency_percentiles_us(&self) -> Option<(f64, f64)> {
+        None
+    }
     /// Anything the reader of this figure must know.
     fn notes(&self) -> Vec<String> {
         Vec::new()
@@ -249,6 +254,7 @@ pub fn run_case(
     let timed = case.reps.timed.max(1) as usize;
     let mut samples_gbps = Vec::with_capacity(timed);
     let mut latencies = Vec::new();
+    let mut percentiles: Vec<(f64, f64)> = Vec::new();
     let mut worst_wall_disagreement: f64 = 0.0;
     for _ in 0..timed {
         if cancel.load(Ordering::SeqCst) {
@@ -269,6 +275,9 @@ pub fn run_case(
         if let Some(l) = prepared.last_latency_us() {
             latencies.push(l);
         }
+        if let Some(pct) = prepared.last_latency_percentiles_us() {
+            percentiles.push(pct);
+        }
     }
     if let Some(tol) = options.wall_tolerance {
         if worst_wall_disagreement > tol {
@@ -288,6 +297,9 @@ pub fn run_case(
     } else {
         hwc_stats::summarize(&latencies).ok()
     };
+    let p50: Vec<f64> = percentiles.iter().map(|p| p.0).collect();
+    let p99: Vec<f64> = percentiles.iter().map(|p| p.1).collect();
+    let median_of = |v: &[f64]| hwc_stats::summarize(v).ok().map(|s| s.median);
     notes.extend(prepared.notes());
     CaseOutcome::Measured(Box::new(CaseResult {
         measurement: Measurement {
@@ -299,6 +311,8 @@ pub fn run_case(
             cold_gbps: Some(cold),
             warmup: case.reps.warmup,
             latency_us,
+            latency_p50_us: median_of(&p50),
+            latency_p99_us: median_of(&p99),
             placement: prepared.placement(),
             cache_resident: prepared.cache_resident(),
             contended,

@@ -1,0 +1,428 @@
+//! The runner's view of NVMe: a [`Backend`] serving `nvme_read` and `nvme_write`. One case runs
+//! one engine per drive, each on its own thread pinned to the drive's NUMA node, started
+//! together behind a barrier; a repetition's time runs from the first submission to the last
+//! completion over all drives.
+
+use crate::device::{self, Kind};
+use crate::engine::{percentile, Engine, EngineError, Op, Pattern};
+use crate::gate::{refusals, WriteRequest};
+use hwc_model::{Case, PathId, Placement};
+use hwc_runner::{Backend, BenchError, Prepared, Rep};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Barrier};
+
+/// One drive the backend may measure, as the plan names it (`key`: its BDF, or its controller
+/// name when it has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriveUnit {
+    pub key: String,
+    /// The namespace block device, e.g. `/dev/nvme0n1`.
+    pub device: PathBuf,
+    pub node: Option<u32>,
+    /// CPUs of `node`, where the drive's I/O thread is pinned.
+    pub cpus: Vec<u32>,
+}
+
+/// A `--target` file or block device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetUnit {
+    pub key: String,
+    pub path: PathBuf,
+    /// Create the file (it does not exist): this many bytes, removed when hwceiling ends.
+    pub create_bytes: Option<u64>,
+}
+
+/// Everything the backend needs, decided before the run (the gate has passed `writable`).
+pub struct NvmeConfig {
+    pub drives: Vec<DriveUnit>,
+    pub target: Option<TargetUnit>,
+    /// Keys the write gate approved.
+    pub writable: BTreeSet<String>,
+    /// Bytes per drive per sequential repetition (the whole device when smaller).
+    pub bytes_per_drive: u64,
+    /// Bytes per drive per random-read latency repetition.
+    pub latency_bytes: u64,
+    pub cancel: &'static AtomicBool,
+}
+
+/// The kernel io_uring NVMe backend.
+pub struct NvmeBackend {
+    cfg: NvmeConfig,
+    /// Open descriptors by (key, writable), with their kind and size.
+    files: BTreeMap<(String, bool), (Arc<File>, Kind, u64)>,
+    /// Keys whose live state was re-checked just before their first write.
+    rechecked: BTreeSet<String>,
+    /// The file hwceiling created for `--target` (its name already removed).
+    scratch: Option<(Arc<File>, Kind, u64)>,
+}
+
+impl NvmeBackend {
+    pub fn new(cfg: NvmeConfig) -> Self {
+        Self {
+            cfg,
+            files: BTreeMap::new(),
+            rechecked: BTreeSet::new(),
+            scratch: None,
+        }
+    }
+
+    fn open(&mut self, key: &str, write: bool) -> Result<(Arc<File>, Kind, u64), BenchError> {
+        if let Some(f) = self.files.get(&(key.to_string(), write)) {
+            return Ok(f.clone());
+        }
+        let failed = |e: device::DeviceError| BenchError::failed(e.to_string());
+        let entry = match &self.cfg.target {
+            Some(t) if t.key == key => match t.create_bytes {
+                // One descriptor, created once, serves reads and writes of hwceiling's own file.
+                Some(bytes) => {
+                    if let Some(f) = &self.scratch {
+                        return Ok(f.clone());
+                    }
+                    let f = device::create_scratch_file(&t.path, bytes).map_err(failed)?;
+                    let (k, s) = device::kind_and_size(&t.path, &f).map_err(failed)?;
+                    let shared = (Arc::new(f), k, s);
+                    self.scratch = Some(shared.clone());
+                    return Ok(shared);
+                }
+                None => {
+                    let f = device::open_direct(&t.path, write).map_err(failed)?;
+                    let (k, s) = device::kind_and_size(&t.path, &f).map_err(failed)?;
+                    (Arc::new(f), k, s)
+                }
+            },
+            _ => {
+                let unit = self
+                    .cfg
+                    .drives
+                    .iter()
+                    .find(|d| d.key == key)
+                    .ok_or_else(|| BenchError::failed(format!("drive {key} is not in this run")))?;
+                let f = device::open_direct(&unit.device, write).map_err(failed)?;
+                let (k, s) = device::kind_and_size(&unit.device, &f).map_err(failed)?;
+                (Arc::new(f), k, s)
+            }
+        };
+        self.files.insert((key.to_string(), write), entry.clone());
+        Ok(entry)
+    }
+
+    /// Writes: approved by the gate, and the block device's live state checked once more just
+    /// before the first write (it may have been mounted since).
+    fn check_write(&mut self, key: &str) -> Result<(), BenchError> {
+        if !self.cfg.writable.contains(key) {
+            return Err(BenchError::failed(format!(
+                "refused: {key} was not approved for writes by the safety gate"
+            )));
+        }
+        if self.rechecked.contains(key) {
+            return Ok(());
+        }
+        let device = match &self.cfg.target {
+            Some(t) if t.key == key => (t.create_bytes.is_none()).then(|| t.path.clone()),
+            _ => self
+                .cfg
+                .drives
+                .iter()
+                .find(|d| d.key == key)
+                .map(|d| d.device.clone()),
+        };
+        if let Some(path) = device.filter(|p| {
+            std::fs::metadata(p).is_ok_and(|m| {
+                std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())
+            })
+        }) {
+            let view = device::live_view(&path);
+            let r = refusals(
+                WriteRequest {
+                    allow_destructive_writes: true,
+                    named_explicitly: true,
+                },
+                &view,
+            );
+            if !r.is_empty() {
+                let why: Vec<String> = r.iter().map(ToString::to_string).collect();
+                return Err(BenchError::failed(format!(
+                    "refused before writing to {}: {}",
+                    path.display(),
+                    why.join("; ")
+                )));
+            }
+        }
+        self.rechecked.insert(key.to_string());
+        Ok(())
+    }
+}
+
+fn cpulist(cpus: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut sorted = cpus.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+impl Backend for NvmeBackend {
+    fn name(&self) -> &'static str {
+        "nvme-io_uring"
+    }
+
+    fn serves(&self, path: PathId) -> bool {
+        matches!(path, PathId::NvmeRead | PathId::NvmeWrite)
+    }
+
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        let op = if case.path == PathId::NvmeWrite {
+            Op::Write
+        } else {
+            Op::Read
+        };
+        let block = case
+            .params
+            .size_bytes
+            .ok_or_else(|| BenchError::failed("an NVMe case needs size_bytes"))?;
+        let qd = case.params.queue_depth.unwrap_or(1);
+        let pattern = match case.params.pattern.as_deref() {
+            Some("random") => Pattern::Random { seed: 0x9e37_79b9 },
+            _ => Pattern::Sequential,
+        };
+        let mut units = Vec::new();
+        let mut notes = Vec::new();
+        let mut placement = Vec::new();
+        let mut verified = true;
+        let mut all_cpus = Vec::new();
+        for key in &case.params.drives {
+            if op == Op::Write {
+                self.check_write(key)?;
+            }
+            let (file, kind, size) = self.open(key, op == Op::Write)?;
+            let unit = self.cfg.drives.iter().find(|d| &d.key == key).cloned();
+            let (node, cpus) = unit
+                .map(|u| (u.node, u.cpus))
+                .unwrap_or((None, Vec::new()));
+            let engine = Engine::new(file, size, block, qd, node).map_err(|e| match e {
+                EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
+                e => BenchError::failed(e.to_string()),
+            })?;
+            let budget = match pattern {
+                Pattern::Sequential => self.cfg.bytes_per_drive,
+                Pattern::Random { .. } => self.cfg.latency_bytes,
+            };
+            let bytes = (budget.min(engine.span()) / block).max(1) * block;
+            if pattern == Pattern::Sequential && engine.span() < self.cfg.bytes_per_drive {
+                notes.push(format!(
+                    "{key}: the device holds {} bytes, less than {} per repetition: each repetition moves the whole device",
+                    engine.span(),
+                    self.cfg.bytes_per_drive
+                ));
+            }
+            if kind == Kind::File {
+                notes.push(format!(
+                    "{key} is a regular file: O_DIRECT bypasses this machine's page cache, but a \
+                     virtual disk may still be cached by its host"
+                ));
+            }
+            if !engine.registered() {
+                notes.push(format!(
+                    "{key}: io_uring refused to register the buffers (RLIMIT_MEMLOCK?): plain \
+                     read/write operations were used"
+                ));
+            }
+            verified &= engine.placement_verified() && !cpus.is_empty();
+            placement.push(format!(
+                "{key}: thread on node {} CPUs {}, buffers {}",
+                node.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                if cpus.is_empty() {
+                    "unpinned".to_string()
+                } else {
+                    cpulist(&cpus)
+                },
+                engine.placement()
+            ));
+            all_cpus.extend(cpus.iter().copied());
+            units.push(Unit {
+                engine,
+                cpus,
+                bytes,
+            });
+        }
+        if units.is_empty() {
+            return Err(BenchError::failed("an NVMe case needs at least one drive"));
+        }
+        Ok(Box::new(NvmeRun {
+            units,
+            op,
+            pattern,
+            block,
+            cancel: self.cfg.cancel,
+            last_bytes: 0,
+            last_latency: None,
+            notes,
+            placement: Placement {
+                cpus: (!all_cpus.is_empty()).then(|| cpulist(&all_cpus)),
+                verified,
+                detail: placement.join("; "),
+            },
+        }))
+    }
+
+    fn environment(&self) -> BTreeMap<String, String> {
+        let mut e = BTreeMap::new();
+        e.insert(
+            "nvme_engine".into(),
+            "io_uring (io-uring 0.7), O_DIRECT, registered buffers, one pinned thread per drive"
+                .into(),
+        );
+        e
+    }
+}
+
+struct Unit {
+    engine: Engine,
+    cpus: Vec<u32>,
+    bytes: u64,
+}
+
+/// A prepared NVMe case.
+struct NvmeRun {
+    units: Vec<Unit>,
+    op: Op,
+    pattern: Pattern,
+    block: u64,
+    cancel: &'static AtomicBool,
+    last_bytes: u64,
+    /// (average, p50, p99) µs over every I/O of the last repetition.
+    last_latency: Option<(f64, f64, f64)>,
+    notes: Vec<String>,
+    placement: Placement,
+}
+
+impl Prepared for NvmeRun {
+    fn bytes_per_rep(&self) -> u64 {
+        self.units.iter().map(|u| u.bytes).sum()
+    }
+
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        let barrier = Barrier::new(self.units.len());
+        let (op, pattern, cancel) = (self.op, self.pattern, self.cancel);
+        let results: Vec<Result<_, String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .units
+                .iter_mut()
+                .map(|u| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        if !u.cpus.is_empty() {
+                            hwc_numa::pin_current_thread(&u.cpus).map_err(|e| e.to_string())?;
+                        }
+                        barrier.wait();
+                        let stats = u
+                            .engine
+                            .run(op, pattern, u.bytes, cancel)
+                            .map_err(|e| e.to_string())?;
+                        let lat = u.engine_latencies();
+                        Ok((stats, lat))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("an I/O thread panicked".to_string()))
+                })
+                .collect()
+        });
+        let mut stats = Vec::new();
+        let mut all_lat: Vec<u32> = Vec::new();
+        for r in results {
+            let (s, lat) = r.map_err(BenchError::failed)?;
+            all_lat.extend(lat);
+            stats.push(s);
+        }
+        let start = stats.iter().map(|s| s.started).min();
+        let end = stats.iter().map(|s| s.finished).max();
+        let (Some(start), Some(end)) = (start, end) else {
+            return Err(BenchError::failed("no drive ran"));
+        };
+        self.last_bytes = stats.iter().map(|s| s.bytes).sum();
+        let ios: u64 = stats.iter().map(|s| s.ios).sum();
+        let avg = stats
+            .iter()
+            .map(|s| s.avg_latency_us * s.ios as f64)
+            .sum::<f64>()
+            / ios.max(1) as f64;
+        let p50 = percentile(&mut all_lat, 0.5).map(|x| f64::from(x) / 1e3);
+        let p99 = percentile(&mut all_lat, 0.99).map(|x| f64::from(x) / 1e3);
+        self.last_latency = p50.zip(p99).map(|(a, b)| (avg, a, b));
+        Ok(Rep {
+            seconds: end.duration_since(start).as_secs_f64(),
+            wall_seconds: None,
+        })
+    }
+
+    fn verify(&mut self) -> Result<(), BenchError> {
+        let want = self.bytes_per_rep();
+        if self.last_bytes != want {
+            return Err(BenchError::failed(format!(
+                "the repetition moved {} of {want} bytes",
+                self.last_bytes
+            )));
+        }
+        if self.last_bytes % self.block != 0 {
+            return Err(BenchError::failed("a partial block was counted"));
+        }
+        Ok(())
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        Some(self.placement.clone())
+    }
+
+    fn last_latency_us(&self) -> Option<f64> {
+        self.last_latency.map(|l| l.0)
+    }
+
+    fn last_latency_percentiles_us(&self) -> Option<(f64, f64)> {
+        self.last_latency.map(|l| (l.1, l.2))
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+}
+
+impl Unit {
+    fn engine_latencies(&self) -> Vec<u32> {
+        self.engine.latencies_ns().to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_compress_runs() {
+        assert_eq!(cpulist(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpulist(&[5]), "5");
+        assert_eq!(cpulist(&[]), "");
+    }
+}

@@ -1,0 +1,239 @@
+//! Opening what is measured — an NVMe namespace, a `--target` block device or file — with
+//! O_DIRECT, its size, and what the live system says about a block device (mounts, swap,
+//! partitions, holders, signatures) for the write gate.
+
+use crate::gate::DeviceView;
+use crate::signature;
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// `_IOR(0x12, 114, size_t)`: the size of a block device in bytes.
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("cannot open {path} with O_DIRECT{mode}: {source}")]
+    Open {
+        path: String,
+        mode: &'static str,
+        source: std::io::Error,
+    },
+    #[error("cannot read the size of {path}: {source}")]
+    Size {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{0} is neither a block device nor a regular file")]
+    Kind(String),
+    #[error("cannot prepare the target file {path}: {source}")]
+    Fill {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// What a target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    BlockDevice,
+    File,
+}
+
+/// Open `path` with O_DIRECT, read-only or read-write.
+pub fn open_direct(path: &Path, write: bool) -> Result<File, DeviceError> {
+    OpenOptions::new()
+        .read(true)
+        .write(write)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|source| DeviceError::Open {
+            path: path.display().to_string(),
+            mode: if write { " for writing" } else { "" },
+            source,
+        })
+}
+
+/// Block device or regular file, and its size in bytes.
+pub fn kind_and_size(path: &Path, file: &File) -> Result<(Kind, u64), DeviceError> {
+    let meta = file.metadata().map_err(|source| DeviceError::Size {
+        path: path.display().to_string(),
+        source,
+    })?;
+    if meta.file_type().is_block_device() {
+        let mut size: u64 = 0;
+        // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which is valid and live.
+        let rc = unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut size) };
+        if rc != 0 {
+            return Err(DeviceError::Size {
+                path: path.display().to_string(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        Ok((Kind::BlockDevice, size))
+    } else if meta.is_file() {
+        Ok((Kind::File, meta.len()))
+    } else {
+        Err(DeviceError::Kind(path.display().to_string()))
+    }
+}
+
+/// Create `path` (it must not exist), remove its name at once — the open descriptor keeps the
+/// data alive, and nothing is left behind however the process ends — and fill `size` bytes with
+/// O_DIRECT writes, so reads find real blocks. Returns the read-write O_DIRECT descriptor.
+pub fn create_scratch_file(path: &Path, size: u64) -> Result<File, DeviceError> {
+    let fill_err = |source| DeviceError::Fill {
+        path: path.display().to_string(),
+        source,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(fill_err)?;
+    std::fs::remove_file(path).map_err(fill_err)?;
+    let chunk = 8usize << 20;
+    let mut buf = hwc_numa::NumaBuffer::new(chunk, None, false)
+        .map_err(|e| fill_err(std::io::Error::other(e.to_string())))?;
+    crate::engine::fill_pattern(buf.as_mut_slice(), 0x5eed);
+    let mut off = 0u64;
+    while off < size {
+        let n = usize::try_from((size - off).min(chunk as u64)).unwrap_or(chunk);
+        // O_DIRECT lengths must stay aligned: round the last piece up to 4 KiB.
+        let n = n.div_ceil(4096) * 4096;
+        std::os::unix::fs::FileExt::write_all_at(&file, &buf.as_slice()[..n], off)
+            .map_err(fill_err)?;
+        off += n as u64;
+    }
+    file.sync_all().map_err(fill_err)?;
+    Ok(file)
+}
+
+/// `maj:min` of a device number.
+fn dev_id(rdev: u64) -> String {
+    format!("{}:{}", libc::major(rdev), libc::minor(rdev))
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// What the live system says about the block device at `path`: mounts (by device number, from
+/// `/proc/self/mountinfo`), active swap (`/proc/swaps`), partitions and holders (sysfs), and the
+/// signature probe of its first and last MiB (reads only).
+pub fn live_view(path: &Path) -> DeviceView {
+    let device = path.display().to_string();
+    let mut view = DeviceView {
+        device: device.clone(),
+        signatures: Ok(Vec::new()),
+        ..DeviceView::default()
+    };
+    let rdev = match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() => m.rdev(),
+        Ok(_) => {
+            view.signatures = Err(format!("{device} is not a block device"));
+            return view;
+        }
+        Err(e) => {
+            view.signatures = Err(format!("{device}: {e}"));
+            return view;
+        }
+    };
+    let sys = PathBuf::from(format!("/sys/dev/block/{}", dev_id(rdev)));
+    let sys = std::fs::canonicalize(&sys).unwrap_or(sys);
+    view.partitions = names(&sys)
+        .into_iter()
+        .filter(|n| sys.join(n).join("partition").exists())
+        .collect();
+    let mut ids = vec![dev_id(rdev)];
+    for p in &view.partitions {
+        if let Ok(id) = std::fs::read_to_string(sys.join(p).join("dev")) {
+            ids.push(id.trim().to_string());
+        }
+    }
+    let mut holders: Vec<String> = std::iter::once(sys.clone())
+        .chain(view.partitions.iter().map(|p| sys.join(p)))
+        .flat_map(|d| names(&d.join("holders")))
+        .collect();
+    holders.sort();
+    holders.dedup();
+    view.holders = holders;
+    if let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") {
+        view.mounts = mounts_of(&text, &ids);
+    }
+    if let Ok(text) = std::fs::read_to_string("/proc/swaps") {
+        for dev in text.lines().skip(1).filter_map(|l| l.split_whitespace().next()) {
+            if let Ok(m) = std::fs::metadata(dev) {
+                if m.file_type().is_block_device() && ids.contains(&dev_id(m.rdev())) {
+                    view.mounts.push(format!("swap ({dev})"));
+                }
+            }
+        }
+    }
+    view.signatures = File::open(path)
+        .and_then(|f| {
+            let (_, size) = kind_and_size(path, &f).map_err(std::io::Error::other)?;
+            signature::probe(&f, size)
+        })
+        .map_err(|e| e.to_string());
+    view
+}
+
+/// Mount points in a `mountinfo` text whose device (`maj:min`, the third field) is one of `ids`.
+pub fn mounts_of(mountinfo: &str, ids: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = mountinfo
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (id, point) = (f.get(2)?, f.get(4)?);
+            ids.iter().any(|x| x == id).then(|| point.to_string())
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_matches_by_device_number() {
+        let text = "22 1 259:1 / /data rw - ext4 /dev/nvme0n1p1 rw\n\
+                    23 1 259:0 / /raw rw - xfs /dev/nvme0n1 rw\n\
+                    24 1 8:1 / / rw - ext4 /dev/sda1 rw\n";
+        assert_eq!(
+            mounts_of(text, &["259:0".into(), "259:1".into()]),
+            vec!["/data", "/raw"]
+        );
+        assert!(mounts_of(text, &["7:0".into()]).is_empty());
+    }
+
+    #[test]
+    fn a_scratch_file_leaves_no_name_behind_and_holds_its_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scratch");
+        match create_scratch_file(&path, 3 << 20) {
+            Ok(f) => {
+                assert!(!path.exists(), "the name is removed at once");
+                let (kind, size) = kind_and_size(&path, &f).unwrap();
+                assert_eq!((kind, size), (Kind::File, 3 << 20));
+            }
+            // tmpfs and some overlay filesystems refuse O_DIRECT: nothing to test there.
+            Err(e) => eprintln!("SKIPPED: {e}"),
+        }
+        assert!(create_scratch_file(dir.path(), 4096).is_err(), "an existing path");
+    }
+}

@@ -1,0 +1,233 @@
+//! NVMe through the kernel: Step 3's drive inspection (Identify Controller through the admin
+//! ioctl), Paths 1 and 2 (sequential read/write sweeps with io_uring, O_DIRECT and registered,
+//! NUMA-placed buffers, one pinned I/O thread per drive), and the write safety gate.
+//!
+//! [`setup`] turns what the command line asked for into the plan's NVMe options and a ready
+//! [`NvmeBackend`]; it refuses — with every reason, before any byte is written — a write to a
+//! device that is not named explicitly or may hold data.
+
+pub mod backend;
+pub mod device;
+pub mod engine;
+pub mod gate;
+pub mod identify;
+pub mod inspect;
+pub mod signature;
+
+pub use backend::{DriveUnit, NvmeBackend, NvmeConfig, TargetUnit};
+pub use inspect::inspect;
+
+use gate::{drive_refusals, file_refusals, refusals, Refusal, SelectError, WriteRequest};
+use hwc_model::Topology;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// Bytes per drive per repetition by default: the spec's ≥ 2 GiB, past the drive's cache.
+pub const DEFAULT_BYTES_PER_DRIVE: u64 = 2 << 30;
+/// Bytes per drive per 4 KiB random-read latency repetition.
+pub const LATENCY_BYTES: u64 = 64 << 20;
+
+/// What the command line asked of NVMe.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// `--drives`: serials, /dev paths, controller names or BDFs. Empty = every drive (reads).
+    pub drives: Vec<String>,
+    pub allow_destructive_writes: bool,
+    /// `--target PATH`: measure this file or block device instead of the drives.
+    pub target: Option<PathBuf>,
+    /// The write path was selected (`--paths` names it, or no `--paths`).
+    pub wants_write: bool,
+    pub bytes_per_drive: u64,
+}
+
+/// What the planner and the backend need.
+pub struct Setup {
+    /// Drive names (`nvme0`, …) to measure; `None` = all.
+    pub selected: Option<Vec<String>>,
+    /// Drive names approved for writes; `None` = writes not asked for.
+    pub write_drives: Option<Vec<String>>,
+    /// The `--target`'s key (its path) and whether it may be written.
+    pub target: Option<(String, bool)>,
+    pub config: NvmeConfig,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Select(#[from] SelectError),
+    #[error("refused to write to {device}: {}", reasons.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Refused {
+        device: String,
+        reasons: Vec<Refusal>,
+    },
+    #[error(
+        "--allow-destructive-writes needs the drives named explicitly: --drives SERIAL|/dev/nvmeXnY|BDF, or --target PATH"
+    )]
+    NotNamed,
+    #[error("--target {0}: {1}")]
+    Target(String, String),
+}
+
+/// The key under which the plan names a drive: its BDF, or its controller name.
+pub fn drive_key(d: &hwc_model::topology::NvmeDrive) -> String {
+    d.bdf.clone().unwrap_or_else(|| d.name.clone())
+}
+
+/// CPUs of a NUMA node.
+fn node_cpus(topo: &Topology, node: Option<u32>) -> Vec<u32> {
+    node.and_then(|n| topo.platform.numa.iter().find(|x| x.id == n))
+        .map(|n| n.cpus.clone())
+        .unwrap_or_default()
+}
+
+/// Resolve the request against the machine: the drives, the target, and the write gate.
+pub fn setup(
+    topo: &Topology,
+    req: &Request,
+    cancel: &'static AtomicBool,
+) -> Result<Setup, SetupError> {
+    let mut named = Vec::new();
+    for n in &req.drives {
+        let d = gate::select(topo, n)?;
+        if !named.contains(&d.name) {
+            named.push(d.name.clone());
+        }
+    }
+    let write_req = WriteRequest {
+        allow_destructive_writes: req.allow_destructive_writes,
+        named_explicitly: true,
+    };
+    let mut writable = BTreeSet::new();
+    let mut target = None;
+    let mut target_unit = None;
+    if let Some(path) = &req.target {
+        let key = path.display().to_string();
+        let (may_write, create) = target_access(path, req, write_req)?;
+        if may_write {
+            writable.insert(key.clone());
+        }
+        target_unit = Some(TargetUnit {
+            key: key.clone(),
+            path: path.clone(),
+            create_bytes: create.then_some(req.bytes_per_drive),
+        });
+        target = Some((key, may_write));
+    }
+    let mut write_drives = None;
+    if req.wants_write && req.allow_destructive_writes && req.target.is_none() {
+        if named.is_empty() {
+            return Err(SetupError::NotNamed);
+        }
+        for name in &named {
+            let Some(d) = topo.nvme.iter().find(|d| &d.name == name) else {
+                continue;
+            };
+            let views: Vec<gate::DeviceView> = d
+                .namespaces
+                .iter()
+                .map(|n| device::live_view(&Path::new("/dev").join(&n.name)))
+                .collect();
+            let r = drive_refusals(write_req, d, &views);
+            if !r.is_empty() {
+                let label = format!(
+                    "{} (serial {}, {})",
+                    d.name,
+                    d.serial.as_deref().map(str::trim).unwrap_or("?"),
+                    d.bdf.as_deref().unwrap_or("no BDF")
+                );
+                return Err(SetupError::Refused {
+                    device: label,
+                    reasons: r,
+                });
+            }
+            writable.insert(drive_key(d));
+        }
+        write_drives = Some(named.clone());
+    }
+    let drives = topo
+        .nvme
+        .iter()
+        .filter(|d| !d.namespaces.is_empty())
+        .map(|d| DriveUnit {
+            key: drive_key(d),
+            device: Path::new("/dev").join(&d.namespaces[0].name),
+            node: d.numa_node,
+            cpus: node_cpus(topo, d.numa_node),
+        })
+        .collect();
+    Ok(Setup {
+        selected: (!named.is_empty()).then_some(named),
+        write_drives,
+        target,
+        config: NvmeConfig {
+            drives,
+            target: target_unit,
+            writable,
+            bytes_per_drive: req.bytes_per_drive,
+            latency_bytes: LATENCY_BYTES.min(req.bytes_per_drive),
+            cancel,
+        },
+    })
+}
+
+/// Whether a `--target` may be written, and whether hwceiling creates it.
+fn target_access(
+    path: &Path,
+    req: &Request,
+    write_req: WriteRequest,
+) -> Result<(bool, bool), SetupError> {
+    let shown = path.display().to_string();
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // hwceiling creates it: reads and writes touch only its own file.
+            return Ok((req.wants_write, true));
+        }
+        Err(e) => return Err(SetupError::Target(shown, e.to_string())),
+    };
+    if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
+        if !(req.wants_write && req.allow_destructive_writes) {
+            return Ok((false, false));
+        }
+        let view = device::live_view(path);
+        let mut r = refusals(write_req, &view);
+        if is_partition(path) {
+            r.push(Refusal::Partitioned(vec![format!(
+                "{shown} is itself a partition of a partitioned drive"
+            )]));
+        }
+        if !r.is_empty() {
+            return Err(SetupError::Refused {
+                device: shown,
+                reasons: r,
+            });
+        }
+        Ok((true, false))
+    } else if meta.is_file() {
+        if !req.wants_write {
+            return Ok((false, false));
+        }
+        let r = file_refusals(false, req.allow_destructive_writes);
+        Ok((r.is_empty(), false))
+    } else {
+        Err(SetupError::Target(
+            shown,
+            "neither a regular file nor a block device".into(),
+        ))
+    }
+}
+
+/// True when the block device at `path` is a partition (sysfs has a `partition` attribute).
+fn is_partition(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).is_ok_and(|m| {
+        let rdev = m.rdev();
+        Path::new(&format!(
+            "/sys/dev/block/{}:{}/partition",
+            libc::major(rdev),
+            libc::minor(rdev)
+        ))
+        .exists()
+    })
+}
