@@ -194,7 +194,8 @@ impl CudaBackend {
             let report = warm_up(runtime, nvml_device.as_ref(), duration)?;
             if !slot.warmed {
                 report.record(&slot.name, &mut slot.environment);
-                if let Some(note) = report.stalled_note() {
+                let max_sm = device.nvml.as_ref().and_then(|f| f.max_sm_clock_mhz);
+                if let Some(note) = report.stalled_note(max_sm) {
                     slot.notes.push(note);
                 }
                 if let Some(d) = &nvml_device {
@@ -286,14 +287,19 @@ impl WarmReport {
     }
 
     /// A note when the SM clock did not rise under the warm-up load.
-    fn stalled_note(&self) -> Option<String> {
-        match (self.idle.sm_clock_mhz, self.load.sm_clock_mhz) {
-            (Some(idle), Some(load)) if load <= idle => Some(format!(
-                "SM clock did not rise during the warm-up ({idle} MHz idle, {load} MHz under load)"
-            )),
-            _ => None,
-        }
+    /// A note when the SM clock neither rose under the warm-up load nor already ran at 90 % of
+    /// its maximum `max_mhz` (a GPU just used by someone else starts the warm-up at full clock).
+    fn stalled_note(&self, max_mhz: Option<u32>) -> Option<String> {
+        stalled_clock_note(self.idle.sm_clock_mhz, self.load.sm_clock_mhz, max_mhz)
     }
+}
+
+fn stalled_clock_note(idle: Option<u32>, load: Option<u32>, max: Option<u32>) -> Option<String> {
+    let (idle, load) = (idle?, load?);
+    let near_max = max.is_some_and(|m| u64::from(load) * 10 >= u64::from(m) * 9);
+    (load <= idle && !near_max).then(|| {
+        format!("SM clock did not rise during the warm-up ({idle} MHz idle, {load} MHz under load)")
+    })
 }
 
 /// Keep the GPU busy for `duration` (the latch kernel spinning on one SM, pinned H2D copies
@@ -382,7 +388,9 @@ impl Backend for CudaBackend {
     /// Busy when another process holds a compute context on the GPU, or NVML's utilisation
     /// exceeds [`BUSY_UTILISATION_PCT`] for work that is not ours. Our own copies stay in
     /// NVML's device utilisation for up to a second, so right after them the check reads the
-    /// per-process utilisation of other processes instead, where the driver keeps it.
+    /// per-process utilisation of other processes instead, where the driver keeps it. Device
+    /// utilisation above the limit with no other compute process listed is read again after
+    /// one NVML window (a process that just exited leaves its load in the trailing figure).
     fn idle_check(&mut self, case: &Case) -> Idle {
         let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
             return Idle::Idle;
@@ -475,5 +483,23 @@ impl Backend for CudaBackend {
             env.extend(slot.environment.clone());
         }
         env
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stalled_clock_note;
+
+    #[test]
+    fn a_clock_stuck_low_is_noted_a_clock_already_high_is_not() {
+        // An idle H200 at 345 MHz that stays there is worth a note.
+        let note = stalled_clock_note(Some(345), Some(345), Some(1980)).unwrap();
+        assert!(note.contains("345 MHz idle"), "{note}");
+        // Rising, or already at the maximum (the GPU was just busy), is fine.
+        assert_eq!(stalled_clock_note(Some(345), Some(1980), Some(1980)), None);
+        assert_eq!(stalled_clock_note(Some(1980), Some(1980), Some(1980)), None);
+        // Without a known maximum only a rise counts.
+        assert!(stalled_clock_note(Some(1980), Some(1980), None).is_some());
+        assert_eq!(stalled_clock_note(None, Some(1980), None), None);
     }
 }

@@ -88,18 +88,24 @@ impl CopyOp {
     /// `stream` has been synchronised; the stream's context must be bound to this thread.
     pub unsafe fn enqueue(self, len: usize, stream: &CudaStream) -> Result<(), CudaError> {
         let s = stream.cu_stream();
-        // SAFETY (all three): the caller's contract above.
-        match self {
-            CopyOp::H2d { dst, src } => unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, len, s) }
-                .result()
-                .map_err(driver("cuMemcpyHtoDAsync")),
-            CopyOp::D2h { dst, src } => unsafe { sys::cuMemcpyDtoHAsync_v2(dst, src, len, s) }
-                .result()
-                .map_err(driver("cuMemcpyDtoHAsync")),
-            CopyOp::D2d { dst, src } => unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, s) }
-                .result()
-                .map_err(driver("cuMemcpyDtoDAsync")),
-        }
+        let (code, call) = match self {
+            // SAFETY: the caller's contract above (device dst, host src of `len` bytes).
+            CopyOp::H2d { dst, src } => (
+                unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src, len, s) },
+                "cuMemcpyHtoDAsync",
+            ),
+            // SAFETY: the caller's contract above (host dst, device src of `len` bytes).
+            CopyOp::D2h { dst, src } => (
+                unsafe { sys::cuMemcpyDtoHAsync_v2(dst, src, len, s) },
+                "cuMemcpyDtoHAsync",
+            ),
+            // SAFETY: the caller's contract above (device dst and src of `len` bytes).
+            CopyOp::D2d { dst, src } => (
+                unsafe { sys::cuMemcpyDtoDAsync_v2(dst, src, len, s) },
+                "cuMemcpyDtoDAsync",
+            ),
+        };
+        code.result().map_err(driver(call))
     }
 }
 

@@ -8,9 +8,12 @@ pub const TARGET_REP_SECONDS: f64 = 0.025;
 pub const MIN_COPIES: u32 = 2;
 /// Most copies per stream queued behind the latch in one repetition. The driver's command
 /// queue is finite: past its capacity a launch blocks until the GPU drains it, which a latched
-/// stream never does (on an H200 with driver 580 about 900 copies fit). Calibration halves K
-/// when the latch reports that it timed out.
-pub const MAX_COPIES: u32 = 1024;
+/// stream never does (on an H200 with driver 580 about 900 copies fit; calibration halves K
+/// when the latch reports that it timed out). And deep queues measured lower for small D2H
+/// copies there: 128 KiB D2H read 29.1–29.3 GB/s with 512 copies queued, 30.0–30.2 with 256
+/// (plain CUDA with 256: 30.6–30.8), so small copies stop at 256, as nvbandwidth-style
+/// references do.
+pub const MAX_COPIES: u32 = 256;
 /// Bytes per stream the calibration repetition aims to move.
 pub const CALIBRATION_BYTES: u64 = 32 << 20;
 /// Most copies per stream in the calibration repetition.
@@ -86,8 +89,13 @@ mod tests {
             copies_per_rep(128 << 10, 26e9, 0.010, MAX_COPIES),
             MAX_COPIES
         );
+        // 4 MiB at 53 GB/s would need 316 copies for the 25 ms target: the cap wins (20 ms).
+        assert_eq!(
+            copies_per_rep(4 * MIB, 53e9, TARGET_REP_SECONDS, MAX_COPIES),
+            MAX_COPIES
+        );
         // A lowered cap (after a latch timeout) is honoured, but never below the minimum.
-        assert_eq!(copies_per_rep(128 << 10, 26e9, 0.010, 256), 256);
+        assert_eq!(copies_per_rep(128 << 10, 26e9, 0.010, 128), 128);
         assert_eq!(copies_per_rep(128 << 10, 26e9, 0.010, 0), MIN_COPIES);
     }
 
