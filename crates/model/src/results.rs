@@ -79,4 +79,7 @@ pub struct CaseResult {
     pub samples_gbps: Vec<f64>,
     /// Warm-up repetitions' throughput in GB/s (discarded from the statistics).
     pub warmup_gbps: Vec<f64>,
+    /// Wall time of the whole case (preparation, cold run, warm-up, timed repetitions), seconds.
+    #[serde(default)]
+    pub case_seconds: f64,
 }

@@ -220,6 +220,7 @@ pub fn run_case(
     options: &RunOptions,
     cancel: &AtomicBool,
 ) -> CaseOutcome {
+    let started = std::time::Instant::now();
     let mut notes = Vec::new();
     let mut contended = false;
     if let Idle::Busy(why) = backend.idle_check(case) {
@@ -320,6 +321,7 @@ pub fn run_case(
         },
         samples_gbps,
         warmup_gbps,
+        case_seconds: started.elapsed().as_secs_f64(),
     }))
 }
 
