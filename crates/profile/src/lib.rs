@@ -14,6 +14,10 @@ use std::collections::BTreeMap;
 
 mod derive;
 pub use derive::{gpu_fields, host_ram_pairs};
+mod file;
+pub use file::{
+    read_profile, read_profile_with_text, read_text_capped, ReadError, MAX_PROFILE_BYTES,
+};
 
 /// Everything one run saw and measured, with every raw sample: the JSON record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,475 @@
+//! `hwceiling compare`: two profiles side by side (baseline → candidate, per ceiling and per
+//! measurement, deltas, regressions beyond a tolerance), or a fleet of three or more (per path the
+//! median and the nodes that stray from it).
+
+use crate::keys::{self, Direction};
+use crate::tolerance::Tolerance;
+use hwc_model::Profile;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+/// One profile and the name it goes by in the tables.
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
+    pub name: &'a str,
+    pub profile: &'a Profile,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    /// A key of the `ceilings:` map.
+    Ceiling,
+    /// A `measurements[].key`; its value is the median GB/s.
+    Measurement,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Within the tolerance.
+    Within,
+    /// Better beyond the tolerance.
+    Better,
+    /// Worse beyond the tolerance.
+    Worse,
+    /// A size or count changed beyond the tolerance (no better or worse).
+    Changed,
+    /// In the baseline, not in the candidate.
+    Missing,
+    /// In the candidate only.
+    New,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub tolerance: Tolerance,
+    /// Leave the per-measurement rows out.
+    pub ceilings_only: bool,
+}
+
+/// Name the nodes: their hostnames when every profile has one and they differ, else the file
+/// names given.
+pub fn node_names(files: &[(String, &Profile)]) -> Vec<String> {
+    let hosts: Vec<Option<&str>> = files
+        .iter()
+        .map(|(_, p)| {
+            p.platform
+                .hostname
+                .as_deref()
+                .or(p.provenance.hostname.as_deref())
+        })
+        .collect();
+    let distinct: BTreeSet<&str> = hosts.iter().flatten().copied().collect();
+    if hosts.iter().all(Option::is_some) && distinct.len() == files.len() {
+        hosts.into_iter().flatten().map(str::to_string).collect()
+    } else {
+        files.iter().map(|(f, _)| f.clone()).collect()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Value {
+    v: f64,
+    contended: bool,
+}
+
+/// Every comparable value of a profile: its ceilings and its measurements' medians.
+fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
+    let mut out: BTreeMap<(Section, String), Value> = p
+        .ceilings
+        .iter()
+        .map(|(k, &v)| {
+            (
+                (Section::Ceiling, k.clone()),
+                Value {
+                    v,
+                    contended: false,
+                },
+            )
+        })
+        .collect();
+    if !opts.ceilings_only {
+        for m in &p.measurements {
+            out.insert(
+                (Section::Measurement, m.key.clone()),
+                Value {
+                    v: m.gbps.median,
+                    contended: m.contended,
+                },
+            );
+        }
+    }
+    out
+}
+
+fn direction(section: Section, key: &str) -> Direction {
+    match section {
+        Section::Ceiling => keys::direction(key),
+        Section::Measurement => Direction::HigherIsBetter,
+    }
+}
+
+/// Relative change from `reference` to `v` (0 when both are 0).
+fn relative(reference: f64, v: f64) -> f64 {
+    if reference == v {
+        0.0
+    } else if reference == 0.0 {
+        f64::INFINITY.copysign(v)
+    } else {
+        (v - reference) / reference.abs()
+    }
+}
+
+fn judge(dir: Direction, rel: f64, tol: Tolerance) -> Verdict {
+    let t = tol.fraction();
+    // A hair of slack so that exactly-at-tolerance deltas (5.0 % of a binary fraction) pass.
+    let beyond = |x: f64| x > t + 1e-9;
+    match dir {
+        Direction::HigherIsBetter if beyond(-rel) => Verdict::Worse,
+        Direction::HigherIsBetter if beyond(rel) => Verdict::Better,
+        Direction::LowerIsBetter if beyond(rel) => Verdict::Worse,
+        Direction::LowerIsBetter if beyond(-rel) => Verdict::Better,
+        Direction::Neutral if beyond(rel.abs()) => Verdict::Changed,
+        _ => Verdict::Within,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairRow {
+    pub section: Section,
+    pub key: String,
+    pub baseline: Option<f64>,
+    pub candidate: Option<f64>,
+    /// candidate − baseline.
+    pub delta: Option<f64>,
+    /// (candidate − baseline) / |baseline| × 100.
+    pub delta_pct: Option<f64>,
+    pub verdict: Verdict,
+    /// A worse value, or a ceiling the candidate lost.
+    pub regression: bool,
+    /// Either side was measured while its device was busy.
+    pub contended: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairReport {
+    pub baseline: String,
+    pub candidate: String,
+    pub tolerance_pct: f64,
+    pub rows: Vec<PairRow>,
+    pub regressions: usize,
+}
+
+/// Baseline → candidate.
+pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairReport {
+    let a = values(baseline.profile, opts);
+    let b = values(candidate.profile, opts);
+    let keys: BTreeSet<&(Section, String)> = a.keys().chain(b.keys()).collect();
+    let rows: Vec<PairRow> = keys
+        .into_iter()
+        .map(|k| {
+            let (section, key) = k;
+            let (va, vb) = (a.get(k), b.get(k));
+            let (delta, delta_pct, verdict) = match (va, vb) {
+                (Some(x), Some(y)) => {
+                    let rel = relative(x.v, y.v);
+                    (
+                        Some(y.v - x.v),
+                        rel.is_finite().then_some(rel * 100.0),
+                        judge(direction(*section, key), rel, opts.tolerance),
+                    )
+                }
+                (Some(_), None) => (None, None, Verdict::Missing),
+                _ => (None, None, Verdict::New),
+            };
+            PairRow {
+                section: *section,
+                key: key.clone(),
+                baseline: va.map(|x| x.v),
+                candidate: vb.map(|x| x.v),
+                delta,
+                delta_pct,
+                verdict,
+                regression: verdict == Verdict::Worse
+                    || (verdict == Verdict::Missing && *section == Section::Ceiling),
+                contended: va.is_some_and(|x| x.contended) || vb.is_some_and(|x| x.contended),
+            }
+        })
+        .collect();
+    PairReport {
+        baseline: baseline.name.to_string(),
+        candidate: candidate.name.to_string(),
+        tolerance_pct: opts.tolerance.fraction() * 100.0,
+        regressions: rows.iter().filter(|r| r.regression).count(),
+        rows,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutlierKind {
+    /// Worse than the fleet median beyond the tolerance.
+    Worse,
+    /// Better than the median beyond the tolerance (a node to look at: a different part, or a
+    /// measurement bug).
+    Better,
+    /// A size or count that differs from the median beyond the tolerance.
+    Differs,
+    /// Most nodes have this path; this one does not.
+    Missing,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outlier {
+    pub node: String,
+    pub kind: OutlierKind,
+    pub value: Option<f64>,
+    /// (value − median) / |median| × 100.
+    pub delta_pct: Option<f64>,
+    pub regression: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetRow {
+    pub section: Section,
+    pub key: String,
+    /// Nodes that have this path.
+    pub n: usize,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub outliers: Vec<Outlier>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetReport {
+    pub nodes: Vec<String>,
+    pub tolerance_pct: f64,
+    pub rows: Vec<FleetRow>,
+    /// Outliers that count as regressions (worse, or a ceiling missing on one node).
+    pub regressions: usize,
+}
+
+/// The median of a non-empty slice.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Three or more profiles: per path the median, and the nodes beyond the tolerance from it.
+pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
+    let per_node: Vec<BTreeMap<(Section, String), Value>> =
+        nodes.iter().map(|n| values(n.profile, opts)).collect();
+    let keys: BTreeSet<&(Section, String)> = per_node.iter().flat_map(|m| m.keys()).collect();
+    let mut rows = Vec::new();
+    for k in keys {
+        let (section, key) = k;
+        let present: Vec<f64> = per_node
+            .iter()
+            .filter_map(|m| m.get(k).map(|x| x.v))
+            .collect();
+        let med = median(&present);
+        let dir = direction(*section, key);
+        let mut outliers = Vec::new();
+        for (node, m) in nodes.iter().zip(&per_node) {
+            match m.get(k) {
+                Some(x) if present.len() >= 2 => {
+                    let rel = relative(med, x.v);
+                    let kind = match judge(dir, rel, opts.tolerance) {
+                        Verdict::Worse => OutlierKind::Worse,
+                        Verdict::Better => OutlierKind::Better,
+                        Verdict::Changed => OutlierKind::Differs,
+                        _ => continue,
+                    };
+                    outliers.push(Outlier {
+                        node: node.name.to_string(),
+                        kind,
+                        value: Some(x.v),
+                        delta_pct: rel.is_finite().then_some(rel * 100.0),
+                        regression: kind == OutlierKind::Worse,
+                    });
+                }
+                None if present.len() * 2 > nodes.len() => outliers.push(Outlier {
+                    node: node.name.to_string(),
+                    kind: OutlierKind::Missing,
+                    value: None,
+                    delta_pct: None,
+                    regression: *section == Section::Ceiling,
+                }),
+                _ => {}
+            }
+        }
+        rows.push(FleetRow {
+            section: *section,
+            key: key.clone(),
+            n: present.len(),
+            median: med,
+            min: present.iter().copied().fold(f64::INFINITY, f64::min),
+            max: present.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            outliers,
+        });
+    }
+    FleetReport {
+        nodes: nodes.iter().map(|n| n.name.to_string()).collect(),
+        tolerance_pct: opts.tolerance.fraction() * 100.0,
+        regressions: rows
+            .iter()
+            .flat_map(|r| &r.outliers)
+            .filter(|o| o.regression)
+            .count(),
+        rows,
+    }
+}
+
+fn num(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "—".into())
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:+.1}%")).unwrap_or_default()
+}
+
+fn section_title(s: Section) -> &'static str {
+    match s {
+        Section::Ceiling => "ceiling",
+        Section::Measurement => "measurement (median GB/s)",
+    }
+}
+
+fn verdict_label(r: &PairRow) -> String {
+    let v = match r.verdict {
+        Verdict::Within => "ok",
+        Verdict::Better => "better",
+        Verdict::Worse => "REGRESSION",
+        Verdict::Changed => "changed",
+        Verdict::Missing if r.regression => "MISSING",
+        Verdict::Missing => "missing",
+        Verdict::New => "new",
+    };
+    if r.contended {
+        format!("{v} (contended)")
+    } else {
+        v.to_string()
+    }
+}
+
+/// The baseline → candidate table.
+pub fn render_pair(r: &PairReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "baseline   {}", r.baseline);
+    let _ = writeln!(s, "candidate  {}", r.candidate);
+    let _ = writeln!(s, "tolerance  {}%", r.tolerance_pct);
+    let width = r
+        .rows
+        .iter()
+        .map(|x| x.key.len())
+        .max()
+        .unwrap_or(0)
+        .max(26);
+    let mut last = None;
+    for row in &r.rows {
+        if last != Some(row.section) {
+            let _ = writeln!(
+                s,
+                "\n{:<width$} {:>10} {:>10} {:>10} {:>8}  verdict",
+                section_title(row.section),
+                "baseline",
+                "candidate",
+                "delta",
+                "delta%"
+            );
+            last = Some(row.section);
+        }
+        let _ = writeln!(
+            s,
+            "{:<width$} {:>10} {:>10} {:>10} {:>8}  {}",
+            row.key,
+            num(row.baseline),
+            num(row.candidate),
+            row.delta.map(|d| format!("{d:+.2}")).unwrap_or_default(),
+            pct(row.delta_pct),
+            verdict_label(row)
+        );
+    }
+    let _ = write!(s, "\n{}", summary(r.regressions));
+    s
+}
+
+fn summary(regressions: usize) -> String {
+    if regressions == 0 {
+        "no regression\n".to_string()
+    } else {
+        format!("{regressions} regression(s)\n")
+    }
+}
+
+fn outlier_label(o: &Outlier) -> String {
+    let kind = match o.kind {
+        OutlierKind::Worse => "WORSE",
+        OutlierKind::Better => "better",
+        OutlierKind::Differs => "differs",
+        OutlierKind::Missing => {
+            return format!(
+                "{} {}",
+                o.node,
+                if o.regression { "MISSING" } else { "missing" }
+            )
+        }
+    };
+    format!("{} {} {} {}", o.node, num(o.value), pct(o.delta_pct), kind)
+}
+
+/// The fleet table: per path n, median, min, max and the outliers.
+pub fn render_fleet(r: &FleetReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "fleet      {} nodes: {}",
+        r.nodes.len(),
+        r.nodes.join(", ")
+    );
+    let _ = writeln!(s, "tolerance  {}% from the median", r.tolerance_pct);
+    let width = r
+        .rows
+        .iter()
+        .map(|x| x.key.len())
+        .max()
+        .unwrap_or(0)
+        .max(26);
+    let mut last = None;
+    for row in &r.rows {
+        if last != Some(row.section) {
+            let _ = writeln!(
+                s,
+                "\n{:<width$} {:>5} {:>10} {:>10} {:>10}  outliers",
+                section_title(row.section),
+                "n",
+                "median",
+                "min",
+                "max"
+            );
+            last = Some(row.section);
+        }
+        let outliers: Vec<String> = row.outliers.iter().map(outlier_label).collect();
+        let _ = writeln!(
+            s,
+            "{:<width$} {:>5} {:>10.2} {:>10.2} {:>10.2}  {}",
+            row.key,
+            format!("{}/{}", row.n, r.nodes.len()),
+            row.median,
+            row.min,
+            row.max,
+            outliers.join("; ")
+        );
+    }
+    let _ = write!(s, "\n{}", summary(r.regressions));
+    s
+}

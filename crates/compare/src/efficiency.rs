@@ -1,0 +1,148 @@
+//! `efficiency = measured / ceiling[path]`: the evaluator's one formula, with the checks that make
+//! its answer trustworthy (a known bandwidth ceiling, a finite non-negative measurement).
+
+use crate::keys;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Efficiency {
+    /// The ceiling key.
+    pub path: String,
+    pub measured_gbps: f64,
+    pub ceiling_gbps: f64,
+    /// measured / ceiling.
+    pub efficiency: f64,
+    /// Present when the answer needs a caveat (a measurement above its ceiling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EfficiencyError {
+    #[error("unknown ceiling `{path}` (known: {})", if known.is_empty() { "none: the profile has no bandwidth ceilings".to_string() } else { known.join(", ") })]
+    UnknownPath { path: String, known: Vec<String> },
+    #[error("`{path}` is not a bandwidth ceiling (a penalty, size or count): efficiency needs a GB/s ceiling")]
+    NotBandwidth { path: String },
+    #[error("measured_gbps `{0}` is not a finite, non-negative number of GB/s")]
+    BadMeasured(String),
+    #[error(
+        "ceiling `{path}` is {value}, which cannot divide a measurement: the profile is damaged"
+    )]
+    UnusableCeiling { path: String, value: f64 },
+}
+
+/// Parse a measured figure in GB/s: finite and ≥ 0.
+pub fn parse_measured(s: &str) -> Result<f64, EfficiencyError> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| EfficiencyError::BadMeasured(s.to_string()))
+}
+
+/// The bandwidth ceilings of a `ceilings:` map, the keys an evaluator may ask for.
+pub fn bandwidth_keys(ceilings: &BTreeMap<String, f64>) -> Vec<String> {
+    ceilings
+        .keys()
+        .filter(|k| keys::is_bandwidth_ceiling(k))
+        .cloned()
+        .collect()
+}
+
+pub fn efficiency(
+    ceilings: &BTreeMap<String, f64>,
+    path: &str,
+    measured_gbps: f64,
+) -> Result<Efficiency, EfficiencyError> {
+    if !(measured_gbps.is_finite() && measured_gbps >= 0.0) {
+        return Err(EfficiencyError::BadMeasured(measured_gbps.to_string()));
+    }
+    let Some(&ceiling) = ceilings.get(path) else {
+        return Err(EfficiencyError::UnknownPath {
+            path: path.to_string(),
+            known: bandwidth_keys(ceilings),
+        });
+    };
+    if !keys::is_bandwidth_ceiling(path) {
+        return Err(EfficiencyError::NotBandwidth {
+            path: path.to_string(),
+        });
+    }
+    if !(ceiling.is_finite() && ceiling > 0.0) {
+        return Err(EfficiencyError::UnusableCeiling {
+            path: path.to_string(),
+            value: ceiling,
+        });
+    }
+    let ratio = measured_gbps / ceiling;
+    Ok(Efficiency {
+        path: path.to_string(),
+        measured_gbps,
+        ceiling_gbps: ceiling,
+        efficiency: ratio,
+        note: (ratio > 1.0).then(|| {
+            "the measurement exceeds the ceiling: the profile is stale, or the two count bytes differently".to_string()
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ceilings() -> BTreeMap<String, f64> {
+        [
+            ("warm_gpu0_peak_gbps", 55.0),
+            ("warm_gpu0_cross_numa_penalty_gbps", 3.0),
+            ("nvme_optimal_read_chunk_bytes", 1048576.0),
+            ("broken_gbps", 0.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
+    #[test]
+    fn ratio_of_measured_to_ceiling() {
+        let e = efficiency(&ceilings(), "warm_gpu0_peak_gbps", 44.0).unwrap();
+        assert!((e.efficiency - 0.8).abs() < 1e-12);
+        assert_eq!(e.ceiling_gbps, 55.0);
+        assert!(e.note.is_none());
+        let over = efficiency(&ceilings(), "warm_gpu0_peak_gbps", 60.0).unwrap();
+        assert!(over.note.unwrap().contains("exceeds"));
+        assert_eq!(
+            efficiency(&ceilings(), "warm_gpu0_peak_gbps", 0.0)
+                .unwrap()
+                .efficiency,
+            0.0
+        );
+    }
+
+    #[test]
+    fn unknown_unusable_and_bad_inputs_are_refused() {
+        match efficiency(&ceilings(), "warm_gpu9_gbps", 1.0) {
+            Err(EfficiencyError::UnknownPath { known, .. }) => {
+                assert_eq!(known, vec!["broken_gbps", "warm_gpu0_peak_gbps"])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            efficiency(&ceilings(), "warm_gpu0_cross_numa_penalty_gbps", 1.0),
+            Err(EfficiencyError::NotBandwidth { .. })
+        ));
+        assert!(matches!(
+            efficiency(&ceilings(), "broken_gbps", 1.0),
+            Err(EfficiencyError::UnusableCeiling { .. })
+        ));
+        for bad in ["-1", "NaN", "inf", "", "1e999", "abc", "0x10"] {
+            assert!(parse_measured(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_measured(" 12.5 ").unwrap(), 12.5);
+        assert!(efficiency(&ceilings(), "warm_gpu0_peak_gbps", f64::NAN).is_err());
+        let e = efficiency(&BTreeMap::new(), "x", 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no bandwidth ceilings"), "{e}");
+    }
+}

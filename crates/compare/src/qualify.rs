@@ -1,0 +1,615 @@
+//! `hwceiling qualify`: a node bring-up gate. A spec (YAML, see `docs/qualify-spec.md`) names
+//! paths with floors — absolute GB/s, a percentage of the PCIe link's theoretical bandwidth, or a
+//! percentage of a baseline profile — and PCIe link checks (generation and width at their
+//! maximum, or at least a given value). Every rule and every matched link is one pass/fail check.
+
+use crate::keys;
+use hwc_model::topology::LinkTheory;
+use hwc_model::Profile;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+use std::fmt::{self, Write};
+
+/// The spec format version this build reads.
+pub const SPEC_VERSION: u32 = 1;
+
+/// The largest spec file accepted.
+pub const MAX_SPEC_BYTES: u64 = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub spec_version: u32,
+    /// Names the JUnit test suite.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A baseline profile for `min_pct_of_baseline`, relative to the spec file.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    #[serde(default)]
+    pub links: Vec<LinkRule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// A ceiling key or a measurement key.
+    pub path: String,
+    #[serde(default)]
+    pub min_gbps: Option<f64>,
+    #[serde(default)]
+    pub min_pct_of_link: Option<f64>,
+    /// The device whose link `min_pct_of_link` refers to (default: the `gpuN`/`nvmeN` in the
+    /// path, or the measurement's GPU).
+    #[serde(default)]
+    pub link: Option<String>,
+    #[serde(default)]
+    pub min_pct_of_baseline: Option<f64>,
+    /// When false, a path absent from the profile is skipped instead of failed.
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkRule {
+    /// A device name of `topology.links` (`gpu0`, `nvme1`), `*` matching any run of characters.
+    pub device: String,
+    #[serde(default)]
+    pub gen: Option<LinkTarget>,
+    #[serde(default)]
+    pub width: Option<LinkTarget>,
+    /// When false, a pattern that matches no link is skipped instead of failed.
+    #[serde(default = "yes")]
+    pub required: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `max` (equal to the device's maximum) or a number (at least this).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkTarget {
+    Max,
+    AtLeast(u32),
+}
+
+impl<'de> Deserialize<'de> for LinkTarget {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LinkTarget;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("`max` or a positive whole number")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<LinkTarget, E> {
+                match s {
+                    "max" => Ok(LinkTarget::Max),
+                    _ => Err(E::invalid_value(de::Unexpected::Str(s), &self)),
+                }
+            }
+            fn visit_u64<E: de::Error>(self, n: u64) -> Result<LinkTarget, E> {
+                u32::try_from(n)
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .map(LinkTarget::AtLeast)
+                    .ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(n), &self))
+            }
+            fn visit_i64<E: de::Error>(self, n: i64) -> Result<LinkTarget, E> {
+                match u64::try_from(n) {
+                    Ok(n) => self.visit_u64(n),
+                    Err(_) => Err(E::invalid_value(de::Unexpected::Signed(n), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("not a valid qualify spec: {0}")]
+    Yaml(String),
+    #[error("qualify spec_version {found} is not {SPEC_VERSION}, the one this hwceiling reads")]
+    Version { found: u32 },
+    #[error("qualify spec rule {index} (`{path}`): {problem}")]
+    Rule {
+        index: usize,
+        path: String,
+        problem: String,
+    },
+    #[error("qualify spec link check {index} (`{device}`): {problem}")]
+    Link {
+        index: usize,
+        device: String,
+        problem: String,
+    },
+    #[error("the spec has no rules and no link checks: it would pass any node")]
+    Empty,
+    #[error("{0} rule(s) use min_pct_of_baseline but no baseline profile was given (spec `baseline:` or --baseline)")]
+    NoBaseline(usize),
+}
+
+/// Parse and check a spec.
+pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
+    let spec: Spec = serde_saphyr::from_str(text).map_err(|e| {
+        let msg = e.to_string();
+        let first = msg.lines().next().unwrap_or(&msg);
+        SpecError::Yaml(first.trim_start_matches("error: ").to_string())
+    })?;
+    if spec.spec_version != SPEC_VERSION {
+        return Err(SpecError::Version {
+            found: spec.spec_version,
+        });
+    }
+    if spec.rules.is_empty() && spec.links.is_empty() {
+        return Err(SpecError::Empty);
+    }
+    for (i, r) in spec.rules.iter().enumerate() {
+        let problem = |p: &str| SpecError::Rule {
+            index: i + 1,
+            path: r.path.clone(),
+            problem: p.to_string(),
+        };
+        let floors = [r.min_gbps, r.min_pct_of_link, r.min_pct_of_baseline];
+        match floors.iter().flatten().count() {
+            1 => {}
+            0 => {
+                return Err(problem(
+                    "give one floor: min_gbps, min_pct_of_link or min_pct_of_baseline",
+                ))
+            }
+            _ => {
+                return Err(problem(
+                    "give only one floor per rule (write two rules for two floors)",
+                ))
+            }
+        }
+        if floors
+            .iter()
+            .flatten()
+            .any(|v| !(v.is_finite() && *v >= 0.0))
+        {
+            return Err(problem("the floor must be a finite, non-negative number"));
+        }
+        if r.path.trim().is_empty() {
+            return Err(problem("the path is empty"));
+        }
+        if r.link.is_some() && r.min_pct_of_link.is_none() {
+            return Err(problem("`link` only goes with min_pct_of_link"));
+        }
+    }
+    for (i, l) in spec.links.iter().enumerate() {
+        if l.gen.is_none() && l.width.is_none() {
+            return Err(SpecError::Link {
+                index: i + 1,
+                device: l.device.clone(),
+                problem: "give gen, width or both (`max` or a minimum)".into(),
+            });
+        }
+    }
+    Ok(spec)
+}
+
+impl Spec {
+    /// How many rules need a baseline profile.
+    pub fn baseline_rules(&self) -> usize {
+        self.rules
+            .iter()
+            .filter(|r| r.min_pct_of_baseline.is_some())
+            .count()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    Rule,
+    Link,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    pub group: Group,
+    pub name: String,
+    pub outcome: Outcome,
+    /// The profile's value (GB/s for rules).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// The floor it was held to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor: Option<f64>,
+    /// Why, in words.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QualifyReport {
+    pub spec: String,
+    pub profile: String,
+    pub hostname: Option<String>,
+    /// The profile's `provenance.finished_at`.
+    pub measured_at: String,
+    pub checks: Vec<Check>,
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+impl QualifyReport {
+    pub fn ok(&self) -> bool {
+        self.failed == 0
+    }
+}
+
+/// A value the profile holds under `path`: a ceiling, else a measurement's median.
+struct Found {
+    value: f64,
+    what: &'static str,
+    contended: bool,
+    gpu: Option<String>,
+}
+
+fn find(p: &Profile, path: &str) -> Option<Found> {
+    if let Some(&v) = p.ceilings.get(path) {
+        return Some(Found {
+            value: v,
+            what: "ceiling",
+            contended: false,
+            gpu: None,
+        });
+    }
+    p.measurement(path).map(|m| Found {
+        value: m.gbps.median,
+        what: "measurement median",
+        contended: m.contended,
+        gpu: m.params.gpu.clone(),
+    })
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, rest)) => {
+            let Some(tail) = name.strip_prefix(head) else {
+                return false;
+            };
+            (0..=tail.len())
+                .filter(|&i| tail.is_char_boundary(i))
+                .any(|i| glob(rest, &tail[i..]))
+        }
+    }
+}
+
+fn fmt_gbps(v: f64) -> String {
+    format!("{v:.2} GB/s")
+}
+
+fn link_basis(l: &LinkTheory) -> (f64, String) {
+    match (l.max_theoretical_gbps, l.max_gen, l.max_width) {
+        (Some(t), Some(g), Some(w)) => (t, format!("Gen{g} x{w}")),
+        (Some(t), _, _) => (t, "its maximum".to_string()),
+        _ => (
+            l.theoretical_gbps,
+            format!(
+                "Gen{} x{} (maximum unknown: the current link)",
+                l.gen, l.width
+            ),
+        ),
+    }
+}
+
+fn rule_name(r: &Rule) -> String {
+    if let Some(n) = &r.name {
+        return n.clone();
+    }
+    let floor = match (r.min_gbps, r.min_pct_of_link, r.min_pct_of_baseline) {
+        (Some(g), _, _) => format!("{g} GB/s"),
+        (_, Some(p), _) => format!(
+            "{p}% of the {} link",
+            r.link.clone().unwrap_or_else(|| "device's".into())
+        ),
+        (_, _, Some(p)) => format!("{p}% of baseline"),
+        _ => String::new(),
+    };
+    format!("{} >= {floor}", r.path)
+}
+
+fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
+    let name = rule_name(r);
+    let check = |outcome, value, floor, detail: String| Check {
+        group: Group::Rule,
+        name: name.clone(),
+        outcome,
+        value,
+        floor,
+        detail,
+    };
+    let Some(found) = find(p, &r.path) else {
+        let detail = format!(
+            "`{}` is not among the profile's ceilings or measurements (see its `waived` list)",
+            r.path
+        );
+        return if r.required {
+            check(Outcome::Fail, None, None, detail)
+        } else {
+            check(Outcome::Skip, None, None, format!("{detail}; not required"))
+        };
+    };
+    let (floor, basis) = if let Some(g) = r.min_gbps {
+        (g, format!("the floor {}", fmt_gbps(g)))
+    } else if let Some(pct) = r.min_pct_of_link {
+        let device = r
+            .link
+            .clone()
+            .or_else(|| keys::gpu_of(&r.path))
+            .or(found.gpu.clone())
+            .or_else(|| keys::drive_of(&r.path));
+        let Some(device) = device else {
+            return check(
+                Outcome::Fail,
+                Some(found.value),
+                None,
+                format!("no device in `{}`: name the link with `link:`", r.path),
+            );
+        };
+        let Some(link) = p.topology.links.iter().find(|l| l.device == device) else {
+            return check(
+                Outcome::Fail,
+                Some(found.value),
+                None,
+                format!("the profile records no PCIe link for `{device}`"),
+            );
+        };
+        let (theory, label) = link_basis(link);
+        let floor = pct / 100.0 * theory;
+        (
+            floor,
+            format!(
+                "{pct}% of {device}'s {label} theoretical {} = {}",
+                fmt_gbps(theory),
+                fmt_gbps(floor)
+            ),
+        )
+    } else if let Some(pct) = r.min_pct_of_baseline {
+        let Some(base) = baseline.and_then(|b| find(b, &r.path)) else {
+            return check(
+                Outcome::Fail,
+                Some(found.value),
+                None,
+                format!("the baseline profile has no `{}`", r.path),
+            );
+        };
+        let floor = pct / 100.0 * base.value;
+        (
+            floor,
+            format!(
+                "{pct}% of the baseline's {} = {}",
+                fmt_gbps(base.value),
+                fmt_gbps(floor)
+            ),
+        )
+    } else {
+        return check(
+            Outcome::Fail,
+            Some(found.value),
+            None,
+            "the rule gives no floor".into(),
+        );
+    };
+    let pass = found.value >= floor;
+    let mut detail = format!(
+        "{} {} {} {basis}",
+        found.what,
+        fmt_gbps(found.value),
+        if pass { ">=" } else { "<" }
+    );
+    if found.contended {
+        detail.push_str(" (measured while the device was busy: a lower bound; rerun idle)");
+    }
+    check(
+        if pass { Outcome::Pass } else { Outcome::Fail },
+        Some(found.value),
+        Some(floor),
+        detail,
+    )
+}
+
+/// `gen5 x16`, as the GPU backend records the link under load in `provenance.environment`.
+fn parse_link_label(s: &str) -> (Option<u32>, Option<u32>) {
+    let mut gen = None;
+    let mut width = None;
+    for t in s.split_whitespace() {
+        if let Some(g) = t.strip_prefix("gen") {
+            gen = g.parse().ok();
+        } else if let Some(w) = t.strip_prefix('x') {
+            width = w.parse().ok();
+        }
+    }
+    (gen, width)
+}
+
+fn check_target(
+    what: &str,
+    current: u32,
+    max: Option<u32>,
+    target: LinkTarget,
+) -> Result<String, String> {
+    match target {
+        LinkTarget::Max => match max {
+            Some(m) if current == m => Ok(format!("{what} {current} = max")),
+            Some(m) => Err(format!("{what} {current}, its maximum is {m}")),
+            None => Err(format!(
+                "{what} {current}, maximum unknown: cannot confirm `max`"
+            )),
+        },
+        LinkTarget::AtLeast(n) if current >= n => Ok(format!("{what} {current} >= {n}")),
+        LinkTarget::AtLeast(n) => Err(format!("{what} {current} < {n}")),
+    }
+}
+
+fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
+    // Idle GPUs downtrain their links; prefer what the backend read under load.
+    let under_load = p
+        .provenance
+        .environment
+        .get(&format!("{}.pcie_link_load", l.device))
+        .map(|s| parse_link_label(s));
+    let (gen, width, source) = match under_load {
+        Some((Some(g), Some(w))) => (g, w, "read under load"),
+        _ => (l.gen, l.width, "at detection"),
+    };
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for (what, current, max, target) in [
+        ("gen", gen, l.max_gen, rule.gen),
+        ("width", width, l.max_width, rule.width),
+    ] {
+        if let Some(t) = target {
+            match check_target(what, current, max, t) {
+                Ok(m) => ok.push(m),
+                Err(m) => bad.push(m),
+            }
+        }
+    }
+    let pass = bad.is_empty();
+    Check {
+        group: Group::Link,
+        name: format!("{} link ({})", l.device, l.bdf),
+        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
+        value: None,
+        floor: None,
+        detail: format!(
+            "Gen{gen} x{width} {source}: {}",
+            bad.iter()
+                .chain(&ok)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Run every check of `spec` against `profile`. `baseline` is needed when a rule uses
+/// `min_pct_of_baseline`.
+pub fn qualify(
+    spec: &Spec,
+    spec_name: &str,
+    profile: &Profile,
+    profile_name: &str,
+    baseline: Option<&Profile>,
+) -> Result<QualifyReport, SpecError> {
+    let needs = spec.baseline_rules();
+    if needs > 0 && baseline.is_none() {
+        return Err(SpecError::NoBaseline(needs));
+    }
+    let mut checks: Vec<Check> = spec
+        .rules
+        .iter()
+        .map(|r| check_rule(profile, baseline, r))
+        .collect();
+    for rule in &spec.links {
+        let matched: Vec<&LinkTheory> = profile
+            .topology
+            .links
+            .iter()
+            .filter(|l| glob(&rule.device, &l.device))
+            .collect();
+        if matched.is_empty() {
+            let devices: Vec<&str> = profile
+                .topology
+                .links
+                .iter()
+                .map(|l| l.device.as_str())
+                .collect();
+            checks.push(Check {
+                group: Group::Link,
+                name: format!("{} link", rule.device),
+                outcome: if rule.required {
+                    Outcome::Fail
+                } else {
+                    Outcome::Skip
+                },
+                value: None,
+                floor: None,
+                detail: format!(
+                    "no link in the profile matches `{}` (links: {})",
+                    rule.device,
+                    if devices.is_empty() {
+                        "none".to_string()
+                    } else {
+                        devices.join(", ")
+                    }
+                ),
+            });
+        }
+        checks.extend(matched.into_iter().map(|l| check_link(profile, rule, l)));
+    }
+    let count = |o: Outcome| checks.iter().filter(|c| c.outcome == o).count();
+    Ok(QualifyReport {
+        spec: spec.name.clone().unwrap_or_else(|| spec_name.to_string()),
+        profile: profile_name.to_string(),
+        hostname: profile
+            .platform
+            .hostname
+            .clone()
+            .or(profile.provenance.hostname.clone()),
+        measured_at: profile.provenance.finished_at.clone(),
+        passed: count(Outcome::Pass),
+        failed: count(Outcome::Fail),
+        skipped: count(Outcome::Skip),
+        checks,
+    })
+}
+
+/// The pass/fail table.
+pub fn render(r: &QualifyReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "spec     {}", r.spec);
+    let _ = writeln!(
+        s,
+        "profile  {} ({}, measured {})",
+        r.profile,
+        r.hostname.as_deref().unwrap_or("unknown host"),
+        r.measured_at
+    );
+    let width = r
+        .checks
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0)
+        .max(20);
+    let _ = writeln!(s);
+    for c in &r.checks {
+        let tag = match c.outcome {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Skip => "SKIP",
+        };
+        let _ = writeln!(s, "{tag}  {:<width$}  {}", c.name, c.detail);
+    }
+    let _ = writeln!(
+        s,
+        "\n{}: {} passed, {} failed, {} skipped",
+        if r.ok() { "QUALIFIED" } else { "NOT QUALIFIED" },
+        r.passed,
+        r.failed,
+        r.skipped
+    );
+    s
+}

@@ -1,0 +1,64 @@
+//! Profiles built in memory for the tests.
+// Each test binary uses a part of these helpers.
+#![allow(dead_code)]
+
+use hwc_model::topology::LinkTheory;
+use hwc_model::{Measurement, Plan, Profile, Provenance, Topology};
+
+pub fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
+    let mut topo = Topology::default();
+    topo.platform.hostname = Some(host.to_string());
+    let mut p = hwc_profile::build(
+        &topo,
+        &Plan::default(),
+        &[],
+        &[],
+        &[],
+        Provenance {
+            tool: "hwceiling".into(),
+            version: "0.1.0".into(),
+            git_revision: "abc".into(),
+            started_at: "2026-11-29T19:00:00+00:00".into(),
+            finished_at: "2026-11-29T19:05:00+00:00".into(),
+            date: "2026-11-29".into(),
+            command_line: "hwceiling profile".into(),
+            ..Provenance::default()
+        },
+    );
+    p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    p
+}
+
+pub fn with_measurement(mut p: Profile, key: &str, median: f64, contended: bool) -> Profile {
+    // Through serde, so that optional fields added to the model later need no change here.
+    let m: Measurement = serde_json::from_value(serde_json::json!({
+        "key": key,
+        "path": "h2d",
+        "params": { "gpu": "gpu0" },
+        "bytes_per_rep": 1u64 << 20,
+        "gbps": { "median": median, "min": median, "max": median, "spread_pct": 0.0, "n": 10 },
+        "warmup": 3,
+        "contended": contended,
+    }))
+    .unwrap();
+    p.measurements.push(m);
+    p
+}
+
+pub fn with_link(mut p: Profile, device: &str, cur: (u32, u32), max: (u32, u32)) -> Profile {
+    let theory = |gen: u32, width: u32| {
+        hwc_model::pcie_theoretical_gbps(hwc_model::pcie_speed_of_gen(gen).unwrap(), width)
+    };
+    p.topology.links.push(LinkTheory {
+        device: device.into(),
+        bdf: format!("0000:{:02x}:00.0", p.topology.links.len() + 1),
+        gen: cur.0,
+        width: cur.1,
+        max_gen: Some(max.0),
+        max_width: Some(max.1),
+        theoretical_gbps: theory(cur.0, cur.1),
+        max_theoretical_gbps: Some(theory(max.0, max.1)),
+        degraded: cur != max,
+    });
+    p
+}

@@ -1,0 +1,253 @@
+//! `compare`: pair deltas and regressions, fleet medians and outliers.
+
+mod common;
+use common::{profile, with_measurement};
+use hwc_compare::compare::{
+    compare_fleet, compare_pair, median, node_names, render_fleet, render_pair, Node, Options,
+    OutlierKind, Section, Verdict,
+};
+use hwc_compare::Tolerance;
+
+fn opts(tol: &str) -> Options {
+    Options {
+        tolerance: tol.parse().unwrap(),
+        ceilings_only: false,
+    }
+}
+
+#[test]
+fn pair_flags_drops_beyond_tolerance_and_lost_ceilings() {
+    let a = profile(
+        "a",
+        &[
+            ("warm_gpu0_gbps", 53.4),
+            ("warm_gpu0_peak_gbps", 55.6),
+            ("host_ram_same_numa_gbps", 34.0),
+            ("warm_gpu0_cross_numa_penalty_gbps", 3.0),
+            ("nvme_optimal_read_chunk_bytes", 1048576.0),
+        ],
+    );
+    let b = profile(
+        "b",
+        &[
+            ("warm_gpu0_gbps", 50.0),                    // −6.4 %: regression at 5 %
+            ("warm_gpu0_peak_gbps", 55.0),               // −1.1 %: within
+            ("warm_gpu0_cross_numa_penalty_gbps", 2.0),  // penalty fell: better
+            ("nvme_optimal_read_chunk_bytes", 524288.0), // size: changed, never a regression
+            ("gpu0_d2h_peak_gbps", 55.3),                // new
+        ],
+    );
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &opts("5%"),
+    );
+    let row = |k: &str| r.rows.iter().find(|x| x.key == k).unwrap();
+    assert_eq!(row("warm_gpu0_gbps").verdict, Verdict::Worse);
+    assert!(row("warm_gpu0_gbps").regression);
+    assert!((row("warm_gpu0_gbps").delta_pct.unwrap() + 6.367).abs() < 0.01);
+    assert_eq!(row("warm_gpu0_peak_gbps").verdict, Verdict::Within);
+    assert_eq!(
+        row("warm_gpu0_cross_numa_penalty_gbps").verdict,
+        Verdict::Better
+    );
+    assert_eq!(
+        row("nvme_optimal_read_chunk_bytes").verdict,
+        Verdict::Changed
+    );
+    assert!(!row("nvme_optimal_read_chunk_bytes").regression);
+    assert_eq!(row("host_ram_same_numa_gbps").verdict, Verdict::Missing);
+    assert!(row("host_ram_same_numa_gbps").regression, "a lost ceiling");
+    assert_eq!(row("gpu0_d2h_peak_gbps").verdict, Verdict::New);
+    assert_eq!(r.regressions, 2);
+    let text = render_pair(&r);
+    assert!(
+        text.contains("REGRESSION") && text.contains("MISSING"),
+        "{text}"
+    );
+    assert!(text.ends_with("2 regression(s)\n"), "{text}");
+
+    // At 10 % the drop is within tolerance; only the lost ceiling remains.
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &opts("0.10"),
+    );
+    assert_eq!(r.regressions, 1);
+}
+
+#[test]
+fn a_rising_penalty_is_a_regression_and_identical_profiles_pass() {
+    let a = profile("a", &[("warm_gpu0_cross_numa_penalty_gbps", 3.0)]);
+    let b = profile("b", &[("warm_gpu0_cross_numa_penalty_gbps", 4.0)]);
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &opts("5%"),
+    );
+    assert_eq!(r.regressions, 1);
+    let same = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        &Options::default(),
+    );
+    assert_eq!(same.regressions, 0);
+    assert!(render_pair(&same).ends_with("no regression\n"));
+}
+
+#[test]
+fn measurements_are_compared_by_median_and_can_be_left_out() {
+    let a = with_measurement(profile("a", &[]), "h2d/gpu0/local/4MiB/s1", 53.0, false);
+    let b = with_measurement(profile("b", &[]), "h2d/gpu0/local/4MiB/s1", 40.0, true);
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &opts("5%"),
+    );
+    let row = &r.rows[0];
+    assert_eq!(
+        (row.section, row.verdict, row.contended),
+        (Section::Measurement, Verdict::Worse, true)
+    );
+    assert!(render_pair(&r).contains("REGRESSION (contended)"));
+    let mut o = opts("5%");
+    o.ceilings_only = true;
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &o,
+    );
+    assert!(r.rows.is_empty());
+    // A measurement only the baseline has is reported, not counted as a regression.
+    let c = profile("c", &[]);
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "C",
+            profile: &c,
+        },
+        &opts("5%"),
+    );
+    assert_eq!((r.rows[0].verdict, r.regressions), (Verdict::Missing, 0));
+}
+
+#[test]
+fn fleet_reports_medians_and_outlier_nodes() {
+    let nodes: Vec<_> = [
+        ("n1", 55.0, Some(34.0)),
+        ("n2", 54.8, Some(34.5)),
+        ("n3", 55.3, Some(33.9)),
+        ("n4", 41.0, None), // slow GPU link, host RAM not measured
+        ("n5", 55.1, Some(39.0)),
+    ]
+    .into_iter()
+    .map(|(h, g, ram)| {
+        let mut c = vec![("warm_gpu0_peak_gbps", g)];
+        if let Some(r) = ram {
+            c.push(("host_ram_same_numa_gbps", r));
+        }
+        (h, profile(h, &c))
+    })
+    .collect();
+    let list: Vec<Node> = nodes
+        .iter()
+        .map(|(h, p)| Node {
+            name: h,
+            profile: p,
+        })
+        .collect();
+    let r = compare_fleet(&list, &opts("5%"));
+    let gpu = r
+        .rows
+        .iter()
+        .find(|x| x.key == "warm_gpu0_peak_gbps")
+        .unwrap();
+    assert_eq!((gpu.n, gpu.median), (5, 55.0));
+    assert_eq!(gpu.outliers.len(), 1);
+    assert_eq!(
+        (gpu.outliers[0].node.as_str(), gpu.outliers[0].kind),
+        ("n4", OutlierKind::Worse)
+    );
+    let ram = r
+        .rows
+        .iter()
+        .find(|x| x.key == "host_ram_same_numa_gbps")
+        .unwrap();
+    assert_eq!(ram.median, (34.0 + 34.5) / 2.0);
+    let kinds: Vec<_> = ram
+        .outliers
+        .iter()
+        .map(|o| (o.node.as_str(), o.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![("n4", OutlierKind::Missing), ("n5", OutlierKind::Better)]
+    );
+    // Worse GPU on n4 and its missing ceiling; n5's better figure is not a regression.
+    assert_eq!(r.regressions, 2);
+    let text = render_fleet(&r);
+    assert!(text.contains("n4 41.00 -25.5% WORSE"), "{text}");
+    assert!(text.contains("5/5") && text.contains("4/5"), "{text}");
+}
+
+#[test]
+fn node_names_prefer_distinct_hostnames() {
+    let a = profile("node1", &[]);
+    let b = profile("node2", &[]);
+    let c = profile("node1", &[]);
+    fn files<'a>(ps: &[&'a hwc_model::Profile]) -> Vec<(String, &'a hwc_model::Profile)> {
+        ps.iter()
+            .enumerate()
+            .map(|(i, p)| (format!("f{i}.yaml"), *p))
+            .collect()
+    }
+    assert_eq!(node_names(&files(&[&a, &b])), vec!["node1", "node2"]);
+    assert_eq!(node_names(&files(&[&a, &c])), vec!["f0.yaml", "f1.yaml"]);
+}
+
+#[test]
+fn medians_of_odd_and_even_counts() {
+    assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+    assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert_eq!(median(&[7.0]), 7.0);
+    assert_eq!(Tolerance::default().fraction(), 0.05);
+}

@@ -1,0 +1,160 @@
+//! `hwceiling serve`: a local daemon that keeps the newest ceiling profile of an output folder
+//! and answers the efficiency evaluator, monitoring and operators over HTTP — on a Unix socket by
+//! default, or on a loopback TCP address.
+//!
+//! The server is [`run`]: a library function taking a bound [`Listener`], a [`Config`] and a
+//! shutdown future, so tests bind `127.0.0.1:0` or a temporary socket. Endpoints:
+//!
+//! | endpoint | answer |
+//! |---|---|
+//! | `GET /healthz` | liveness, the loaded profile's file, the run state |
+//! | `GET /v1/profile` | the profile, YAML (as written) or JSON by `Accept` or `?format=` |
+//! | `GET /v1/ceilings` | the flat `ceilings:` map (JSON) |
+//! | `GET /v1/efficiency?path=KEY&measured_gbps=X` | measured / ceiling, the ceiling, the profile |
+//! | `GET /metrics` | Prometheus/OpenMetrics text: one gauge per ceiling, the profile's age |
+//! | `POST /v1/profile/run` | start `hwceiling profile` in a child process (local callers) |
+//! | `GET /v1/profile/run` | the run's state and progress |
+//! | `DELETE /v1/profile/run` | stop the run after its case in flight (local callers) |
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub mod client;
+mod metrics;
+mod routes;
+mod runner;
+mod serve;
+mod socket;
+mod store;
+
+pub use runner::{RunConfig, RunRequest, RunStatus};
+pub use socket::{bind_unix, check_listen_addr, default_socket_path, is_local_peer};
+pub use store::profile_sort_key;
+
+/// Where the daemon listens.
+#[derive(Debug)]
+pub enum Listener {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
+/// Who is calling: a Unix-socket peer (local by construction) or a TCP address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    Unix,
+    Tcp(SocketAddr),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The folder `hwceiling profile` writes to; the daemon serves its newest profile.
+    pub output_dir: PathBuf,
+    /// How often the folder is checked for a newer profile.
+    pub poll_interval: Duration,
+    /// Largest request body accepted (413 above).
+    pub max_body_bytes: usize,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// A client must send a request's headers within this time, or its connection is closed
+    /// (idle and slow clients cannot hold connections forever).
+    pub header_read_timeout: Duration,
+    /// How `POST /v1/profile/run` starts a profile.
+    pub run: RunConfig,
+}
+
+impl Config {
+    /// Defaults for `output_dir` running `program profile …`.
+    pub fn new(output_dir: impl Into<PathBuf>, program: impl Into<PathBuf>) -> Self {
+        Config {
+            output_dir: output_dir.into(),
+            poll_interval: Duration::from_secs(2),
+            max_body_bytes: 64 << 10,
+            max_connections: 512,
+            header_read_timeout: Duration::from_secs(10),
+            run: RunConfig::new(program),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("refusing to listen on {0}: not a loopback address (pass --listen-public to serve other hosts)")]
+    NotLoopback(SocketAddr),
+    #[error("{0} is in use by a running daemon")]
+    SocketInUse(PathBuf),
+    #[error("{0} exists and is not a socket: refusing to replace it")]
+    NotASocket(PathBuf),
+}
+
+impl DaemonError {
+    fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
+        let what = what.into();
+        move |source| DaemonError::Io { what, source }
+    }
+}
+
+/// Shared by the handlers, the folder watcher and the runner.
+pub(crate) struct AppState {
+    pub config: Config,
+    pub store: store::Store,
+    pub runner: Arc<runner::Runner>,
+}
+
+/// Serve until `shutdown` completes, then stop accepting, finish the requests in flight, stop a
+/// profile run cleanly (SIGTERM: it finishes its case in flight and writes its files marked
+/// interrupted; SIGKILL only after `config.run.grace`), and remove the Unix socket.
+pub async fn run(
+    listener: Listener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let socket_file = match &listener {
+        Listener::Unix(l) => l
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_pathname().map(Path::to_path_buf))
+            .map(socket::SocketFile::new),
+        Listener::Tcp(_) => None,
+    };
+    let state = Arc::new(AppState {
+        store: store::Store::new(config.output_dir.clone()),
+        runner: Arc::new(runner::Runner::new(
+            config.run.clone(),
+            config.output_dir.clone(),
+        )),
+        config,
+    });
+    store::refresh(&state).await;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let watcher = tokio::spawn(store::watch(state.clone(), stop_rx.clone()));
+    let on_shutdown = {
+        let state = state.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutting down: no new connections; stopping any profile run");
+            let _ = stop_tx.send(true);
+            state.runner.close();
+        }
+    };
+    let app = routes::router(state.clone());
+    let limits = serve::Limits {
+        max_connections: state.config.max_connections.max(1),
+        header_read_timeout: state.config.header_read_timeout,
+    };
+    serve::serve(listener, app, limits, on_shutdown).await;
+    state.runner.close();
+    state.runner.wait().await;
+    let _ = watcher.await;
+    if let Some(f) = socket_file {
+        f.remove();
+    }
+}

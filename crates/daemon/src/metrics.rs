@@ -1,0 +1,161 @@
+//! `GET /metrics`: the served profile as Prometheus gauges, one per ceiling, labelled with what
+//! the key names (`path` = the ceiling key, `gpu`, `drives`, `numa`), plus the profile's age and
+//! the daemon's own counters. The registry is built per scrape, so a reload never leaves stale
+//! series behind.
+
+use crate::AppState;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+type Labels = Vec<(String, String)>;
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+fn ceiling_labels(key: &str) -> Labels {
+    let l = hwc_compare::keys::labels(key);
+    let mut v = vec![("path".to_string(), key.to_string())];
+    if let Some(g) = l.gpu {
+        v.push(("gpu".into(), g));
+    }
+    if let Some(d) = l.drives {
+        v.push(("drives".into(), d.to_string()));
+    }
+    v.push(("numa".into(), l.numa.as_str().to_string()));
+    v
+}
+
+/// The metrics text for the current state.
+pub(crate) fn render(state: &AppState) -> String {
+    let mut reg = Registry::default();
+    let loaded = state.store.current();
+
+    let by_unit: [(&str, &str); 5] = [
+        (
+            "gbps",
+            "Bandwidth ceiling of a data path, GB/s (10^9 bytes/s)",
+        ),
+        (
+            "bytes",
+            "Size-valued ceiling (e.g. the optimal NVMe chunk), bytes",
+        ),
+        ("pct", "Percentage-valued ceiling field"),
+        (
+            "drives",
+            "Drive-count-valued ceiling field (e.g. the crossover)",
+        ),
+        ("value", "Ceiling field without a unit suffix"),
+    ];
+    for (unit, help) in by_unit {
+        let family: Family<Labels, FloatGauge> = Family::default();
+        let mut any = false;
+        if let Some(l) = &loaded {
+            for (key, value) in &l.profile.ceilings {
+                if hwc_compare::keys::labels(key).unit == unit {
+                    family.get_or_create(&ceiling_labels(key)).set(*value);
+                    any = true;
+                }
+            }
+        }
+        if any {
+            reg.register(format!("hwceiling_ceiling_{unit}"), help, family);
+        }
+    }
+
+    let present: FloatGauge = Gauge::default();
+    present.set(if loaded.is_some() { 1.0 } else { 0.0 });
+    reg.register(
+        "hwceiling_profile_loaded",
+        "1 when a profile is being served",
+        present,
+    );
+    if let Some(l) = &loaded {
+        if let Some(age) = l.age_seconds() {
+            let g: FloatGauge = Gauge::default();
+            g.set(age);
+            reg.register(
+                "hwceiling_profile_age_seconds",
+                "Seconds since the served profile's run finished (provenance.finished_at)",
+                g,
+            );
+        }
+        let info: Family<Labels, FloatGauge> = Family::default();
+        let p = &l.profile;
+        info.get_or_create(&vec![
+            ("file".to_string(), l.file_name()),
+            (
+                "hostname".to_string(),
+                p.platform
+                    .hostname
+                    .clone()
+                    .or(p.provenance.hostname.clone())
+                    .unwrap_or_default(),
+            ),
+            ("version".to_string(), p.provenance.version.clone()),
+            (
+                "git_revision".to_string(),
+                p.provenance.git_revision.clone(),
+            ),
+            ("schema_version".to_string(), p.schema_version.to_string()),
+        ])
+        .set(1.0);
+        reg.register("hwceiling_profile_info", "The served profile", info);
+        let counts: Family<Labels, FloatGauge> = Family::default();
+        for (what, n) in [
+            ("measurements", p.measurements.len()),
+            ("waived", p.waived.len()),
+            ("failures", p.failures.len()),
+            ("warnings", p.warnings.len()),
+        ] {
+            counts
+                .get_or_create(&vec![("kind".to_string(), what.to_string())])
+                .set(n as f64);
+        }
+        reg.register(
+            "hwceiling_profile_entries",
+            "Entries of the served profile's lists (measurements, waived, failures, warnings)",
+            counts,
+        );
+    }
+    reg.register(
+        "hwceiling_profile_reloads",
+        "Profiles loaded since the daemon started",
+        state.store.reloads.clone(),
+    );
+    reg.register(
+        "hwceiling_profile_reload_errors",
+        "Profile files that failed to load (the previous profile was kept)",
+        state.store.reload_errors.clone(),
+    );
+    let running: FloatGauge = Gauge::default();
+    running.set(if state.runner.is_running() { 1.0 } else { 0.0 });
+    reg.register(
+        "hwceiling_profile_run_active",
+        "1 while a profile run started through the daemon is in flight",
+        running,
+    );
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = encode(&mut out, &reg);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_name_the_ceiling_and_what_its_key_says() {
+        let l = ceiling_labels("p2p_cold_4drive_gpu0_cross_numa_gbps");
+        let get = |k: &str| l.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("path"), Some("p2p_cold_4drive_gpu0_cross_numa_gbps"));
+        assert_eq!(get("gpu"), Some("gpu0"));
+        assert_eq!(get("drives"), Some("4"));
+        assert_eq!(get("numa"), Some("cross"));
+        let l = ceiling_labels("host_ram_same_numa_gbps");
+        assert_eq!(l.len(), 2, "{l:?}");
+    }
+}

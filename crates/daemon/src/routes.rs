@@ -1,0 +1,342 @@
+//! The HTTP surface: handlers, content negotiation, and JSON errors (`{"error": "..."}` with a
+//! 4xx status for anything a caller got wrong; the daemon never answers a bad request with a
+//! crash).
+
+use crate::runner::{RunRequest, StartError};
+use crate::store::Loaded;
+use crate::{metrics, AppState, Peer};
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+type AppStateRef = State<Arc<AppState>>;
+
+const ENDPOINTS: [&str; 8] = [
+    "GET /healthz",
+    "GET /metrics",
+    "GET /v1/profile",
+    "GET /v1/ceilings",
+    "GET /v1/efficiency?path=KEY&measured_gbps=X",
+    "GET /v1/profile/run",
+    "POST /v1/profile/run",
+    "DELETE /v1/profile/run",
+];
+
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    let limit = state.config.max_body_bytes;
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics_text))
+        .route("/v1/profile", get(profile))
+        .route("/v1/ceilings", get(ceilings))
+        .route("/v1/efficiency", get(efficiency))
+        .route(
+            "/v1/profile/run",
+            get(run_status).post(run_start).delete(run_cancel),
+        )
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+fn error(status: StatusCode, msg: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": msg.into() }))).into_response()
+}
+
+async fn not_found(method: Method, uri: Uri) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({
+            "error": format!("no such endpoint: {method} {}", uri.path()),
+            "endpoints": ENDPOINTS,
+        })),
+    )
+        .into_response()
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("{} does not take {method}", uri.path()),
+    )
+}
+
+fn no_profile(state: &AppState) -> Response {
+    let mut msg = format!(
+        "no profile loaded yet from {}: run `hwceiling profile` or POST /v1/profile/run",
+        state.store.dir().display()
+    );
+    if let Some(e) = state.store.last_error() {
+        msg.push_str(&format!(" (last load error: {e})"));
+    }
+    error(StatusCode::SERVICE_UNAVAILABLE, msg)
+}
+
+fn profile_meta(l: &Loaded) -> Value {
+    let p = &l.profile;
+    json!({
+        "file": l.file_name(),
+        "hostname": p.platform.hostname.clone().or(p.provenance.hostname.clone()),
+        "finished_at": p.provenance.finished_at,
+        "schema_version": p.schema_version,
+        "age_seconds": l.age_seconds(),
+        "loaded_at": chrono::DateTime::<chrono::Local>::from(l.loaded_at).to_rfc3339(),
+    })
+}
+
+fn source_headers(l: &Loaded, resp: &mut Response) {
+    if let Ok(v) = HeaderValue::from_str(&l.file_name()) {
+        resp.headers_mut().insert("x-hwceiling-profile", v);
+    }
+}
+
+async fn healthz(State(state): AppStateRef) -> Response {
+    let loaded = state.store.current();
+    let (run, _) = state.runner.status_now();
+    let run_state = match run {
+        crate::RunStatus::Idle => "idle",
+        crate::RunStatus::Running { .. } => "running",
+        crate::RunStatus::Finished { .. } => "finished",
+    };
+    Json(json!({
+        "status": "ok",
+        "profile": loaded.as_deref().map(profile_meta),
+        "last_load_error": state.store.last_error(),
+        "run": run_state,
+    }))
+    .into_response()
+}
+
+async fn metrics_text(State(state): AppStateRef) -> Response {
+    let body = metrics::render(&state);
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+/// `?format=` wins; then the first type of `Accept` we can give; no `Accept` means YAML.
+fn negotiate(headers: &HeaderMap, query: &BTreeMap<String, String>) -> Result<Format, String> {
+    if let Some(f) = query.get("format") {
+        return match f.as_str() {
+            "yaml" => Ok(Format::Yaml),
+            "json" => Ok(Format::Json),
+            other => Err(format!("format `{other}`: use yaml or json")),
+        };
+    }
+    let Some(accept) = headers.get(header::ACCEPT) else {
+        return Ok(Format::Yaml);
+    };
+    let accept = accept.to_str().unwrap_or("");
+    for part in accept.split(',') {
+        let mime = part
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match mime.as_str() {
+            "application/json" => return Ok(Format::Json),
+            "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
+            | "text/plain" | "application/*" | "text/*" | "*/*" => return Ok(Format::Yaml),
+            _ => {}
+        }
+    }
+    Err(format!(
+        "cannot answer `Accept: {accept}`: the profile is application/yaml or application/json"
+    ))
+}
+
+async fn profile(
+    State(state): AppStateRef,
+    headers: HeaderMap,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Response {
+    let Ok(Query(query)) = query else {
+        return error(StatusCode::BAD_REQUEST, "malformed query string");
+    };
+    let format = match negotiate(&headers, &query) {
+        Ok(f) => f,
+        Err(e) => return error(StatusCode::NOT_ACCEPTABLE, e),
+    };
+    let Some(loaded) = state.store.current() else {
+        return no_profile(&state);
+    };
+    let mut resp = match format {
+        Format::Yaml => (
+            [(header::CONTENT_TYPE, "application/yaml")],
+            loaded.text.clone(),
+        )
+            .into_response(),
+        Format::Json => Json(&loaded.profile).into_response(),
+    };
+    source_headers(&loaded, &mut resp);
+    resp
+}
+
+async fn ceilings(State(state): AppStateRef) -> Response {
+    let Some(loaded) = state.store.current() else {
+        return no_profile(&state);
+    };
+    let mut resp = Json(&loaded.profile.ceilings).into_response();
+    source_headers(&loaded, &mut resp);
+    resp
+}
+
+async fn efficiency(
+    State(state): AppStateRef,
+    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
+) -> Response {
+    let Ok(Query(q)) = query else {
+        return error(StatusCode::BAD_REQUEST, "malformed query string");
+    };
+    let Some(path) = q.get("path").filter(|p| !p.is_empty()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "missing `path`: GET /v1/efficiency?path=KEY&measured_gbps=X",
+        );
+    };
+    let Some(raw) = q.get("measured_gbps") else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "missing `measured_gbps`: GET /v1/efficiency?path=KEY&measured_gbps=X",
+        );
+    };
+    let measured = match hwc_compare::efficiency::parse_measured(raw) {
+        Ok(v) => v,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let Some(loaded) = state.store.current() else {
+        return no_profile(&state);
+    };
+    use hwc_compare::EfficiencyError as E;
+    match hwc_compare::efficiency(&loaded.profile.ceilings, path, measured) {
+        Ok(e) => {
+            let mut body = serde_json::to_value(&e).unwrap_or(Value::Null);
+            if let Value::Object(m) = &mut body {
+                m.insert("profile".into(), profile_meta(&loaded));
+            }
+            let mut resp = Json(body).into_response();
+            source_headers(&loaded, &mut resp);
+            resp
+        }
+        Err(E::UnknownPath { path, known }) => (
+            StatusCode::NOT_FOUND,
+            Json(json!({
+                "error": format!("unknown ceiling `{path}` in {}", loaded.file_name()),
+                "known_paths": known,
+            })),
+        )
+            .into_response(),
+        Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
+            error(StatusCode::BAD_REQUEST, e.to_string())
+        }
+        Err(e @ E::UnusableCeiling { .. }) => {
+            error(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
+        }
+    }
+}
+
+async fn run_status(State(state): AppStateRef) -> Response {
+    Json(state.runner.status().await).into_response()
+}
+
+fn local_only(peer: &Peer) -> Option<Response> {
+    (!crate::is_local_peer(peer)).then(|| {
+        error(
+            StatusCode::FORBIDDEN,
+            "profile runs are for local callers only (the Unix socket or loopback)",
+        )
+    })
+}
+
+async fn run_start(
+    State(state): AppStateRef,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    body: Bytes,
+) -> Response {
+    if let Some(r) = local_only(&peer) {
+        return r;
+    }
+    let request: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        RunRequest::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
+        }
+    };
+    let args = match request.to_args() {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
+    };
+    match state.runner.start(request, args) {
+        Ok(status) => (StatusCode::ACCEPTED, Json(status)).into_response(),
+        Err(StartError::Busy(status)) => (
+            StatusCode::CONFLICT,
+            Json(json!({
+                "error": "a profile run is already in progress: one at a time",
+                "run": status,
+            })),
+        )
+            .into_response(),
+        Err(StartError::ShuttingDown) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the daemon is shutting down",
+        ),
+        Err(StartError::Spawn(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+async fn run_cancel(State(state): AppStateRef, ConnectInfo(peer): ConnectInfo<Peer>) -> Response {
+    if let Some(r) = local_only(&peer) {
+        return r;
+    }
+    if state.runner.cancel() {
+        (StatusCode::ACCEPTED, Json(state.runner.status_now().0)).into_response()
+    } else {
+        error(StatusCode::CONFLICT, "no profile run is in progress")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn content_negotiation() {
+        let none = BTreeMap::new();
+        assert_eq!(negotiate(&HeaderMap::new(), &none), Ok(Format::Yaml));
+        assert_eq!(
+            negotiate(&accept("application/json"), &none),
+            Ok(Format::Json)
+        );
+        assert_eq!(
+            negotiate(&accept("text/html, application/json;q=0.9"), &none),
+            Ok(Format::Json)
+        );
+        assert_eq!(negotiate(&accept("*/*"), &none), Ok(Format::Yaml));
+        assert!(negotiate(&accept("image/png"), &none).is_err());
+        let q: BTreeMap<String, String> = [("format".to_string(), "json".to_string())].into();
+        assert_eq!(negotiate(&accept("application/yaml"), &q), Ok(Format::Json));
+        let bad: BTreeMap<String, String> = [("format".to_string(), "xml".to_string())].into();
+        assert!(negotiate(&HeaderMap::new(), &bad).is_err());
+    }
+}

@@ -1,0 +1,583 @@
+//! `POST /v1/profile/run`: one `hwceiling profile` at a time, as a child process (its
+//! benchmarks run on its own threads, never on the daemon's async runtime). Progress is read from
+//! the running record the child rewrites after every case (`hardware_raw_<date>.partial.json`).
+//! Cancelling sends SIGTERM — the child finishes its case in flight and writes its files marked
+//! interrupted — and SIGKILL only if it has not exited after the grace period.
+
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How a profile run is started.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The `hwceiling` executable (the daemon's own, normally).
+    pub program: PathBuf,
+    /// Arguments before `--output-dir DIR` and the request's options (normally `profile`).
+    pub args: Vec<OsString>,
+    /// How long a cancelled run may take to finish its case in flight before SIGKILL.
+    pub grace: Duration,
+}
+
+impl RunConfig {
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        RunConfig {
+            program: program.into(),
+            args: vec!["profile".into()],
+            grace: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The body of `POST /v1/profile/run` (all optional; `{}` or no body runs the full profile).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    /// Only these paths (`host_ram`, `h2d`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    /// Host memcpy thread counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Vec<u32>>,
+    /// Host memcpy sizes (`256MiB`, `1GiB`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sizes: Option<Vec<String>>,
+    #[serde(default)]
+    pub quick: bool,
+    #[serde(default)]
+    pub allow_contended: bool,
+}
+
+fn valid_size(s: &str) -> bool {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    (1..=12).contains(&num.len())
+        && matches!(
+            unit.to_ascii_lowercase().as_str(),
+            "" | "b" | "k" | "kib" | "m" | "mib" | "g" | "gib"
+        )
+}
+
+impl RunRequest {
+    /// Check the options, and turn them into `profile` arguments.
+    pub fn to_args(&self) -> Result<Vec<OsString>, String> {
+        let mut args: Vec<OsString> = Vec::new();
+        let list = |v: Vec<String>| OsString::from(v.join(","));
+        if let Some(paths) = &self.paths {
+            if paths.is_empty() {
+                return Err("`paths` is empty: leave it out to run every path".into());
+            }
+            let mut names = Vec::new();
+            for p in paths {
+                let id: hwc_model::PathId = p.parse().map_err(|e| format!("{e}"))?;
+                names.push(id.as_str().to_string());
+            }
+            args.push("--paths".into());
+            args.push(list(names));
+        }
+        if let Some(threads) = &self.threads {
+            if threads.is_empty() || threads.iter().any(|&t| t == 0 || t > 4096) {
+                return Err("`threads` must list counts from 1 to 4096".into());
+            }
+            args.push("--threads".into());
+            args.push(list(threads.iter().map(u32::to_string).collect()));
+        }
+        if let Some(sizes) = &self.host_sizes {
+            if sizes.is_empty() || !sizes.iter().all(|s| valid_size(s)) {
+                return Err("`host_sizes` must list sizes such as 4MiB, 1GiB or 4096".into());
+            }
+            args.push("--host-sizes".into());
+            args.push(list(sizes.clone()));
+        }
+        if self.quick {
+            args.push("--quick".into());
+        }
+        if self.allow_contended {
+            args.push("--allow-contended".into());
+        }
+        Ok(args)
+    }
+}
+
+/// Cases done out of planned, from the child's running record.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Progress {
+    pub cases_done: usize,
+    pub cases_total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_case: Option<String>,
+}
+
+/// What `GET /v1/profile/run` answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RunStatus {
+    /// No run since the daemon started.
+    Idle,
+    Running {
+        id: u64,
+        started_at: String,
+        pid: Option<u32>,
+        request: RunRequest,
+        /// A stop was requested: the run finishes its case in flight and writes its files.
+        cancelling: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        progress: Option<Progress>,
+    },
+    Finished {
+        id: u64,
+        started_at: String,
+        finished_at: String,
+        request: RunRequest,
+        /// `completed`, `interrupted` (files written with what finished), `failed` or `killed`.
+        outcome: String,
+        exit_code: Option<i32>,
+        /// The profile the run wrote, as it printed it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        profile: Option<String>,
+        /// The last line the run printed on stderr, when it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+struct Active {
+    id: u64,
+    started: SystemTime,
+    started_at: String,
+    pid: Option<u32>,
+    request: RunRequest,
+    cancel: watch::Sender<bool>,
+}
+
+enum Slot {
+    Idle,
+    Running(Active),
+    Finished(RunStatus),
+}
+
+pub(crate) struct Runner {
+    config: RunConfig,
+    output_dir: PathBuf,
+    slot: Mutex<Slot>,
+    task: Mutex<Option<JoinHandle<()>>>,
+    next_id: Mutex<u64>,
+    /// Set at shutdown: no new runs.
+    closed: AtomicBool,
+}
+
+/// Why a run was not started.
+#[derive(Debug)]
+pub(crate) enum StartError {
+    Busy(Box<RunStatus>),
+    Spawn(String),
+    ShuttingDown,
+}
+
+fn now_rfc3339() -> String {
+    chrono::Local::now().to_rfc3339()
+}
+
+/// The last `cap` bytes of a pipe.
+async fn tail<R: tokio::io::AsyncRead + Unpin>(mut r: R, cap: usize) -> String {
+    let mut keep: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                keep.extend_from_slice(&buf[..n]);
+                if keep.len() > cap {
+                    keep.drain(..keep.len() - cap);
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&keep).into_owned()
+}
+
+fn send_sigterm(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: kill(2) with a pid of our own child that has not been reaped yet (the monitor task
+    // reaps it only after this), so the pid cannot name another process.
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
+}
+
+impl Runner {
+    pub fn new(config: RunConfig, output_dir: PathBuf) -> Self {
+        Runner {
+            config,
+            output_dir,
+            slot: Mutex::new(Slot::Idle),
+            task: Mutex::new(None),
+            next_id: Mutex::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(*self.slot(), Slot::Running(_))
+    }
+
+    /// The state without progress (cheap; no file read).
+    pub fn status_now(&self) -> (RunStatus, Option<SystemTime>) {
+        match &*self.slot() {
+            Slot::Idle => (RunStatus::Idle, None),
+            Slot::Finished(s) => (s.clone(), None),
+            Slot::Running(a) => (
+                RunStatus::Running {
+                    id: a.id,
+                    started_at: a.started_at.clone(),
+                    pid: a.pid,
+                    request: a.request.clone(),
+                    cancelling: *a.cancel.borrow(),
+                    progress: None,
+                },
+                Some(a.started),
+            ),
+        }
+    }
+
+    /// The state, with progress read from the running record for a run in flight.
+    pub async fn status(&self) -> RunStatus {
+        let (mut status, started) = self.status_now();
+        if let (RunStatus::Running { progress, .. }, Some(started)) = (&mut status, started) {
+            let dir = self.output_dir.clone();
+            *progress = tokio::task::spawn_blocking(move || read_progress(&dir, started))
+                .await
+                .ok()
+                .flatten();
+        }
+        status
+    }
+
+    /// Start a run; one at a time.
+    pub fn start(
+        self: &Arc<Self>,
+        request: RunRequest,
+        args: Vec<OsString>,
+    ) -> Result<RunStatus, StartError> {
+        let mut slot = self.slot();
+        if let Slot::Running(_) = &*slot {
+            drop(slot);
+            return Err(StartError::Busy(Box::new(self.status_now().0)));
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(StartError::ShuttingDown);
+        }
+        let mut cmd = tokio::process::Command::new(&self.config.program);
+        cmd.args(&self.config.args)
+            .arg("--output-dir")
+            .arg(&self.output_dir)
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own process group: a Ctrl-C at the daemon's terminal reaches the daemon only,
+            // which then stops the run with exactly one SIGTERM.
+            .process_group(0)
+            .kill_on_drop(true);
+        // Before the spawn: the child's first running record must not predate the run.
+        let started = SystemTime::now();
+        let mut child = cmd.spawn().map_err(|e| {
+            StartError::Spawn(format!(
+                "cannot start {}: {e}",
+                self.config.program.display()
+            ))
+        })?;
+        let id = {
+            let mut n = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
+            *n += 1;
+            *n
+        };
+        let (cancel_tx, cancel_rx) = watch::channel(false);
+        let active = Active {
+            id,
+            started,
+            started_at: now_rfc3339(),
+            pid: child.id(),
+            request: request.clone(),
+            cancel: cancel_tx,
+        };
+        tracing::info!(id, pid = ?active.pid, "profile run started");
+        let status = RunStatus::Running {
+            id,
+            started_at: active.started_at.clone(),
+            pid: active.pid,
+            request,
+            cancelling: false,
+            progress: None,
+        };
+        *slot = Slot::Running(active);
+        drop(slot);
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let me = self.clone();
+        let handle = tokio::spawn(async move {
+            let out = tokio::spawn(async move {
+                match stdout {
+                    Some(s) => tail(s, 16 << 10).await,
+                    None => String::new(),
+                }
+            });
+            let err = tokio::spawn(async move {
+                match stderr {
+                    Some(s) => tail(s, 16 << 10).await,
+                    None => String::new(),
+                }
+            });
+            let exit = me.supervise(&mut child, cancel_rx).await;
+            let stdout = out.await.unwrap_or_default();
+            let stderr = err.await.unwrap_or_default();
+            me.finish(exit, &stdout, &stderr);
+        });
+        *self.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
+        Ok(status)
+    }
+
+    /// Wait for the child; on cancel, SIGTERM, then SIGKILL after the grace period.
+    async fn supervise(
+        &self,
+        child: &mut tokio::process::Child,
+        mut cancel: watch::Receiver<bool>,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        tokio::select! {
+            status = child.wait() => return status,
+            _ = cancel.wait_for(|c| *c) => {}
+        }
+        if let Some(pid) = child.id() {
+            tracing::info!(pid, "stopping the profile run (SIGTERM)");
+            send_sigterm(pid);
+        }
+        match tokio::time::timeout(self.config.grace, child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                tracing::warn!("the profile run did not stop within the grace period: SIGKILL");
+                let _ = child.start_kill();
+                child.wait().await
+            }
+        }
+    }
+
+    fn finish(&self, exit: std::io::Result<std::process::ExitStatus>, stdout: &str, stderr: &str) {
+        let mut slot = self.slot();
+        let Slot::Running(a) = &*slot else {
+            return;
+        };
+        let profile = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("profile "))
+            .map(|p| p.trim().to_string());
+        let last_err = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(str::to_string);
+        let (outcome, code, error) = match &exit {
+            Ok(s) => match s.code() {
+                Some(0) => ("completed", Some(0), None),
+                Some(130) => ("interrupted", Some(130), None),
+                Some(c) => ("failed", Some(c), last_err),
+                None => ("killed", None, Some(format!("ended by a signal ({s})"))),
+            },
+            Err(e) => (
+                "failed",
+                None,
+                Some(format!("cannot wait for the run: {e}")),
+            ),
+        };
+        tracing::info!(id = a.id, outcome, "profile run finished");
+        let status = RunStatus::Finished {
+            id: a.id,
+            started_at: a.started_at.clone(),
+            finished_at: now_rfc3339(),
+            request: a.request.clone(),
+            outcome: outcome.to_string(),
+            exit_code: code,
+            profile,
+            error,
+        };
+        *slot = Slot::Finished(status);
+    }
+
+    /// Ask a run in flight to stop. Returns false when none runs.
+    pub fn cancel(&self) -> bool {
+        match &*self.slot() {
+            Slot::Running(a) => {
+                let _ = a.cancel.send(true);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// At shutdown: refuse new runs and stop the one in flight.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.cancel();
+    }
+
+    /// Wait until the run in flight (if any) has ended.
+    pub async fn wait(&self) {
+        let handle = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(h) = handle {
+            let _ = h.await;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct PartialRecord {
+    plan: PartialPlan,
+    #[serde(default)]
+    results: Vec<PartialResult>,
+    #[serde(default)]
+    failures: Vec<serde::de::IgnoredAny>,
+    #[serde(default)]
+    waived: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct PartialPlan {
+    cases: Vec<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct PartialResult {
+    measurement: PartialMeasurement,
+}
+
+#[derive(Deserialize)]
+struct PartialMeasurement {
+    key: String,
+}
+
+/// How far a file's modification time may lag the clock it is compared with.
+const MTIME_SLACK: Duration = Duration::from_secs(2);
+
+/// The newest running record in `dir` written since `since`.
+fn read_progress(dir: &Path, since: SystemTime) -> Option<Progress> {
+    let newest = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("hardware_raw_") && n.ends_with(".partial.json")
+        })
+        .filter_map(|e| {
+            let m = e.metadata().ok()?.modified().ok()?;
+            // File times come from a coarser clock than SystemTime::now(): allow for it.
+            (m + MTIME_SLACK >= since).then(|| (m, e.path()))
+        })
+        .max()?;
+    let text = hwc_profile::read_text_capped(&newest.1, 64 << 20).ok()?;
+    let r: PartialRecord = serde_json::from_str(&text).ok()?;
+    Some(Progress {
+        cases_done: r.results.len() + r.failures.len() + r.waived.len(),
+        cases_total: r.plan.cases.len(),
+        last_case: r.results.last().map(|x| x.measurement.key.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_requests_become_checked_arguments() {
+        let r = RunRequest {
+            paths: Some(vec!["host-ram".into(), "h2d".into()]),
+            threads: Some(vec![1, 8]),
+            host_sizes: Some(vec!["256MiB".into(), "4096".into()]),
+            quick: true,
+            allow_contended: false,
+        };
+        let args: Vec<String> = r
+            .to_args()
+            .unwrap()
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect();
+        assert_eq!(
+            args,
+            vec![
+                "--paths",
+                "host_ram,h2d",
+                "--threads",
+                "1,8",
+                "--host-sizes",
+                "256MiB,4096",
+                "--quick"
+            ]
+        );
+        assert!(RunRequest::default().to_args().unwrap().is_empty());
+        let bad = |r: RunRequest| r.to_args().unwrap_err();
+        assert!(bad(RunRequest {
+            paths: Some(vec!["nvram".into()]),
+            ..RunRequest::default()
+        })
+        .contains("unknown path `nvram`"));
+        assert!(bad(RunRequest {
+            threads: Some(vec![0]),
+            ..RunRequest::default()
+        })
+        .contains("threads"));
+        assert!(bad(RunRequest {
+            host_sizes: Some(vec!["1TB; rm -rf /".into()]),
+            ..RunRequest::default()
+        })
+        .contains("host_sizes"));
+        assert!(bad(RunRequest {
+            paths: Some(vec![]),
+            ..RunRequest::default()
+        })
+        .contains("empty"));
+    }
+
+    #[test]
+    fn progress_comes_from_the_newest_running_record() {
+        let d = tempfile::tempdir().unwrap();
+        let since = SystemTime::now() - Duration::from_secs(5);
+        assert_eq!(read_progress(d.path(), since), None);
+        std::fs::write(
+            d.path().join("hardware_raw_2026-11-29.partial.json"),
+            r#"{"plan":{"cases":[1,2,3,4],"waived":[]},"results":[{"measurement":{"key":"host_ram/n0-n0/4MiB/t1","x":1}}],"failures":[{}],"waived":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            read_progress(d.path(), since),
+            Some(Progress {
+                cases_done: 2,
+                cases_total: 4,
+                last_case: Some("host_ram/n0-n0/4MiB/t1".into())
+            })
+        );
+        // A record older than the run is another run's leftover.
+        assert_eq!(
+            read_progress(d.path(), SystemTime::now() + Duration::from_secs(60)),
+            None
+        );
+        std::fs::write(
+            d.path().join("hardware_raw_2026-11-29.partial.json"),
+            "{not json",
+        )
+        .unwrap();
+        assert_eq!(read_progress(d.path(), since), None);
+    }
+}

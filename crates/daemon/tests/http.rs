@@ -1,0 +1,395 @@
+//! The daemon over real sockets: every endpoint, reloads, bad input, the Unix socket.
+
+mod common;
+use common::{profile_yaml, write_profile, Bind, Daemon, TIMEOUT};
+use hwc_daemon::client::{self, Target};
+use proptest::prelude::*;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::time::Duration;
+
+const DAY1: &str = "hardware_profile_2026-11-28.yaml";
+const DAY2: &str = "hardware_profile_2026-11-29.yaml";
+
+fn with_day1(dir: &std::path::Path, _: &mut hwc_daemon::Config) {
+    write_profile(
+        dir,
+        DAY1,
+        &profile_yaml(
+            "node1",
+            "2026-11-28T10:00:00+00:00",
+            &[
+                ("warm_gpu0_gbps", 53.4),
+                ("warm_gpu0_peak_gbps", 55.6),
+                ("warm_gpu0_cross_numa_penalty_gbps", 3.0),
+                ("host_ram_same_numa_gbps", 34.7),
+                ("nvme_raw_4drive_read_gbps", 24.0),
+            ],
+        ),
+    );
+}
+
+#[test]
+fn profile_is_served_as_written_yaml_or_as_json() {
+    let d = Daemon::tcp(with_day1);
+    let written = std::fs::read_to_string(d.dir().join(DAY1)).unwrap();
+    let yaml = client::request(&d.target, "GET", "/v1/profile", &[], b"", TIMEOUT).unwrap();
+    assert_eq!(yaml.status, 200);
+    assert_eq!(yaml.header("content-type"), Some("application/yaml"));
+    assert_eq!(
+        yaml.text(),
+        written,
+        "byte for byte, header comments included"
+    );
+    assert_eq!(yaml.header("x-hwceiling-profile"), Some(DAY1));
+    let (status, json) = d.json("/v1/profile");
+    assert_eq!(status, 200);
+    assert_eq!(json["platform"]["hostname"], "node1");
+    assert_eq!(json["ceilings"]["warm_gpu0_peak_gbps"], 55.6);
+    let (_, j) = d.json("/v1/profile?format=json");
+    assert_eq!(j["schema_version"], 1);
+    let r = client::request(
+        &d.target,
+        "GET",
+        "/v1/profile",
+        &[("Accept", "image/png")],
+        b"",
+        TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(r.status, 406);
+}
+
+#[test]
+fn ceilings_and_efficiency_answer_the_evaluator() {
+    let d = Daemon::tcp(with_day1);
+    let (status, c) = d.json("/v1/ceilings");
+    assert_eq!(status, 200);
+    assert_eq!(c["host_ram_same_numa_gbps"], 34.7);
+    assert_eq!(c.as_object().unwrap().len(), 5);
+
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_peak_gbps&measured_gbps=44.48");
+    assert_eq!(status, 200, "{e}");
+    assert!(
+        (e["efficiency"].as_f64().unwrap() - 0.8).abs() < 1e-9,
+        "{e}"
+    );
+    assert_eq!(e["ceiling_gbps"], 55.6);
+    assert_eq!(e["profile"]["file"], DAY1);
+    assert_eq!(e["profile"]["hostname"], "node1");
+    assert!(e["profile"]["age_seconds"].as_f64().unwrap() > 0.0);
+
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu7_gbps&measured_gbps=1");
+    assert_eq!(status, 404, "{e}");
+    let known: Vec<&str> = e["known_paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        known.contains(&"warm_gpu0_gbps") && !known.contains(&"warm_gpu0_cross_numa_penalty_gbps")
+    );
+
+    for bad in [
+        "path=warm_gpu0_gbps&measured_gbps=-1",
+        "path=warm_gpu0_gbps&measured_gbps=NaN",
+        "path=warm_gpu0_gbps&measured_gbps=inf",
+        "path=warm_gpu0_gbps&measured_gbps=fast",
+        "path=warm_gpu0_gbps&measured_gbps=",
+        "path=warm_gpu0_gbps",
+        "measured_gbps=3",
+        "path=&measured_gbps=3",
+        "path=warm_gpu0_cross_numa_penalty_gbps&measured_gbps=3",
+    ] {
+        let (status, e) = d.json(&format!("/v1/efficiency?{bad}"));
+        assert_eq!(status, 400, "{bad}: {e}");
+        assert!(
+            e["error"].as_str().is_some_and(|s| !s.is_empty()),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[test]
+fn metrics_carry_one_labelled_gauge_per_ceiling_and_the_age() {
+    let d = Daemon::tcp(with_day1);
+    let r = d.get("/metrics");
+    assert_eq!(r.status, 200);
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    let m = r.text();
+    for line in [
+        r#"hwceiling_ceiling_gbps{path="warm_gpu0_peak_gbps",gpu="gpu0",numa="local"} 55.6"#,
+        r#"hwceiling_ceiling_gbps{path="nvme_raw_4drive_read_gbps",drives="4",numa="local"} 24.0"#,
+        r#"hwceiling_ceiling_gbps{path="host_ram_same_numa_gbps",numa="local"} 34.7"#,
+        r#"hwceiling_profile_loaded 1.0"#,
+        r#"hwceiling_profile_reloads_total 1"#,
+        r#"hwceiling_profile_run_active 0.0"#,
+    ] {
+        assert!(m.lines().any(|l| l == line), "missing `{line}` in\n{m}");
+    }
+    let age: f64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("hwceiling_profile_age_seconds "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(age > 86_400.0, "a profile finished on 2026-11-28: {age}");
+    assert!(m.contains(
+        r#"hwceiling_profile_info{file="hardware_profile_2026-11-28.yaml",hostname="node1""#
+    ));
+    assert!(m.ends_with("# EOF\n"));
+}
+
+#[test]
+fn a_newer_profile_is_picked_up_and_a_broken_one_never_replaces_a_good_one() {
+    let d = Daemon::tcp(with_day1);
+    // A newer file that does not parse: logged, counted, the old profile stays.
+    write_profile(d.dir(), DAY2, "schema_version: 1\nplatform: [oops\n");
+    d.wait_for("/healthz", |h| h["last_load_error"].is_string());
+    let (_, h) = d.json("/healthz");
+    assert_eq!(h["profile"]["file"], DAY1);
+    assert!(h["last_load_error"].as_str().unwrap().contains(DAY2), "{h}");
+    assert!(d
+        .get("/metrics")
+        .text()
+        .lines()
+        .any(|l| l == "hwceiling_profile_reload_errors_total 1"));
+    // A newer schema is refused the same way.
+    write_profile(
+        d.dir(),
+        "hardware_profile_2026-11-29-2.yaml",
+        "schema_version: 9\n",
+    );
+    d.wait_for("/healthz", |h| {
+        h["last_load_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("newer than this hwceiling reads"))
+    });
+    assert_eq!(d.json("/healthz").1["profile"]["file"], DAY1);
+    // A good, newer one wins.
+    write_profile(
+        d.dir(),
+        "hardware_profile_2026-11-29-3.yaml",
+        &profile_yaml(
+            "node2",
+            "2026-11-29T12:00:00+00:00",
+            &[("warm_gpu0_gbps", 50.0)],
+        ),
+    );
+    let h = d.wait_for("/healthz", |h| {
+        h["profile"]["file"] == "hardware_profile_2026-11-29-3.yaml"
+    });
+    assert_eq!(h["profile"]["hostname"], "node2");
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_gbps&measured_gbps=25");
+    assert_eq!((status, e["efficiency"].as_f64()), (200, Some(0.5)));
+    // An older one appearing later is not newer.
+    write_profile(
+        d.dir(),
+        "hardware_profile_2026-01-01.yaml",
+        &profile_yaml("old", "2026-01-01T00:00:00+00:00", &[]),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        d.json("/healthz").1["profile"]["file"],
+        "hardware_profile_2026-11-29-3.yaml"
+    );
+}
+
+#[test]
+fn without_a_profile_the_daemon_still_answers() {
+    let d = Daemon::tcp(|_, _| {});
+    let (status, h) = d.json("/healthz");
+    assert_eq!(
+        (status, &h["status"], &h["profile"]),
+        (200, &"ok".into(), &serde_json::Value::Null)
+    );
+    for p in [
+        "/v1/profile",
+        "/v1/ceilings",
+        "/v1/efficiency?path=x&measured_gbps=1",
+    ] {
+        let (status, e) = d.json(p);
+        assert_eq!(status, 503, "{p}");
+        assert!(e["error"]
+            .as_str()
+            .unwrap()
+            .contains("no profile loaded yet"));
+    }
+    assert!(d
+        .get("/metrics")
+        .text()
+        .contains("hwceiling_profile_loaded 0.0"));
+    // Then one appears.
+    write_profile(
+        d.dir(),
+        DAY1,
+        &profile_yaml("n", "2026-11-28T10:00:00+00:00", &[("warm_gpu0_gbps", 1.0)]),
+    );
+    d.wait_for("/healthz", |h| h["profile"]["file"] == DAY1);
+}
+
+#[test]
+fn unknown_paths_methods_and_bodies_get_4xx() {
+    let d = Daemon::tcp(with_day1);
+    let (status, e) = d.json("/v2/anything");
+    assert_eq!(status, 404);
+    assert!(e["endpoints"].as_array().unwrap().len() >= 5);
+    let r = d.send("POST", "/v1/ceilings", b"");
+    assert_eq!(r.status, 405, "{}", r.text());
+    let r = d.send("PUT", "/v1/profile/run", b"{}");
+    assert_eq!(r.status, 405);
+    let r = d.send("POST", "/v1/profile/run", b"{not json");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = d.send("POST", "/v1/profile/run", br#"{"paths":["warp"]}"#);
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("unknown path `warp`"), "{}", r.text());
+    let r = d.send("POST", "/v1/profile/run", br#"{"rm":"-rf"}"#);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = d.send("DELETE", "/v1/profile/run", b"");
+    assert_eq!(r.status, 409, "nothing to cancel: {}", r.text());
+    // Garbage on the wire: a 400 or a closed connection, and the daemon keeps answering.
+    for junk in [
+        &b"\x00\x01\x02garbage\r\n\r\n"[..],
+        b"GET /healthz HTTP/9.9\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n",
+        &[b'A'; 70_000][..],
+    ] {
+        let Target::Tcp(addr) = d.target else {
+            unreachable!()
+        };
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let _ = s.write_all(junk);
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf);
+        let head = String::from_utf8_lossy(&buf);
+        assert!(
+            buf.is_empty() || head.starts_with("HTTP/1.1 4"),
+            "{junk:?} → {head}"
+        );
+    }
+    assert_eq!(d.json("/healthz").0, 200);
+}
+
+fn unix_socket_dir() -> tempfile::TempDir {
+    // Socket paths are limited to about 100 bytes: keep them short.
+    tempfile::Builder::new()
+        .prefix("hwc")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+#[test]
+fn the_unix_socket_is_0660_refuses_a_second_daemon_and_is_removed_at_exit() {
+    let sockdir = unix_socket_dir();
+    let sock = sockdir.path().join("run/hwceiling.sock");
+    let d = Daemon::start(Bind::Unix(sock.clone()), with_day1);
+    let meta = std::fs::symlink_metadata(&sock).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o660);
+    let (status, e) = d.json("/v1/efficiency?path=host_ram_same_numa_gbps&measured_gbps=34.7");
+    assert_eq!((status, e["efficiency"].as_f64()), (200, Some(1.0)));
+    // A body over the limit: 413 (on a Unix socket the answer is never lost to a reset).
+    let big = vec![b' '; 65 * 1024 + 1];
+    let r = d.send("POST", "/v1/profile/run", &big);
+    assert_eq!(r.status, 413, "{}", r.text());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let second = rt.block_on(async { hwc_daemon::bind_unix(&sock).map(|_| ()) });
+    let e = second.unwrap_err().to_string();
+    assert!(e.contains("in use by a running daemon"), "{e}");
+    d.stop().0.unwrap();
+    assert!(!sock.exists(), "socket removed at shutdown");
+}
+
+#[test]
+fn a_stale_socket_is_replaced_and_other_files_are_not() {
+    let sockdir = unix_socket_dir();
+    let sock = sockdir.path().join("s.sock");
+    drop(std::os::unix::net::UnixListener::bind(&sock).unwrap());
+    assert!(sock.exists(), "a stale socket file left behind");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let l = hwc_daemon::bind_unix(&sock).unwrap();
+        drop(l);
+        let file = sockdir.path().join("plain");
+        std::fs::write(&file, b"keep me").unwrap();
+        let e = hwc_daemon::bind_unix(&file).unwrap_err().to_string();
+        assert!(e.contains("not a socket"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+    });
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the query, the answer is a 2xx/4xx JSON document.
+    #[test]
+    fn any_efficiency_query_gets_a_json_answer(
+        path in prop_oneof![Just("warm_gpu0_gbps".to_string()), "\\PC{0,40}"],
+        measured in prop_oneof![Just("12.5".to_string()), "[-+0-9.eEnaiNf]{0,12}", "\\PC{0,20}"],
+        extra in "[a-z=&%0-9]{0,20}",
+    ) {
+        thread_local! {
+            static D: Daemon = Daemon::tcp(with_day1);
+        }
+        D.with(|d| {
+            let q = format!("/v1/efficiency?path={}&measured_gbps={}&{extra}", encode(&path), encode(&measured));
+            let r = d.get(&q);
+            prop_assert!(matches!(r.status, 200 | 400 | 404), "{} {}", r.status, r.text());
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            prop_assert_eq!(r.status == 200, v.get("efficiency").is_some());
+            Ok(())
+        })?;
+    }
+}
+
+#[test]
+fn silent_clients_are_dropped_and_do_not_starve_others() {
+    let d = Daemon::tcp(|dir, config| {
+        with_day1(dir, config);
+        config.max_connections = 2;
+    });
+    let Target::Tcp(addr) = d.target else {
+        unreachable!()
+    };
+    // Two clients that connect and say nothing hold both slots…
+    let silent: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| std::net::TcpStream::connect(addr).unwrap())
+        .collect();
+    let t = std::time::Instant::now();
+    // …until the header timeout (500 ms in these tests) closes them; then a request gets in.
+    assert_eq!(d.json("/healthz").0, 200);
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    for mut s in silent {
+        s.set_read_timeout(Some(TIMEOUT)).unwrap();
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf);
+        let head = String::from_utf8_lossy(&buf);
+        assert!(buf.is_empty() || head.starts_with("HTTP/1.1 408"), "{head}");
+    }
+}

@@ -1,0 +1,99 @@
+//! Reading profile (and other small YAML) files with a size cap, so a huge or endless input is
+//! refused before it is parsed, and every failure names the file in one line.
+
+use crate::{from_yaml, ProfileError};
+use hwc_model::Profile;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The largest file `read_profile` accepts. A full profile of an eight-GPU node is well under
+/// a megabyte; anything this large is not one.
+pub const MAX_PROFILE_BYTES: u64 = 16 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: larger than {max_bytes} bytes: not an hwceiling file", path.display())]
+    TooLarge { path: PathBuf, max_bytes: u64 },
+    #[error("{}: not UTF-8 text", path.display())]
+    NotText { path: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Invalid { path: PathBuf, source: ProfileError },
+}
+
+/// The text of `path`, refusing more than `max_bytes` (checked while reading, so a file that
+/// grows or a FIFO cannot get past it).
+pub fn read_text_capped(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
+    let io = |source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge {
+            path: path.to_path_buf(),
+            max_bytes,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotText {
+        path: path.to_path_buf(),
+    })
+}
+
+/// Read and parse a profile file; the text comes back too (to serve it byte for byte).
+pub fn read_profile_with_text(path: &Path) -> Result<(Profile, String), ReadError> {
+    let text = read_text_capped(path, MAX_PROFILE_BYTES)?;
+    let profile = from_yaml(&text).map_err(|source| ReadError::Invalid {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok((profile, text))
+}
+
+/// Read and parse a profile file.
+pub fn read_profile(path: &Path) -> Result<Profile, ReadError> {
+    read_profile_with_text(path).map(|(p, _)| p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_files_are_refused_before_parsing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big.yaml");
+        std::fs::write(&p, "a".repeat(100)).unwrap();
+        let e = read_text_capped(&p, 99).unwrap_err().to_string();
+        assert!(e.contains("larger than 99 bytes"), "{e}");
+        assert_eq!(read_text_capped(&p, 100).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn errors_name_the_file_on_one_line() {
+        let d = tempfile::tempdir().unwrap();
+        let missing = d.path().join("none.yaml");
+        let e = read_profile(&missing).unwrap_err().to_string();
+        assert!(
+            e.starts_with("cannot read ") && e.contains("none.yaml"),
+            "{e}"
+        );
+        let bad = d.path().join("bad.yaml");
+        std::fs::write(&bad, "schema_version: 1\nplatform: [\n").unwrap();
+        let e = read_profile(&bad).unwrap_err().to_string();
+        assert!(e.contains("bad.yaml: not a valid hwceiling profile"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let binary = d.path().join("bin.yaml");
+        std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
+        let e = read_profile(&binary).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+    }
+}
