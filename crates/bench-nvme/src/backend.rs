@@ -33,6 +33,9 @@ pub struct TargetUnit {
     pub path: PathBuf,
     /// Create the file (it does not exist): this many bytes, removed when hwceiling ends.
     pub create_bytes: Option<u64>,
+    /// The node whose CPUs run the I/O thread (the machine's only node, when it has one).
+    pub node: Option<u32>,
+    pub cpus: Vec<u32>,
 }
 
 /// Everything the backend needs, decided before the run (the gate has passed `writable`).
@@ -57,6 +60,8 @@ pub struct NvmeBackend {
     rechecked: BTreeSet<String>,
     /// The file hwceiling created for `--target` (its name already removed).
     scratch: Option<(Arc<File>, Kind, u64)>,
+    /// Facts for the profile's provenance (e.g. drives that did not answer Identify).
+    environment: BTreeMap<String, String>,
 }
 
 impl NvmeBackend {
@@ -66,7 +71,13 @@ impl NvmeBackend {
             files: BTreeMap::new(),
             rechecked: BTreeSet::new(),
             scratch: None,
+            environment: BTreeMap::new(),
         }
+    }
+
+    /// Record a fact for the profile's provenance.
+    pub fn note_environment(&mut self, key: &str, value: String) {
+        self.environment.insert(key.to_string(), value);
     }
 
     fn open(&mut self, key: &str, write: bool) -> Result<(Arc<File>, Kind, u64), BenchError> {
@@ -130,9 +141,8 @@ impl NvmeBackend {
                 .map(|d| d.device.clone()),
         };
         if let Some(path) = device.filter(|p| {
-            std::fs::metadata(p).is_ok_and(|m| {
-                std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type())
-            })
+            std::fs::metadata(p)
+                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
         }) {
             let view = device::live_view(&path);
             let r = refusals(
@@ -213,10 +223,12 @@ impl Backend for NvmeBackend {
                 self.check_write(key)?;
             }
             let (file, kind, size) = self.open(key, op == Op::Write)?;
-            let unit = self.cfg.drives.iter().find(|d| &d.key == key).cloned();
-            let (node, cpus) = unit
-                .map(|u| (u.node, u.cpus))
-                .unwrap_or((None, Vec::new()));
+            let drive = self.cfg.drives.iter().find(|d| &d.key == key);
+            let (node, cpus) = match (&self.cfg.target, drive) {
+                (_, Some(u)) => (u.node, u.cpus.clone()),
+                (Some(t), None) if &t.key == key => (t.node, t.cpus.clone()),
+                _ => (None, Vec::new()),
+            };
             let engine = Engine::new(file, size, block, qd, node).map_err(|e| match e {
                 EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
                 e => BenchError::failed(e.to_string()),
@@ -284,7 +296,7 @@ impl Backend for NvmeBackend {
     }
 
     fn environment(&self) -> BTreeMap<String, String> {
-        let mut e = BTreeMap::new();
+        let mut e = self.environment.clone();
         e.insert(
             "nvme_engine".into(),
             "io_uring (io-uring 0.7), O_DIRECT, registered buffers, one pinned thread per drive"
@@ -386,7 +398,7 @@ impl Prepared for NvmeRun {
                 self.last_bytes
             )));
         }
-        if self.last_bytes % self.block != 0 {
+        if !self.last_bytes.is_multiple_of(self.block) {
             return Err(BenchError::failed("a partial block was counted"));
         }
         Ok(())

@@ -173,7 +173,11 @@ pub fn live_view(path: &Path) -> DeviceView {
         view.mounts = mounts_of(&text, &ids);
     }
     if let Ok(text) = std::fs::read_to_string("/proc/swaps") {
-        for dev in text.lines().skip(1).filter_map(|l| l.split_whitespace().next()) {
+        for dev in text
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+        {
             if let Ok(m) = std::fs::metadata(dev) {
                 if m.file_type().is_block_device() && ids.contains(&dev_id(m.rdev())) {
                     view.mounts.push(format!("swap ({dev})"));
@@ -234,6 +238,9 @@ mod tests {
             // tmpfs and some overlay filesystems refuse O_DIRECT: nothing to test there.
             Err(e) => eprintln!("SKIPPED: {e}"),
         }
-        assert!(create_scratch_file(dir.path(), 4096).is_err(), "an existing path");
+        assert!(
+            create_scratch_file(dir.path(), 4096).is_err(),
+            "an existing path"
+        );
     }
 }

@@ -26,7 +26,9 @@ pub enum Op {
 pub enum Pattern {
     Sequential,
     /// Uniform over the device's blocks (xorshift64*, seeded).
-    Random { seed: u64 },
+    Random {
+        seed: u64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -251,9 +253,8 @@ impl Engine {
             offsets[slot] = offset;
             issued_at[slot] = Instant::now();
             // SAFETY: the entry's buffer (slot) stays valid and untouched until its completion.
-            unsafe { self.ring.submission().push(&e) }.map_err(|_| {
-                EngineError::Submit(std::io::Error::other("submission queue full"))
-            })?;
+            unsafe { self.ring.submission().push(&e) }
+                .map_err(|_| EngineError::Submit(std::io::Error::other("submission queue full")))?;
             submitted += 1;
         }
         while completed < submitted {
@@ -273,7 +274,8 @@ impl Engine {
                 let now = Instant::now();
                 completed += 1;
                 let ns = now.duration_since(issued_at[slot]).as_nanos();
-                self.latencies_ns.push(u32::try_from(ns).unwrap_or(u32::MAX));
+                self.latencies_ns
+                    .push(u32::try_from(ns).unwrap_or(u32::MAX));
                 if res < 0 {
                     failure.get_or_insert(EngineError::Io {
                         op,
@@ -371,11 +373,15 @@ mod tests {
         };
         let never = AtomicBool::new(false);
         let mut e = Engine::new(file, 4 << 20, 128 << 10, 8, None).unwrap();
-        let r = e.run(Op::Read, Pattern::Sequential, 6 << 20, &never).unwrap();
+        let r = e
+            .run(Op::Read, Pattern::Sequential, 6 << 20, &never)
+            .unwrap();
         assert_eq!((r.bytes, r.ios), (6 << 20, 48));
         assert!(r.seconds > 0.0 && r.p50_latency_us > 0.0 && r.p99_latency_us >= r.p50_latency_us);
         assert_eq!(e.cursor, 2 << 20, "6 MiB on a 4 MiB file wraps once");
-        let w = e.run(Op::Write, Pattern::Sequential, 1 << 20, &never).unwrap();
+        let w = e
+            .run(Op::Write, Pattern::Sequential, 1 << 20, &never)
+            .unwrap();
         assert_eq!(w.ios, 8);
         let r = e
             .run(Op::Read, Pattern::Random { seed: 7 }, 1 << 20, &never)

@@ -21,7 +21,9 @@ pub enum Refusal {
     /// The device was not named explicitly (serial, /dev path or BDF).
     NotNamed,
     /// No namespace of the drive is visible to the kernel, so nothing about it can be checked.
-    NoVisibleNamespace { driver: Option<String> },
+    NoVisibleNamespace {
+        driver: Option<String>,
+    },
     Mounted(Vec<String>),
     Partitioned(Vec<String>),
     Held(Vec<String>),
@@ -322,17 +324,32 @@ mod tests {
         ] {
             assert_eq!(select(&t, name).unwrap().name, "nvme0", "{name}");
         }
-        assert_eq!(select(&t, "0000:13:00.0").unwrap().driver.as_deref(), Some("vfio-pci"));
+        assert_eq!(
+            select(&t, "0000:13:00.0").unwrap().driver.as_deref(),
+            Some("vfio-pci")
+        );
     }
 
     #[test]
     fn partitions_and_strangers_are_not_drives() {
         let t = topo();
-        assert!(matches!(select(&t, "/dev/nvme1n1p1"), Err(SelectError::Partition(_))));
-        assert!(matches!(select(&t, "/dev/nvme0n1p3"), Err(SelectError::Partition(_))));
+        assert!(matches!(
+            select(&t, "/dev/nvme1n1p1"),
+            Err(SelectError::Partition(_))
+        ));
+        assert!(matches!(
+            select(&t, "/dev/nvme0n1p3"),
+            Err(SelectError::Partition(_))
+        ));
         let e = select(&t, "/dev/sda").unwrap_err().to_string();
-        assert!(e.contains("names no NVMe drive") && e.contains("HWCN0A"), "{e}");
-        assert!(matches!(select(&t, "HWCN0"), Err(SelectError::Unknown(..))), "no prefix match");
+        assert!(
+            e.contains("names no NVMe drive") && e.contains("HWCN0A"),
+            "{e}"
+        );
+        assert!(
+            matches!(select(&t, "HWCN0"), Err(SelectError::Unknown(..))),
+            "no prefix match"
+        );
     }
 
     #[test]
@@ -356,10 +373,16 @@ mod tests {
         );
         let mut v = blank("d");
         v.mounts = vec!["/mnt".into()];
-        assert_eq!(refusals(OK, &v), vec![Refusal::Mounted(vec!["/mnt".into()])]);
+        assert_eq!(
+            refusals(OK, &v),
+            vec![Refusal::Mounted(vec!["/mnt".into()])]
+        );
         let mut v = blank("d");
         v.partitions = vec!["nvme0n1p1".into()];
-        assert_eq!(refusals(OK, &v), vec![Refusal::Partitioned(vec!["nvme0n1p1".into()])]);
+        assert_eq!(
+            refusals(OK, &v),
+            vec![Refusal::Partitioned(vec!["nvme0n1p1".into()])]
+        );
         let mut v = blank("d");
         v.holders = vec!["dm-0".into()];
         assert_eq!(refusals(OK, &v), vec![Refusal::Held(vec!["dm-0".into()])]);
@@ -371,7 +394,9 @@ mod tests {
         v.signatures = Ok(vec![ext4.clone()]);
         let r = refusals(OK, &v);
         assert_eq!(r, vec![Refusal::Signatures(vec![ext4])]);
-        assert!(r[0].to_string().contains("ext2/3/4 signature at byte 0x438"));
+        assert!(r[0]
+            .to_string()
+            .contains("ext2/3/4 signature at byte 0x438"));
         let mut v = blank("d");
         v.signatures = Err("EIO".into());
         assert_eq!(refusals(OK, &v), vec![Refusal::ProbeFailed("EIO".into())]);

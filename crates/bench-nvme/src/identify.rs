@@ -205,14 +205,8 @@ mod tests {
 
     #[test]
     fn parses_the_fields_qemu_reports() {
-        let id = parse_identify_controller(&crafted(
-            "HWCN0A",
-            "QEMU NVMe Ctrl",
-            "7.2.22",
-            5,
-            0x07,
-        ))
-        .unwrap();
+        let id = parse_identify_controller(&crafted("HWCN0A", "QEMU NVMe Ctrl", "7.2.22", 5, 0x07))
+            .unwrap();
         assert_eq!(id.vendor_id, 0x8086);
         assert_eq!(id.serial, "HWCN0A");
         assert_eq!(id.model, "QEMU NVMe Ctrl");

@@ -114,7 +114,10 @@ mod tests {
         assert_eq!(r.bytes, Some(512 << 10));
         // CAP unreadable: the kernel's limit tells MPSMIN when it was derived from MDTS.
         let r = resolve_mdts(Some(5), None, Some(512));
-        assert_eq!((r.bytes, r.source), (Some(512 << 10), Some("identify+sysfs")));
+        assert_eq!(
+            (r.bytes, r.source),
+            (Some(512 << 10), Some("identify+sysfs"))
+        );
         // The driver caps below MDTS: 4 KiB pages assumed, and said so.
         let r = resolve_mdts(Some(10), None, Some(1024));
         assert_eq!(r.bytes, Some(4 << 20));

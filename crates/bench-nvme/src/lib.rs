@@ -107,10 +107,22 @@ pub fn setup(
         if may_write {
             writable.insert(key.clone());
         }
+        let cpu_nodes: Vec<&hwc_model::topology::NumaNode> = topo
+            .platform
+            .numa
+            .iter()
+            .filter(|n| !n.cpus.is_empty())
+            .collect();
+        let node = match cpu_nodes.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
+        };
         target_unit = Some(TargetUnit {
             key: key.clone(),
             path: path.clone(),
             create_bytes: create.then_some(req.bytes_per_drive),
+            node,
+            cpus: node_cpus(topo, node),
         });
         target = Some((key, may_write));
     }

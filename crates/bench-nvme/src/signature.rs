@@ -144,7 +144,11 @@ pub fn scan(ends: &Ends) -> Vec<Found> {
     check("NTFS", 3, ends.is(3, b"NTFS    "));
     check("exFAT", 3, ends.is(3, b"EXFAT   "));
     for (off, name) in [(54, b"FAT12   "), (54, b"FAT16   "), (82, b"FAT32   ")] {
-        check("FAT", off, ends.is(off, name) && ends.is(510, &[0x55, 0xaa]));
+        check(
+            "FAT",
+            off,
+            ends.is(off, name) && ends.is(510, &[0x55, 0xaa]),
+        );
     }
     check("ISO 9660", 0x8001, ends.is(0x8001, b"CD001"));
     check("LUKS", 0, ends.is(0, b"LUKS\xba\xbe"));
@@ -179,6 +183,8 @@ mod tests {
     use proptest::prelude::*;
 
     const SIZE: u64 = 64 << 20;
+    /// Bytes to place at absolute offsets.
+    type Writes<'a> = Vec<(u64, &'a [u8])>;
 
     /// A blank device of SIZE bytes with `bytes` written at absolute offsets.
     fn device(writes: &[(u64, &[u8])]) -> (Vec<u8>, Vec<u8>) {
@@ -225,7 +231,7 @@ mod tests {
         mbr[446 + 4] = 0x83;
         mbr[510] = 0x55;
         mbr[511] = 0xaa;
-        let cases: Vec<(Vec<(u64, &[u8])>, &str)> = vec![
+        let cases: Vec<(Writes, &str)> = vec![
             (vec![(0x438, &[0x53, 0xef])], "ext2/3/4"),
             (vec![(0, b"XFSB")], "XFS"),
             (vec![(0x10040, b"_BHRfS_M")], "btrfs"),
@@ -296,7 +302,13 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let f = File::open(&path).unwrap();
         let found = probe(&f, 8192).unwrap();
-        assert_eq!(found, vec![Found { kind: "XFS", offset: 0 }]);
+        assert_eq!(
+            found,
+            vec![Found {
+                kind: "XFS",
+                offset: 0
+            }]
+        );
     }
 
     proptest! {

@@ -65,6 +65,27 @@ pub struct ProfileArgs {
     /// Measure even when the CPUs or GPU are busy, marking every such figure contended.
     #[arg(long)]
     pub allow_contended: bool,
+    /// NVMe drives to measure, comma-separated: serial, /dev/nvmeXnY, /dev/nvmeX or PCI
+    /// address (default: every drive). The only drives writes may go to.
+    #[arg(long, value_delimiter = ',', value_name = "DRIVE,...")]
+    pub drives: Option<Vec<String>>,
+    /// Run the NVMe write sweep (Path 2) on the drives named with --drives (or on --target),
+    /// after the safety checks: DESTROYS THE DATA ON THEM.
+    #[arg(long)]
+    pub allow_destructive_writes: bool,
+    /// Measure this file or block device instead of the NVMe drives; a path that does not exist
+    /// is created, filled, and removed (its name at once).
+    #[arg(long, value_name = "PATH")]
+    pub target: Option<PathBuf>,
+    /// NVMe block sizes instead of 4KiB,16KiB,…,8MiB (e.g. `128KiB,1MiB`).
+    #[arg(long, value_delimiter = ',', value_name = "SIZE,...", value_parser = parse_size)]
+    pub nvme_sizes: Option<Vec<u64>>,
+    /// NVMe queue depths instead of 16,32.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub queue_depths: Option<Vec<u32>>,
+    /// Bytes per drive per NVMe repetition (default 2GiB; the whole device when smaller).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub nvme_bytes: Option<u64>,
     /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
     #[arg(long, value_name = "DIR", requires = "dry_run")]
     pub fsroot: Option<PathBuf>,

@@ -9,6 +9,7 @@ use clap::Parser;
 
 mod cli;
 mod detect_cmd;
+mod nvme_cmd;
 mod output;
 mod profile_cmd;
 mod progress;

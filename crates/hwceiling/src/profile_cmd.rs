@@ -3,7 +3,7 @@
 use crate::cli::{ProfileArgs, ReportArgs};
 use crate::output::{self, RunFiles};
 use crate::progress::Progress;
-use crate::{detect_cmd, signals};
+use crate::{detect_cmd, nvme_cmd, signals};
 use anyhow::{Context, Result};
 use hwc_model::{CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
 use hwc_plan::PlanOptions;
@@ -17,7 +17,9 @@ const VERSION: &str = env!("CARGO_PKG_VERSION");
 const GIT_REVISION: &str = env!("HWCEILING_GIT_REVISION");
 
 /// Paths this build has a backend for.
-const IMPLEMENTED: [PathId; 5] = [
+const IMPLEMENTED: [PathId; 7] = [
+    PathId::NvmeRead,
+    PathId::NvmeWrite,
     PathId::HostRam,
     PathId::H2d,
     PathId::D2h,
@@ -81,6 +83,7 @@ fn merge_cuda_facts(topo: &mut Topology, probe: &hwc_bench_cuda::CudaProbe) {
 fn plan_options(
     a: &ProfileArgs,
     unavailable: BTreeMap<PathId, (String, Option<String>)>,
+    nvme: hwc_plan::NvmePlanOptions,
 ) -> PlanOptions {
     PlanOptions {
         paths: a.paths.as_ref().map(|p| p.iter().copied().collect()),
@@ -90,6 +93,7 @@ fn plan_options(
         host_sizes: a.host_sizes.clone(),
         reps_divisor: a.quick.then_some(10),
         version: VERSION.to_string(),
+        nvme,
     }
 }
 
@@ -115,6 +119,7 @@ fn options_map(a: &ProfileArgs) -> BTreeMap<String, String> {
     }
     o.insert("quick".into(), a.quick.to_string());
     o.insert("allow_contended".into(), a.allow_contended.to_string());
+    nvme_cmd::options(a, &mut o);
     o
 }
 
@@ -130,7 +135,8 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
             Some(_) => BTreeMap::new(),
             None => backends(&mut topo, wants_gpu).unavailable,
         };
-        let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable));
+        let nvme = nvme_cmd::prepare(a, &mut topo, a.fsroot.is_none(), &signals::CANCEL)?;
+        let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable, nvme.plan));
         print!("{}", render_plan(&plan));
         return Ok(0);
     }
@@ -138,11 +144,15 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     let started = chrono::Local::now();
     let date = started.format("%Y-%m-%d").to_string();
     let files = RunFiles::choose(&a.output_dir, &date)?;
+    let nvme = nvme_cmd::prepare(a, &mut topo, true, &signals::CANCEL)?;
     let Backends {
         list: mut backends,
         unavailable,
     } = backends(&mut topo, wants_gpu);
-    let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable));
+    if let Some(b) = nvme.backend {
+        backends.push(Box::new(b));
+    }
+    let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable, nvme.plan));
 
     let mut provenance = Provenance {
         tool: "hwceiling".into(),
@@ -319,9 +329,7 @@ fn hwc_report_waiver(w: &Waiver) -> String {
 }
 
 pub fn report(a: &ReportArgs) -> Result<i32> {
-    let text = std::fs::read_to_string(&a.profile)
-        .with_context(|| format!("cannot read {}", a.profile.display()))?;
-    let profile = hwc_profile::from_yaml(&text).with_context(|| a.profile.display().to_string())?;
+    let profile = hwc_profile::read_profile(&a.profile)?;
     let md = hwc_report::render(&profile);
     match &a.output {
         Some(path) => write_report(path, &md)?,

@@ -6,6 +6,12 @@ use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
 use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Reps, Topology, Waiver, KIB, MIB};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod nvme;
+pub use nvme::{
+    drive_counts, drive_group, drive_key, same_root_groups, NvmePlanOptions, LATENCY_QUEUE_DEPTHS,
+    NVME_QUEUE_DEPTHS, NVME_SIZES, READ_DRIVE_COUNTS, WRITE_DRIVE_COUNTS,
+};
+
 /// Host memcpy sizes (spec Path 7).
 pub const HOST_RAM_SIZES: [u64; 4] = [4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB];
 /// H2D/D2H sizes (spec Path 3).
@@ -56,6 +62,8 @@ pub struct PlanOptions {
     pub reps_divisor: Option<u32>,
     /// Tool version, quoted in "not built" waivers.
     pub version: String,
+    /// NVMe sizes, queue depths, selected drives, write approvals, `--target`.
+    pub nvme: NvmePlanOptions,
 }
 
 impl PlanOptions {
@@ -86,7 +94,7 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
             PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d => {
                 plan_gpu_copies(path, topo, opts, &mut p)
             }
-            PathId::NvmeRead | PathId::NvmeWrite => plan_nvme(path, topo, &mut p),
+            PathId::NvmeRead | PathId::NvmeWrite => nvme::plan_nvme(path, topo, opts, &mut p),
             PathId::Gdrcopy => plan_gdrcopy(topo, &mut p),
             PathId::Gds => plan_gds(topo, &mut p),
             PathId::NvmeBar1 => plan_nvme_bar1(topo, &mut p),
@@ -417,26 +425,6 @@ fn host_params(
         params.src_node = node;
     }
     params
-}
-
-fn plan_nvme(path: PathId, topo: &Topology, p: &mut Plan) {
-    if topo.nvme.is_empty() {
-        waive(p, path, None, "no NVMe drives were detected".into(), None);
-        return;
-    }
-    let reason = if path == PathId::NvmeWrite {
-        "NVMe write sweeps are not built yet; when they are, they will need \
-         --allow-destructive-writes and a named, unused drive"
-    } else {
-        "the kernel (io_uring, O_DIRECT) and SPDK NVMe backends are not built yet"
-    };
-    waive(
-        p,
-        path,
-        None,
-        format!("{} drive(s) detected, but {reason}", topo.nvme.len()),
-        None,
-    );
 }
 
 fn plan_gdrcopy(topo: &Topology, p: &mut Plan) {

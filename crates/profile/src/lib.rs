@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 mod derive;
 pub use derive::{gpu_fields, host_ram_pairs};
 mod file;
+pub mod nvme;
 pub use file::{
     read_profile, read_profile_with_text, read_text_capped, ReadError, MAX_PROFILE_BYTES,
 };
@@ -83,7 +84,9 @@ pub fn build(
         profile.gpus.insert(format!("gpu{}", g.index), entry);
     }
     profile.host_ram = derive::host_ram(&profile.measurements);
+    nvme::fill(topo, &profile.measurements, &mut profile.nvme);
     profile.ceilings = ceilings(&profile);
+    profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut BTreeMap::new());
     profile.warnings = warnings(topo, &profile);
     profile
 }
@@ -149,6 +152,7 @@ pub fn ceilings(p: &Profile) -> BTreeMap<String, f64> {
         "host_ram_cross_numa_gbps".into(),
         p.host_ram.cross_numa_gbps,
     );
+    nvme::ceilings(p, &mut c);
     c
 }
 

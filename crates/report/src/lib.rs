@@ -10,6 +10,7 @@ use hwc_model::{size_label, PathId, Profile, Stats, Waiver};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+mod nvme;
 mod paths;
 mod summary;
 
@@ -302,16 +303,27 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
                 d.name.clone(),
                 opt(&d.bdf),
                 opt(&d.model),
-                opt(&d.serial),
+                opt(&d.serial.as_deref().map(str::trim)),
                 opt(&d.firmware_rev),
                 d.capacity_tb
                     .map(|t| format!("{t:.3}"))
                     .unwrap_or_else(|| "—".into()),
                 opt(&d.block_size),
-                opt(&d.mdts_bytes),
+                match (&d.mdts_bytes, &d.mdts_source) {
+                    (Some(b), Some(src)) => format!("{} ({src})", size_label(*b)),
+                    (Some(b), None) => size_label(*b),
+                    (None, _) => "—".into(),
+                },
+                d.vwc_enabled
+                    .map(|v| if v { "yes" } else { "no" }.to_string())
+                    .unwrap_or_else(|| "—".into()),
                 opt(&d.numa_node),
+                opt(&d.root),
+                opt(&d.driver),
                 if d.in_use {
                     "in use (never written)".into()
+                } else if d.driver.as_deref().is_some_and(|x| x != "nvme") {
+                    "namespaces not visible (never written)".into()
                 } else {
                     "unused".into()
                 },
@@ -321,11 +333,49 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
     table(
         out,
         &[
-            "Drive", "BDF", "Model", "Serial", "Firmware", "TB", "Block", "MDTS (B)", "Node",
-            "State",
+            "Drive", "BDF", "Model", "Serial", "Firmware", "TB", "Block", "MDTS", "VWC", "Node",
+            "Root", "Driver", "State",
         ],
         &rows,
     );
+    let lat = |a: Option<f64>, p50: Option<f64>, p99: Option<f64>| match a {
+        Some(a) => format!(
+            "{a:.0} / {} / {}",
+            p50.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into()),
+            p99.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into())
+        ),
+        None => "—".into(),
+    };
+    let rows: Vec<Vec<String>> = p
+        .nvme
+        .drives
+        .iter()
+        .filter(|d| d.read_latency_qd1_us.is_some() || d.read_latency_qd32_us.is_some())
+        .map(|d| {
+            vec![
+                d.name.clone(),
+                lat(
+                    d.read_latency_qd1_us,
+                    d.read_latency_qd1_p50_us,
+                    d.read_latency_qd1_p99_us,
+                ),
+                lat(
+                    d.read_latency_qd16_us,
+                    d.read_latency_qd16_p50_us,
+                    d.read_latency_qd16_p99_us,
+                ),
+                lat(
+                    d.read_latency_qd32_us,
+                    d.read_latency_qd32_p50_us,
+                    d.read_latency_qd32_p99_us,
+                ),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push_str("4 KiB random-read latency per I/O, µs (average / p50 / p99):\n\n");
+        table(out, &["Drive", "QD 1", "QD 16", "QD 32"], &rows);
+    }
 }
 
 fn pcie_table(out: &mut String, p: &Profile) {

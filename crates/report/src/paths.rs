@@ -9,7 +9,7 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
     out.push_str("## 5. Data paths\n\n");
     let sections: [fn(&mut String, &Profile); 8] = [
         |o, p| {
-            generic(
+            crate::nvme::render(
                 o,
                 p,
                 PathId::NvmeRead,
@@ -17,7 +17,7 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
             )
         },
         |o, p| {
-            generic(
+            crate::nvme::render(
                 o,
                 p,
                 PathId::NvmeWrite,

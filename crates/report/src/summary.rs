@@ -220,6 +220,14 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
     }
 }
 
+/// The GPU with the best NUMA-local H2D peak: the warm ceiling feeding the cold path.
+fn best_h2d(p: &Profile) -> Option<(String, f64)> {
+    p.gpus
+        .iter()
+        .filter_map(|(n, g)| Some((n.clone(), g.h2d_peak_numa_local_gbps?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
 fn warm_path(out: &mut String, p: &Profile) {
     out.push_str(
         "### Sub-table 2 — `dispatcher` warm path\n\nRoute: memory tier (pinned DRAM) ──H2D DMA──▶ \
@@ -261,17 +269,51 @@ fn cold_paths(out: &mut String, p: &Profile) {
          ──H2D DMA──▶ GPU. Ceiling = min(NVMe aggregate, H2D); crossover = H2D ceiling / \
          per-drive bandwidth.\n\n",
     );
-    if p.nvme.raw_read_gbps.is_empty() || p.gpus.is_empty() {
-        let why = if p.gpus.is_empty() {
-            path_waiver(p, PathId::H2d)
-        } else {
-            path_waiver(p, PathId::NvmeRead)
-        };
-        let _ = writeln!(
-            out,
-            "Waived: needs both an NVMe read and an H2D measurement ({}).\n",
-            why.unwrap_or_else(|| "not measured".into())
-        );
+    let h2d = best_h2d(p);
+    match h2d {
+        Some((gpu, h2d)) if !p.nvme.raw_read_gbps.is_empty() => {
+            let mut rows: Vec<(usize, Vec<String>)> = p
+                .nvme
+                .raw_read_gbps
+                .iter()
+                .map(|(k, nvme)| {
+                    let n: usize = k.trim_end_matches("_drive").parse().unwrap_or(0);
+                    let bound = if *nvme < h2d {
+                        format!("NVMe aggregate ({} GB/s < H2D)", gbps(*nvme))
+                    } else {
+                        format!("H2D PCIe {} ({} GB/s)", link_of(p, &gpu), gbps(h2d))
+                    };
+                    (
+                        n,
+                        vec![n.to_string(), gpu.clone(), gbps(nvme.min(h2d)), bound],
+                    )
+                })
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
+            table(out, &["Drives", "GPU", "Ceiling GB/s", "Bound by"], &rows);
+            if let Some(one) = p.nvme.raw_read_gbps.get("1_drive").filter(|v| **v > 0.0) {
+                let _ = writeln!(
+                    out,
+                    "Crossover: H2D caps the cold path from **{:.1} drives** ({} GB/s H2D / {} GB/s per drive).\n",
+                    h2d / one,
+                    gbps(h2d),
+                    gbps(*one)
+                );
+            }
+        }
+        _ => {
+            let why = if p.gpus.is_empty() || h2d.is_none() {
+                path_waiver(p, PathId::H2d)
+            } else {
+                path_waiver(p, PathId::NvmeRead)
+            };
+            let _ = writeln!(
+                out,
+                "Waived: needs both an NVMe read and an H2D measurement ({}).\n",
+                why.unwrap_or_else(|| "not measured".into())
+            );
+        }
     }
     out.push_str(
         "### Sub-table 4 — `dispatcher-p2p` cold path\n\nRoute: NVMe ──DMA──▶ BAR1 \

@@ -1,0 +1,215 @@
+//! Tests of the NVMe matrix.
+
+use super::*;
+use crate::plan;
+use hwc_model::topology::{NvmeDrive, NvmeNamespace};
+use hwc_model::Case;
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+
+fn drive(i: u32, root: Option<&str>, visible: bool) -> NvmeDrive {
+    NvmeDrive {
+        name: format!("nvme{i}"),
+        bdf: Some(format!("0000:{:02x}:00.0", 0x10 + i)),
+        model: Some("QEMU NVMe Ctrl".into()),
+        serial: Some(format!("HWC{i}")),
+        firmware_rev: None,
+        transport: Some("pcie".into()),
+        numa_node: Some(0),
+        root: root.map(str::to_string),
+        pcie_gen: None,
+        pcie_width: None,
+        driver: Some(if visible { "nvme" } else { "vfio-pci" }.into()),
+        namespaces: if visible {
+            vec![NvmeNamespace {
+                name: format!("nvme{i}n1"),
+                size_bytes: 64 << 20,
+                logical_block_size: Some(512),
+                max_hw_sectors_kb: Some(128),
+                partitions: vec![],
+                holders: vec![],
+                mounts: vec![],
+                in_use: false,
+            }]
+        } else {
+            vec![]
+        },
+        in_use: false,
+        capacity_bytes: None,
+        capacity_tb: None,
+        mdts_bytes: None,
+        mdts_source: None,
+        mdts_unlimited: false,
+        vwc_present: None,
+    }
+}
+
+fn machine(drives: Vec<NvmeDrive>) -> Topology {
+    Topology {
+        nvme: drives,
+        ..Topology::default()
+    }
+}
+
+fn opts(nvme: NvmePlanOptions) -> PlanOptions {
+    PlanOptions {
+        implemented: PathId::ALL.into_iter().collect(),
+        version: "0.1.0".into(),
+        nvme,
+        ..PlanOptions::default()
+    }
+}
+
+fn bed() -> Topology {
+    // The VM test bed's shape: two drives on one root, one on another.
+    machine(vec![
+        drive(0, Some("0000:20"), true),
+        drive(1, Some("0000:10"), true),
+        drive(2, Some("0000:10"), true),
+    ])
+}
+
+#[test]
+fn drive_counts_follow_the_spec_and_end_with_all() {
+    assert_eq!(drive_counts(&READ_DRIVE_COUNTS, 7), [1, 2, 4, 6, 7]);
+    assert_eq!(drive_counts(&READ_DRIVE_COUNTS, 6), [1, 2, 4, 6]);
+    assert_eq!(drive_counts(&READ_DRIVE_COUNTS, 3), [1, 2, 3]);
+    assert_eq!(drive_counts(&WRITE_DRIVE_COUNTS, 8), [1, 2, 4, 8]);
+    assert_eq!(drive_counts(&READ_DRIVE_COUNTS, 1), [1]);
+    assert!(drive_counts(&READ_DRIVE_COUNTS, 0).is_empty());
+}
+
+#[test]
+fn groups_prefer_one_root_complex() {
+    let t = bed();
+    let all: Vec<&NvmeDrive> = t.nvme.iter().collect();
+    let names = |k| -> Vec<String> {
+        drive_group(&all, k)
+            .iter()
+            .map(|d| d.name.clone())
+            .collect()
+    };
+    assert_eq!(names(1), ["nvme1"]);
+    assert_eq!(names(2), ["nvme1", "nvme2"], "both on root 0000:10");
+    assert_eq!(names(3), ["nvme1", "nvme2", "nvme0"]);
+    let groups = same_root_groups(&t.nvme);
+    assert_eq!(groups["0000:10"], ["0000:11:00.0", "0000:12:00.0"]);
+    assert_eq!(groups["0000:20"], ["0000:10:00.0"]);
+}
+
+#[test]
+fn reads_plan_latency_probes_and_the_full_sweep() {
+    let p = plan(&bed(), &opts(NvmePlanOptions::default()));
+    let reads: Vec<&Case> = p.cases_of(PathId::NvmeRead).collect();
+    // 3 drives × 3 QDs of latency, then counts 1, 2, 3 × 10 sizes × 2 QDs.
+    assert_eq!(reads.len(), 9 + 3 * 10 * 2);
+    assert_eq!(reads[0].key, "nvme_read/latency/nvme0/4KiB-random/qd1");
+    assert_eq!(reads[0].params.pattern.as_deref(), Some("random"));
+    let two = p
+        .cases
+        .iter()
+        .find(|c| c.key == "nvme_read/2drive/128KiB/qd32")
+        .unwrap();
+    assert_eq!(two.params.drives, ["0000:11:00.0", "0000:12:00.0"]);
+    assert_eq!(two.params.pattern.as_deref(), Some("sequential"));
+    assert!(p
+        .waivers_of(PathId::NvmeRead)
+        .any(|w| w.reason.contains("long drive tests")));
+}
+
+#[test]
+fn writes_are_waived_unless_approved() {
+    let p = plan(&bed(), &opts(NvmePlanOptions::default()));
+    assert_eq!(p.cases_of(PathId::NvmeWrite).count(), 0);
+    let w: Vec<_> = p.waivers_of(PathId::NvmeWrite).collect();
+    assert!(w[0].reason.contains("--allow-destructive-writes"), "{w:?}");
+
+    let p = plan(
+        &bed(),
+        &opts(NvmePlanOptions {
+            write_drives: Some(vec!["nvme2".into()]),
+            sizes: Some(vec![128 * KIB, MIB]),
+            ..NvmePlanOptions::default()
+        }),
+    );
+    let writes: Vec<&Case> = p.cases_of(PathId::NvmeWrite).collect();
+    assert_eq!(writes.len(), 4, "one drive × 2 sizes × 2 QDs");
+    assert!(writes.iter().all(|c| c.params.drives == ["0000:12:00.0"]));
+}
+
+#[test]
+fn invisible_drives_are_waived_with_their_driver() {
+    let t = machine(vec![drive(0, Some("0000:10"), true), drive(1, None, false)]);
+    let p = plan(&t, &opts(NvmePlanOptions::default()));
+    let w = p
+        .waivers_of(PathId::NvmeRead)
+        .find(|w| w.scope.as_deref() == Some("nvme1"))
+        .unwrap();
+    assert!(w.reason.contains("vfio-pci"), "{}", w.reason);
+    assert!(p
+        .cases_of(PathId::NvmeRead)
+        .all(|c| c.params.drives == ["0000:10:00.0"]));
+}
+
+#[test]
+fn a_target_replaces_the_drives() {
+    let o = NvmePlanOptions {
+        target: Some(("/tmp/x".into(), false)),
+        sizes: Some(vec![MIB]),
+        queue_depths: Some(vec![16]),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&machine(vec![]), &opts(o.clone()));
+    let reads: Vec<&Case> = p.cases_of(PathId::NvmeRead).collect();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].key, "nvme_read/target/1MiB/qd16");
+    assert_eq!(reads[0].params.drives, ["/tmp/x"]);
+    assert!(p
+        .waivers_of(PathId::NvmeWrite)
+        .any(|w| w.reason.contains("not created by hwceiling")));
+    let mut o = o;
+    o.target = Some(("/tmp/x".into(), true));
+    let p = plan(&machine(vec![]), &opts(o));
+    assert_eq!(p.cases_of(PathId::NvmeWrite).count(), 1);
+}
+
+#[test]
+fn selected_drives_limit_the_reads() {
+    let o = NvmePlanOptions {
+        selected: Some(vec!["nvme0".into()]),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&bed(), &opts(o));
+    assert!(p
+        .cases_of(PathId::NvmeRead)
+        .all(|c| c.params.drives == ["0000:10:00.0"]));
+}
+
+proptest! {
+    /// A group of k drives has min(k, n) distinct drives and touches as few roots as possible.
+    #[test]
+    fn groups_span_the_fewest_roots(roots in proptest::collection::vec(proptest::option::of(0u8..4), 1..10), k in 1usize..12) {
+        let drives: Vec<NvmeDrive> = roots
+            .iter()
+            .enumerate()
+            .map(|(i, r)| drive(i as u32, r.map(|r| format!("0000:{r:02x}")).as_deref(), true))
+            .collect();
+        let refs: Vec<&NvmeDrive> = drives.iter().collect();
+        let g = drive_group(&refs, k);
+        prop_assert_eq!(g.len(), k.min(drives.len()));
+        let keys: BTreeSet<String> = g.iter().map(|d| drive_key(d)).collect();
+        prop_assert_eq!(keys.len(), g.len());
+        let root_of = |d: &NvmeDrive| d.root.clone().unwrap_or_else(|| drive_key(d));
+        let touched: BTreeSet<String> = g.iter().map(|d| root_of(d)).collect();
+        let mut sizes: Vec<usize> = {
+            let mut m: BTreeMap<String, usize> = BTreeMap::new();
+            for d in &drives { *m.entry(root_of(d)).or_default() += 1; }
+            m.into_values().collect()
+        };
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        let mut need = 0;
+        let mut have = 0;
+        for s in sizes { if have >= g.len() { break; } have += s; need += 1; }
+        prop_assert_eq!(touched.len(), need);
+    }
+}
