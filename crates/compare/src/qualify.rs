@@ -137,11 +137,12 @@ pub enum SpecError {
 
 /// Parse and check a spec.
 pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
-    let spec: Spec = serde_saphyr::from_str(text).map_err(|e| {
-        let msg = e.to_string();
-        let first = msg.lines().next().unwrap_or(&msg);
-        SpecError::Yaml(first.trim_start_matches("error: ").to_string())
-    })?;
+    let spec: Spec = serde_saphyr::from_str_with_options(text, hwc_profile::yaml_options())
+        .map_err(|e| {
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or(&msg);
+            SpecError::Yaml(first.trim_start_matches("error: ").to_string())
+        })?;
     if spec.spec_version != SPEC_VERSION {
         return Err(SpecError::Version {
             found: spec.spec_version,

@@ -23,6 +23,14 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Re-render the markdown report from a YAML profile.
     Report(ReportArgs),
+    /// Serve the newest profile: ceilings, efficiency, Prometheus metrics, profile runs.
+    Serve(crate::serve_cmd::ServeArgs),
+    /// Measured / ceiling for one path, from a profile file or the daemon.
+    Efficiency(crate::efficiency_cmd::EfficiencyArgs),
+    /// Compare two profiles, or a fleet's; exit 1 on a regression.
+    Compare(crate::compare_cmd::CompareArgs),
+    /// Hold a profile to a bring-up spec; pass/fail, JUnit XML, exit 0/1.
+    Qualify(crate::qualify_cmd::QualifyArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

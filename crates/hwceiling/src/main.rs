@@ -8,11 +8,15 @@ use anyhow::Result;
 use clap::Parser;
 
 mod cli;
+mod compare_cmd;
 mod detect_cmd;
+mod efficiency_cmd;
 mod nvme_cmd;
 mod output;
 mod profile_cmd;
 mod progress;
+mod qualify_cmd;
+mod serve_cmd;
 mod signals;
 
 fn main() {
@@ -50,6 +54,10 @@ fn run(args: cli::Cli) -> Result<i32> {
         cli::Command::Detect(a) => detect_cmd::run(&a),
         cli::Command::Profile(a) => profile_cmd::run(&a),
         cli::Command::Report(a) => profile_cmd::report(&a),
+        cli::Command::Serve(a) => serve_cmd::run(&a),
+        cli::Command::Efficiency(a) => efficiency_cmd::run(&a),
+        cli::Command::Compare(a) => compare_cmd::run(&a),
+        cli::Command::Qualify(a) => qualify_cmd::run(&a),
     }
 }
 

@@ -12,25 +12,37 @@ pub const MAX_PROFILE_BYTES: u64 = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read {}: {err}", path.display())]
+    Io { path: PathBuf, err: std::io::Error },
     #[error("{}: larger than {max_bytes} bytes: not an hwceiling file", path.display())]
     TooLarge { path: PathBuf, max_bytes: u64 },
     #[error("{}: not UTF-8 text", path.display())]
     NotText { path: PathBuf },
-    #[error("{}: {source}", path.display())]
-    Invalid { path: PathBuf, source: ProfileError },
+    #[error("{}: {err}", path.display())]
+    Invalid { path: PathBuf, err: ProfileError },
+}
+
+/// The parser limits every hwceiling YAML input is read with: serde-saphyr's default budget
+/// (nesting depth, node and event counts, duplicate keys refused), with anchors and aliases
+/// held to a few — hwceiling never writes them, and a "billion laughs" file must fail at once.
+pub fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_anchors: 64,
+            max_aliases: 64,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: 10_000,
+        },
+    }
 }
 
 /// The text of `path`, refusing more than `max_bytes` (checked while reading, so a file that
 /// grows or a FIFO cannot get past it).
 pub fn read_text_capped(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
-    let io = |source| ReadError::Io {
+    let io = |err| ReadError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     };
     let file = std::fs::File::open(path).map_err(io)?;
     let mut bytes = Vec::new();
@@ -51,9 +63,9 @@ pub fn read_text_capped(path: &Path, max_bytes: u64) -> Result<String, ReadError
 /// Read and parse a profile file; the text comes back too (to serve it byte for byte).
 pub fn read_profile_with_text(path: &Path) -> Result<(Profile, String), ReadError> {
     let text = read_text_capped(path, MAX_PROFILE_BYTES)?;
-    let profile = from_yaml(&text).map_err(|source| ReadError::Invalid {
+    let profile = from_yaml(&text).map_err(|err| ReadError::Invalid {
         path: path.to_path_buf(),
-        source,
+        err,
     })?;
     Ok((profile, text))
 }
@@ -75,6 +87,19 @@ mod tests {
         let e = read_text_capped(&p, 99).unwrap_err().to_string();
         assert!(e.contains("larger than 99 bytes"), "{e}");
         assert_eq!(read_text_capped(&p, 100).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn a_billion_laughs_is_refused_at_once() {
+        let mut text = String::from("schema_version: 1\nl0: &l0 [x, x, x, x]\n");
+        for i in 1..40 {
+            let p = format!("*l{}", i - 1);
+            text.push_str(&format!("l{i}: &l{i} [{p}, {p}, {p}, {p}]\n"));
+        }
+        let t = std::time::Instant::now();
+        let e = from_yaml(&text).unwrap_err().to_string();
+        assert!(e.contains("alias replay limit exceeded"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
     }
 
     #[test]

@@ -17,7 +17,8 @@ pub use derive::{gpu_fields, host_ram_pairs};
 mod file;
 pub mod nvme;
 pub use file::{
-    read_profile, read_profile_with_text, read_text_capped, ReadError, MAX_PROFILE_BYTES,
+    read_profile, read_profile_with_text, read_text_capped, yaml_options, ReadError,
+    MAX_PROFILE_BYTES,
 };
 
 /// Everything one run saw and measured, with every raw sample: the JSON record.
@@ -226,19 +227,21 @@ struct VersionProbe {
 
 /// Read a profile, refusing other schema versions with a clear message.
 pub fn from_yaml(text: &str) -> Result<Profile, ProfileError> {
-    let probe: VersionProbe =
-        serde_saphyr::from_str(text).map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))?;
+    let probe: VersionProbe = serde_saphyr::from_str_with_options(text, yaml_options())
+        .map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))?;
     match probe.schema_version {
         None => return Err(ProfileError::NoVersion),
         Some(v) if v > SCHEMA_VERSION => return Err(ProfileError::Newer { found: v }),
         Some(v) if v < SCHEMA_VERSION => return Err(ProfileError::Older { found: v }),
         Some(_) => {}
     }
-    serde_saphyr::from_str(text).map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))
+    serde_saphyr::from_str_with_options(text, yaml_options())
+        .map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))
 }
 
 fn first_line(s: &str) -> String {
-    s.lines().next().unwrap_or(s).to_string()
+    let line = s.lines().next().unwrap_or(s);
+    line.trim_start_matches("error: ").to_string()
 }
 
 #[cfg(test)]

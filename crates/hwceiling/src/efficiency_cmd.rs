@@ -1,0 +1,117 @@
+//! `hwceiling efficiency`: measured / ceiling for one path, from a profile file or from the
+//! daemon (`hwceiling serve`) over its Unix socket.
+
+use crate::cli::Format;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use hwc_daemon::client::{self, Target};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct EfficiencyArgs {
+    /// The ceiling key (e.g. `warm_gpu0_peak_gbps`; `hwceiling report` or GET /v1/ceilings lists them).
+    #[arg(long, value_name = "KEY")]
+    pub path: String,
+    /// What your workload measured on that path, in GB/s (10^9 bytes/s).
+    #[arg(long, value_name = "GBPS", value_parser = parse_measured, allow_hyphen_values = true)]
+    pub measured_gbps: f64,
+    /// Read this profile instead of asking the daemon.
+    #[arg(long, value_name = "FILE", conflicts_with = "socket")]
+    pub profile: Option<PathBuf>,
+    /// The daemon's socket (default: $XDG_RUNTIME_DIR/hwceiling.sock, else
+    /// /run/hwceiling/hwceiling.sock).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+fn parse_measured(s: &str) -> Result<f64, String> {
+    hwc_compare::efficiency::parse_measured(s).map_err(|e| e.to_string())
+}
+
+/// The answer as the daemon gives it: the efficiency fields plus `profile`.
+fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
+    let p = hwc_profile::read_profile(file)?;
+    let e = hwc_compare::efficiency(&p.ceilings, &a.path, a.measured_gbps)
+        .with_context(|| file.display().to_string())?;
+    let mut v = serde_json::to_value(&e)?;
+    v["profile"] = json!({
+        "file": file.display().to_string(),
+        "hostname": p.platform.hostname.or(p.provenance.hostname),
+        "finished_at": p.provenance.finished_at,
+        "schema_version": p.schema_version,
+    });
+    Ok(v)
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn from_daemon(a: &EfficiencyArgs) -> Result<Value> {
+    let socket = a
+        .socket
+        .clone()
+        .unwrap_or_else(hwc_daemon::default_socket_path);
+    let target = Target::Unix(socket);
+    let query = format!(
+        "/v1/efficiency?path={}&measured_gbps={}",
+        encode(&a.path),
+        a.measured_gbps
+    );
+    let r = client::get_json(&target, &query, Duration::from_secs(10))?;
+    let v: Value = serde_json::from_slice(&r.body)
+        .with_context(|| format!("the daemon at {target} answered {}: {}", r.status, r.text()))?;
+    if r.status != 200 {
+        let msg = v["error"].as_str().unwrap_or("no error message");
+        match v["known_paths"].as_array() {
+            Some(known) => {
+                let names: Vec<&str> = known.iter().filter_map(Value::as_str).collect();
+                bail!("{msg} (known: {})", names.join(", "))
+            }
+            None => bail!("{msg}"),
+        }
+    }
+    Ok(v)
+}
+
+pub fn run(a: &EfficiencyArgs) -> Result<i32> {
+    let v = match &a.profile {
+        Some(file) => from_file(a, file)?,
+        None => from_daemon(a)?,
+    };
+    let text = match a.format {
+        Format::Json => serde_json::to_string_pretty(&v)? + "\n",
+        Format::Yaml => serde_saphyr::to_string(&v).context("serialising to YAML")?,
+        Format::Text => {
+            let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+            let p = &v["profile"];
+            let mut s = format!(
+                "efficiency  {:.3}  ({:.2} GB/s of the {:.2} GB/s ceiling)\npath        {}\nprofile     {} ({}, finished {})\n",
+                num("efficiency"),
+                num("measured_gbps"),
+                num("ceiling_gbps"),
+                v["path"].as_str().unwrap_or(""),
+                p["file"].as_str().unwrap_or("?"),
+                p["hostname"].as_str().unwrap_or("unknown host"),
+                p["finished_at"].as_str().unwrap_or("?"),
+            );
+            if let Some(note) = v["note"].as_str() {
+                s.push_str(&format!("note        {note}\n"));
+            }
+            s
+        }
+    };
+    print!("{text}");
+    Ok(0)
+}

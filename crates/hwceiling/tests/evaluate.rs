@@ -1,0 +1,686 @@
+//! End-to-end: `compare`, `qualify`, `efficiency` and `serve` through the real binary, and
+//! hostile files given to every command that reads one.
+
+use hwc_daemon::client::{self, Target};
+use hwc_model::topology::LinkTheory;
+use hwc_model::{Plan, Profile, Provenance, Topology};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hwceiling"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run hwceiling")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn one_line_error(o: &Output, code: i32, needle: &str) {
+    assert_eq!(o.status.code(), Some(code), "stderr: {}", stderr(o));
+    let e = stderr(o);
+    assert_eq!(e.trim_end().lines().count(), 1, "not one line: {e}");
+    assert!(e.starts_with("hwceiling: "), "{e}");
+    assert!(e.contains(needle), "{e}");
+}
+
+fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
+    let mut topo = Topology::default();
+    topo.platform.hostname = Some(host.into());
+    topo.topology.links.push(LinkTheory {
+        device: "gpu0".into(),
+        bdf: "0000:00:06.0".into(),
+        gen: 5,
+        width: 16,
+        max_gen: Some(5),
+        max_width: Some(16),
+        theoretical_gbps: 63.015,
+        max_theoretical_gbps: Some(63.015),
+        degraded: false,
+    });
+    let mut p = hwc_profile::build(
+        &topo,
+        &Plan::default(),
+        &[],
+        &[],
+        &[],
+        Provenance {
+            tool: "hwceiling".into(),
+            version: "0.1.0".into(),
+            git_revision: "abc".into(),
+            started_at: "2026-11-29T10:00:00+00:00".into(),
+            finished_at: "2026-11-29T10:05:00+00:00".into(),
+            date: "2026-11-29".into(),
+            command_line: "hwceiling profile".into(),
+            ..Provenance::default()
+        },
+    );
+    p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    p
+}
+
+fn write(dir: &Path, name: &str, p: &Profile) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, hwc_profile::to_yaml(p).unwrap()).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn compare_flags_a_regression_with_exit_1_and_passes_within_tolerance() {
+    let d = tempfile::tempdir().unwrap();
+    let a = write(
+        d.path(),
+        "a.yaml",
+        &profile(
+            "node1",
+            &[("warm_gpu0_gbps", 53.4), ("host_ram_same_numa_gbps", 34.0)],
+        ),
+    );
+    let b = write(
+        d.path(),
+        "b.yaml",
+        &profile(
+            "node2",
+            &[("warm_gpu0_gbps", 50.0), ("host_ram_same_numa_gbps", 33.5)],
+        ),
+    );
+    let o = run(&["compare", s(&a), s(&b)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("baseline   node1") && out.contains("candidate  node2"),
+        "{out}"
+    );
+    assert!(
+        out.contains("REGRESSION") && out.ends_with("1 regression(s)\n"),
+        "{out}"
+    );
+    let o = run(&["compare", s(&a), s(&b), "--tolerance", "10%"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let o = run(&[
+        "compare",
+        s(&a),
+        s(&b),
+        "--tolerance",
+        "0.10",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["regressions"], 0);
+    assert_eq!(v["tolerance_pct"], 10.0);
+    one_line_error(
+        &run(&["compare", s(&a), s(&b), "--tolerance", "5"]),
+        2,
+        "not a tolerance",
+    );
+    one_line_error(&run(&["compare", s(&a)]), 2, "PROFILE");
+}
+
+#[test]
+fn compare_of_a_fleet_names_the_outlier() {
+    let d = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (i, g) in [55.0, 55.2, 54.9, 44.0].iter().enumerate() {
+        let host = format!("node{i}");
+        files.push(write(
+            d.path(),
+            &format!("{host}.yaml"),
+            &profile(&host, &[("warm_gpu0_peak_gbps", *g)]),
+        ));
+    }
+    let args: Vec<&str> = ["compare"]
+        .into_iter()
+        .chain(files.iter().map(|f| s(f)))
+        .collect();
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    assert!(out.contains("fleet      4 nodes"), "{out}");
+    assert!(
+        out.contains("node3 44.00") && out.contains("WORSE"),
+        "{out}"
+    );
+}
+
+#[test]
+fn qualify_gates_a_node_and_writes_junit() {
+    let d = tempfile::tempdir().unwrap();
+    let good = write(
+        d.path(),
+        "good.yaml",
+        &profile(
+            "good",
+            &[
+                ("warm_gpu0_peak_gbps", 55.6),
+                ("host_ram_same_numa_gbps", 34.0),
+            ],
+        ),
+    );
+    let slow = write(
+        d.path(),
+        "slow.yaml",
+        &profile("slow", &[("warm_gpu0_peak_gbps", 30.0)]),
+    );
+    // The spec names it as its baseline.
+    write(
+        d.path(),
+        "golden.yaml",
+        &profile("golden", &[("host_ram_same_numa_gbps", 35.0)]),
+    );
+    let spec = d.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "spec_version: 1\nbaseline: golden.yaml\nrules:\n  - path: warm_gpu0_peak_gbps\n    min_pct_of_link: 80\n  - path: host_ram_same_numa_gbps\n    min_pct_of_baseline: 90\nlinks:\n  - device: gpu*\n    gen: max\n    width: max\n",
+    )
+    .unwrap();
+    let junit = d.path().join("out/junit.xml");
+    std::fs::create_dir_all(junit.parent().unwrap()).unwrap();
+    let o = run(&[
+        "qualify",
+        s(&good),
+        "--spec",
+        s(&spec),
+        "--junit",
+        s(&junit),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("QUALIFIED: 3 passed, 0 failed, 0 skipped"),
+        "{}",
+        stdout(&o)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"tests="3" failures="0""#), "{xml}");
+
+    let o = run(&[
+        "qualify",
+        s(&slow),
+        "--spec",
+        s(&spec),
+        "--junit",
+        s(&junit),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("NOT QUALIFIED: 1 passed, 2 failed"),
+        "{}",
+        stdout(&o)
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<failure ").count(), 2, "{xml}");
+    // --baseline overrides the spec's.
+    let o = run(&[
+        "qualify",
+        s(&good),
+        "--spec",
+        s(&spec),
+        "--baseline",
+        s(&good),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["failed"], 0, "{v}");
+    assert!(v["checks"][1]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("34.00 GB/s"));
+    // The shipped example spec reads and judges a profile.
+    let example =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/qualify-gpu-nvme-node.yaml");
+    let o = run(&["qualify", s(&good), "--spec", s(&example)]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the example needs GPU figures this profile lacks"
+    );
+    assert!(stdout(&o).contains("SKIP"), "{}", stdout(&o));
+
+    std::fs::write(
+        &spec,
+        "spec_version: 1\nrules:\n  - path: x\n    min_gbps: 1\n    min_pct: 3\n",
+    )
+    .unwrap();
+    one_line_error(
+        &run(&["qualify", s(&good), "--spec", s(&spec)]),
+        1,
+        "unknown field `min_pct`",
+    );
+    std::fs::write(
+        &spec,
+        "spec_version: 1\nrules:\n  - path: x\n    min_pct_of_baseline: 90\n",
+    )
+    .unwrap();
+    one_line_error(
+        &run(&["qualify", s(&good), "--spec", s(&spec)]),
+        1,
+        "no baseline profile was given",
+    );
+}
+
+#[test]
+fn efficiency_from_a_profile_file() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "p.yaml",
+        &profile("n", &[("warm_gpu0_peak_gbps", 50.0)]),
+    );
+    let o = run(&[
+        "efficiency",
+        "--path",
+        "warm_gpu0_peak_gbps",
+        "--measured-gbps",
+        "40",
+        "--profile",
+        s(&p),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("efficiency  0.800  (40.00 GB/s of the 50.00 GB/s ceiling)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&[
+        "efficiency",
+        "--path",
+        "warm_gpu0_peak_gbps",
+        "--measured-gbps",
+        "40",
+        "--profile",
+        s(&p),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["efficiency"], 0.8);
+    one_line_error(
+        &run(&[
+            "efficiency",
+            "--path",
+            "nope_gbps",
+            "--measured-gbps",
+            "1",
+            "--profile",
+            s(&p),
+        ]),
+        1,
+        "unknown ceiling `nope_gbps` (known: warm_gpu0_peak_gbps)",
+    );
+    for bad in ["-1", "NaN", "fast"] {
+        one_line_error(
+            &run(&[
+                "efficiency",
+                "--path",
+                "x",
+                "--measured-gbps",
+                bad,
+                "--profile",
+                s(&p),
+            ]),
+            2,
+            "not a finite, non-negative number",
+        );
+    }
+    let nosock = d.path().join("none.sock");
+    one_line_error(
+        &run(&[
+            "efficiency",
+            "--path",
+            "x",
+            "--measured-gbps",
+            "1",
+            "--socket",
+            s(&nosock),
+        ]),
+        1,
+        "is `hwceiling serve` running?",
+    );
+}
+
+struct Served {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Served {
+    fn start(args: &[&str], socket: &Path) -> Served {
+        let child = bin()
+            .arg("serve")
+            .args(args)
+            .arg("--socket")
+            .arg(socket)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while client::get_json(
+            &Target::Unix(socket.into()),
+            "/healthz",
+            Duration::from_secs(5),
+        )
+        .is_err()
+        {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "serve did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Served {
+            child: Some(child),
+            socket: socket.into(),
+        }
+    }
+
+    fn target(&self) -> Target {
+        Target::Unix(self.socket.clone())
+    }
+
+    /// SIGTERM; the exit status and stderr.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let child = self.child.take().expect("running");
+        // SAFETY: kill(2) on our own child, which has not been waited for yet.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), stderr(&out))
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn short_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("hwc")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+#[test]
+fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
+    let d = short_tempdir();
+    let out = d.path().join("profiling");
+    std::fs::create_dir_all(&out).unwrap();
+    write(
+        &out,
+        "hardware_profile_2026-11-29.yaml",
+        &profile("node9", &[("warm_gpu0_peak_gbps", 55.0)]),
+    );
+    let sock = d.path().join("h.sock");
+    let served = Served::start(&["--output-dir", s(&out)], &sock);
+    let o = run(&[
+        "efficiency",
+        "--path",
+        "warm_gpu0_peak_gbps",
+        "--measured-gbps",
+        "44",
+        "--socket",
+        s(&sock),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("efficiency  0.800"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("hardware_profile_2026-11-29.yaml (node9"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&[
+        "efficiency",
+        "--path",
+        "warm_gpu9_gbps",
+        "--measured-gbps",
+        "44",
+        "--socket",
+        s(&sock),
+    ]);
+    one_line_error(&o, 1, "known: warm_gpu0_peak_gbps");
+    let m = client::get_json(&served.target(), "/metrics", Duration::from_secs(5)).unwrap();
+    assert!(
+        m.text().contains(
+            r#"hwceiling_ceiling_gbps{path="warm_gpu0_peak_gbps",gpu="gpu0",numa="local"} 55.0"#
+        ),
+        "{}",
+        m.text()
+    );
+    let (code, err) = served.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("SIGTERM") && err.contains("stopped"), "{err}");
+    assert!(!sock.exists(), "socket removed");
+}
+
+#[test]
+fn serve_runs_a_real_profile_on_request() {
+    let d = short_tempdir();
+    let out = d.path().join("profiling");
+    let sock = d.path().join("h.sock");
+    let served = Served::start(&["--output-dir", s(&out), "--poll-interval", "0.1"], &sock);
+    let body = br#"{"paths":["host_ram"],"host_sizes":["1MiB"],"threads":[1],"quick":true,"allow_contended":true}"#;
+    let r = client::request(
+        &served.target(),
+        "POST",
+        "/v1/profile/run",
+        &[],
+        body,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(r.status, 202, "{}", r.text());
+    let t = Instant::now();
+    let status = loop {
+        let r =
+            client::get_json(&served.target(), "/v1/profile/run", Duration::from_secs(5)).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        if v["state"] == "finished" {
+            break v;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{v}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status["outcome"], "completed", "{status}");
+    let t = Instant::now();
+    loop {
+        let r = client::get_json(&served.target(), "/v1/ceilings", Duration::from_secs(5)).unwrap();
+        if r.status == 200 {
+            let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            assert!(v["host_ram_same_numa_gbps"].as_f64().unwrap() > 0.0, "{v}");
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "profile not served: {}",
+            r.text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, err) = served.stop();
+    assert_eq!(code, Some(0), "{err}");
+}
+
+#[test]
+fn serve_refuses_a_public_address_and_bad_settings() {
+    one_line_error(
+        &run(&["serve", "--listen", "0.0.0.0:0"]),
+        1,
+        "--listen-public",
+    );
+    one_line_error(
+        &run(&[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--socket",
+            "/tmp/x.sock",
+        ]),
+        2,
+        "cannot be used with",
+    );
+    one_line_error(
+        &run(&["serve", "--poll-interval", "0"]),
+        2,
+        "not a number of seconds",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("serve.toml");
+    std::fs::write(&cfg, "output_dir = \"x\"\nlisten = \"0.0.0.0:9187\"\n").unwrap();
+    one_line_error(&run(&["serve", "--config", s(&cfg)]), 1, "--listen-public");
+    std::fs::write(
+        &cfg,
+        "output_dir = \"x\"\nsocket = \"/tmp/a.sock\"\nlisten = \"127.0.0.1:1\"\n",
+    )
+    .unwrap();
+    one_line_error(&run(&["serve", "--config", s(&cfg)]), 1, "not both");
+    std::fs::write(&cfg, "outptu_dir = \"x\"\n").unwrap();
+    one_line_error(
+        &run(&["serve", "--config", s(&cfg)]),
+        1,
+        "unknown field `outptu_dir`",
+    );
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../deploy/serve.example.toml");
+    let text = std::fs::read_to_string(example).unwrap();
+    // Every key of the example parses; pointed at a busy socket path, serve stops there.
+    let busy = d.path().join("busy");
+    std::fs::write(&busy, b"").unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("/run/hwceiling/hwceiling.sock", s(&busy)),
+    )
+    .unwrap();
+    one_line_error(&run(&["serve", "--config", s(&cfg)]), 1, "is not a socket");
+}
+
+/// Each level refers to the one before four times: 4^40 nodes if expanded.
+fn billion_laughs() -> String {
+    let mut s = String::from("schema_version: 1\nl0: &l0 [x, x, x, x]\n");
+    for i in 1..40 {
+        let p = format!("*l{}", i - 1);
+        s.push_str(&format!("l{i}: &l{i} [{p}, {p}, {p}, {p}]\n"));
+    }
+    s
+}
+
+/// Files no command may panic on: each gets one line on stderr and exit 1.
+#[test]
+fn hostile_files_get_a_one_line_error_from_every_command() {
+    let d = tempfile::tempdir().unwrap();
+    let good = write(
+        d.path(),
+        "good.yaml",
+        &profile("g", &[("warm_gpu0_gbps", 1.0)]),
+    );
+    let spec = d.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        "spec_version: 1\nrules:\n  - path: warm_gpu0_gbps\n    min_gbps: 1\n",
+    )
+    .unwrap();
+    let huge = {
+        let mut s = String::from("schema_version: 1\nwarnings:\n");
+        while s.len() <= 17 << 20 {
+            s.push_str("  - aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n");
+        }
+        s
+    };
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("huge", huge, "larger than"),
+        (
+            "deep",
+            format!("schema_version: 1\nplatform: {}", "[".repeat(100_000)),
+            "not a valid hwceiling profile",
+        ),
+        (
+            "deep-block",
+            format!(
+                "schema_version: 1\n{}",
+                (0..500)
+                    .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+                    .collect::<String>()
+            ),
+            "not a valid hwceiling profile",
+        ),
+        (
+            "types",
+            "schema_version: 1\nprovenance: 7\nplatform: {}\ncpu_features: {}\n".into(),
+            "not a valid hwceiling profile",
+        ),
+        (
+            "dupes",
+            "schema_version: 1\nschema_version: 1\n".into(),
+            "not a valid hwceiling profile",
+        ),
+        (
+            "truncated",
+            hwc_profile::to_yaml(&profile("t", &[("warm_gpu0_gbps", 1.0)])).unwrap()[..300]
+                .to_string(),
+            "not a valid hwceiling profile",
+        ),
+        ("aliases", billion_laughs(), "not a valid hwceiling profile"),
+        (
+            "future",
+            "schema_version: 2\n".into(),
+            "newer than this hwceiling reads",
+        ),
+        ("empty", String::new(), "hwceiling profile"),
+    ];
+    for (name, text, needle) in &cases {
+        let bad = d.path().join(format!("{name}.yaml"));
+        std::fs::write(&bad, text).unwrap();
+        let b = s(&bad);
+        for args in [
+            vec!["report", b],
+            vec!["compare", s(&good), b],
+            vec!["qualify", b, "--spec", s(&spec)],
+            vec!["qualify", s(&good), "--spec", s(&spec), "--baseline", b],
+            vec![
+                "efficiency",
+                "--path",
+                "warm_gpu0_gbps",
+                "--measured-gbps",
+                "1",
+                "--profile",
+                b,
+            ],
+        ] {
+            let o = run(&args);
+            assert_eq!(o.status.code(), Some(1), "{name} {args:?}: {}", stderr(&o));
+            let e = stderr(&o);
+            assert_eq!(e.trim_end().lines().count(), 1, "{name} {args:?}: {e}");
+            assert!(e.contains(needle), "{name} {args:?}: {e}");
+            assert!(
+                e.len() < 600,
+                "{name} {args:?}: a short message, not the file: {e}"
+            );
+        }
+        // As a spec.
+        let o = run(&["qualify", s(&good), "--spec", b]);
+        assert_eq!(o.status.code(), Some(1), "{name} as spec: {}", stderr(&o));
+        assert_eq!(
+            stderr(&o).trim_end().lines().count(),
+            1,
+            "{name}: {}",
+            stderr(&o)
+        );
+    }
+}
