@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod client;
+pub mod load;
 mod metrics;
 mod routes;
 mod runner;
