@@ -1,0 +1,80 @@
+#!/bin/busybox sh
+# /init of the NVMe test bed's initramfs: read the drives with hwceiling, try every way the
+# CLI allows to write to the drive with a filesystem and to the partitioned drive, checksum both
+# before and after, and send every result to the host over the serial console (base64 between
+# markers). Then power off.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /out /mnt /tmp
+cd /out
+echo "===HWC-BOOTED==="
+
+# The kernel numbers controllers in probe order: find each drive by its serial.
+dev_of() {
+  for c in /sys/class/nvme/nvme*; do
+    s="$(tr -d ' ' <"$c/serial")"
+    [ "$s" = "$1" ] && basename "$c"
+  done
+}
+FS="$(dev_of HWCFS)"
+PART="$(dev_of HWCPART)"
+BLANK="$(dev_of HWCN1A)"
+for c in /sys/class/nvme/nvme*; do
+  echo "$(basename "$c") $(tr -d ' ' <"$c/serial") $(basename "$(readlink -f "$c/device")")"
+done >drives.txt
+sha256sum "/dev/${FS}n1" "/dev/${PART}n1" | sed 's|/dev/nvme[0-9]*n1|&|' >sums-before.txt
+
+hwceiling detect --format json >detect.json 2>detect.err
+echo "rc=$?" >>detect.err
+
+# Path 1 on the three blank drives, Step 3's latency probes, and a short write sweep on one.
+hwceiling profile --paths nvme_read -o /out/read --drives HWCN0A,HWCN0B,HWCN1A \
+  --nvme-sizes 128KiB,1MiB --nvme-bytes 8MiB >read.txt 2>&1
+echo "rc=$?" >>read.txt
+hwceiling profile --paths nvme_write -o /out/write --allow-destructive-writes --drives HWCN1A \
+  --nvme-sizes 1MiB --queue-depths 16 --nvme-bytes 8MiB >write.txt 2>&1
+echo "rc=$?" >>write.txt
+
+# Every way to ask for writes to the drives that hold data. Each must be refused.
+attempt() {
+  name="$1"
+  shift
+  hwceiling profile --paths nvme_write -o "/out/safety-$name" --nvme-sizes 1MiB \
+    --queue-depths 16 --nvme-bytes 8MiB "$@" >"safety-$name.txt" 2>&1
+  echo "rc=$?" >>"safety-$name.txt"
+}
+for kind in FS PART; do
+  if [ "$kind" = FS ]; then ctrl="$FS"; serial=HWCFS; else ctrl="$PART"; serial=HWCPART; fi
+  bdf="$(basename "$(readlink -f "/sys/class/nvme/$ctrl/device")")"
+  attempt "$kind-serial" --allow-destructive-writes --drives "$serial"
+  attempt "$kind-namespace" --allow-destructive-writes --drives "/dev/${ctrl}n1"
+  attempt "$kind-controller" --allow-destructive-writes --drives "/dev/$ctrl"
+  attempt "$kind-bdf" --allow-destructive-writes --drives "$bdf"
+  attempt "$kind-target" --allow-destructive-writes --target "/dev/${ctrl}n1"
+  attempt "$kind-noflag" --drives "$serial"
+  attempt "$kind-noflag-target" --target "/dev/${ctrl}n1"
+  attempt "$kind-with-blank" --allow-destructive-writes --drives "HWCN1A,$serial"
+done
+attempt PART-partition --allow-destructive-writes --drives "/dev/${PART}n1p1"
+attempt PART-partition-target --allow-destructive-writes --target "/dev/${PART}n1p1"
+# Mounted (read-only, so the mount itself writes nothing).
+if mount -t ext4 -o ro,noload "/dev/${FS}n1" /mnt 2>mount.err; then
+  attempt FS-mounted --allow-destructive-writes --drives HWCFS
+  umount /mnt
+else
+  echo "mount failed: $(cat mount.err)" >safety-FS-mounted.txt
+fi
+
+sync
+sha256sum "/dev/${FS}n1" "/dev/${PART}n1" >sums-after.txt
+
+for f in $(find /out -type f \( -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name 'detect.*' \) | sort); do
+  echo "===HWC-BEGIN ${f#/out/}==="
+  base64 "$f"
+  echo "===HWC-END==="
+done
+echo "===HWC-DONE==="
+poweroff -f

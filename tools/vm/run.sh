@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Boot the NVMe test bed: QEMU 7.2 (TCG) on a q35 machine with two NUMA nodes, two PCIe expander
+# root complexes (pxb-pcie bound to node 0 and node 1), a root port per drive, and five emulated
+# NVMe controllers backed by image files:
+#   node 0's root complex (bus 0x10): HWCN0A (MDTS 5 = 128 KiB), HWCN0B (MDTS 6 = 256 KiB),
+#                                      HWCFS (an ext4 filesystem)
+#   node 1's root complex (bus 0x20): HWCN1A (MDTS 7 = 512 KiB), HWCPART (an MBR partition table)
+# The initramfs holds a static busybox, the given hwceiling binary and its shared libraries, and
+# tools/vm/init.sh as /init. The results come back over the serial console and are written to
+# OUTDIR/results/.
+#
+# Usage: tools/vm/run.sh HWCEILING_BINARY OUTDIR
+# Exit: 0 the VM ran to the end; 3 the Debian packages could not be fetched; 1 anything else.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="$(readlink -f "$1")"
+out="$(mkdir -p "$2" && cd "$2" && pwd)"
+timeout_s="${HWC_VM_TIMEOUT:-900}"
+cache="$("$here/fetch.sh")" || exit 3
+root="$cache/root"
+qemu="$root/usr/bin/qemu-system-x86_64"
+export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export QEMU_MODULE_DIR="$root/usr/lib/x86_64-linux-gnu/qemu"
+bb="$root/bin/busybox"
+
+work="$out/work"
+rm -rf "$work" "$out/results"
+mkdir -p "$work/initramfs" "$out/results"
+
+# Drive images: blank ones are sparse; the two that hold data are what the safety test protects.
+for d in n0a n0b n1a fs part; do
+  truncate -s 64M "$work/$d.img"
+done
+if command -v mkfs.ext4 >/dev/null; then
+  mkfs.ext4 -q -F -L hwcfs "$work/fs.img"
+else
+  # The ext4 superblock magic at 0x438 is what the gate looks for.
+  printf '\x53\xef' | dd of="$work/fs.img" bs=1 seek=$((0x438)) conv=notrunc status=none
+fi
+# An MBR with one Linux partition (type 0x83) from sector 2048 to the end, and the boot signature.
+{
+  printf '\x00\x20\x21\x00\x83\xfe\xff\xff'   # status, CHS start, type, CHS end
+  printf '\x00\x08\x00\x00'                   # first LBA 2048
+  printf '\x00\xf8\x01\x00'                   # 129024 sectors
+} | dd of="$work/part.img" bs=1 seek=446 conv=notrunc status=none
+printf '\x55\xaa' | dd of="$work/part.img" bs=1 seek=510 conv=notrunc status=none
+printf 'hwceiling test data that must survive\n' |
+  dd of="$work/part.img" bs=1 seek=$((2048 * 512 + 4096)) conv=notrunc status=none
+
+# The initramfs: busybox, hwceiling (debug info stripped) and the libraries it links.
+ir="$work/initramfs"
+mkdir -p "$ir"/{bin,dev,proc,sys,tmp,lib64,lib/x86_64-linux-gnu}
+cp "$bb" "$ir/bin/busybox"
+if command -v objcopy >/dev/null; then
+  objcopy --strip-debug "$bin" "$ir/bin/hwceiling"
+else
+  cp "$bin" "$ir/bin/hwceiling"
+fi
+ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | while read -r lib; do
+  cp -L "$lib" "$ir$lib" 2>/dev/null || { mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"; }
+done
+cp "$here/init.sh" "$ir/init"
+chmod +x "$ir/init" "$ir/bin/hwceiling"
+(cd "$ir" && find . | "$bb" cpio -o -H newc 2>/dev/null) >"$work/initramfs.cpio"
+
+drive() { # id serial mdts bus
+  echo "-drive file=$work/$1.img,if=none,id=d$1,format=raw,aio=threads"
+  echo "-device nvme,serial=$2,mdts=$3,drive=d$1,bus=$4"
+}
+args=(
+  -machine q35 -accel tcg -smp 2 -m 1024
+  -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
+  -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1
+  -nodefaults -no-user-config -display none -no-reboot
+  -L "$root/usr/share/qemu" -L "$root/usr/share/seabios"
+  -serial "file:$out/console.log"
+  -kernel "$cache/vmlinuz" -initrd "$work/initramfs.cpio"
+  -append "console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1"
+  -device pxb-pcie,id=pxb0,bus_nr=16,numa_node=0,bus=pcie.0
+  -device pxb-pcie,id=pxb1,bus_nr=32,numa_node=1,bus=pcie.0
+  -device pcie-root-port,id=rp0,bus=pxb0,chassis=1,addr=0.0
+  -device pcie-root-port,id=rp1,bus=pxb0,chassis=2,addr=1.0
+  -device pcie-root-port,id=rp2,bus=pxb0,chassis=3,addr=2.0
+  -device pcie-root-port,id=rp3,bus=pxb1,chassis=4,addr=0.0
+  -device pcie-root-port,id=rp4,bus=pxb1,chassis=5,addr=1.0
+)
+# shellcheck disable=SC2207
+args+=($(drive n0a HWCN0A 5 rp0) $(drive n0b HWCN0B 6 rp1) $(drive fs HWCFS 7 rp2))
+# shellcheck disable=SC2207
+args+=($(drive n1a HWCN1A 7 rp3) $(drive part HWCPART 5 rp4))
+
+sha256sum "$work/fs.img" "$work/part.img" >"$out/results/host-sums-before.txt"
+start=$(date +%s)
+set +e
+timeout "$timeout_s" "$qemu" "${args[@]}" 2>"$out/qemu.err"
+rc=$?
+set -e
+echo "$(( $(date +%s) - start ))" >"$out/results/vm-seconds.txt"
+sha256sum "$work/fs.img" "$work/part.img" >"$out/results/host-sums-after.txt"
+if [[ $rc -ne 0 ]]; then
+  echo "run.sh: qemu exited with $rc (see $out/qemu.err and $out/console.log)" >&2
+  exit 1
+fi
+# Unpack the files the VM sent between markers.
+tr -d '\r' <"$out/console.log" | awk -v dir="$out/results" '
+  /^===HWC-BEGIN / { name = $2; sub(/===$/, "", name); gsub("/", "__", name); file = dir "/" name ".b64"; next }
+  /^===HWC-END===/ { close(file); file = ""; next }
+  file != "" { print > file }
+'
+for f in "$out/results"/*.b64; do
+  [[ -e "$f" ]] || continue
+  base64 -d <"$f" >"${f%.b64}" && rm "$f"
+done
+grep -q "===HWC-DONE===" "$out/console.log" || { echo "run.sh: the VM did not finish (see $out/console.log)" >&2; exit 1; }
+echo "$out/results"
