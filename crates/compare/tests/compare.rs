@@ -251,3 +251,45 @@ fn medians_of_odd_and_even_counts() {
     assert_eq!(median(&[7.0]), 7.0);
     assert_eq!(Tolerance::default().fraction(), 0.05);
 }
+
+fn odd_value() -> impl proptest::strategy::Strategy<Value = f64> {
+    use proptest::prelude::*;
+    prop_oneof![
+        0.0f64..100.0,
+        Just(0.0),
+        Just(-1.0),
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::MAX),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Any values, zeros, NaN and infinities included: a report, never a panic, and the
+    /// regression count is the number of rows flagged.
+    #[test]
+    fn any_ceilings_compare_without_panicking(
+        a in proptest::collection::btree_map("(warm_gpu[0-2]_gbps|x_penalty_gbps|y_bytes|z)", odd_value(), 0..5),
+        b in proptest::collection::btree_map("(warm_gpu[0-2]_gbps|x_penalty_gbps|y_bytes|z)", odd_value(), 0..5),
+        c in proptest::collection::btree_map("(warm_gpu[0-2]_gbps|x_penalty_gbps|y_bytes|z)", odd_value(), 0..5),
+    ) {
+        let pa = profile("a", &a.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
+        let pb = profile("b", &b.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
+        let pc = profile("c", &c.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
+        let r = compare_pair(Node { name: "a", profile: &pa }, Node { name: "b", profile: &pb }, &opts("5%"));
+        proptest::prop_assert_eq!(r.regressions, r.rows.iter().filter(|x| x.regression).count());
+        let _ = render_pair(&r);
+        let nodes = [
+            Node { name: "a", profile: &pa },
+            Node { name: "b", profile: &pb },
+            Node { name: "c", profile: &pc },
+        ];
+        let f = compare_fleet(&nodes, &opts("5%"));
+        let _ = render_fleet(&f);
+        for row in &f.rows {
+            proptest::prop_assert!(row.n >= 1 && row.n <= 3);
+        }
+    }
+}

@@ -393,3 +393,50 @@ fn silent_clients_are_dropped_and_do_not_starve_others() {
         assert!(buf.is_empty() || head.starts_with("HTTP/1.1 408"), "{head}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Arbitrary request lines and headers: a 2xx/4xx answer or a closed connection, never a
+    /// 5xx, and the daemon keeps answering.
+    #[test]
+    fn arbitrary_requests_never_get_a_5xx(
+        method in prop_oneof![
+            Just("GET".to_string()),
+            Just("POST".to_string()),
+            Just("DELETE".to_string()),
+            Just("HEAD".to_string()),
+            "[A-Z]{1,8}",
+        ],
+        path in prop_oneof![
+            Just("/v1/profile/run".to_string()),
+            Just("/v1/efficiency?path=warm_gpu0_gbps&measured_gbps=1".to_string()),
+            "/[ -~]{0,60}",
+            "[ -~]{0,20}",
+        ],
+        header in "[!-~]{1,20}: [ -~]{0,40}",
+        body in proptest::collection::vec(any::<u8>(), 0..200),
+        declared in prop_oneof![Just(None), (0usize..400).prop_map(Some)],
+    ) {
+        thread_local! {
+            static D: Daemon = Daemon::tcp(with_day1);
+        }
+        D.with(|d| {
+            let Target::Tcp(addr) = d.target else { unreachable!() };
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            let len = declared.unwrap_or(body.len());
+            let head = format!("{method} {path} HTTP/1.1\r\nHost: x\r\n{header}\r\nConnection: close\r\nContent-Length: {len}\r\n\r\n");
+            let _ = s.write_all(head.as_bytes());
+            let _ = s.write_all(&body);
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let mut buf = Vec::new();
+            let _ = s.read_to_end(&mut buf);
+            let text = String::from_utf8_lossy(&buf);
+            let status: Option<u16> = text.strip_prefix("HTTP/1.1 ").and_then(|t| t.get(..3)).and_then(|c| c.parse().ok());
+            prop_assert!(buf.is_empty() || status.is_some_and(|c| c < 500), "{method} {path:?} {header:?} → {text}");
+            prop_assert_eq!(d.json("/healthz").0, 200);
+            Ok(())
+        })?;
+    }
+}

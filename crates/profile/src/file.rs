@@ -99,7 +99,11 @@ mod tests {
         let t = std::time::Instant::now();
         let e = from_yaml(&text).unwrap_err().to_string();
         assert!(e.contains("alias replay limit exceeded"), "{e}");
-        assert!(t.elapsed() < std::time::Duration::from_secs(1), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t.elapsed()
+        );
     }
 
     #[test]
@@ -120,5 +124,72 @@ mod tests {
         std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
         let e = read_profile(&binary).unwrap_err().to_string();
         assert!(e.contains("not UTF-8"), "{e}");
+    }
+
+    fn sample_profile_yaml() -> String {
+        let mut topo = hwc_model::Topology::default();
+        topo.platform.hostname = Some("node7".into());
+        let mut p = crate::build(
+            &topo,
+            &hwc_model::Plan::default(),
+            &[],
+            &[],
+            &[],
+            hwc_model::Provenance {
+                tool: "hwceiling".into(),
+                finished_at: "2026-11-29T10:00:00+00:00".into(),
+                ..hwc_model::Provenance::default()
+            },
+        );
+        p.ceilings.insert("warm_gpu0_gbps".into(), 53.4);
+        p.ceilings.insert("host_ram_same_numa_gbps".into(), 34.7);
+        p.warnings.push("a warning".into());
+        crate::to_yaml(&p).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// A real profile, damaged: truncated, a byte replaced, text inserted, a line doubled.
+        /// Reading it is an error or a profile, never a panic.
+        #[test]
+        fn damaged_profiles_never_panic(
+            cut in 0usize..2000,
+            at in 0usize..2000,
+            byte in proptest::prelude::any::<u8>(),
+            insert in "[\\[\\]{}:&*!|>'\"#%@`, -]{0,6}|\\PC{0,6}",
+            line in 0usize..60,
+            how in 0u8..4,
+        ) {
+            let good = sample_profile_yaml();
+            let mut bytes = good.clone().into_bytes();
+            match how {
+                0 => bytes.truncate(cut.min(bytes.len())),
+                1 => {
+                    let i = at % bytes.len();
+                    bytes[i] = byte;
+                }
+                2 => {
+                    let i = at % bytes.len();
+                    bytes.splice(i..i, insert.bytes());
+                }
+                _ => {
+                    let lines: Vec<&str> = good.lines().collect();
+                    let l = lines[line % lines.len()];
+                    let mut v = lines.clone();
+                    v.insert(line % lines.len(), l);
+                    bytes = (v.join("\n") + "\n").into_bytes();
+                }
+            }
+            if let Ok(text) = String::from_utf8(bytes) {
+                if let Ok(p) = from_yaml(&text) {
+                    // What was read writes out and reads back the same (text compared, so a
+                    // NaN that the damage produced compares equal to itself).
+                    let again = crate::to_yaml(&p).unwrap();
+                    let third = crate::to_yaml(&from_yaml(&again).unwrap()).unwrap();
+                    proptest::prop_assert_eq!(third, again);
+                }
+            }
+        }
     }
 }
