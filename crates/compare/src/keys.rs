@@ -48,8 +48,7 @@ pub enum Direction {
 }
 
 fn tokens(key: &str) -> impl Iterator<Item = &str> {
-    key.split(['_', '/', '-', '.'])
-        .filter(|t| !t.is_empty())
+    key.split(['_', '/', '-', '.']).filter(|t| !t.is_empty())
 }
 
 fn gpu_token(t: &str) -> bool {

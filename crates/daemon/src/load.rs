@@ -110,12 +110,7 @@ pub fn run(target: &Target, plan: &LoadPlan) -> Result<LoadReport, LoadError> {
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut latencies: Vec<Duration> = results.iter().map(|(d, _)| *d).collect();
     latencies.sort();
-    let count = |f: &dyn Fn(u16) -> bool| {
-        results
-            .iter()
-            .filter(|(_, s)| s.is_some_and(f))
-            .count()
-    };
+    let count = |f: &dyn Fn(u16) -> bool| results.iter().filter(|(_, s)| s.is_some_and(f)).count();
     Ok(LoadReport {
         sent: results.len(),
         status_2xx: count(&|s| (200..300).contains(&s)),
