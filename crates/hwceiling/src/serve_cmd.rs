@@ -152,7 +152,7 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         tracing::info!(
             listen = %shown,
             output_dir = %output_dir.display(),
-            "hwceiling serve ready"
+            "hwceiling serve listening"
         );
         hwc_daemon::run(listener, config, shutdown).await;
         tracing::info!("stopped");
