@@ -2,57 +2,10 @@
 
 use std::path::Path;
 
+use hwc_model::cpulist::parse as parse_cpulist;
 use hwc_numa::{current_affinity, pin_current_thread, NumaError};
 
 use crate::error::CudaError;
-
-/// `0-3,8,10-11` → `[0, 1, 2, 3, 8, 10, 11]`; `None` when malformed. An empty list is empty.
-pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {
-    let text = text.trim();
-    let mut cpus = Vec::new();
-    if text.is_empty() {
-        return Some(cpus);
-    }
-    for part in text.split(',') {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if a > b {
-                    return None;
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.trim().parse().ok()?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Some(cpus)
-}
-
-/// `[0, 1, 2, 3, 8, 10, 11]` → `0-3,8,10-11`.
-pub fn format_cpulist(cpus: &[u32]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
 
 /// The CPUs of NUMA node `node`, from `<sys_root>/devices/system/node/node<N>/cpulist`. A
 /// kernel without NUMA support has no such folder: node 0 is then every CPU this thread may use.
@@ -107,20 +60,6 @@ impl Drop for AffinityGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpulists_round_trip() {
-        assert_eq!(
-            parse_cpulist("0-3,8,10-11\n"),
-            Some(vec![0, 1, 2, 3, 8, 10, 11])
-        );
-        assert_eq!(format_cpulist(&[11, 10, 8, 3, 2, 1, 0]), "0-3,8,10-11");
-        assert_eq!(parse_cpulist(""), Some(vec![]));
-        assert_eq!(format_cpulist(&[]), "");
-        assert_eq!(parse_cpulist("3-1"), None);
-        assert_eq!(parse_cpulist("a"), None);
-        assert_eq!(format_cpulist(&[5]), "5");
-    }
 
     #[test]
     fn node_cpus_reads_sysfs_and_falls_back_only_for_node_zero() {

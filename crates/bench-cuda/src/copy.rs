@@ -21,12 +21,13 @@ use hwc_model::{size_label, Placement};
 use hwc_numa::PlacementCheck;
 use hwc_runner::{BenchError, Prepared, Rep};
 
-use crate::affinity::{format_cpulist, AffinityGuard};
+use crate::affinity::AffinityGuard;
 use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
 use crate::error::{driver, CudaError};
 use crate::params::{CopySpec, Direction, HostMemory};
 use crate::pattern;
 use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
+use hwc_model::cpulist::format as format_cpulist;
 
 /// How long the latch kernel waits for the host before it gives up (and marks that it did).
 pub const LATCH_TIMEOUT_NS: u64 = 1_000_000_000;

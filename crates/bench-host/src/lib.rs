@@ -4,11 +4,12 @@
 //! verified; every worker checks that it runs where it was pinned. GB/s counts bytes copied
 //! (a copy of N bytes is N, the STREAM "copy" convention without its 2× read+write).
 
+use hwc_model::cpulist::format as cpulist;
 use hwc_model::topology::LogicalCpu;
 use hwc_model::{Case, PathId, Placement, Topology};
 use hwc_numa::{NumaBuffer, PlacementCheck};
 use hwc_runner::{Backend, BenchError, Idle, Prepared, Rep};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -99,25 +100,6 @@ pub fn pinning_order(node_cpus: &[u32], all: &[LogicalCpu]) -> Vec<u32> {
         .collect();
     ranked.sort_unstable();
     ranked.into_iter().map(|(_, id)| id).collect()
-}
-
-/// `0,1,2,3,8` → `0-3,8`.
-pub fn cpulist(cpus: &[u32]) -> String {
-    let set: BTreeSet<u32> = cpus.iter().copied().collect();
-    let mut parts = Vec::new();
-    let mut iter = set.into_iter().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while iter.peek() == Some(&(end + 1)) {
-            end = iter.next().unwrap_or(end);
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-    }
-    parts.join(",")
 }
 
 impl Backend for HostMemcpy {

@@ -70,13 +70,6 @@ fn pinning_order_spreads_over_physical_cores_first() {
 }
 
 #[test]
-fn cpulists_compress_ranges() {
-    assert_eq!(cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-    assert_eq!(cpulist(&[5]), "5");
-    assert_eq!(cpulist(&[]), "");
-}
-
-#[test]
 fn split_covers_the_buffer_exactly() {
     for (size, n) in [(4 << 20, 3), (4096, 4), (10_000, 2), (1 << 20, 16)] {
         let parts = split(size, n);

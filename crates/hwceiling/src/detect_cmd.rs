@@ -87,7 +87,7 @@ pub fn summary(t: &Topology) -> String {
         let cpus = if n.memory_only {
             "memory only".to_string()
         } else {
-            hwc_bench_host::cpulist(&n.cpus)
+            hwc_model::cpulist::format(&n.cpus)
         };
         let _ = writeln!(s, "numa      node {}: cpus {cpus}", n.id);
     }

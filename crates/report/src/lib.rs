@@ -160,7 +160,7 @@ fn platform(out: &mut String, p: &Profile) {
                     if n.memory_only {
                         "memory only".into()
                     } else {
-                        compress(&n.cpus)
+                        hwc_model::cpulist::format(&n.cpus)
                     },
                     n.memory_bytes
                         .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
@@ -176,35 +176,6 @@ fn platform(out: &mut String, p: &Profile) {
         table(out, &["Node", "CPUs", "Memory", "Distances"], &rows);
     }
     topology_diagram(out, p);
-}
-
-/// `0,1,2,3,8` → `0-3,8`.
-pub(crate) fn compress(cpus: &[u32]) -> String {
-    let set: BTreeSet<u32> = cpus.iter().copied().collect();
-    let mut parts: Vec<String> = Vec::new();
-    let mut run: Option<(u32, u32)> = None;
-    for c in set {
-        run = match run {
-            Some((s, e)) if c == e + 1 => Some((s, c)),
-            Some((s, e)) => {
-                parts.push(range(s, e));
-                Some((c, c))
-            }
-            None => Some((c, c)),
-        };
-    }
-    if let Some((s, e)) = run {
-        parts.push(range(s, e));
-    }
-    parts.join(",")
-}
-
-fn range(s: u32, e: u32) -> String {
-    if s == e {
-        s.to_string()
-    } else {
-        format!("{s}-{e}")
-    }
 }
 
 fn topology_diagram(out: &mut String, p: &Profile) {

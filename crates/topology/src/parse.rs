@@ -3,39 +3,14 @@
 
 use hwc_model::topology::Bar;
 
-/// CPU ids at or above this are refused: no kernel supports that many, and a hostile
-/// `0-4294967295` must not allocate gigabytes.
-pub const MAX_CPUS: u32 = 1 << 16;
-
 /// Linux `IORESOURCE_PREFETCH`.
 pub const IORESOURCE_PREFETCH: u64 = 0x0000_2000;
 /// Linux `IORESOURCE_MEM_64`.
 pub const IORESOURCE_MEM_64: u64 = 0x0010_0000;
 
-/// Parses a CPU list (`0-3,8,10-11`; empty means no CPUs) into sorted, distinct ids.
-pub fn parse_cpulist(text: &str) -> Option<Vec<u32>> {
-    let text = text.trim();
-    let mut cpus = Vec::new();
-    if text.is_empty() {
-        return Some(cpus);
-    }
-    for part in text.split(',') {
-        let (first, last) = match part.trim().split_once('-') {
-            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
-            None => {
-                let one = part.trim().parse::<u32>().ok()?;
-                (one, one)
-            }
-        };
-        if first > last || last >= MAX_CPUS {
-            return None;
-        }
-        cpus.extend(first..=last);
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Some(cpus)
-}
+/// CPU lists are parsed where every crate can share it; a hostile `0-4294967295` is refused
+/// there rather than allocating gigabytes.
+pub use hwc_model::cpulist::{parse as parse_cpulist, MAX_CPUS};
 
 /// Parses a CPU mask as sysfs writes it (`local_cpus`: comma-separated 32-bit hex words, most
 /// significant first, e.g. `0000,000000ff,ffffffff`) into sorted CPU ids.
@@ -170,24 +145,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Writes ids as a kernel-style CPU list: consecutive ids collapse into ranges.
-    fn format_cpulist(cpus: &[u32]) -> String {
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < cpus.len() {
-            let start = cpus[i];
-            while i + 1 < cpus.len() && cpus[i + 1] == cpus[i] + 1 {
-                i += 1;
-            }
-            parts.push(if cpus[i] == start {
-                start.to_string()
-            } else {
-                format!("{start}-{}", cpus[i])
-            });
-            i += 1;
-        }
-        parts.join(",")
-    }
+    use hwc_model::cpulist::format as format_cpulist;
 
     /// Writes ids as a sysfs CPU mask of `words` 32-bit words.
     fn format_cpumask(cpus: &[u32], words: usize) -> String {
