@@ -10,6 +10,8 @@
 # OUTDIR/results/.
 #
 # Usage: tools/vm/run.sh HWCEILING_BINARY OUTDIR
+# With HWC_VM_MODE=compare, fio (from this machine, with its libraries) goes into the initramfs
+# and the VM runs tools/nvme-reference/compare-vm.sh's comparison instead of the test.
 # Exit: 0 the VM ran to the end; 3 the Debian packages could not be fetched; 1 anything else.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -56,7 +58,15 @@ if command -v objcopy >/dev/null; then
 else
   cp "$bin" "$ir/bin/hwceiling"
 fi
-ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | while read -r lib; do
+mode="${HWC_VM_MODE:-test}"
+programs=("$bin")
+if [[ "$mode" == compare ]]; then
+  fio="$(command -v fio)" || { echo "run.sh: compare mode needs fio (apt-get install -y fio)" >&2; exit 1; }
+  cp "$fio" "$ir/bin/fio"
+  programs+=("$fio")
+fi
+for p in "${programs[@]}"; do ldd "$p"; done |
+  awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u | while read -r lib; do
   cp -L "$lib" "$ir$lib" 2>/dev/null || { mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"; }
 done
 cp "$here/init.sh" "$ir/init"
@@ -75,7 +85,7 @@ args=(
   -L "$root/usr/share/qemu" -L "$root/usr/share/seabios"
   -serial "file:$out/console.log"
   -kernel "$cache/vmlinuz" -initrd "$work/initramfs.cpio"
-  -append "console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1"
+  -append "console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1 hwc_mode=$mode"
   -device pxb-pcie,id=pxb0,bus_nr=16,numa_node=0,bus=pcie.0
   -device pxb-pcie,id=pxb1,bus_nr=32,numa_node=1,bus=pcie.0
   -device pcie-root-port,id=rp0,bus=pxb0,chassis=1,addr=0.0

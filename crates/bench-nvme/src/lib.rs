@@ -243,3 +243,82 @@ fn is_partition(path: &Path) -> bool {
         .exists()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static NEVER: AtomicBool = AtomicBool::new(false);
+
+    fn req(target: Option<PathBuf>, write: bool, flag: bool) -> Request {
+        Request {
+            drives: Vec::new(),
+            allow_destructive_writes: flag,
+            target,
+            wants_write: write,
+            bytes_per_drive: 1 << 20,
+        }
+    }
+
+    #[test]
+    fn a_new_target_file_is_created_and_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new");
+        let s = setup(
+            &Topology::default(),
+            &req(Some(path.clone()), true, false),
+            &NEVER,
+        )
+        .unwrap();
+        assert_eq!(s.target, Some((path.display().to_string(), true)));
+        let t = s.config.target.unwrap();
+        assert_eq!(t.create_bytes, Some(1 << 20));
+        assert!(s.config.writable.contains(&path.display().to_string()));
+        assert!(!path.exists(), "nothing is created before the run");
+    }
+
+    #[test]
+    fn an_existing_file_is_written_only_with_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        std::fs::write(&path, vec![7u8; 8192]).unwrap();
+        let topo = Topology::default();
+        let s = setup(&topo, &req(Some(path.clone()), true, false), &NEVER).unwrap();
+        assert!(!s.target.as_ref().unwrap().1);
+        assert!(s.config.writable.is_empty());
+        assert_eq!(s.config.target.unwrap().create_bytes, None);
+        let s = setup(&topo, &req(Some(path.clone()), true, true), &NEVER).unwrap();
+        assert!(s.target.unwrap().1);
+        // Reads only: never writable, whatever the flag.
+        let s = setup(&topo, &req(Some(path), false, true), &NEVER).unwrap();
+        assert!(!s.target.unwrap().1);
+    }
+
+    #[test]
+    fn writes_to_drives_need_them_named() {
+        let e = setup(&Topology::default(), &req(None, true, true), &NEVER)
+            .err()
+            .unwrap();
+        assert!(matches!(e, SetupError::NotNamed), "{e}");
+        let mut r = req(None, true, true);
+        r.drives = vec!["NOSUCHSERIAL".into()];
+        let e = setup(&Topology::default(), &r, &NEVER).err().unwrap();
+        assert!(e.to_string().contains("names no NVMe drive"), "{e}");
+        // Without the flag, naming drives only selects what is read.
+        let s = setup(&Topology::default(), &req(None, true, false), &NEVER).unwrap();
+        assert!(s.write_drives.is_none() && s.selected.is_none());
+    }
+
+    #[test]
+    fn a_directory_is_not_a_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = setup(
+            &Topology::default(),
+            &req(Some(dir.path().to_path_buf()), false, false),
+            &NEVER,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("neither a regular file"), "{e}");
+    }
+}

@@ -1,0 +1,136 @@
+//! The gate and the engine on a real block device: a loop device over an image file this test
+//! creates (never one of the machine's disks). Needs root and `losetup`; prints `SKIPPED: …`
+//! elsewhere.
+
+use hwc_bench_nvme::gate::Refusal;
+use hwc_bench_nvme::{setup, NvmeBackend, Request, SetupError};
+use hwc_model::{Case, CaseParams, PathId, Reps, Topology};
+use hwc_runner::{run_case, CaseOutcome, RunOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// A loop device, detached when dropped (also when a test fails).
+struct Loop(PathBuf);
+
+impl Loop {
+    fn attach(image: &Path) -> Option<Loop> {
+        let out = Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(image)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            println!(
+                "SKIPPED: losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        Some(Loop(PathBuf::from(
+            String::from_utf8_lossy(&out.stdout).trim(),
+        )))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+fn image(dir: &Path, name: &str, ext4_magic: bool) -> PathBuf {
+    let path = dir.join(name);
+    let mut bytes = vec![0u8; 16 << 20];
+    if ext4_magic {
+        bytes[0x438] = 0x53;
+        bytes[0x439] = 0xef;
+    }
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn request(target: &Path) -> Request {
+    Request {
+        drives: Vec::new(),
+        allow_destructive_writes: true,
+        target: Some(target.to_path_buf()),
+        wants_write: true,
+        bytes_per_drive: 8 << 20,
+    }
+}
+
+fn sha(path: &Path) -> Vec<u8> {
+    Command::new("sha256sum").arg(path).output().unwrap().stdout
+}
+
+#[test]
+fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: loop devices need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = image(dir.path(), "fs.img", true);
+    let Some(dev) = Loop::attach(&fs) else {
+        return;
+    };
+    let before = sha(&fs);
+    let err = setup(&Topology::default(), &request(&dev.0), &NEVER)
+        .err()
+        .expect("a device with an ext4 signature must be refused");
+    match &err {
+        SetupError::Refused { reasons, .. } => assert!(
+            reasons
+                .iter()
+                .any(|r| matches!(r, Refusal::Signatures(s) if s[0].kind == "ext2/3/4")),
+            "{err}"
+        ),
+        other => panic!("unexpected: {other}"),
+    }
+    assert_eq!(before, sha(&fs), "not a byte written");
+
+    // A blank device: approved, then read and written through io_uring with O_DIRECT.
+    let blank = image(dir.path(), "blank.img", false);
+    let Some(dev) = Loop::attach(&blank) else {
+        return;
+    };
+    let s = setup(&Topology::default(), &request(&dev.0), &NEVER).unwrap();
+    let key = dev.0.display().to_string();
+    assert_eq!(s.target, Some((key.clone(), true)));
+    let mut backend = NvmeBackend::new(s.config);
+    for path in [PathId::NvmeRead, PathId::NvmeWrite] {
+        let case = Case {
+            key: format!("{path}/target/1MiB/qd16"),
+            path,
+            params: CaseParams {
+                size_bytes: Some(1 << 20),
+                queue_depth: Some(16),
+                drives: vec![key.clone()],
+                pattern: Some("sequential".into()),
+                ..CaseParams::default()
+            },
+            reps: Reps {
+                warmup: 1,
+                timed: 3,
+            },
+        };
+        match run_case(&case, &mut backend, &RunOptions::default(), &NEVER) {
+            CaseOutcome::Measured(r) => {
+                assert_eq!(r.measurement.bytes_per_rep, 8 << 20);
+                assert!(r.measurement.gbps.median > 0.0);
+                assert!(r.measurement.latency_p99_us >= r.measurement.latency_p50_us);
+            }
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+    drop(backend);
+    let written = std::fs::read(&blank).unwrap();
+    assert!(
+        written[..8 << 20].iter().any(|&b| b != 0),
+        "the write pass wrote"
+    );
+}
