@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # hwceiling against fio on an emulated NVMe drive of the VM test bed (tools/vm/): inside the
 # guest, on the blank drive HWCN0A, 3 interleaved rounds of fio (`--ioengine=io_uring --direct=1
-# --fixedbufs`, 5 loops over the 64 MiB drive) and hwceiling (median of 5 timed passes of the
-# whole drive after 1 warm-up) at 128 KiB and 1 MiB, QD 16 and 32. Under software emulation the
-# numbers are QEMU's speed, not a drive's: only the ratio means something.
+# --fixedbufs`, 5 loops over the 64 MiB drive: 320 MiB, on the CPUs of the drive's NUMA node
+# where hwceiling pins its I/O thread: with one vCPU per node that matters under TCG) and hwceiling (median of 5 timed
+# repetitions of 320 MiB after 1 warm-up) at 128 KiB and 1 MiB, QD 16 and 32. Under software
+# emulation the numbers are QEMU's speed, not a drive's: only the ratio means something.
 #
 # Usage: tools/nvme-reference/compare-vm.sh [HWCEILING_BINARY]   (default: a release build)
 # Needs fio on this machine (apt-get install -y fio): it is copied into the guest.
@@ -25,7 +26,7 @@ for line in open(sys.argv[1]):
     tool, _round, bs, qd, value = line.split()
     gbps = float(value) * 1024 / 1e9 if tool == "fio" else float(value)
     runs[(bs, int(qd), tool)].append(gbps)
-print("target: emulated NVMe drive HWCN0A in the QEMU test bed (TCG), 64 MiB, whole drive per pass")
+print("target: emulated NVMe drive HWCN0A in the QEMU test bed (TCG), 64 MiB; 320 MiB per pass")
 print(f"{'size':<6} {'qd':<4} {'hwceiling GB/s':>14} {'fio GB/s':>10} {'ratio':>8}")
 for bs in ("128K", "1M"):
     for qd in (16, 32):

@@ -44,7 +44,7 @@ pub struct NvmeConfig {
     pub target: Option<TargetUnit>,
     /// Keys the write gate approved.
     pub writable: BTreeSet<String>,
-    /// Bytes per drive per sequential repetition (the whole device when smaller).
+    /// Bytes per drive per sequential repetition (a smaller device is read more than once).
     pub bytes_per_drive: u64,
     /// Bytes per drive per random-read latency repetition.
     pub latency_bytes: u64,
@@ -237,12 +237,15 @@ impl Backend for NvmeBackend {
                 Pattern::Sequential => self.cfg.bytes_per_drive,
                 Pattern::Random { .. } => self.cfg.latency_bytes,
             };
-            let bytes = (budget.min(engine.span()) / block).max(1) * block;
-            if pattern == Pattern::Sequential && engine.span() < self.cfg.bytes_per_drive {
+            // A device smaller than a repetition is passed over more than once (sequential
+            // I/O wraps): short repetitions would be dominated by filling and draining the queue.
+            let bytes = (budget / block).max(1) * block;
+            if pattern == Pattern::Sequential && engine.span() < bytes {
                 notes.push(format!(
-                    "{key}: the device holds {} bytes, less than {} per repetition: each repetition moves the whole device",
+                    "{key}: the device holds {} bytes, less than the {bytes} bytes of a repetition: \
+                     each repetition reads it {:.1} times over (its cache may serve the re-reads)",
                     engine.span(),
-                    self.cfg.bytes_per_drive
+                    bytes as f64 / engine.span() as f64
                 ));
             }
             if kind == Kind::File {
