@@ -91,7 +91,7 @@ pub struct ProfileArgs {
     /// NVMe queue depths instead of 16,32.
     #[arg(long, value_delimiter = ',', value_name = "N,...")]
     pub queue_depths: Option<Vec<u32>>,
-    /// Bytes per drive per NVMe repetition (default 2GiB; the whole device when smaller).
+    /// Bytes per drive per NVMe repetition (default 2GiB; a smaller device is read over again).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub nvme_bytes: Option<u64>,
     /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
