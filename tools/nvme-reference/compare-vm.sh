@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hwceiling against fio on an emulated NVMe drive of the VM test bed (tools/vm/): inside the
-# guest, on the blank drive HWCN0A, 3 interleaved rounds of fio (`--ioengine=io_uring --direct=1
+# guest, on the blank drive HWCN0A, 5 interleaved rounds (alternating which goes first) of fio (`--ioengine=io_uring --direct=1
 # --fixedbufs`, 5 loops over the 64 MiB drive: 320 MiB, on the CPUs of the drive's NUMA node
 # where hwceiling pins its I/O thread: with one vCPU per node that matters under TCG) and hwceiling (median of 5 timed
 # repetitions of 320 MiB after 1 warm-up) at 128 KiB and 1 MiB, QD 16 and 32. Under software

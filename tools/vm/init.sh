@@ -25,18 +25,30 @@ if grep -q hwc_mode=compare /proc/cmdline; then
   dev="/dev/${ctrl}n1"
   # hwceiling pins its I/O thread to the drive's NUMA node: fio runs on the same CPUs.
   cpus="$(cat "/sys/class/nvme/$ctrl/device/local_cpulist")"
-  for round in 1 2 3; do
+  run_fio() {
+    bw_kib="$(fio --name=ref --filename="$dev" --readonly --rw=read --bs="$bs" --iodepth="$qd" \
+      --ioengine=io_uring --direct=1 --fixedbufs --size=64M --loops=5 --cpus_allowed="$cpus" \
+      --output-format=terse --terse-version=3 2>>fio.err | cut -d';' -f7)"
+    echo "fio $round $bs $qd $bw_kib" >>compare.txt
+  }
+  run_hwceiling() {
+    o="/out/c-$round-$bs-$qd"
+    hwceiling profile --paths nvme_read --target "$dev" --nvme-sizes "${bs}iB" \
+      --queue-depths "$qd" --nvme-bytes 320MiB -o "$o" >/dev/null 2>>hwc.err
+    gbps="$(awk '/^  gbps:$/ {f = 1} f && /median:/ {print $2; exit}' "$o"/hardware_profile_*.yaml)"
+    echo "hwceiling $round $bs $qd $gbps" >>compare.txt
+  }
+  # Five rounds; the tool that goes first alternates, so neither always follows the other.
+  for round in 1 2 3 4 5; do
     for bs in 128K 1M; do
       for qd in 16 32; do
-        bw_kib="$(fio --name=ref --filename="$dev" --readonly --rw=read --bs="$bs" --iodepth="$qd" \
-          --ioengine=io_uring --direct=1 --fixedbufs --size=64M --loops=5 --cpus_allowed="$cpus" \
-          --output-format=terse --terse-version=3 2>fio.err | cut -d';' -f7)"
-        echo "fio $round $bs $qd $bw_kib" >>compare.txt
-        o="/out/c-$round-$bs-$qd"
-        hwceiling profile --paths nvme_read --target "$dev" --nvme-sizes "${bs}iB" \
-          --queue-depths "$qd" --nvme-bytes 320MiB -o "$o" >/dev/null 2>>hwc.err
-        gbps="$(awk '/^  gbps:$/ {f = 1} f && /median:/ {print $2; exit}' "$o"/hardware_profile_*.yaml)"
-        echo "hwceiling $round $bs $qd $gbps" >>compare.txt
+        if [ $((round % 2)) -eq 1 ]; then
+          run_fio
+          run_hwceiling
+        else
+          run_hwceiling
+          run_fio
+        fi
       done
     done
   done
