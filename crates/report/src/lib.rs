@@ -296,7 +296,7 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
                 } else if d.driver.as_deref().is_some_and(|x| x != "nvme") {
                     "namespaces not visible (never written)".into()
                 } else {
-                    "unused".into()
+                    "no mount, partition or holder".into()
                 },
             ]
         })
