@@ -166,29 +166,6 @@ impl NvmeBackend {
     }
 }
 
-fn cpulist(cpus: &[u32]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
-
 impl Backend for NvmeBackend {
     fn name(&self) -> &'static str {
         "nvme-io_uring"
@@ -267,7 +244,7 @@ impl Backend for NvmeBackend {
                 if cpus.is_empty() {
                     "unpinned".to_string()
                 } else {
-                    cpulist(&cpus)
+                    hwc_model::cpulist::format(&cpus)
                 },
                 engine.placement()
             ));
@@ -291,7 +268,7 @@ impl Backend for NvmeBackend {
             last_latency: None,
             notes,
             placement: Placement {
-                cpus: (!all_cpus.is_empty()).then(|| cpulist(&all_cpus)),
+                cpus: (!all_cpus.is_empty()).then(|| hwc_model::cpulist::format(&all_cpus)),
                 verified,
                 detail: placement.join("; "),
             },
@@ -348,12 +325,9 @@ impl Prepared for NvmeRun {
                             hwc_numa::pin_current_thread(&u.cpus).map_err(|e| e.to_string())?;
                         }
                         barrier.wait();
-                        let stats = u
-                            .engine
+                        u.engine
                             .run(op, pattern, u.bytes, cancel)
-                            .map_err(|e| e.to_string())?;
-                        let lat = u.engine_latencies();
-                        Ok((stats, lat))
+                            .map_err(|e| e.to_string())
                     })
                 })
                 .collect();
@@ -365,13 +339,15 @@ impl Prepared for NvmeRun {
                 })
                 .collect()
         });
-        let mut stats = Vec::new();
-        let mut all_lat: Vec<u32> = Vec::new();
-        for r in results {
-            let (s, lat) = r.map_err(BenchError::failed)?;
-            all_lat.extend(lat);
-            stats.push(s);
-        }
+        let stats = results
+            .into_iter()
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(BenchError::failed)?;
+        let mut all_lat: Vec<u32> = self
+            .units
+            .iter()
+            .flat_map(|u| u.engine.latencies_ns().iter().copied())
+            .collect();
         let start = stats.iter().map(|s| s.started).min();
         let end = stats.iter().map(|s| s.finished).max();
         let (Some(start), Some(end)) = (start, end) else {
@@ -421,23 +397,5 @@ impl Prepared for NvmeRun {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
-    }
-}
-
-impl Unit {
-    fn engine_latencies(&self) -> Vec<u32> {
-        self.engine.latencies_ns().to_vec()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cpulists_compress_runs() {
-        assert_eq!(cpulist(&[3, 0, 1, 2, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(cpulist(&[5]), "5");
-        assert_eq!(cpulist(&[]), "");
     }
 }
