@@ -43,13 +43,7 @@ impl HostMemcpy {
             .filter(|n| !n.cpus.is_empty())
             .map(|n| (n.id, pinning_order(&n.cpus, &topo.platform.cpus)))
             .collect();
-        let llc_bytes = topo
-            .platform
-            .caches
-            .iter()
-            .filter(|c| c.kind != "Instruction")
-            .max_by_key(|c| c.level)
-            .map(|c| c.size_bytes * u64::from(c.instances.unwrap_or(1)));
+        let llc_bytes = topo.platform.llc_bytes();
         HostMemcpy {
             node_cpus,
             llc_bytes,
@@ -117,7 +111,9 @@ impl Backend for HostMemcpy {
             .size_bytes
             .ok_or_else(|| BenchError::failed("host_ram case without size_bytes"))?;
         let cpus = self.cpus_for(case)?;
-        let cache_resident = self.llc_bytes.is_some_and(|llc| 2 * size <= llc);
+        let cache_resident = self
+            .llc_bytes
+            .is_some_and(|llc| 2 * size < hwc_plan::CACHE_MARGIN * llc);
         let copy = PreparedCopy::new(
             usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?,
             &cpus,

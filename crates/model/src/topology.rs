@@ -55,6 +55,18 @@ pub struct Platform {
     pub cpus: Vec<LogicalCpu>,
 }
 
+impl Platform {
+    /// Bytes of last-level cache on the whole machine (size × instances of the highest-level
+    /// data or unified cache), when the caches are known.
+    pub fn llc_bytes(&self) -> Option<u64> {
+        self.caches
+            .iter()
+            .filter(|c| c.kind != "Instruction")
+            .max_by_key(|c| c.level)
+            .map(|c| c.size_bytes * u64::from(c.instances.unwrap_or(1)))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogicalCpu {
     pub id: u32,

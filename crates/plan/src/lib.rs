@@ -14,6 +14,10 @@ pub use nvme::{
 
 /// Host memcpy sizes (spec Path 7).
 pub const HOST_RAM_SIZES: [u64; 4] = [4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB];
+/// A host copy is a memory figure only when source + destination exceed the last-level cache
+/// this many times over; below that it is (partly) a cache figure, and is labelled so.
+pub const CACHE_MARGIN: u64 = 4;
+
 /// H2D/D2H sizes (spec Path 3).
 pub const GPU_COPY_SIZES: [u64; 10] = [
     128 * KIB,
@@ -195,6 +199,22 @@ fn physical_cores(topo: &Topology, cpus: &[u32]) -> Option<u32> {
     u32::try_from(cores.len()).ok()
 }
 
+/// The spec's host sizes, plus a sustained size when the last-level cache is so large that
+/// 256 MiB buffers do not leave it [`CACHE_MARGIN`] times over (a 300 MiB L3 is common): the
+/// smallest power of two that does, while both buffers stay within an eighth of the memory.
+pub fn host_sizes(topo: &Topology) -> Vec<u64> {
+    let mut sizes = HOST_RAM_SIZES.to_vec();
+    let largest = HOST_RAM_SIZES[HOST_RAM_SIZES.len() - 1];
+    if let Some(llc) = topo.platform.llc_bytes() {
+        let need = (CACHE_MARGIN * llc).div_ceil(2).next_power_of_two();
+        let memory_ok = topo.platform.memory_bytes.is_none_or(|m| 2 * need <= m / 8);
+        if need > largest && memory_ok {
+            sizes.push(need);
+        }
+    }
+    sizes
+}
+
 fn host_reps(opts: &PlanOptions, size: u64) -> Reps {
     // The spec's counts: 200 iterations up to 16 MiB, 50 from 64 MiB.
     if size <= 16 * MIB {
@@ -228,10 +248,7 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
             None,
         );
     }
-    let sizes = opts
-        .host_sizes
-        .clone()
-        .unwrap_or_else(|| HOST_RAM_SIZES.to_vec());
+    let sizes = opts.host_sizes.clone().unwrap_or_else(|| host_sizes(topo));
     let mut pairs: Vec<(&NumaNode, u32)> = nodes.iter().map(|n| (*n, n.id)).collect();
     for a in &nodes {
         for b in &nodes {

@@ -150,6 +150,30 @@ fn two_nodes_give_same_and_cross_pairs() {
 }
 
 #[test]
+fn a_large_last_level_cache_adds_a_sustained_size_beyond_it() {
+    use hwc_model::topology::Cache;
+    let mut t = machine(vec![node(0, 0..16)]);
+    let l3 = |mib: u64| Cache {
+        level: 3,
+        kind: "Unified".into(),
+        size_bytes: mib * MIB,
+        shared_by_cpus: Some(16),
+        instances: Some(1),
+    };
+    // 32 MiB L3: 256 MiB × 2 is 16 × the cache; the spec's sizes suffice.
+    t.platform.caches = vec![l3(32)];
+    assert_eq!(host_sizes(&t), HOST_RAM_SIZES.to_vec());
+    // 300 MiB L3 (as on the H200 machine): 2 × size ≥ 4 × 300 MiB needs 1 GiB buffers.
+    t.platform.caches = vec![l3(300)];
+    assert_eq!(*host_sizes(&t).last().unwrap(), 1024 * MIB);
+    let p = plan(&t, &all_implemented());
+    assert!(p.cases.iter().any(|c| c.key == "host_ram/n0-n0/1GiB/t16"));
+    // Not when both buffers would exceed an eighth of the memory.
+    t.platform.memory_bytes = Some(8 << 30);
+    assert_eq!(host_sizes(&t), HOST_RAM_SIZES.to_vec());
+}
+
+#[test]
 fn memory_only_nodes_are_waived_not_measured() {
     let mut gpu_mem = node(2, 0..0);
     gpu_mem.memory_only = true;

@@ -470,8 +470,10 @@ fn observations(out: &mut String, p: &Profile) {
     let resident = p.measurements.iter().filter(|m| m.cache_resident).count();
     if resident > 0 {
         items.push(format!(
-            "{resident} measurement(s) used buffers that fit in a cache (marked *cache* in the \
-             tables): those are cache figures, not memory or link ceilings."
+            "{resident} measurement(s) ran on buffers a cache can hold (marked *cache* in the \
+             tables: host copies whose source + destination are under 4× the last-level cache, \
+             D2D copies that fit in the GPU's L2): those are cache figures, not memory or link \
+             ceilings."
         ));
     }
     items.extend(summary::gpu_observations(p));

@@ -252,6 +252,12 @@ fn host_ram(out: &mut String, p: &Profile) {
     out.push_str("### Path 7 — host RAM memcpy (bytes copied per second)\n\n");
     let ms: Vec<&Measurement> = p.measurements_of(PathId::HostRam).collect();
     reps_line(out, &ms);
+    if !ms.is_empty() {
+        out.push_str(
+            "*cache*: source + destination under 4× the last-level cache, so partly served from \
+             it; the sustained figure comes from the largest size beyond that.\n\n",
+        );
+    }
     let pairs: BTreeSet<(u32, u32)> = ms
         .iter()
         .filter_map(|m| Some((m.params.src_node?, m.params.dst_node?)))
