@@ -84,7 +84,7 @@ impl NvmeBackend {
         if let Some(f) = self.files.get(&(key.to_string(), write)) {
             return Ok(f.clone());
         }
-        let failed = |e: device::DeviceError| BenchError::failed(e.to_string());
+        let failed = open_error;
         let entry = match &self.cfg.target {
             Some(t) if t.key == key => match t.create_bytes {
                 // One descriptor, created once, serves reads and writes of hwceiling's own file.
@@ -397,5 +397,49 @@ impl Prepared for NvmeRun {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+}
+
+/// An error opening a drive or target: not being allowed to is a reason the path cannot run
+/// here (a waiver with its remedy); anything else fails the case.
+fn open_error(e: device::DeviceError) -> BenchError {
+    match &e {
+        device::DeviceError::Open { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            BenchError::Unavailable {
+                reason: e.to_string(),
+                hint: Some(
+                    "run as root, or give this user read access to the drive (the `disk` group)"
+                        .into(),
+                ),
+            }
+        }
+        _ => BenchError::failed(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod open_error_tests {
+    use super::*;
+
+    #[test]
+    fn permission_denied_is_a_waiver_and_other_errors_fail() {
+        let open = |kind| device::DeviceError::Open {
+            path: "/dev/nvme0n1".into(),
+            mode: "",
+            source: std::io::Error::from(kind),
+        };
+        match open_error(open(std::io::ErrorKind::PermissionDenied)) {
+            BenchError::Unavailable { reason, hint } => {
+                assert!(reason.contains("/dev/nvme0n1"), "{reason}");
+                assert!(hint.is_some_and(|h| h.contains("disk")));
+            }
+            other => panic!("expected a waiver, got {other:?}"),
+        }
+        assert!(matches!(
+            open_error(open(std::io::ErrorKind::NotFound)),
+            BenchError::Failed(_)
+        ));
     }
 }
