@@ -275,7 +275,7 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
         }
     );
     for (k, v) in &p.ceilings {
-        let _ = writeln!(s, "  {k:<40} {v:>10.2}");
+        let _ = writeln!(s, "  {}", ceiling_line(p, k, *v));
     }
     for w in &p.warnings {
         let _ = writeln!(s, "warning: {w}");
@@ -284,6 +284,24 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
     let _ = writeln!(s, "profile  {}", files.profile.display());
     let _ = write!(s, "raw      {}", files.raw.display());
     s
+}
+
+/// One ceiling with where it comes from: a measurement's median with its spread and count, or
+/// arithmetic on measured medians (penalties, min of two paths, knees, crossovers).
+fn ceiling_line(p: &hwc_model::Profile, key: &str, value: f64) -> String {
+    let counted = key.ends_with("_bytes") || key.ends_with("_drives");
+    let shown = if counted {
+        format!("{value:>12.0}")
+    } else {
+        format!("{value:>12.2}")
+    };
+    match p.source_of(value).filter(|_| !counted) {
+        Some(m) => format!(
+            "{key:<40} {shown}  median, ±{:.1} %, N={} ({})",
+            m.gbps.spread_pct, m.gbps.n, m.key
+        ),
+        None => format!("{key:<40} {shown}  derived from measured medians (see the report)"),
+    }
 }
 
 /// The plan as text: per path, its cases (with repetitions) or its waivers.

@@ -50,8 +50,11 @@ impl Observer for Progress<'_> {
         if let Some(b) = &self.bar {
             if let CaseOutcome::Measured(r) = outcome {
                 b.println(format!(
-                    "{:<40} {:>9.2} GB/s ±{:.1} %",
-                    r.measurement.key, r.measurement.gbps.median, r.measurement.gbps.spread_pct
+                    "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={})",
+                    r.measurement.key,
+                    r.measurement.gbps.median,
+                    r.measurement.gbps.spread_pct,
+                    r.measurement.gbps.n
                 ));
             }
             b.inc(1);

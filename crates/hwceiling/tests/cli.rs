@@ -71,7 +71,17 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    assert!(s.contains("host_ram_same_numa_gbps"), "{s}");
+    let line = s
+        .lines()
+        .find(|l| l.contains("host_ram_same_numa_gbps"))
+        .unwrap_or_else(|| panic!("no ceiling line: {s}"));
+    // Every printed ceiling says which measurement it is, with its spread and count.
+    assert!(
+        line.contains("median, ±")
+            && line.contains(", N=")
+            && line.contains("host_ram/n0-n0/1MiB/t1"),
+        "{line}"
+    );
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())

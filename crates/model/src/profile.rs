@@ -63,6 +63,11 @@ impl Profile {
     pub fn waivers_of(&self, path: PathId) -> impl Iterator<Item = &Waiver> {
         self.waived.iter().filter(move |w| w.path == path)
     }
+    /// The measurement whose median a profile field copied, if the field is one (a derived
+    /// field — a penalty, a minimum of two paths, a knee — has none).
+    pub fn source_of(&self, value: f64) -> Option<&Measurement> {
+        self.measurements.iter().find(|m| m.gbps.median == value)
+    }
 }
 
 /// Who made the profile, when, where and how.
