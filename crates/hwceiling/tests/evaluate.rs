@@ -2,8 +2,7 @@
 //! hostile files given to every command that reads one.
 
 use hwc_daemon::client::{self, Target};
-use hwc_model::topology::LinkTheory;
-use hwc_model::{Plan, Profile, Provenance, Topology};
+use hwc_model::Profile;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -33,37 +32,10 @@ fn one_line_error(o: &Output, code: i32, needle: &str) {
 }
 
 fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
-    let mut topo = Topology::default();
-    topo.platform.hostname = Some(host.into());
-    topo.topology.links.push(LinkTheory {
-        device: "gpu0".into(),
-        bdf: "0000:00:06.0".into(),
-        gen: 5,
-        width: 16,
-        max_gen: Some(5),
-        max_width: Some(16),
-        theoretical_gbps: 63.015,
-        max_theoretical_gbps: Some(63.015),
-        degraded: false,
-    });
-    let mut p = hwc_profile::build(
-        &topo,
-        &Plan::default(),
-        &[],
-        &[],
-        &[],
-        Provenance {
-            tool: "hwceiling".into(),
-            version: "0.1.0".into(),
-            git_revision: "abc".into(),
-            started_at: "2026-11-29T10:00:00+00:00".into(),
-            finished_at: "2026-11-29T10:05:00+00:00".into(),
-            date: "2026-11-29".into(),
-            command_line: "hwceiling profile".into(),
-            ..Provenance::default()
-        },
-    );
-    p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let mut p = hwc_testkit::ceilings_profile(host, "2026-11-29T10:05:00+00:00", ceilings);
+    p.topology
+        .links
+        .push(hwc_testkit::gen5_x16_link("gpu0", "0000:00:06.0"));
     p
 }
 

@@ -3,30 +3,10 @@
 #![allow(dead_code)]
 
 use hwc_model::topology::LinkTheory;
-use hwc_model::{Measurement, Plan, Profile, Provenance, Topology};
+use hwc_model::{Measurement, Profile};
 
 pub fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
-    let mut topo = Topology::default();
-    topo.platform.hostname = Some(host.to_string());
-    let mut p = hwc_profile::build(
-        &topo,
-        &Plan::default(),
-        &[],
-        &[],
-        &[],
-        Provenance {
-            tool: "hwceiling".into(),
-            version: "0.1.0".into(),
-            git_revision: "abc".into(),
-            started_at: "2026-11-29T19:00:00+00:00".into(),
-            finished_at: "2026-11-29T19:05:00+00:00".into(),
-            date: "2026-11-29".into(),
-            command_line: "hwceiling profile".into(),
-            ..Provenance::default()
-        },
-    );
-    p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    p
+    hwc_testkit::ceilings_profile(host, "2026-11-29T19:05:00+00:00", ceilings)
 }
 
 pub fn with_measurement(mut p: Profile, key: &str, median: f64, contended: bool) -> Profile {

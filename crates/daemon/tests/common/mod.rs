@@ -5,34 +5,13 @@
 
 use hwc_daemon::client::{self, Response, Target};
 use hwc_daemon::{Config, DaemonError, Listener};
-use hwc_model::{Plan, Provenance, Topology};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 pub fn profile_yaml(host: &str, finished_at: &str, ceilings: &[(&str, f64)]) -> String {
-    let mut topo = Topology::default();
-    topo.platform.hostname = Some(host.to_string());
-    let mut p = hwc_profile::build(
-        &topo,
-        &Plan::default(),
-        &[],
-        &[],
-        &[],
-        Provenance {
-            tool: "hwceiling".into(),
-            version: "0.1.0".into(),
-            git_revision: "abc".into(),
-            started_at: finished_at.into(),
-            finished_at: finished_at.into(),
-            date: finished_at[..10].into(),
-            command_line: "hwceiling profile".into(),
-            ..Provenance::default()
-        },
-    );
-    p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    hwc_profile::to_yaml(&p).unwrap()
+    hwc_profile::to_yaml(&hwc_testkit::ceilings_profile(host, finished_at, ceilings)).unwrap()
 }
 
 /// Write atomically, as hwceiling does (temp file, then a hard link).

@@ -1,0 +1,51 @@
+//! Test fixtures shared by the crates' tests: profiles built in memory through the real
+//! profile builder, so a model change reaches every test. A dev-dependency only.
+
+use hwc_model::topology::LinkTheory;
+use hwc_model::{Plan, Profile, Provenance, Topology};
+
+/// A provenance for a run that finished at `finished_at` (RFC 3339).
+pub fn provenance(finished_at: &str) -> Provenance {
+    Provenance {
+        tool: "hwceiling".into(),
+        version: "0.1.0".into(),
+        git_revision: "abc".into(),
+        started_at: finished_at.into(),
+        finished_at: finished_at.into(),
+        date: finished_at.get(..10).unwrap_or(finished_at).into(),
+        command_line: "hwceiling profile".into(),
+        ..Provenance::default()
+    }
+}
+
+/// A profile of host `host` with nothing measured and the given `ceilings`.
+pub fn ceilings_profile(host: &str, finished_at: &str, ceilings: &[(&str, f64)]) -> Profile {
+    let mut topo = Topology::default();
+    topo.platform.hostname = Some(host.to_string());
+    let mut p = hwc_profile::build(
+        &topo,
+        &Plan::default(),
+        &[],
+        &[],
+        &[],
+        provenance(finished_at),
+    );
+    p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    p
+}
+
+/// An H200's link as `detect` reports it: Gen5 x16 at its maximum.
+pub fn gen5_x16_link(device: &str, bdf: &str) -> LinkTheory {
+    let gbps = hwc_model::pcie_theoretical_gbps(32.0, 16);
+    LinkTheory {
+        device: device.into(),
+        bdf: bdf.into(),
+        gen: 5,
+        width: 16,
+        max_gen: Some(5),
+        max_width: Some(16),
+        theoretical_gbps: gbps,
+        max_theoretical_gbps: Some(gbps),
+        degraded: false,
+    }
+}
