@@ -328,22 +328,10 @@ pub fn render_plan(plan: &Plan) -> String {
             );
         }
         for w in waived {
-            let _ = writeln!(s, "  waived: {}", hwc_report_waiver(w));
+            let _ = writeln!(s, "  waived: {}", hwc_report::waiver_text(w));
         }
     }
     s
-}
-
-fn hwc_report_waiver(w: &Waiver) -> String {
-    let scope = w
-        .scope
-        .as_ref()
-        .map(|s| format!("[{s}] "))
-        .unwrap_or_default();
-    match &w.hint {
-        Some(h) => format!("{scope}{} (hint: {h})", w.reason),
-        None => format!("{scope}{}", w.reason),
-    }
 }
 
 pub fn report(a: &ReportArgs) -> Result<i32> {

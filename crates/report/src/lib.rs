@@ -40,7 +40,8 @@ pub(crate) fn cell(s: &Stats) -> String {
     format!("{} ±{:.1} %", gbps(s.median), s.spread_pct)
 }
 
-pub(crate) fn waiver_text(w: &Waiver) -> String {
+/// A waiver in one line: `scope: reason — hint`.
+pub fn waiver_text(w: &Waiver) -> String {
     let scope = w
         .scope
         .as_ref()
