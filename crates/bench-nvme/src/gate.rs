@@ -248,7 +248,7 @@ mod tests {
     fn ns(name: &str) -> NvmeNamespace {
         NvmeNamespace {
             name: name.into(),
-            size_bytes: 64 << 20,
+            size_bytes: Some(64 << 20),
             logical_block_size: Some(512),
             max_hw_sectors_kb: None,
             partitions: vec![],

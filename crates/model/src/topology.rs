@@ -229,7 +229,9 @@ pub struct Gpu {
 pub struct NvmeNamespace {
     /// Block device name, e.g. `nvme0n1`.
     pub name: String,
-    pub size_bytes: u64,
+    /// The namespace's size (sysfs `size` × 512); absent when the kernel does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logical_block_size: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -23,7 +23,7 @@ fn drive(i: u32, root: Option<&str>, visible: bool) -> NvmeDrive {
         namespaces: if visible {
             vec![NvmeNamespace {
                 name: format!("nvme{i}n1"),
-                size_bytes: 64 << 20,
+                size_bytes: Some(64 << 20),
                 logical_block_size: Some(512),
                 max_hw_sectors_kb: Some(128),
                 partitions: vec![],

@@ -224,7 +224,7 @@ mod tests {
             driver: Some("nvme".into()),
             namespaces: vec![NvmeNamespace {
                 name: format!("nvme{i}n1"),
-                size_bytes: 1 << 40,
+                size_bytes: Some(1 << 40),
                 logical_block_size: Some(4096),
                 max_hw_sectors_kb: Some(128),
                 partitions: vec![],

@@ -243,8 +243,7 @@ fn namespace(fs: &FsRoot, name: &str, dir: &Path, mounts: &Mounts) -> NvmeNamesp
         name: name.to_string(),
         size_bytes: fs
             .parse::<u64>(dir.join("size"))
-            .and_then(|sectors| sectors.checked_mul(SECTOR))
-            .unwrap_or(0),
+            .and_then(|sectors| sectors.checked_mul(SECTOR)),
         logical_block_size: fs.parse(dir.join("queue/logical_block_size")),
         max_hw_sectors_kb: fs.parse(dir.join("queue/max_hw_sectors_kb")),
         in_use: !(partitions.is_empty() && holders.is_empty() && mount_points.is_empty()),
@@ -259,8 +258,15 @@ fn drive(fs: &FsRoot, mut ctrl: Controller) -> NvmeDrive {
     let func = ctrl.pci.map(|p| &p.func);
     let link = func.and_then(|f| f.link).unwrap_or_default();
     ctrl.namespaces.sort_by(|a, b| natural(&a.name, &b.name));
+    // Unknown when any namespace's size is: a partial sum would understate the drive.
     let capacity = (!ctrl.namespaces.is_empty())
-        .then(|| ctrl.namespaces.iter().map(|n| n.size_bytes).sum::<u64>());
+        .then(|| {
+            ctrl.namespaces
+                .iter()
+                .map(|n| n.size_bytes)
+                .sum::<Option<u64>>()
+        })
+        .flatten();
     NvmeDrive {
         bdf: func.map(|f| f.bdf.clone()),
         model: attr("model"),

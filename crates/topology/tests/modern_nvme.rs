@@ -250,3 +250,24 @@ fn controllers_namespaces_and_routes_of_a_modern_kernel() {
     assert_eq!(degraded, ["nvme0"], "8 GT/s on a 16 GT/s link");
     assert_eq!(topo.topology.links.len(), 4);
 }
+
+#[test]
+fn a_namespace_without_a_size_has_no_size_and_its_drive_no_capacity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    build(dir.path());
+    fs::remove_file(
+        dir.path()
+            .join("sys/devices/virtual/nvme-subsystem/nvme-subsys1/nvme1n1/size"),
+    )
+    .expect("rm size");
+    let topo = detect(&Sources::fsroot(dir.path()));
+    let nvme1 = &topo.nvme[1];
+    assert_eq!(nvme1.namespaces[0].size_bytes, None, "unknown, not 0");
+    assert_eq!((nvme1.capacity_bytes, nvme1.capacity_tb), (None, None));
+    // The drive whose size the kernel gave keeps it.
+    assert_eq!(
+        topo.nvme[0].namespaces[0].size_bytes,
+        Some(3_907_029_168 * 512)
+    );
+    assert_eq!(topo.nvme[1].namespaces[0].logical_block_size, Some(4096));
+}

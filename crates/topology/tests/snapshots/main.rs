@@ -122,7 +122,7 @@ fn em64t_nvme_with_a_partition_is_in_use_and_local_to_node_0() {
     assert_eq!(ns.name, "nvme0n1");
     assert_eq!(ns.partitions, ["nvme0n1p1"]);
     assert!(ns.in_use && drive.in_use);
-    assert_eq!(ns.size_bytes, 781_422_768 * 512);
+    assert_eq!(ns.size_bytes, Some(781_422_768 * 512));
     assert_eq!(
         (ns.logical_block_size, ns.max_hw_sectors_kb),
         (Some(512), Some(128))
