@@ -159,56 +159,60 @@ fn main() -> ExitCode {
     };
     let cancel = AtomicBool::new(false);
     let mut failed = false;
+    let mut all = Vec::new();
     for test in &args.tests {
         for &streams in &args.streams {
             for &size in &args.sizes {
-                let list = match cases(test, size, streams, args.node, reps) {
-                    Ok(l) => l,
+                match cases(test, size, streams, args.node, reps) {
+                    Ok(l) => all.extend(l.into_iter().map(|(n, c)| (n, c, size, streams))),
                     Err(e) => {
                         eprintln!("cuda_bw: {e}");
                         return ExitCode::from(2);
                     }
-                };
-                for (name, case) in list {
-                    match run_case(&case, &mut backend, &options, &cancel) {
-                        CaseOutcome::Measured(r) => {
-                            let m = &r.measurement;
-                            let copies = m.bytes_per_rep / (size * u64::from(streams));
-                            let mut flags = Vec::new();
-                            if m.notes.iter().any(|n| n.contains("disagree")) {
-                                flags.push("wall_disagrees");
-                            }
-                            if m.cache_resident {
-                                flags.push("cache");
-                            }
-                            if m.contended {
-                                flags.push("contended");
-                            }
-                            let method = if name.ends_with("pageable") {
-                                "events/pageable"
-                            } else {
-                                "latched/numa-register"
-                            };
-                            println!(
-                                "hwc,{name},{size},{streams},{method},{:.4},{:.4},{:.4},{:.3},{},{copies},{}",
-                                m.gbps.median,
-                                m.gbps.min,
-                                m.gbps.max,
-                                m.gbps.spread_pct,
-                                m.gbps.n,
-                                flags.join(";")
-                            );
-                        }
-                        CaseOutcome::Waived(w) => {
-                            failed = true;
-                            eprintln!("cuda_bw: {} waived: {}", case.key, w.reason);
-                        }
-                        CaseOutcome::Failed(f) => {
-                            failed = true;
-                            eprintln!("cuda_bw: {} failed: {}", case.key, f.error);
-                        }
-                    }
                 }
+            }
+        }
+    }
+    // As the runner does for a profile: the backend sizes its buffer pool from the cases.
+    let announced: Vec<&Case> = all.iter().map(|(_, c, _, _)| c).collect();
+    hwc_runner::Backend::expect(&mut backend, &announced);
+    for (name, case, size, streams) in all {
+        match run_case(&case, &mut backend, &options, &cancel) {
+            CaseOutcome::Measured(r) => {
+                let m = &r.measurement;
+                let copies = m.bytes_per_rep / (size * u64::from(streams));
+                let mut flags = Vec::new();
+                if m.notes.iter().any(|n| n.contains("disagree")) {
+                    flags.push("wall_disagrees");
+                }
+                if m.cache_resident {
+                    flags.push("cache");
+                }
+                if m.contended {
+                    flags.push("contended");
+                }
+                let method = if name.ends_with("pageable") {
+                    "events/pageable"
+                } else {
+                    "latched/numa-register"
+                };
+                println!(
+                    "hwc,{name},{size},{streams},{method},{:.4},{:.4},{:.4},{:.3},{},{copies},{}",
+                    m.gbps.median,
+                    m.gbps.min,
+                    m.gbps.max,
+                    m.gbps.spread_pct,
+                    m.gbps.n,
+                    flags.join(";")
+                );
+            }
+            CaseOutcome::Waived(w) => {
+                failed = true;
+                eprintln!("cuda_bw: {} waived: {}", case.key, w.reason);
+            }
+            CaseOutcome::Failed(f) => {
+                failed = true;
+                eprintln!("cuda_bw: {} failed: {}", case.key, f.error);
             }
         }
     }

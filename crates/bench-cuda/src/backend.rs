@@ -46,6 +46,9 @@ struct Slot {
     /// When the idle guard last looked (µs since the epoch, NVML's sample clock).
     utilisation_seen_us: Option<u64>,
     warmed: bool,
+    /// The cases announced for this GPU (sizes its buffer pool will serve), until its context
+    /// is opened.
+    expected: Vec<CopySpec>,
 }
 
 /// The CUDA copy backend: H2D, D2H, duplex and D2D on the GPUs it was given.
@@ -116,6 +119,7 @@ impl CudaBackend {
                     environment,
                     utilisation_seen_us: None,
                     warmed: false,
+                    expected: Vec::new(),
                 }
             })
             .collect();
@@ -173,11 +177,22 @@ impl CudaBackend {
         };
         let runtime = match slot.runtime {
             Some(ref mut r) => r,
-            None => slot.runtime.insert(DeviceRuntime::open(device.ordinal)?),
+            None => {
+                let mut rt = DeviceRuntime::open(device.ordinal)?;
+                rt.pool.expect(&slot.expected);
+                slot.expected = Vec::new();
+                slot.runtime.insert(rt)
+            }
         };
         let (free_bytes, _) = runtime.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
         let needed = spec.device_bytes() + DEVICE_MEMORY_MARGIN_BYTES;
-        if needed > free_bytes as u64 {
+        let pooled = runtime.pool.device_bytes();
+        if needed > free_bytes as u64 && needed <= free_bytes as u64 + pooled {
+            // The pool holds what this case needs: start it afresh at this case's sizes.
+            runtime.pool.release_device();
+        }
+        let (free_bytes, _) = runtime.ctx.mem_get_info().map_err(driver("cuMemGetInfo"))?;
+        if needed > free_bytes as u64 + runtime.pool.device_bytes() {
             return Err(CudaError::unavailable(
                 format!(
                     "the case needs {:.1} GiB of device memory on {}, {:.1} GiB is free",
@@ -218,7 +233,7 @@ impl CudaBackend {
             notes: slot.notes.clone(),
             pin,
         };
-        CopyCase::prepare(runtime, &spec, &case.key, cx)
+        CopyCase::prepare(runtime, &spec, cx)
     }
 }
 
@@ -383,6 +398,19 @@ impl Backend for CudaBackend {
 
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         Ok(Box::new(self.prepare_case(case)?))
+    }
+
+    /// Size each GPU's buffer pool for the largest case that will use each buffer.
+    fn expect(&mut self, cases: &[&Case]) {
+        for spec in cases.iter().filter_map(|c| CopySpec::from_case(c).ok()) {
+            let Some(slot) = self.slots.iter_mut().find(|s| s.name == spec.gpu) else {
+                continue;
+            };
+            match slot.runtime.as_mut() {
+                Some(rt) => rt.pool.expect([&spec]),
+                None => slot.expected.push(spec),
+            }
+        }
     }
 
     /// Busy when another process holds a compute context on the GPU, or NVML's utilisation

@@ -26,6 +26,7 @@ use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
 use crate::error::{driver, CudaError};
 use crate::params::{CopySpec, Direction, HostMemory};
 use crate::pattern;
+use crate::pool::{DeviceKey, HostKey, Lent, Pool, Role};
 use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
 use hwc_model::cpulist::format as format_cpulist;
 
@@ -43,6 +44,8 @@ pub struct DeviceRuntime {
     pub flag: LatchFlag,
     /// When this GPU last ran work of ours (for the idle guard and the clock warm-up).
     pub last_active: Option<Instant>,
+    /// Buffers kept from one case to the next.
+    pub pool: Pool,
 }
 
 impl DeviceRuntime {
@@ -59,6 +62,7 @@ impl DeviceRuntime {
             latch,
             flag,
             last_active: None,
+            pool: Pool::default(),
         })
     }
 }
@@ -110,20 +114,33 @@ impl CopyOp {
     }
 }
 
-/// The buffers of one stream. A source on the device is only kept alive for the copies.
+type HostLent = Lent<HostKey, HostBuffer>;
+type DeviceLent = Lent<DeviceKey, DeviceBuffer>;
+
+/// The buffers of one stream, lent by the GPU's [`Pool`] for the case.
 enum Buffers {
-    H2d {
-        src: HostBuffer,
-        dst: DeviceBuffer,
-    },
-    D2h {
-        _src: DeviceBuffer,
-        dst: HostBuffer,
-    },
-    D2d {
-        _src: DeviceBuffer,
-        dst: DeviceBuffer,
-    },
+    H2d { src: HostLent, dst: DeviceLent },
+    D2h { src: DeviceLent, dst: HostLent },
+    D2d { src: DeviceLent, dst: DeviceLent },
+}
+
+impl Buffers {
+    fn give_back(self, pool: &mut Pool) {
+        match self {
+            Buffers::H2d { src, dst } => {
+                pool.give_host(src);
+                pool.give_device(dst);
+            }
+            Buffers::D2h { src, dst } => {
+                pool.give_device(src);
+                pool.give_host(dst);
+            }
+            Buffers::D2d { src, dst } => {
+                pool.give_device(src);
+                pool.give_device(dst);
+            }
+        }
+    }
 }
 
 struct Lane {
@@ -164,6 +181,8 @@ pub struct CopyCase<'a> {
     cache_resident: bool,
     placement: Option<Placement>,
     notes: Vec<String>,
+    /// Set when the data check failed: the buffers are freed, not given back to the pool.
+    suspect: bool,
     _affinity: Option<AffinityGuard>,
 }
 
@@ -177,7 +196,6 @@ impl<'a> CopyCase<'a> {
     pub fn prepare(
         rt: &'a mut DeviceRuntime,
         spec: &CopySpec,
-        case_key: &str,
         cx: CaseContext,
     ) -> Result<Self, CudaError> {
         let affinity = match &cx.pin {
@@ -187,45 +205,49 @@ impl<'a> CopyCase<'a> {
         let ctx = rt.ctx.clone();
         ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
         let size = spec.size_bytes;
+        let pool = &mut rt.pool;
         let mut flows = Vec::with_capacity(spec.flows.len());
-        for (fi, f) in spec.flows.iter().enumerate() {
+        for f in &spec.flows {
             let mut lanes = Vec::with_capacity(spec.streams as usize);
             for index in 0..spec.streams {
-                let seed = pattern::seed(case_key, index, fi as u8);
                 let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-                let (op, buffers) = match f.direction {
+                let host = |role| HostKey {
+                    role,
+                    node: f.host_node,
+                    memory: spec.host_memory,
+                    lane: index,
+                };
+                let dev = |role| DeviceKey { role, lane: index };
+                let (op, buffers, seed) = match f.direction {
                     Direction::H2d => {
-                        let mut src = HostBuffer::new(&ctx, size, f.host_node, spec.host_memory)?;
-                        pattern::fill(&mut src.as_mut_slice()[..size], seed, 0);
-                        let dst = DeviceBuffer::new(&ctx, size)?;
-                        dst.fill_byte(0xA5)?;
+                        let src = pool.take_host(&ctx, host(Role::Src), size)?;
+                        let dst = pool.take_device(&ctx, dev(Role::Dst), size)?;
                         let op = CopyOp::H2d {
-                            dst: dst.ptr(),
-                            src: src.as_ptr(),
+                            dst: dst.buf.ptr(),
+                            src: src.buf.as_ptr(),
                         };
-                        (op, Buffers::H2d { src, dst })
+                        let seed = src.seed;
+                        (op, Buffers::H2d { src, dst }, seed)
                     }
                     Direction::D2h => {
-                        let src = DeviceBuffer::new(&ctx, size)?;
-                        src.write_with(|chunk, off| pattern::fill(chunk, seed, off))?;
-                        let mut dst = HostBuffer::new(&ctx, size, f.host_node, spec.host_memory)?;
-                        dst.as_mut_slice().fill(0xA5);
+                        let src = pool.take_device(&ctx, dev(Role::Src), size)?;
+                        let mut dst = pool.take_host(&ctx, host(Role::Dst), size)?;
                         let op = CopyOp::D2h {
-                            dst: dst.as_mut_ptr(),
-                            src: src.ptr(),
+                            dst: dst.buf.as_mut_ptr(),
+                            src: src.buf.ptr(),
                         };
-                        (op, Buffers::D2h { _src: src, dst })
+                        let seed = src.seed;
+                        (op, Buffers::D2h { src, dst }, seed)
                     }
                     Direction::D2d => {
-                        let src = DeviceBuffer::new(&ctx, size)?;
-                        src.write_with(|chunk, off| pattern::fill(chunk, seed, off))?;
-                        let dst = DeviceBuffer::new(&ctx, size)?;
-                        dst.fill_byte(0xA5)?;
+                        let src = pool.take_device(&ctx, dev(Role::Src), size)?;
+                        let dst = pool.take_device(&ctx, dev(Role::Dst), size)?;
                         let op = CopyOp::D2d {
-                            dst: dst.ptr(),
-                            src: src.ptr(),
+                            dst: dst.buf.ptr(),
+                            src: src.buf.ptr(),
                         };
-                        (op, Buffers::D2d { _src: src, dst })
+                        let seed = src.seed;
+                        (op, Buffers::D2d { src, dst }, seed)
                     }
                 };
                 lanes.push(Lane {
@@ -263,6 +285,7 @@ impl<'a> CopyCase<'a> {
             cache_resident,
             placement,
             notes: Vec::new(),
+            suspect: false,
             _affinity: affinity,
         };
         let first_gbps = case.calibrate()?;
@@ -448,12 +471,12 @@ impl<'a> CopyCase<'a> {
             .and_then(|r| r.map_err(describe))
         };
         match &lane.buffers {
-            Buffers::H2d { dst, .. } => device_check(dst, 0, size),
-            Buffers::D2h { dst, .. } => pattern::check(&dst.as_slice()[..size], lane.seed, 0)
+            Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
+            Buffers::D2h { dst, .. } => pattern::check(&dst.buf.as_slice()[..size], lane.seed, 0)
                 .map_or(Ok(()), |m| Err(describe(m))),
             Buffers::D2d { dst, .. } => {
                 for (offset, len) in d2d_windows(size) {
-                    device_check(dst, offset, len)?;
+                    device_check(&dst.buf, offset, len)?;
                 }
                 Ok(())
             }
@@ -492,8 +515,8 @@ fn placement_of(
             .lanes
             .iter()
             .filter_map(|l| match &l.buffers {
-                Buffers::H2d { src, .. } => Some(src.placement()),
-                Buffers::D2h { dst, .. } => Some(dst.placement()),
+                Buffers::H2d { src, .. } => Some(src.buf.placement()),
+                Buffers::D2h { dst, .. } => Some(dst.buf.placement()),
                 Buffers::D2d { .. } => None,
             })
             .collect();
@@ -540,7 +563,10 @@ impl Prepared for CopyCase<'_> {
     fn verify(&mut self) -> Result<(), BenchError> {
         for flow in &self.flows {
             for lane in &flow.lanes {
-                self.check_lane(flow.direction, lane)?;
+                if let Err(e) = self.check_lane(flow.direction, lane) {
+                    self.suspect = true;
+                    return Err(e.into());
+                }
             }
         }
         Ok(())
@@ -562,14 +588,23 @@ impl Prepared for CopyCase<'_> {
 impl Drop for CopyCase<'_> {
     fn drop(&mut self) {
         // An error between queuing the latch and releasing it leaves the streams waiting:
-        // open the latch, then let every copy finish before the buffers are freed.
+        // open the latch, then let every copy finish before the buffers are reused or freed.
         self.rt.flag.release();
+        let mut idle = true;
         for flow in &self.flows {
             for lane in &flow.lanes {
-                let _ = lane.stream.synchronize();
+                idle &= lane.stream.synchronize().is_ok();
             }
         }
         self.rt.last_active = Some(Instant::now());
+        // Only buffers no copy can still touch, and whose data is not in doubt, are kept.
+        if idle && !self.suspect {
+            for flow in std::mem::take(&mut self.flows) {
+                for lane in flow.lanes {
+                    lane.buffers.give_back(&mut self.rt.pool);
+                }
+            }
+        }
     }
 }
 

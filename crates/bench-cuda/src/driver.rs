@@ -15,7 +15,7 @@ use crate::error::{driver, CudaError};
 use crate::params::HostMemory;
 
 /// Bytes moved per step when filling or reading back device memory through a staging buffer.
-const STAGING_BYTES: usize = 16 << 20;
+const STAGING_BYTES: usize = 64 << 20;
 
 fn bind(ctx: &CudaContext) -> Result<(), CudaError> {
     ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))
@@ -44,26 +44,37 @@ impl DeviceBuffer {
         self.ptr
     }
 
-    /// Set every byte to `value` (synchronous).
-    pub fn fill_byte(&self, value: u8) -> Result<(), CudaError> {
-        bind(&self.ctx)?;
-        // SAFETY: ptr..ptr+len is this allocation.
-        unsafe { result::memset_d8_sync(self.ptr, value, self.len) }.map_err(driver("cuMemsetD8"))
+    pub fn len(&self) -> usize {
+        self.len
     }
 
-    /// Write bytes produced by `make(chunk, offset)` over `[0, len)` through a pageable staging
-    /// buffer (synchronous; outside any timed region).
-    pub fn write_with(&self, mut make: impl FnMut(&mut [u8], usize)) -> Result<(), CudaError> {
+    /// Set the first `len` bytes to `value` (synchronous).
+    pub fn fill_prefix(&self, len: usize, value: u8) -> Result<(), CudaError> {
         bind(&self.ctx)?;
-        let mut staging = vec![0u8; STAGING_BYTES.min(self.len)];
-        let mut offset = 0;
-        while offset < self.len {
-            let n = STAGING_BYTES.min(self.len - offset);
-            make(&mut staging[..n], offset);
-            // SAFETY: offset + n <= len, so the destination range is inside this allocation.
-            unsafe { result::memcpy_htod_sync(self.ptr + offset as u64, &staging[..n]) }
+        let len = len.min(self.len);
+        // SAFETY: ptr..ptr+len is inside this allocation.
+        unsafe { result::memset_d8_sync(self.ptr, value, len) }.map_err(driver("cuMemsetD8"))
+    }
+
+    /// Write bytes produced by `make(chunk, offset)` over `[offset, offset + len)` through a
+    /// pageable staging buffer (synchronous; outside any timed region).
+    pub fn write_range(
+        &self,
+        offset: usize,
+        len: usize,
+        mut make: impl FnMut(&mut [u8], usize),
+    ) -> Result<(), CudaError> {
+        bind(&self.ctx)?;
+        let end = offset.saturating_add(len).min(self.len);
+        let mut staging = vec![0u8; STAGING_BYTES.min(end.saturating_sub(offset))];
+        let mut at = offset;
+        while at < end {
+            let n = STAGING_BYTES.min(end - at);
+            make(&mut staging[..n], at);
+            // SAFETY: at + n <= len, so the destination range is inside this allocation.
+            unsafe { result::memcpy_htod_sync(self.ptr + at as u64, &staging[..n]) }
                 .map_err(driver("cuMemcpyHtoD"))?;
-            offset += n;
+            at += n;
         }
         Ok(())
     }
@@ -143,6 +154,9 @@ impl HostBuffer {
         Ok(host)
     }
 
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
     pub fn as_ptr(&self) -> *const c_void {
         self.buf.as_ptr().cast()
     }

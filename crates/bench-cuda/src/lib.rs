@@ -30,6 +30,7 @@ mod error;
 mod nvml;
 mod params;
 mod pattern;
+mod pool;
 mod probe;
 mod timing;
 

@@ -37,7 +37,7 @@ pub enum ParamError {
 }
 
 /// Kind of host memory of an H2D/D2H copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HostMemory {
     /// Page-locked and registered with the driver (`cuMemHostRegister`): DMA straight from it.
     Pinned,

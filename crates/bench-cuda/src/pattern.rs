@@ -20,10 +20,37 @@ pub fn seed(case_key: &str, stream: u32, direction: u8) -> u64 {
     h
 }
 
+/// Buffers larger than this are filled and checked by several threads.
+const PARALLEL_BYTES: usize = 32 << 20;
+/// Bytes per thread's piece (a multiple of 8, so every piece starts on a word).
+const PIECE_BYTES: usize = 16 << 20;
+
 /// Fill `buf` with the pattern as it stands at byte `offset` of the whole buffer
-/// (`offset` is a multiple of 8).
+/// (`offset` is a multiple of 8). Large buffers are filled by several threads.
 pub fn fill(buf: &mut [u8], seed: u64, offset: usize) {
     debug_assert_eq!(offset % 8, 0);
+    if buf.len() <= PARALLEL_BYTES {
+        return fill_serial(buf, seed, offset);
+    }
+    let threads = worker_count();
+    let mut pieces: Vec<(usize, &mut [u8])> = buf
+        .chunks_mut(PIECE_BYTES)
+        .enumerate()
+        .map(|(i, c)| (offset + i * PIECE_BYTES, c))
+        .collect();
+    let per = pieces.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for group in pieces.chunks_mut(per) {
+            scope.spawn(move || {
+                for (at, piece) in group.iter_mut() {
+                    fill_serial(piece, seed, *at);
+                }
+            });
+        }
+    });
+}
+
+fn fill_serial(buf: &mut [u8], seed: u64, offset: usize) {
     let first = (offset / 8) as u64;
     let mut chunks = buf.chunks_exact_mut(8);
     let mut index = first;
@@ -46,26 +73,77 @@ pub struct Mismatch {
 }
 
 /// The first byte of `buf` (holding bytes from `offset` of the whole buffer on) that differs
-/// from the pattern.
+/// from the pattern. Large buffers are checked by several threads; the mismatch reported is
+/// still the first one.
 pub fn check(buf: &[u8], seed: u64, offset: usize) -> Option<Mismatch> {
     debug_assert_eq!(offset % 8, 0);
+    if buf.len() <= PARALLEL_BYTES {
+        return check_serial(buf, seed, offset);
+    }
+    let threads = worker_count();
+    let pieces: Vec<(usize, &[u8])> = buf
+        .chunks(PIECE_BYTES)
+        .enumerate()
+        .map(|(i, c)| (offset + i * PIECE_BYTES, c))
+        .collect();
+    let per = pieces.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = pieces
+            .chunks(per)
+            .map(|group| {
+                scope.spawn(move || {
+                    group
+                        .iter()
+                        .find_map(|(at, piece)| check_serial(piece, seed, *at))
+                })
+            })
+            .collect();
+        // Groups are in buffer order: the first group with a mismatch holds the first one.
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(None))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .flatten()
+            .next()
+    })
+}
+
+fn check_serial(buf: &[u8], seed: u64, offset: usize) -> Option<Mismatch> {
     let first = (offset / 8) as u64;
-    for (i, chunk) in buf.chunks(8).enumerate() {
-        let expected = word(seed, first + i as u64).to_le_bytes();
-        if chunk != &expected[..chunk.len()] {
-            let j = chunk
-                .iter()
-                .zip(expected)
-                .position(|(a, b)| *a != b)
-                .unwrap_or(0);
-            return Some(Mismatch {
-                offset: offset + i * 8 + j,
-                expected: expected[j],
-                found: chunk[j],
-            });
+    let mut chunks = buf.chunks_exact(8);
+    for (i, chunk) in (&mut chunks).enumerate() {
+        let expected = word(seed, first + i as u64);
+        let found = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        if found != expected {
+            return Some(first_byte(offset + i * 8, chunk, &expected.to_le_bytes()));
         }
     }
-    None
+    let tail = chunks.remainder();
+    let at = buf.len() - tail.len();
+    let expected = word(seed, first + (at / 8) as u64).to_le_bytes();
+    (tail != &expected[..tail.len()]).then(|| first_byte(offset + at, tail, &expected))
+}
+
+fn first_byte(offset: usize, found: &[u8], expected: &[u8]) -> Mismatch {
+    let j = found
+        .iter()
+        .zip(expected)
+        .position(|(a, b)| a != b)
+        .unwrap_or(0);
+    Mismatch {
+        offset: offset + j,
+        expected: expected[j],
+        found: found[j],
+    }
+}
+
+/// Threads for a large fill or check: the CPUs this thread may run on, at most 16.
+fn worker_count() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 16)
 }
 
 #[cfg(test)]
@@ -99,5 +177,26 @@ mod tests {
         assert!(check(&whole[..4096], seed("d2d-", 3, 2), 0).is_some());
         // Zeroed memory (a copy that never happened) fails at once.
         assert_eq!(check(&[0u8; 64], s, 0).map(|m| m.offset < 8), Some(true));
+    }
+
+    #[test]
+    fn threaded_fill_and_check_agree_with_the_serial_ones() {
+        let s = seed("h2d/gpu0/256MiB/s8", 7, 1);
+        // Larger than PARALLEL_BYTES, not a multiple of the piece or of 8, from an offset.
+        let len = PARALLEL_BYTES + PIECE_BYTES + 13;
+        let mut big = vec![0u8; len];
+        fill(&mut big, s, 64);
+        let mut serial = vec![0u8; len];
+        fill_serial(&mut serial, s, 64);
+        assert!(big == serial, "threaded fill differs from the serial one");
+        assert_eq!(check(&big, s, 64), None);
+        // Two corruptions in different pieces: the first one is reported.
+        big[len - 3] ^= 1;
+        big[PIECE_BYTES + 5] ^= 0x80;
+        let m = check(&big, s, 64).unwrap();
+        assert_eq!(m.offset, 64 + PIECE_BYTES + 5);
+        assert_eq!(m.found, m.expected ^ 0x80);
+        big[PIECE_BYTES + 5] ^= 0x80;
+        assert_eq!(check(&big, s, 64).map(|m| m.offset), Some(64 + len - 3));
     }
 }

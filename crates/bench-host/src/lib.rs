@@ -30,7 +30,21 @@ pub struct HostMemcpy {
     /// Bytes of the last-level cache on the whole machine (size × instances), when known.
     llc_bytes: Option<u64>,
     proc_root: PathBuf,
+    /// The last case's buffers, kept for the next case of the same size and nodes (a thread
+    /// sweep runs several in a row; mapping, faulting and filling 2 × 1 GiB takes about a
+    /// second).
+    spare: Option<Buffers>,
 }
+
+/// A case's source and destination, and what they were made for.
+struct Buffers {
+    key: BufferKey,
+    src: NumaBuffer,
+    dst: NumaBuffer,
+}
+
+/// Size, source node, destination node, huge pages.
+type BufferKey = (usize, Option<u32>, Option<u32>, bool);
 
 impl HostMemcpy {
     /// Build from the detected topology; `proc_root` is where `/proc/stat` is read for the idle
@@ -48,6 +62,7 @@ impl HostMemcpy {
             node_cpus,
             llc_bytes,
             proc_root: proc_root.into(),
+            spare: None,
         }
     }
 
@@ -120,6 +135,7 @@ impl Backend for HostMemcpy {
             case.params.src_node,
             case.params.dst_node,
             cache_resident,
+            &mut self.spare,
         )?;
         Ok(Box::new(copy))
     }
@@ -170,9 +186,10 @@ impl Chunk {
     }
 }
 
-struct PreparedCopy {
-    src: NumaBuffer,
-    dst: NumaBuffer,
+struct PreparedCopy<'a> {
+    /// Always `Some` until Drop hands the buffers back to `home`.
+    bufs: Option<Buffers>,
+    home: &'a mut Option<Buffers>,
     size: usize,
     gate: Arc<Gate>,
     workers: Vec<JoinHandle<()>>,
@@ -200,22 +217,38 @@ fn pattern_byte(i: usize) -> u8 {
     (i.wrapping_mul(131) ^ (i >> 12)) as u8
 }
 
-impl PreparedCopy {
+impl<'a> PreparedCopy<'a> {
     fn new(
         size: usize,
         cpus: &[u32],
         src_node: Option<u32>,
         dst_node: Option<u32>,
         cache_resident: bool,
+        home: &'a mut Option<Buffers>,
     ) -> Result<Self, BenchError> {
         let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
-        let alloc =
-            |node| NumaBuffer::new(size, node, huge).map_err(|e| BenchError::failed(e.to_string()));
-        let mut src = alloc(src_node)?;
-        let dst = alloc(dst_node)?;
-        for (i, b) in src.as_mut_slice()[..size].iter_mut().enumerate() {
-            *b = pattern_byte(i);
-        }
+        let key = (size, src_node, dst_node, huge);
+        let bufs = match home.take() {
+            Some(mut b) if b.key == key => {
+                // The source still holds the pattern (copies only read it); the destination
+                // holds the last case's copy of it, so it is cleared: a copy that does nothing
+                // must not pass the check.
+                b.dst.as_mut_slice()[..size].fill(0);
+                b
+            }
+            // Anything else is freed before the new buffers are mapped.
+            _ => {
+                let alloc = |node| {
+                    NumaBuffer::new(size, node, huge).map_err(|e| BenchError::failed(e.to_string()))
+                };
+                let mut src = alloc(src_node)?;
+                let dst = alloc(dst_node)?;
+                for (i, b) in src.as_mut_slice()[..size].iter_mut().enumerate() {
+                    *b = pattern_byte(i);
+                }
+                Buffers { key, src, dst }
+            }
+        };
         let saved_affinity = hwc_numa::current_affinity();
         hwc_numa::pin_current_thread(&cpus[..1]).map_err(|e| BenchError::failed(e.to_string()))?;
         let gate = Arc::new(Gate {
@@ -228,15 +261,15 @@ impl PreparedCopy {
         let chunks: Vec<Chunk> = split(size, cpus.len())
             .into_iter()
             .map(|(off, len)| Chunk {
-                src: src.as_ptr() as usize + off,
-                dst: dst.as_ptr() as usize + off,
+                src: bufs.src.as_ptr() as usize + off,
+                dst: bufs.dst.as_ptr() as usize + off,
                 len,
             })
             .collect();
         let mut me = PreparedCopy {
             own_chunk: chunks[0],
-            src,
-            dst,
+            bufs: Some(bufs),
+            home,
             size,
             gate: gate.clone(),
             workers: Vec::new(),
@@ -288,7 +321,15 @@ fn worker(gate: Arc<Gate>, cpu: u32, chunk: Chunk) {
     }
 }
 
-impl Prepared for PreparedCopy {
+impl PreparedCopy<'_> {
+    fn buffers(&self) -> &Buffers {
+        self.bufs
+            .as_ref()
+            .expect("the buffers are only taken out in Drop")
+    }
+}
+
+impl Prepared for PreparedCopy<'_> {
     fn bytes_per_rep(&self) -> u64 {
         self.size as u64
     }
@@ -310,9 +351,10 @@ impl Prepared for PreparedCopy {
     }
 
     fn verify(&mut self) -> Result<(), BenchError> {
+        let b = self.buffers();
         let (src, dst) = (
-            &self.src.as_slice()[..self.size],
-            &self.dst.as_slice()[..self.size],
+            &b.src.as_slice()[..self.size],
+            &b.dst.as_slice()[..self.size],
         );
         match src.iter().zip(dst).position(|(a, b)| a != b) {
             None => Ok(()),
@@ -325,7 +367,10 @@ impl Prepared for PreparedCopy {
 
     fn placement(&self) -> Option<Placement> {
         let misplaced = self.gate.misplaced.load(Ordering::Relaxed);
-        let (s, d) = (self.src.placement(), self.dst.placement());
+        let (s, d) = (
+            self.buffers().src.placement(),
+            self.buffers().dst.placement(),
+        );
         let threads = if misplaced == 0 {
             format!("{} thread(s) pinned and checked", self.cpus.len())
         } else {
@@ -347,23 +392,26 @@ impl Prepared for PreparedCopy {
         if self.huge {
             n.push("buffers madvise(MADV_HUGEPAGE)".to_string());
         }
-        if let PlacementCheck::Misplaced { .. } = self.src.placement() {
-            n.push(format!("src {}", self.src.placement().describe()));
+        let b = self.buffers();
+        if let PlacementCheck::Misplaced { .. } = b.src.placement() {
+            n.push(format!("src {}", b.src.placement().describe()));
         }
-        if let PlacementCheck::Misplaced { .. } = self.dst.placement() {
-            n.push(format!("dst {}", self.dst.placement().describe()));
+        if let PlacementCheck::Misplaced { .. } = b.dst.placement() {
+            n.push(format!("dst {}", b.dst.placement().describe()));
         }
         n
     }
 }
 
-impl Drop for PreparedCopy {
+impl Drop for PreparedCopy<'_> {
     fn drop(&mut self) {
         self.gate.stop.store(true, Ordering::Release);
         for h in self.workers.drain(..) {
             // A worker that panicked has nothing left to clean up.
             let _ = h.join();
         }
+        // No worker touches the buffers any more: keep them for the next case.
+        *self.home = self.bufs.take();
         if !self.saved_affinity.is_empty() {
             // Best effort: the runner's thread goes back to the CPUs it had.
             let _ = hwc_numa::pin_current_thread(&self.saved_affinity);

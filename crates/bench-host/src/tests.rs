@@ -129,17 +129,46 @@ fn too_many_threads_is_unavailable_not_a_crash() {
 
 #[test]
 fn corrupted_copy_is_caught_by_verify() {
+    let mut home = None;
     let mut p = PreparedCopy::new(
         1 << 20,
         &hwc_numa::current_affinity()[..1],
         None,
         None,
         false,
+        &mut home,
     )
     .unwrap();
     p.run_once().unwrap();
     assert!(p.verify().is_ok());
-    p.dst.as_mut_slice()[12345] ^= 0xff;
+    if let Some(b) = p.bufs.as_mut() {
+        b.dst.as_mut_slice()[12345] ^= 0xff;
+    }
     let e = p.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte 12345"), "{e}");
+}
+
+#[test]
+fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
+    let cpus = hwc_numa::current_affinity();
+    let mut home = None;
+    let first_src = {
+        let mut p = PreparedCopy::new(1 << 20, &cpus[..1], None, None, false, &mut home).unwrap();
+        p.run_once().unwrap();
+        assert!(p.verify().is_ok());
+        p.buffers().src.as_ptr() as usize
+    };
+    // Same size and nodes: the same buffers come back, with the last copy cleared from dst.
+    let mut again = PreparedCopy::new(1 << 20, &cpus[..1], None, None, false, &mut home).unwrap();
+    assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
+    let e = again.verify().unwrap_err().to_string();
+    assert!(e.contains("mismatch at byte"), "{e}");
+    again.run_once().unwrap();
+    assert!(again.verify().is_ok());
+    drop(again);
+    // Another size: new buffers, a fresh pattern, and the check still holds.
+    let mut other = PreparedCopy::new(3 << 20, &cpus[..1], None, None, false, &mut home).unwrap();
+    assert_eq!(other.buffers().key.0, 3 << 20);
+    other.run_once().unwrap();
+    assert!(other.verify().is_ok());
 }

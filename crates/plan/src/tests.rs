@@ -123,6 +123,24 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
             timed: 50
         }
     );
+    // The size added beyond the spec's when the cache is large gets fewer, longer repetitions.
+    let mut large_cache = machine(vec![node(0, 0..4)]);
+    large_cache.platform.caches = vec![hwc_model::topology::Cache {
+        level: 3,
+        kind: "Unified".into(),
+        size_bytes: 300 * MIB,
+        shared_by_cpus: None,
+        instances: Some(1),
+    }];
+    let p = plan(&large_cache, &all_implemented());
+    let beyond = p.cases.iter().find(|c| c.key.contains("/1GiB/")).unwrap();
+    assert_eq!(
+        beyond.reps,
+        Reps {
+            warmup: 3,
+            timed: 20
+        }
+    );
 }
 
 #[test]

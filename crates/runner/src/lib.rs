@@ -90,6 +90,9 @@ pub trait Backend {
     fn serves(&self, path: PathId) -> bool;
     /// Allocate, place and pre-fault what `case` needs.
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError>;
+    /// The cases this backend will be given, in order, before the first: a backend may size
+    /// what it keeps across cases (buffers) from them.
+    fn expect(&mut self, _cases: &[&Case]) {}
     /// Check that the CPUs/devices `case` uses are idle.
     fn idle_check(&mut self, _case: &Case) -> Idle {
         Idle::Idle
@@ -152,6 +155,19 @@ pub fn run(
 ) -> RunOutcome {
     let mut out = RunOutcome::default();
     let total = cases.len();
+    let owner: Vec<Option<usize>> = cases
+        .iter()
+        .map(|c| backends.iter().position(|b| b.serves(c.path)))
+        .collect();
+    for (i, backend) in backends.iter_mut().enumerate() {
+        let mine: Vec<&Case> = cases
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| **o == Some(i))
+            .map(|(c, _)| c)
+            .collect();
+        backend.expect(&mine);
+    }
     for (index, case) in cases.iter().enumerate() {
         if cancel.load(Ordering::SeqCst) {
             out.interrupted = true;

@@ -200,3 +200,58 @@ fn cancel_stops_before_the_next_case() {
     assert!(out.interrupted);
     assert!(out.results.is_empty());
 }
+
+/// Records what `expect` announced to it.
+struct Announced {
+    path: PathId,
+    keys: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+}
+
+impl Backend for Announced {
+    fn name(&self) -> &'static str {
+        "announced"
+    }
+    fn serves(&self, path: PathId) -> bool {
+        path == self.path || (self.path == PathId::HostRam && path == PathId::H2d)
+    }
+    fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        Err(BenchError::failed("not measured in this test"))
+    }
+    fn expect(&mut self, cases: &[&Case]) {
+        self.keys
+            .borrow_mut()
+            .extend(cases.iter().map(|c| c.key.clone()));
+    }
+}
+
+#[test]
+fn each_backend_is_told_in_advance_only_the_cases_it_will_run() {
+    let first = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let second = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    // The first backend serves host_ram and h2d; the second serves h2d too but comes second.
+    let mut backends: Vec<Box<dyn Backend>> = vec![
+        Box::new(Announced {
+            path: PathId::HostRam,
+            keys: first.clone(),
+        }),
+        Box::new(Announced {
+            path: PathId::H2d,
+            keys: second.clone(),
+        }),
+    ];
+    let mut d2d = case(PathId::D2d, 0, 1);
+    d2d.key = "d2d/x".into();
+    let mut h2d = case(PathId::H2d, 0, 1);
+    h2d.key = "h2d/x".into();
+    let mut host = case(PathId::HostRam, 0, 1);
+    host.key = "host/x".into();
+    run(
+        &[h2d, d2d, host],
+        &mut backends,
+        &RunOptions::default(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    );
+    assert_eq!(*first.borrow(), vec!["h2d/x".to_string(), "host/x".into()]);
+    assert!(second.borrow().is_empty(), "{:?}", second.borrow());
+}

@@ -1,0 +1,346 @@
+//! Buffers kept from one case to the next on a GPU.
+//!
+//! Mapping, pre-faulting, pinning and pattern-filling 256 MiB of host memory, and filling as
+//! much device memory, costs more than the timed part of a case of that size (a 256 MiB, 8-stream
+//! case spent about 4 of its 6 s there). So each buffer a case uses is taken from this pool and
+//! given back when the case ends: one buffer per role (source or destination), lane (stream
+//! index) and, for host memory, node and kind. A case of size S uses the first S bytes.
+//!
+//! Keeping the data check honest:
+//! - a source is only ever read by copies, so its pattern (a function of the buffer's seed and the
+//!   byte offset, see `pattern`) stays valid; it is written once, up to the largest size used;
+//! - a destination is poisoned over the case's bytes before the case, so a copy that moved
+//!   nothing, or only part, cannot pass the check with data an earlier case left there.
+//!
+//! Capacity: [`Pool::expect`] is told the largest size each buffer will serve (from the cases the
+//! runner announces), so a buffer is allocated once at that size instead of growing with the
+//! plan's ascending sizes. Without a hint a buffer is allocated at the size asked for and
+//! replaced when a larger one is needed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cudarc::driver::CudaContext;
+
+use crate::driver::{DeviceBuffer, HostBuffer};
+use crate::error::CudaError;
+use crate::params::{CopySpec, Direction, HostMemory};
+use crate::pattern;
+
+/// Which end of a copy a buffer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// Holds the pattern; copies read it.
+    Src,
+    /// Poisoned before each case; copies write it.
+    Dst,
+}
+
+/// A host buffer's identity in the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostKey {
+    pub role: Role,
+    pub node: Option<u32>,
+    pub memory: HostMemory,
+    pub lane: u32,
+}
+
+/// A device buffer's identity in the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeviceKey {
+    pub role: Role,
+    pub lane: u32,
+}
+
+/// Byte poisoned into destinations before a case (the pattern's bytes are pseudo-random, so a
+/// stale or missing copy shows up at its first byte).
+pub const POISON: u8 = 0xA5;
+
+/// A buffer lent to a case.
+pub struct Lent<K, B> {
+    pub key: K,
+    pub buf: B,
+    /// The pattern's seed (sources; destinations keep the seed they had, unused).
+    pub seed: u64,
+    /// Bytes from offset 0 that hold the pattern (sources only).
+    filled_bytes: usize,
+}
+
+/// The buffers of one GPU's context.
+#[derive(Default)]
+pub struct Pool {
+    host: HashMap<HostKey, Lent<HostKey, HostBuffer>>,
+    device: HashMap<DeviceKey, Lent<DeviceKey, DeviceBuffer>>,
+    host_hint: HashMap<HostKey, usize>,
+    device_hint: HashMap<DeviceKey, usize>,
+}
+
+/// The host and device buffers `spec` uses, as pool keys: (H2D, D2H, D2D) lanes of every flow.
+pub fn keys_of(spec: &CopySpec) -> (Vec<HostKey>, Vec<DeviceKey>) {
+    let mut host = Vec::new();
+    let mut device = Vec::new();
+    for flow in &spec.flows {
+        for lane in 0..spec.streams {
+            let host_key = |role| HostKey {
+                role,
+                node: flow.host_node,
+                memory: spec.host_memory,
+                lane,
+            };
+            let dev = |role| DeviceKey { role, lane };
+            match flow.direction {
+                Direction::H2d => {
+                    host.push(host_key(Role::Src));
+                    device.push(dev(Role::Dst));
+                }
+                Direction::D2h => {
+                    device.push(dev(Role::Src));
+                    host.push(host_key(Role::Dst));
+                }
+                Direction::D2d => {
+                    device.push(dev(Role::Src));
+                    device.push(dev(Role::Dst));
+                }
+            }
+        }
+    }
+    (host, device)
+}
+
+fn role_tag(role: Role) -> u8 {
+    match role {
+        Role::Src => 1,
+        Role::Dst => 2,
+    }
+}
+
+fn host_seed(k: &HostKey) -> u64 {
+    let node = k.node.map_or("any".to_string(), |n| n.to_string());
+    pattern::seed(
+        &format!("host/{node}/{}", k.memory.as_str()),
+        k.lane,
+        role_tag(k.role),
+    )
+}
+
+fn device_seed(k: &DeviceKey) -> u64 {
+    pattern::seed("device", k.lane, role_tag(k.role))
+}
+
+impl Pool {
+    /// Remember the largest size each buffer of `specs` will serve.
+    pub fn expect<'s>(&mut self, specs: impl IntoIterator<Item = &'s CopySpec>) {
+        for spec in specs {
+            let (host, device) = keys_of(spec);
+            for k in host {
+                let e = self.host_hint.entry(k).or_default();
+                *e = (*e).max(spec.size_bytes);
+            }
+            for k in device {
+                let e = self.device_hint.entry(k).or_default();
+                *e = (*e).max(spec.size_bytes);
+            }
+        }
+    }
+
+    /// Device memory the pool holds now, in bytes.
+    pub fn device_bytes(&self) -> u64 {
+        self.device.values().map(|l| l.buf.len() as u64).sum()
+    }
+
+    /// Free every pooled device buffer (when a case needs the memory).
+    pub fn release_device(&mut self) {
+        self.device.clear();
+    }
+
+    /// A host buffer of at least `len` bytes for `key`: a source holds the pattern over
+    /// `[0, len)`, a destination is poisoned there.
+    pub fn take_host(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        key: HostKey,
+        len: usize,
+    ) -> Result<Lent<HostKey, HostBuffer>, CudaError> {
+        let mut lent = match self.host.remove(&key) {
+            Some(l) if l.buf.len() >= len => l,
+            _ => {
+                // Drop a smaller one first: its memory may be what the new one needs.
+                let hint = self.host_hint.get(&key).copied().unwrap_or(0);
+                let buf = match HostBuffer::new(ctx, len.max(hint), key.node, key.memory) {
+                    Ok(b) => b,
+                    Err(_) if hint > len => HostBuffer::new(ctx, len, key.node, key.memory)?,
+                    Err(e) => return Err(e),
+                };
+                Lent {
+                    key,
+                    buf,
+                    seed: host_seed(&key),
+                    filled_bytes: 0,
+                }
+            }
+        };
+        let slice = &mut lent.buf.as_mut_slice()[..len];
+        match key.role {
+            Role::Src if lent.filled_bytes < len => {
+                let from = lent.filled_bytes & !7;
+                pattern::fill(&mut slice[from..], lent.seed, from);
+                lent.filled_bytes = len;
+            }
+            Role::Src => {}
+            Role::Dst => slice.fill(POISON),
+        }
+        Ok(lent)
+    }
+
+    /// A device buffer of at least `len` bytes for `key`, prepared as [`Pool::take_host`] does.
+    pub fn take_device(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        key: DeviceKey,
+        len: usize,
+    ) -> Result<Lent<DeviceKey, DeviceBuffer>, CudaError> {
+        let mut lent = match self.device.remove(&key) {
+            Some(l) if l.buf.len() >= len => l,
+            _ => {
+                let hint = self.device_hint.get(&key).copied().unwrap_or(0);
+                let buf = match DeviceBuffer::new(ctx, len.max(hint)) {
+                    Ok(b) => b,
+                    Err(_) if hint > len => DeviceBuffer::new(ctx, len)?,
+                    Err(e) => return Err(e),
+                };
+                Lent {
+                    key,
+                    buf,
+                    seed: device_seed(&key),
+                    filled_bytes: 0,
+                }
+            }
+        };
+        match key.role {
+            Role::Src if lent.filled_bytes < len => {
+                let from = lent.filled_bytes & !7;
+                let seed = lent.seed;
+                lent.buf.write_range(from, len - from, |chunk, off| {
+                    pattern::fill(chunk, seed, off)
+                })?;
+                lent.filled_bytes = len;
+            }
+            Role::Src => {}
+            Role::Dst => lent.buf.fill_prefix(len, POISON)?,
+        }
+        Ok(lent)
+    }
+
+    /// Take a host buffer back (its streams have been synchronised).
+    pub fn give_host(&mut self, lent: Lent<HostKey, HostBuffer>) {
+        self.host.insert(lent.key, lent);
+    }
+
+    /// Take a device buffer back (its streams have been synchronised).
+    pub fn give_device(&mut self, lent: Lent<DeviceKey, DeviceBuffer>) {
+        self.device.insert(lent.key, lent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Flow;
+
+    fn spec(flows: Vec<Flow>, streams: u32, size: usize) -> CopySpec {
+        CopySpec {
+            gpu: "gpu0".into(),
+            size_bytes: size,
+            streams,
+            host_memory: HostMemory::Pinned,
+            cpu_node: Some(0),
+            flows,
+            measured: 0,
+        }
+    }
+
+    fn flow(direction: Direction, host_node: Option<u32>) -> Flow {
+        Flow {
+            direction,
+            host_node,
+        }
+    }
+
+    #[test]
+    fn every_lane_of_every_flow_has_its_own_buffers() {
+        let duplex = spec(
+            vec![flow(Direction::H2d, Some(0)), flow(Direction::D2h, Some(0))],
+            2,
+            1 << 20,
+        );
+        let (host, device) = keys_of(&duplex);
+        assert_eq!(host.len(), 4);
+        assert_eq!(device.len(), 4);
+        let mut h = host.clone();
+        h.sort_by_key(|k| (role_tag(k.role), k.lane));
+        h.dedup();
+        assert_eq!(h.len(), 4, "no two lanes share a host buffer: {host:?}");
+        let mut d = device.clone();
+        d.sort_by_key(|k| (role_tag(k.role), k.lane));
+        d.dedup();
+        assert_eq!(d.len(), 4, "no two lanes share a device buffer: {device:?}");
+        // D2D: source and destination of each lane.
+        let (host, device) = keys_of(&spec(vec![flow(Direction::D2d, None)], 4, 4096));
+        assert!(host.is_empty());
+        assert_eq!(device.len(), 8);
+    }
+
+    #[test]
+    fn seeds_differ_by_role_lane_node_and_memory() {
+        let k = HostKey {
+            role: Role::Src,
+            node: Some(0),
+            memory: HostMemory::Pinned,
+            lane: 0,
+        };
+        let others = [
+            HostKey { lane: 1, ..k },
+            HostKey {
+                role: Role::Dst,
+                ..k
+            },
+            HostKey { node: Some(1), ..k },
+            HostKey { node: None, ..k },
+            HostKey {
+                memory: HostMemory::Pageable,
+                ..k
+            },
+        ];
+        for o in others {
+            assert_ne!(host_seed(&k), host_seed(&o), "{o:?}");
+        }
+        let d = DeviceKey {
+            role: Role::Src,
+            lane: 0,
+        };
+        assert_ne!(device_seed(&d), device_seed(&DeviceKey { lane: 1, ..d }));
+        assert_ne!(host_seed(&k), device_seed(&d));
+    }
+
+    #[test]
+    fn hints_keep_the_largest_size_per_buffer() {
+        let mut pool = Pool::default();
+        let small = spec(vec![flow(Direction::H2d, Some(0))], 8, 1 << 20);
+        let large = spec(vec![flow(Direction::H2d, Some(0))], 1, 256 << 20);
+        let d2d = spec(vec![flow(Direction::D2d, None)], 2, 1 << 30);
+        pool.expect([&small, &large, &d2d]);
+        let lane = |role, lane| DeviceKey { role, lane };
+        assert_eq!(pool.device_hint[&lane(Role::Dst, 0)], 1 << 30);
+        assert_eq!(pool.device_hint[&lane(Role::Dst, 7)], 1 << 20);
+        assert_eq!(pool.device_hint[&lane(Role::Src, 1)], 1 << 30);
+        assert!(!pool.device_hint.contains_key(&lane(Role::Src, 2)));
+        let host0 = HostKey {
+            role: Role::Src,
+            node: Some(0),
+            memory: HostMemory::Pinned,
+            lane: 0,
+        };
+        assert_eq!(pool.host_hint[&host0], 256 << 20);
+        assert_eq!(pool.host_hint[&HostKey { lane: 5, ..host0 }], 1 << 20);
+    }
+}
