@@ -2,17 +2,25 @@
 //! one engine per drive, each on its own thread pinned to the drive's NUMA node, started
 //! together behind a barrier; a repetition's time runs from the first submission to the last
 //! completion over all drives.
+//!
+//! The long tests' read cases ride on the same machinery: the read-cache test's hot reads are
+//! random reads confined to a region (`region_bytes`); the power-state test's repetition is one
+//! read after an idle gap ([`IdleRead`]). The gc-settle test is a protocol of its own
+//! ([`crate::gc::GcSettleRunner`]), which the runner does not drive.
 
 use crate::device::{self, Kind};
 use crate::engine::{percentile, Engine, EngineError, Op, Pattern};
 use crate::gate::{refusals, WriteRequest};
+use crate::gc::GcSettleRunner;
 use hwc_model::{Case, PathId, Placement};
 use hwc_runner::{Backend, BenchError, Prepared, Rep};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
+use std::path::Path;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
 /// One drive the backend may measure, as the plan names it (`key`: its BDF, or its controller
 /// name when it has none).
@@ -39,6 +47,7 @@ pub struct TargetUnit {
 }
 
 /// Everything the backend needs, decided before the run (the gate has passed `writable`).
+#[derive(Clone)]
 pub struct NvmeConfig {
     pub drives: Vec<DriveUnit>,
     pub target: Option<TargetUnit>,
@@ -78,6 +87,53 @@ impl NvmeBackend {
     /// Record a fact for the profile's provenance.
     pub fn note_environment(&mut self, key: &str, value: String) {
         self.environment.insert(key.to_string(), value);
+    }
+
+    /// What runs the gc-settle cases (outside the runner): the same drives, target, write
+    /// approvals and cancel flag.
+    pub fn gc_settle_runner(&self) -> GcSettleRunner {
+        GcSettleRunner::new(self.cfg.clone())
+    }
+
+    /// The NUMA node and CPUs of a drive or the target.
+    fn unit_of(&self, key: &str) -> (Option<u32>, Vec<u32>) {
+        unit_of(&self.cfg, key)
+    }
+
+    /// The power-state test's repetition: one 4 KiB read after an idle gap.
+    fn prepare_idle(&mut self, case: &Case) -> Result<Box<dyn Prepared + '_>, BenchError> {
+        let [key] = case.params.drives.as_slice() else {
+            return Err(BenchError::failed("an idle-read case names one drive"));
+        };
+        let block = case.params.size_bytes.unwrap_or(4096);
+        let gap = Duration::from_millis(case.params.idle_ms.unwrap_or(0));
+        let (file, _, size) = self.open(key, false)?;
+        let (node, cpus) = self.unit_of(key);
+        let engine = Engine::new(file, size, block, 1, node).map_err(|e| match e {
+            EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
+            e => BenchError::failed(e.to_string()),
+        })?;
+        let placement = Placement {
+            cpus: (!cpus.is_empty()).then(|| hwc_model::cpulist::format(&cpus)),
+            verified: engine.placement_verified() && !cpus.is_empty(),
+            detail: format!(
+                "{key}: thread on node {}, buffers {}",
+                node.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
+                engine.placement()
+            ),
+        };
+        Ok(Box::new(IdleRead {
+            engine,
+            cpus,
+            gap,
+            block,
+            last_done: None,
+            last_bytes: 0,
+            last_latency_us: None,
+            cancel: self.cfg.cancel,
+            placement,
+            key: key.clone(),
+        }))
     }
 
     fn open(&mut self, key: &str, write: bool) -> Result<(Arc<File>, Kind, u64), BenchError> {
@@ -131,39 +187,89 @@ impl NvmeBackend {
         if self.rechecked.contains(key) {
             return Ok(());
         }
-        let device = match &self.cfg.target {
-            Some(t) if t.key == key => (t.create_bytes.is_none()).then(|| t.path.clone()),
-            _ => self
-                .cfg
-                .drives
-                .iter()
-                .find(|d| d.key == key)
-                .map(|d| d.device.clone()),
-        };
-        if let Some(path) = device.filter(|p| {
-            std::fs::metadata(p)
-                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
-        }) {
-            let view = device::live_view(&path);
-            let r = refusals(
-                WriteRequest {
-                    allow_destructive_writes: true,
-                    named_explicitly: true,
-                },
-                &view,
-            );
-            if !r.is_empty() {
-                let why: Vec<String> = r.iter().map(ToString::to_string).collect();
-                return Err(BenchError::failed(format!(
-                    "refused before writing to {}: {}",
-                    path.display(),
-                    why.join("; ")
-                )));
-            }
-        }
+        recheck_before_write(&self.cfg, key)?;
         self.rechecked.insert(key.to_string());
         Ok(())
     }
+}
+
+/// The NUMA node and CPUs of a drive or the target.
+pub(crate) fn unit_of(cfg: &NvmeConfig, key: &str) -> (Option<u32>, Vec<u32>) {
+    match (&cfg.target, cfg.drives.iter().find(|d| d.key == key)) {
+        (_, Some(u)) => (u.node, u.cpus.clone()),
+        (Some(t), None) if t.key == key => (t.node, t.cpus.clone()),
+        _ => (None, Vec::new()),
+    }
+}
+
+/// A write needs the gate's approval, and a block device's live state is checked once more
+/// just before the first write (it may have been mounted since the gate ran).
+pub(crate) fn recheck_before_write(cfg: &NvmeConfig, key: &str) -> Result<(), BenchError> {
+    if !cfg.writable.contains(key) {
+        return Err(BenchError::failed(format!(
+            "refused: {key} was not approved for writes by the safety gate"
+        )));
+    }
+    let device = match &cfg.target {
+        Some(t) if t.key == key => (t.create_bytes.is_none()).then(|| t.path.clone()),
+        _ => cfg
+            .drives
+            .iter()
+            .find(|d| d.key == key)
+            .map(|d| d.device.clone()),
+    };
+    if let Some(path) = device.filter(|p| {
+        std::fs::metadata(p)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
+    }) {
+        let view = device::live_view(&path);
+        let r = refusals(
+            WriteRequest {
+                allow_destructive_writes: true,
+                named_explicitly: true,
+            },
+            &view,
+        );
+        if !r.is_empty() {
+            let why: Vec<String> = r.iter().map(ToString::to_string).collect();
+            return Err(BenchError::failed(format!(
+                "refused before writing to {}: {}",
+                path.display(),
+                why.join("; ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Open a drive or the target for the gc-settle test (read-write, O_DIRECT): the device, or a
+/// new scratch file of hwceiling's own at the target's path.
+pub(crate) fn open_for_gc(cfg: &NvmeConfig, key: &str) -> Result<(Arc<File>, u64), BenchError> {
+    let (file, path) = match &cfg.target {
+        Some(t) if t.key == key => match t.create_bytes {
+            Some(bytes) => (
+                device::create_scratch_file(&t.path, bytes).map_err(open_error)?,
+                t.path.clone(),
+            ),
+            None => (
+                device::open_direct(&t.path, true).map_err(open_error)?,
+                t.path.clone(),
+            ),
+        },
+        _ => {
+            let unit = cfg
+                .drives
+                .iter()
+                .find(|d| d.key == key)
+                .ok_or_else(|| BenchError::failed(format!("drive {key} is not in this run")))?;
+            (
+                device::open_direct(&unit.device, true).map_err(open_error)?,
+                unit.device.clone(),
+            )
+        }
+    };
+    let (_, size) = device::kind_and_size(Path::new(&path), &file).map_err(open_error)?;
+    Ok((Arc::new(file), size))
 }
 
 impl Backend for NvmeBackend {
@@ -187,7 +293,13 @@ impl Backend for NvmeBackend {
             .ok_or_else(|| BenchError::failed("an NVMe case needs size_bytes"))?;
         let qd = case.params.queue_depth.unwrap_or(1);
         let pattern = match case.params.pattern.as_deref() {
-            Some("random") => Pattern::Random { seed: 0x9e37_79b9 },
+            Some("idle") => return self.prepare_idle(case),
+            Some("gc-settle") => {
+                return Err(BenchError::failed(
+                    "gc-settle is a protocol of its own (GcSettleRunner), not a runner case",
+                ))
+            }
+            Some("random") | Some("hot") => Pattern::Random { seed: 0x9e37_79b9 },
             _ => Pattern::Sequential,
         };
         let mut units = Vec::new();
@@ -200,13 +312,17 @@ impl Backend for NvmeBackend {
                 self.check_write(key)?;
             }
             let (file, kind, size) = self.open(key, op == Op::Write)?;
-            let drive = self.cfg.drives.iter().find(|d| &d.key == key);
-            let (node, cpus) = match (&self.cfg.target, drive) {
-                (_, Some(u)) => (u.node, u.cpus.clone()),
-                (Some(t), None) if &t.key == key => (t.node, t.cpus.clone()),
-                _ => (None, Vec::new()),
-            };
-            let engine = Engine::new(file, size, block, qd, node).map_err(|e| match e {
+            let (node, cpus) = self.unit_of(key);
+            // The read-cache test's hot reads stay in the device's first `region_bytes`.
+            let span = case.params.region_bytes.map_or(size, |r| r.min(size));
+            if span < size {
+                notes.push(format!(
+                    "{key}: every read falls in the first {} of the device (re-read after the \
+                     cold repetition and warm-up: a hot region)",
+                    hwc_model::size_label(span)
+                ));
+            }
+            let engine = Engine::new(file, span, block, qd, node).map_err(|e| match e {
                 EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
                 e => BenchError::failed(e.to_string()),
             })?;
@@ -397,6 +513,99 @@ impl Prepared for NvmeRun {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+}
+
+/// The power-state test's repetition: wait `gap` after the previous read completed (after
+/// `gap` from now, for the first), then time one read at a random offset. The wait is not
+/// timed; the repetition's time is the read's, submission to completion.
+pub(crate) struct IdleRead {
+    engine: Engine,
+    cpus: Vec<u32>,
+    gap: Duration,
+    block: u64,
+    last_done: Option<Instant>,
+    last_bytes: u64,
+    last_latency_us: Option<f64>,
+    cancel: &'static AtomicBool,
+    placement: Placement,
+    key: String,
+}
+
+/// Sleep until `until`, waking every 100 ms to check `cancel`; false when cancelled.
+pub(crate) fn sleep_until(until: Instant, cancel: &AtomicBool) -> bool {
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return true;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(100)));
+    }
+}
+
+impl Prepared for IdleRead {
+    fn bytes_per_rep(&self) -> u64 {
+        self.block
+    }
+
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        let until = self.last_done.unwrap_or_else(Instant::now) + self.gap;
+        let (cpus, cancel, block) = (&self.cpus, self.cancel, self.block);
+        let engine = &mut self.engine;
+        let r = std::thread::scope(|s| {
+            s.spawn(move || {
+                if !cpus.is_empty() {
+                    hwc_numa::pin_current_thread(cpus).map_err(|e| e.to_string())?;
+                }
+                if !sleep_until(until, cancel) {
+                    return Err("interrupted during the idle gap".to_string());
+                }
+                engine
+                    .run(Op::Read, Pattern::Random { seed: 0x1d1e }, block, cancel)
+                    .map_err(|e| e.to_string())
+            })
+            .join()
+            .unwrap_or_else(|_| Err("the I/O thread panicked".to_string()))
+        })
+        .map_err(BenchError::failed)?;
+        self.last_done = Some(r.finished);
+        self.last_bytes = r.bytes;
+        self.last_latency_us = Some(r.avg_latency_us);
+        Ok(Rep {
+            seconds: r.seconds,
+            wall_seconds: None,
+        })
+    }
+
+    fn verify(&mut self) -> Result<(), BenchError> {
+        if self.last_bytes != self.block {
+            return Err(BenchError::failed(format!(
+                "the idle read moved {} of {} bytes",
+                self.last_bytes, self.block
+            )));
+        }
+        Ok(())
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        Some(self.placement.clone())
+    }
+
+    fn last_latency_us(&self) -> Option<f64> {
+        self.last_latency_us
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec![format!(
+            "{}: each repetition is one {}-byte read at a random offset, {} ms after the previous \
+             one completed (the wait is not timed)",
+            self.key,
+            self.block,
+            self.gap.as_millis()
+        )]
     }
 }
 

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Transparent huge page size on x86-64: slots start on this boundary.
 const HUGE_PAGE: usize = 2 << 20;
@@ -98,6 +98,15 @@ pub fn percentile(v: &mut [u32], q: f64) -> Option<u32> {
     let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
     let (_, x, _) = v.select_nth_unstable(rank);
     Some(*x)
+}
+
+/// When a run stops submitting.
+#[derive(Debug, Clone, Copy)]
+enum Limit {
+    /// After this many I/Os.
+    Ios(u64),
+    /// At this instant (after at least one I/O).
+    Until(Instant),
 }
 
 /// One drive's ring, buffers and position.
@@ -253,7 +262,36 @@ impl Engine {
         bytes: u64,
         cancel: &AtomicBool,
     ) -> Result<RunStats, EngineError> {
-        let total_ios = (bytes / self.block).max(1);
+        self.drive(op, pattern, Limit::Ios((bytes / self.block).max(1)), cancel)
+    }
+
+    /// Keep `qd` I/Os in flight for `duration` (at least one I/O): no new I/O is submitted
+    /// after it, and those in flight complete. Cancel as in [`Engine::run`].
+    pub fn run_for(
+        &mut self,
+        op: Op,
+        pattern: Pattern,
+        duration: Duration,
+        cancel: &AtomicBool,
+    ) -> Result<RunStats, EngineError> {
+        self.drive(op, pattern, Limit::Until(Instant::now() + duration), cancel)
+    }
+
+    fn drive(
+        &mut self,
+        op: Op,
+        pattern: Pattern,
+        limit: Limit,
+        cancel: &AtomicBool,
+    ) -> Result<RunStats, EngineError> {
+        let enough = |submitted: u64| match limit {
+            Limit::Ios(n) => submitted >= n,
+            Limit::Until(t) => submitted > 0 && Instant::now() >= t,
+        };
+        let total_ios = match limit {
+            Limit::Ios(n) => n,
+            Limit::Until(_) => u64::from(self.qd),
+        };
         let slots = self.qd as usize;
         let mut issued_at = vec![Instant::now(); slots];
         let mut offsets = vec![0u64; slots];
@@ -307,7 +345,7 @@ impl Engine {
                         want: self.block,
                     });
                 }
-                if stop || failure.is_some() || submitted >= total_ios {
+                if stop || failure.is_some() || enough(submitted) {
                     continue;
                 }
                 let offset = self.next_offset(pattern);
@@ -404,6 +442,37 @@ mod tests {
             .run(Op::Read, Pattern::Random { seed: 7 }, 1 << 20, &never)
             .unwrap();
         assert_eq!(r.ios, 8);
+    }
+
+    #[test]
+    fn a_timed_run_stops_submitting_at_its_deadline() {
+        let Some((_dir, file)) = scratch(4 << 20) else {
+            return;
+        };
+        let never = AtomicBool::new(false);
+        let mut e = Engine::new(file, 4 << 20, 64 << 10, 4, None).unwrap();
+        let r = e
+            .run_for(
+                Op::Write,
+                Pattern::Sequential,
+                Duration::from_millis(200),
+                &never,
+            )
+            .unwrap();
+        assert!(r.seconds >= 0.2, "ran {} s", r.seconds);
+        assert!(r.seconds < 2.0, "ran {} s past a 0.2 s deadline", r.seconds);
+        assert_eq!(r.bytes, r.ios * (64 << 10));
+        assert_eq!(e.latencies_ns().len() as u64, r.ios);
+        // A zero duration still moves at least one block.
+        let r = e
+            .run_for(
+                Op::Read,
+                Pattern::Random { seed: 3 },
+                Duration::ZERO,
+                &never,
+            )
+            .unwrap();
+        assert!(r.ios >= 1 && r.ios <= 4, "{}", r.ios);
     }
 
     #[test]

@@ -279,6 +279,9 @@ mod tests {
             mdts_source: None,
             mdts_unlimited: false,
             vwc_present: None,
+            power_states: Vec::new(),
+            apst_supported: None,
+            power_features: None,
         }
     }
 

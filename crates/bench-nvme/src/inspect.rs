@@ -1,7 +1,8 @@
 //! Step 3's drive facts from the controller itself: Identify Controller (model, serial,
-//! firmware, MDTS, VWC) merged into the detected topology, with MDTS resolved to bytes.
+//! firmware, MDTS, VWC, power state descriptors, APSTA) merged into the detected topology, with
+//! MDTS resolved to bytes, and the APST table and current power state read with Get Features.
 
-use crate::identify::{cap_mpsmin, identify_controller, mdts_bytes, read_cap};
+use crate::identify::{cap_mpsmin, identify_controller, mdts_bytes, power_features, read_cap};
 use hwc_model::Topology;
 use std::path::Path;
 
@@ -93,6 +94,13 @@ pub fn inspect(topo: &mut Topology) -> Vec<String> {
         d.mdts_source = m.source.map(str::to_string);
         d.mdts_unlimited = m.unlimited;
         if let Some(id) = id {
+            d.power_features = Some(power_features(
+                &Path::new("/dev").join(&d.name),
+                id.power_states.len(),
+                id.apst_supported,
+            ));
+            d.apst_supported = Some(id.apst_supported);
+            d.power_states = id.power_states;
             d.vwc_present = Some(id.vwc_present);
             d.model.get_or_insert(id.model);
             d.serial.get_or_insert(id.serial);

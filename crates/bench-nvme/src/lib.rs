@@ -10,11 +10,13 @@ pub mod backend;
 pub mod device;
 pub mod engine;
 pub mod gate;
+pub mod gc;
 pub mod identify;
 pub mod inspect;
 pub mod signature;
 
 pub use backend::{DriveUnit, NvmeBackend, NvmeConfig, TargetUnit};
+pub use gc::{is_gc_settle, GcSettleRunner};
 pub use inspect::inspect;
 
 use gate::{drive_refusals, file_refusals, refusals, Refusal, SelectError, WriteRequest};

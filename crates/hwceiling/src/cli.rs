@@ -1,7 +1,9 @@
 //! Command-line interface.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use hwc_model::long_tests::LongTest;
 use hwc_model::PathId;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -94,6 +96,22 @@ pub struct ProfileArgs {
     /// Bytes per drive per NVMe repetition (default 2GiB; a smaller device is read over again).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub nvme_bytes: Option<u64>,
+    /// The spec's long drive tests, comma-separated: read-cache and power-states (reads; about
+    /// 20 s and 9 min per drive), gc-settle (WRITES, DESTROYS THE DATA: only with
+    /// --allow-destructive-writes and --drives; up to about 20 min per drive), or all.
+    #[arg(long, value_name = "TEST,...", value_parser = hwc_model::long_tests::parse_long_tests)]
+    pub nvme_long_tests: Option<BTreeSet<LongTest>>,
+    /// The power-state test's longest idle gap, seconds (default 60; gaps 0.01, 0.1, 0.5, 1, 2,
+    /// 5, 10, 20, 30, 60 up to it).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_idle_max, requires = "nvme_long_tests")]
+    pub nvme_idle_max_s: Option<f64>,
+    /// The gc-settle test's sustained writes, seconds (default 600, at least 3).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(3..=86_400), requires = "nvme_long_tests")]
+    pub nvme_gc_write_s: Option<u64>,
+    /// The longest the gc-settle test waits for reads to settle after its writes, seconds
+    /// (default 600).
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400), requires = "nvme_long_tests")]
+    pub nvme_gc_settle_max_s: Option<u64>,
     /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
     #[arg(long, value_name = "DIR", requires = "dry_run")]
     pub fsroot: Option<PathBuf>,
@@ -106,6 +124,19 @@ pub struct ReportArgs {
     /// Write the markdown here instead of standard output (never overwrites).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// Seconds for `--nvme-idle-max-s`: at least the shortest gap (0.01), at most a day.
+pub fn parse_idle_max(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.01..=86_400.0).contains(&v) => Ok(v),
+        Ok(_) => Err(format!(
+            "`{s}`: the longest idle gap must be between 0.01 (the shortest gap) and 86400 s"
+        )),
+        Err(_) => Err(format!(
+            "`{s}` is not a number of seconds (examples: 0.5, 60)"
+        )),
+    }
 }
 
 /// `4MiB`, `1GiB`, `512KiB`, `4096` (bytes), `2M`, `1G`.
@@ -147,6 +178,34 @@ mod tests {
         assert!(parse_size("4 TB").is_err());
         assert!(parse_size("lots").unwrap_err().contains("not a size"));
         assert!(parse_size("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn long_test_options_parse_and_refuse_bad_input() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(["hwceiling", "profile"].iter().chain(args.iter()))
+                .map(|c| match c.command {
+                    Command::Profile(p) => p,
+                    _ => unreachable!(),
+                })
+                .map_err(|e| e.to_string())
+        };
+        let p = parse(&["--nvme-long-tests", "all", "--nvme-idle-max-s", "0.5"]).unwrap();
+        assert_eq!(p.nvme_long_tests.unwrap().len(), 3);
+        assert_eq!(p.nvme_idle_max_s, Some(0.5));
+        let e = parse(&["--nvme-long-tests", "read-cache,smart"]).unwrap_err();
+        assert!(e.contains("unknown NVMe long test `smart`"), "{e}");
+        let e = parse(&["--nvme-idle-max-s", "5"]).unwrap_err();
+        assert!(
+            e.contains("--nvme-long-tests"),
+            "a knob without the tests: {e}"
+        );
+        let e = parse(&["--nvme-long-tests", "gc-settle", "--nvme-gc-write-s", "2"]).unwrap_err();
+        assert!(e.contains("2"), "{e}");
+        assert!(parse_idle_max("0.001").is_err());
+        assert!(parse_idle_max("NaN").is_err());
+        assert!(parse_idle_max("soon").unwrap_err().contains("not a number"));
+        assert_eq!(parse_idle_max("60"), Ok(60.0));
     }
 
     #[test]

@@ -1,19 +1,23 @@
 //! The NVMe part of `profile`: ask the drives Identify, resolve `--drives` / `--target`, run the
 //! write safety gate (a refusal ends the run before anything is measured or written), and hand
-//! the planner its NVMe options and the runner its backend.
+//! the planner its NVMe options and the runner its backend; after the runner, run the gc-settle
+//! cases (a protocol the runner does not drive).
 
 use crate::cli::ProfileArgs;
-use anyhow::Result;
-use hwc_bench_nvme::{NvmeBackend, Request, DEFAULT_BYTES_PER_DRIVE};
-use hwc_model::{PathId, Topology};
+use anyhow::{bail, Result};
+use hwc_bench_nvme::{GcSettleRunner, NvmeBackend, Request, DEFAULT_BYTES_PER_DRIVE};
+use hwc_model::long_tests::{LongTest, NvmeLongTests};
+use hwc_model::{Case, Failure, PathId, Topology, Waiver};
 use hwc_plan::NvmePlanOptions;
+use hwc_runner::{BenchError, CaseOutcome, Observer, RunOutcome};
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// The planner's NVMe options and, on a live machine, the backend.
+/// The planner's NVMe options and, on a live machine, the backend and the gc-settle runner.
 pub struct Nvme {
     pub plan: NvmePlanOptions,
     pub backend: Option<NvmeBackend>,
+    pub gc_settle: Option<GcSettleRunner>,
 }
 
 fn wants(a: &ProfileArgs, path: PathId) -> bool {
@@ -28,9 +32,23 @@ pub fn prepare(
     live: bool,
     cancel: &'static AtomicBool,
 ) -> Result<Nvme> {
+    let long_tests = a.nvme_long_tests.clone().unwrap_or_default();
+    for t in &long_tests {
+        let path = match t {
+            LongTest::ReadCache | LongTest::PowerStates => PathId::NvmeRead,
+            LongTest::GcSettle => PathId::NvmeWrite,
+        };
+        if !wants(a, path) {
+            bail!("--nvme-long-tests {t} is part of {path}: add {path} to --paths");
+        }
+    }
     let mut plan = NvmePlanOptions {
         sizes: a.nvme_sizes.clone(),
         queue_depths: a.queue_depths.clone(),
+        long_tests,
+        idle_max_s: a.nvme_idle_max_s,
+        gc_write_s: a.nvme_gc_write_s,
+        gc_settle_max_s: a.nvme_gc_settle_max_s,
         ..NvmePlanOptions::default()
     };
     let wants_nvme = wants(a, PathId::NvmeRead) || wants(a, PathId::NvmeWrite);
@@ -38,6 +56,7 @@ pub fn prepare(
         return Ok(Nvme {
             plan,
             backend: None,
+            gc_settle: None,
         });
     }
     let notes = if live {
@@ -64,7 +83,62 @@ pub fn prepare(
         }
         b
     });
-    Ok(Nvme { plan, backend })
+    let gc_settle = backend.as_ref().map(NvmeBackend::gc_settle_runner);
+    Ok(Nvme {
+        plan,
+        backend,
+        gc_settle,
+    })
+}
+
+/// Run the gc-settle cases after the runner's, reporting each to the progress observer and
+/// adding its outcome to `outcome`; returns their records for the profile's `long_tests`.
+pub fn run_gc_settle(
+    cases: &[Case],
+    runner: Option<&GcSettleRunner>,
+    progress: &mut dyn Observer,
+    outcome: &mut RunOutcome,
+    cancel: &AtomicBool,
+) -> Vec<NvmeLongTests> {
+    let mut records = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        if cancel.load(Ordering::SeqCst) {
+            outcome.interrupted = true;
+            break;
+        }
+        progress.case_started(i, cases.len(), case);
+        let result = match runner {
+            Some(r) => r.run(case),
+            None => Err(BenchError::failed("no NVMe backend in this run")),
+        };
+        let o = match result {
+            Ok((measured, record)) => {
+                records.push(record);
+                CaseOutcome::Measured(Box::new(measured))
+            }
+            Err(BenchError::Unavailable { reason, hint }) => CaseOutcome::Waived(Waiver {
+                path: case.path,
+                scope: Some(case.key.clone()),
+                reason,
+                hint,
+            }),
+            Err(BenchError::Failed(error)) => CaseOutcome::Failed(Failure {
+                key: case.key.clone(),
+                path: case.path,
+                error,
+            }),
+        };
+        progress.case_finished(&o);
+        match o {
+            CaseOutcome::Measured(r) => outcome.results.push(*r),
+            CaseOutcome::Waived(w) => outcome.waived.push(w),
+            CaseOutcome::Failed(f) => outcome.failures.push(f),
+        }
+    }
+    if cancel.load(Ordering::SeqCst) {
+        outcome.interrupted = true;
+    }
+    records
 }
 
 /// The NVMe options that shaped the run, for the provenance.
@@ -91,4 +165,26 @@ pub fn options(a: &ProfileArgs, o: &mut BTreeMap<String, String>) {
         "nvme_bytes_per_drive".into(),
         a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE).to_string(),
     );
+    if let Some(t) = &a.nvme_long_tests {
+        let v: Vec<&str> = t.iter().map(|x| x.as_str()).collect();
+        o.insert("nvme_long_tests".into(), v.join(","));
+        let d = |v: Option<u64>, default: u64| v.unwrap_or(default).to_string();
+        o.insert(
+            "nvme_idle_max_s".into(),
+            a.nvme_idle_max_s
+                .unwrap_or(hwc_model::long_tests::DEFAULT_IDLE_MAX_S)
+                .to_string(),
+        );
+        o.insert(
+            "nvme_gc_write_s".into(),
+            d(a.nvme_gc_write_s, hwc_model::long_tests::DEFAULT_GC_WRITE_S),
+        );
+        o.insert(
+            "nvme_gc_settle_max_s".into(),
+            d(
+                a.nvme_gc_settle_max_s,
+                hwc_model::long_tests::DEFAULT_GC_SETTLE_MAX_S,
+            ),
+        );
+    }
 }

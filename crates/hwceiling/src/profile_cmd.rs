@@ -5,7 +5,8 @@ use crate::output::{self, RunFiles};
 use crate::progress::Progress;
 use crate::{detect_cmd, nvme_cmd, signals};
 use anyhow::{Context, Result};
-use hwc_model::{CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
+use hwc_model::long_tests::NvmeLongTests;
+use hwc_model::{Case, CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
 use hwc_plan::PlanOptions;
 use hwc_profile::RunRecord;
 use hwc_runner::{Backend, CaseOutcome, RunOptions};
@@ -145,6 +146,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     let date = started.format("%Y-%m-%d").to_string();
     let files = RunFiles::choose(&a.output_dir, &date)?;
     let nvme = nvme_cmd::prepare(a, &mut topo, true, &signals::CANCEL)?;
+    let gc_settle = nvme.gc_settle;
     let Backends {
         list: mut backends,
         unavailable,
@@ -173,7 +175,15 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     signals::install();
     let save_partial = |outcomes: &[CaseOutcome]| {
         let (results, waived, failures) = partition_outcomes(outcomes);
-        let record = record(&provenance, &topo, &plan, results, failures, waived);
+        let record = record(
+            &provenance,
+            &topo,
+            &plan,
+            results,
+            failures,
+            waived,
+            Vec::new(),
+        );
         if let Ok(json) = serde_json::to_vec_pretty(&record) {
             // Best effort: the final files are what matter; a failed update is retried next case.
             let _ = output::replace(&files.partial, &json);
@@ -184,11 +194,24 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         allow_contended: a.allow_contended,
         wall_tolerance: Some(0.02),
     };
-    let outcome = hwc_runner::run(
-        &plan.cases,
+    // The gc-settle cases are a protocol of their own: they run after the runner's cases.
+    let (gc_cases, runner_cases): (Vec<Case>, Vec<Case>) = plan
+        .cases
+        .iter()
+        .cloned()
+        .partition(hwc_bench_nvme::is_gc_settle);
+    let mut outcome = hwc_runner::run(
+        &runner_cases,
         &mut backends,
         &options,
         &mut progress,
+        &signals::CANCEL,
+    );
+    let gc_records = nvme_cmd::run_gc_settle(
+        &gc_cases,
+        gc_settle.as_ref(),
+        &mut progress,
+        &mut outcome,
         &signals::CANCEL,
     );
     progress.finish();
@@ -197,7 +220,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     provenance.finished_at = chrono::Local::now().to_rfc3339();
     provenance.interrupted = outcome.interrupted;
     provenance.environment = outcome.environment.clone();
-    let profile = hwc_profile::build(
+    let mut profile = hwc_profile::build(
         &topo,
         &plan,
         &outcome.results,
@@ -205,6 +228,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         &outcome.failures,
         provenance.clone(),
     );
+    hwc_profile::nvme::merge_long_tests(&mut profile.nvme, &gc_records);
     let raw = record(
         &provenance,
         &topo,
@@ -212,6 +236,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         outcome.results,
         outcome.failures,
         outcome.waived,
+        profile.nvme.long_tests.clone(),
     );
     let yaml = hwc_profile::to_yaml(&profile)?;
     let markdown = hwc_report::render(&profile);
@@ -248,6 +273,7 @@ fn record(
     results: Vec<CaseResult>,
     failures: Vec<Failure>,
     waived: Vec<Waiver>,
+    nvme_long_tests: Vec<NvmeLongTests>,
 ) -> RunRecord {
     RunRecord {
         schema_version: hwc_model::SCHEMA_VERSION,
@@ -257,6 +283,7 @@ fn record(
         results,
         failures,
         waived,
+        nvme_long_tests,
     }
 }
 

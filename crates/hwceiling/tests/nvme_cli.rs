@@ -172,3 +172,275 @@ fn sigint_stops_a_run_cleanly_and_leaves_no_file() {
         other => panic!("exit {other:?}"),
     }
 }
+
+fn raw_json(dir: &Path) -> serde_json::Value {
+    let name = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("hardware_raw_"))
+        })
+        .expect("a raw record was written");
+    serde_json::from_slice(&std::fs::read(name).unwrap()).unwrap()
+}
+
+fn report_md(dir: &Path) -> String {
+    let name = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("hardware-ceiling-"))
+        })
+        .expect("a report was written");
+    std::fs::read_to_string(name).unwrap()
+}
+
+#[test]
+fn read_cache_and_power_states_run_on_a_target_with_tiny_knobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let out = dir.path().join("out");
+    let run = hwceiling()
+        .args(["profile", "--paths", "nvme_read", "--nvme-sizes", "1MiB"])
+        .args(["--queue-depths", "16", "--nvme-bytes", "4MiB"])
+        .args(["--nvme-long-tests", "read-cache,power-states"])
+        .args(["--nvme-idle-max-s", "0.1", "--target"])
+        .arg(&target)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if stderr.contains("O_DIRECT") {
+        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+        return;
+    }
+    assert!(run.status.success(), "{stderr}");
+    assert!(!target.exists(), "the scratch file is gone");
+    let p = hwc_profile::from_yaml(&profile_yaml(&out)).unwrap();
+    let key = target.display().to_string();
+    let [t] = p.nvme.long_tests.as_slice() else {
+        panic!("one device: {:?}", p.nvme.long_tests);
+    };
+    assert_eq!(t.device, key);
+    let rc = t.read_cache.as_ref().expect("read-cache measured");
+    assert_eq!((rc.hot_latency_us.n, rc.cold_latency_us.n), (5, 5));
+    assert!(rc.hot_latency_us.median > 0.0 && rc.cold_latency_us.median > 0.0);
+    assert_eq!(
+        rc.cache_speedup,
+        rc.cold_latency_us.median / rc.hot_latency_us.median
+    );
+    assert_eq!(rc.has_read_cache, rc.cache_speedup >= 1.5);
+    assert_eq!(rc.hot_region_bytes, 1 << 20);
+    let ps = t.power_states.as_ref().expect("power-states measured");
+    assert_eq!(ps.baseline_latency_us.n, 10);
+    let gaps: Vec<f64> = ps.gaps.iter().map(|g| g.idle_s).collect();
+    assert_eq!(gaps, [0.01, 0.1], "capped at --nvme-idle-max-s 0.1");
+    assert!(ps.gaps.iter().all(|g| g.latency_us.n == 3));
+    // The rule, checked against the figures it was given.
+    let expected = ps
+        .gaps
+        .iter()
+        .find(|g| g.latency_us.median > 2.0 * ps.baseline_latency_us.median)
+        .map(|g| g.idle_s);
+    assert_eq!(ps.power_state_transition_at_s, expected);
+    // Each figure is a measurement with its statistics.
+    for k in [
+        "nvme_read/read-cache/target/hot",
+        "nvme_read/read-cache/target/cold",
+        "nvme_read/power-states/target/idle-0s",
+        "nvme_read/power-states/target/idle-100ms",
+    ] {
+        let m = p.measurement(k).unwrap_or_else(|| panic!("{k} missing"));
+        assert!(m.latency_us.is_some(), "{k}");
+    }
+    assert!(
+        p.nvme.drives.iter().all(|d| d.has_read_cache.is_none()),
+        "a file is no drive"
+    );
+    assert!(
+        p.waived
+            .iter()
+            .all(|w| w.scope.as_deref() != Some("read-cache")),
+        "{:?}",
+        p.waived
+    );
+    let raw = raw_json(&out);
+    assert_eq!(raw["nvme_long_tests"][0]["device"], key.as_str());
+    assert_eq!(
+        raw["nvme_long_tests"][0]["power_states"]["gaps"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let md = report_md(&out);
+    assert!(md.contains("### Long drive tests"), "{md}");
+    assert!(md.contains("| 0.1 s |"), "{md}");
+    assert!(md.contains("**Read cache.**"), "{md}");
+}
+
+#[test]
+fn gc_settle_runs_on_a_created_target_and_is_waived_without_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let out = dir.path().join("out");
+    let run = hwceiling()
+        .args(["profile", "--paths", "nvme_write", "--nvme-sizes", "1MiB"])
+        .args(["--queue-depths", "16", "--nvme-bytes", "4MiB"])
+        .args(["--nvme-long-tests", "gc-settle", "--nvme-gc-write-s", "3"])
+        .args(["--nvme-gc-settle-max-s", "1", "--target"])
+        .arg(&target)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if stderr.contains("O_DIRECT") {
+        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+        return;
+    }
+    assert!(run.status.success(), "{stderr}");
+    let p = hwc_profile::from_yaml(&profile_yaml(&out)).unwrap();
+    let g = p.nvme.long_tests[0]
+        .gc_settle
+        .as_ref()
+        .expect("gc-settle ran");
+    assert_eq!(g.write_intervals_mbps.len(), 3);
+    assert_eq!(g.sustained_write_mbps.n, 1);
+    assert!(!g.settle_probes.is_empty() && g.settle_probes.len() <= 2);
+    assert_eq!(
+        g.recommended_gc_settle_s.is_some(),
+        g.settled_at_s.is_some()
+    );
+    let m = p.measurement("nvme_write/gc-settle/target").unwrap();
+    assert!((m.gbps.median * 1e3 - g.sustained_write_mbps.median).abs() < 1e-6);
+    assert!(report_md(&out).contains("**GC settle — "));
+
+    // An existing file without the flag: not written, gc-settle waived with the reason.
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 4 << 20]).unwrap();
+    let out = dir.path().join("out2");
+    let run = hwceiling()
+        .args(["profile", "--paths", "nvme_write", "--nvme-sizes", "1MiB"])
+        .args(["--queue-depths", "16", "--nvme-long-tests", "gc-settle"])
+        .arg("--target")
+        .arg(&data)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let p = hwc_profile::from_yaml(&profile_yaml(&out)).unwrap();
+    let w = p
+        .waived
+        .iter()
+        .find(|w| w.scope.as_deref() == Some("gc-settle"))
+        .unwrap();
+    assert!(w.reason.contains("may not be written"), "{w:?}");
+    assert!(p.nvme.long_tests.is_empty());
+    assert_eq!(std::fs::read(&data).unwrap(), vec![7u8; 4 << 20]);
+}
+
+#[test]
+fn long_test_options_are_checked_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let one_line = |run: &std::process::Output| {
+        let e = String::from_utf8_lossy(&run.stderr).to_string();
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        e
+    };
+    let run = hwceiling()
+        .args(["profile", "--nvme-long-tests", "read-cache,smart", "-o"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(one_line(&run).contains("unknown NVMe long test `smart`"));
+    let run = hwceiling()
+        .args([
+            "profile",
+            "--nvme-idle-max-s",
+            "0",
+            "--nvme-long-tests",
+            "all",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(one_line(&run).contains("0.01"));
+    let run = hwceiling()
+        .args([
+            "profile",
+            "--paths",
+            "nvme_read",
+            "--nvme-long-tests",
+            "gc-settle",
+        ])
+        .arg("-o")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(one_line(&run).contains("add nvme_write to --paths"));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
+#[test]
+fn the_dry_run_waives_long_tests_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = hwceiling()
+        .args(["profile", "--dry-run", "--paths", "nvme_read,nvme_write"])
+        .arg("--target")
+        .arg(dir.path().join("absent"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        text.contains("waived: read-cache: not requested")
+            && text.contains("--nvme-long-tests read-cache"),
+        "{text}"
+    );
+    assert!(
+        text.contains("waived: power-states: not requested"),
+        "{text}"
+    );
+    assert!(text.contains("waived: gc-settle: not requested"), "{text}");
+    let run = hwceiling()
+        .args(["profile", "--dry-run", "--paths", "nvme_read"])
+        .args([
+            "--nvme-long-tests",
+            "power-states",
+            "--nvme-idle-max-s",
+            "1",
+        ])
+        .arg("--target")
+        .arg(dir.path().join("absent"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stdout);
+    for gap in ["0s", "10ms", "100ms", "500ms", "1s"] {
+        assert!(
+            text.contains(&format!("nvme_read/power-states/target/idle-{gap} ")),
+            "{gap}: {text}"
+        );
+    }
+    assert!(!text.contains("idle-2s"), "{text}");
+}

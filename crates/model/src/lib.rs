@@ -5,6 +5,7 @@
 //! and omitted when serialised, never guessed.
 
 pub mod cpulist;
+pub mod long_tests;
 pub mod plan;
 pub mod profile;
 pub mod results;

@@ -156,9 +156,24 @@ pub struct CaseParams {
     /// Drive BDFs or names used (NVMe paths).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drives: Vec<String>,
-    /// Access pattern (NVMe paths): `sequential` (the sweeps) or `random` (latency probes).
+    /// Access pattern (NVMe paths): `sequential` (the sweeps), `random` (latency probes, the
+    /// read-cache test's cold reads), `hot` (the read-cache test's re-reads of a small region),
+    /// `idle` (the power-state test: one read after an idle gap), `gc-settle`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// Bytes from the device's start that the I/Os fall in (the read-cache test's hot region);
+    /// absent = the whole device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_bytes: Option<u64>,
+    /// Idle time before each timed read, ms (the power-state test).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_ms: Option<u64>,
+    /// How long the sustained writes of the gc-settle test run, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<u64>,
+    /// The longest the gc-settle test waits for reads to settle after the writes, s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_max_s: Option<u64>,
 }
 
 /// How many repetitions a case gets.

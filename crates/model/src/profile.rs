@@ -6,9 +6,12 @@
 //! reason. Every figure a section names is the median of a measurement listed under
 //! `measurements` with its min, max, spread and repetition count.
 
+use crate::long_tests::{absent_null_or, NvmeLongTests};
 use crate::plan::{PathId, Waiver};
 use crate::results::{Failure, Measurement};
-use crate::topology::{CpuFeatures, Platform, Routing, ToolStatus};
+use crate::topology::{
+    CpuFeatures, Platform, PowerFeatures, PowerStateDescriptor, Routing, ToolStatus,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -172,6 +175,10 @@ pub struct NvmeProfile {
     /// than in the numeric `ceilings` map.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dispatcher_cold_bottleneck: BTreeMap<String, String>,
+    /// The spec's long drive tests (read cache, power states, gc-settle), per drive or
+    /// `--target`, with every figure's statistics; absent unless `--nvme-long-tests` ran them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub long_tests: Vec<NvmeLongTests>,
 }
 
 /// `4kib: <GB/s>`, … plus the knee.
@@ -236,6 +243,47 @@ pub struct NvmeDriveProfile {
     pub read_latency_qd32_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_latency_qd32_p99_us: Option<f64>,
+    /// Read-cache test: cold / hot 4 KiB QD1 read latency ≥ 1.5 (see `nvme.long_tests`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub has_read_cache: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_speedup: Option<f64>,
+    /// Read-cache test: median per-repetition average latency of the hot and cold reads, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_cache_hot_latency_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_cache_cold_latency_us: Option<f64>,
+    /// gc-settle test: median write MB/s over the last third of its intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sustained_write_mbps: Option<f64>,
+    /// gc-settle test: seconds after sustained writes until 4 KiB reads are back within 10 % of
+    /// their baseline; null when they were not within the test's wait limit; absent when the
+    /// test did not run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "absent_null_or"
+    )]
+    #[schemars(with = "Option<u64>")]
+    pub recommended_gc_settle_s: Option<Option<u64>>,
+    /// Power-state test: the shortest idle gap after which the first read took more than twice
+    /// the no-idle latency, s; null when no gap did; absent when the test did not run.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "absent_null_or"
+    )]
+    #[schemars(with = "Option<f64>")]
+    pub power_state_transition_at_s: Option<Option<f64>>,
+    /// Identify Controller's power state descriptors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power_states: Vec<PowerStateDescriptor>,
+    /// Identify Controller APSTA: autonomous power state transitions are supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apst_supported: Option<bool>,
+    /// Get Features APST and Power Management, or why they could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_features: Option<PowerFeatures>,
 }
 
 /// The spec's `bar1.gpuN` entry (NVMe DMA → BAR1).

@@ -295,6 +295,60 @@ pub struct NvmeDrive {
     /// Identify Controller VWC bit 0: a volatile write cache is present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vwc_present: Option<bool>,
+    /// Identify Controller's power state descriptors (NPSS + 1 of them), in state order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub power_states: Vec<PowerStateDescriptor>,
+    /// Identify Controller APSTA bit 0: the controller supports autonomous power state
+    /// transitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apst_supported: Option<bool>,
+    /// Get Features Autonomous Power State Transition (FID 0x0C) and Power Management (FID
+    /// 0x02), as the controller answered, or why they could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_features: Option<PowerFeatures>,
+}
+
+/// One power state descriptor of Identify Controller (bytes 2048 + 32 × n).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PowerStateDescriptor {
+    /// Power state number (0 = full power).
+    pub state: u8,
+    /// MP scaled by MXPS: the most the controller draws in this state, watts.
+    pub max_power_w: f64,
+    /// NOPS: the controller processes no I/O in this state.
+    pub non_operational: bool,
+    /// ENLAT: the time to enter this state, µs (0 = not reported).
+    pub entry_latency_us: u32,
+    /// EXLAT: the time to leave this state, µs (0 = not reported).
+    pub exit_latency_us: u32,
+}
+
+/// The controller's power features, as read with Get Features.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
+pub struct PowerFeatures {
+    /// APSTE (dword 0 bit 0 of Get Features APST): autonomous transitions are enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apst_enabled: Option<bool>,
+    /// The APST table's used entries: after `idle_ms` idle in `from_state`, the controller
+    /// moves to `to_state`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apst_transitions: Vec<ApstTransition>,
+    /// Get Features Power Management: the power state the controller is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_power_state: Option<u8>,
+    /// `not readable: <reason>` for each feature that could not be read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_readable: Vec<String>,
+}
+
+/// One used entry of the APST table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ApstTransition {
+    pub from_state: u8,
+    /// ITPS: the state moved to.
+    pub to_state: u8,
+    /// ITPT: idle time before the move, ms.
+    pub idle_ms: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

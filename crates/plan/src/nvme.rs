@@ -1,14 +1,22 @@
-//! Paths 1 and 2 (NVMe sequential read/write sweeps) and Step 3's per-drive latency probes.
+//! Paths 1 and 2 (NVMe sequential read/write sweeps), Step 3's per-drive latency probes and,
+//! when asked for (`--nvme-long-tests`), the spec's long drive tests.
 //!
 //! Reads cover every drive with a namespace visible to the kernel (or those named with
 //! `--drives`); writes cover only the drives the write gate approved. Drive counts 1, 2, 4, 6 and
 //! all (writes: 1, 2, 4 and all), each a group that prefers drives of one root complex; every
 //! case records the BDFs it uses. A `--target` file or block device replaces the drives.
+//!
+//! The long tests: `read-cache` and `power-states` read (cases of `nvme_read`), `gc-settle`
+//! writes (a case of `nvme_write`, planned only where the write gate approved the drive).
 
 use crate::{waive, PlanOptions};
+use hwc_model::long_tests::{
+    gap_label, idle_gaps_ms, LongTest, DEFAULT_GC_SETTLE_MAX_S, DEFAULT_GC_WRITE_S,
+    DEFAULT_IDLE_MAX_S, GC_WRITE_BLOCK, GC_WRITE_QUEUE_DEPTH, READ_CACHE_HOT_REGION_BYTES,
+};
 use hwc_model::topology::NvmeDrive;
-use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Topology, KIB, MIB};
-use std::collections::BTreeMap;
+use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Reps, Topology, KIB, MIB};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The spec's block sizes for Paths 1 and 2.
 pub const NVME_SIZES: [u64; 10] = [
@@ -32,6 +40,15 @@ pub const WRITE_DRIVE_COUNTS: [usize; 3] = [1, 2, 4];
 pub const LATENCY_QUEUE_DEPTHS: [u32; 3] = [1, 16, 32];
 pub const LATENCY_BLOCK: u64 = 4 * KIB;
 
+/// Timed repetitions (one read each) per idle gap, and of the no-idle baseline.
+pub const POWER_GAP_REPS: Reps = Reps {
+    warmup: 0,
+    timed: 3,
+};
+pub const POWER_BASELINE_REPS: Reps = Reps {
+    warmup: 2,
+    timed: 10,
+};
 /// What shapes the NVMe part of a plan besides the machine.
 #[derive(Debug, Clone, Default)]
 pub struct NvmePlanOptions {
@@ -45,6 +62,140 @@ pub struct NvmePlanOptions {
     pub write_drives: Option<Vec<String>>,
     /// `--target`: its key (path) and whether the gate lets it be written.
     pub target: Option<(String, bool)>,
+    /// The long drive tests asked for (`--nvme-long-tests`); empty = none (they are waived).
+    pub long_tests: BTreeSet<LongTest>,
+    /// The power-state test's longest idle gap, s (default [`DEFAULT_IDLE_MAX_S`]).
+    pub idle_max_s: Option<f64>,
+    /// The gc-settle test's sustained writes, s (default [`DEFAULT_GC_WRITE_S`]).
+    pub gc_write_s: Option<u64>,
+    /// The gc-settle test's longest wait for reads to settle, s (default
+    /// [`DEFAULT_GC_SETTLE_MAX_S`]).
+    pub gc_settle_max_s: Option<u64>,
+}
+
+impl NvmePlanOptions {
+    fn wants(&self, t: LongTest) -> bool {
+        self.long_tests.contains(&t)
+    }
+}
+
+/// The read-only long tests of one drive or target (`label`: its name in keys; `key`: what the
+/// cases name in `drives`), or their waivers when not asked for.
+fn long_read_cases(p: &mut Plan, o: &NvmePlanOptions, reps: Reps, label: &str, key: &str) {
+    let path = PathId::NvmeRead;
+    let params = |pattern: &str| CaseParams {
+        size_bytes: Some(LATENCY_BLOCK),
+        queue_depth: Some(1),
+        drives: vec![key.to_string()],
+        pattern: Some(pattern.into()),
+        ..CaseParams::default()
+    };
+    if o.wants(LongTest::ReadCache) {
+        p.cases.push(Case {
+            key: format!("{path}/read-cache/{label}/cold"),
+            path,
+            params: params("random"),
+            reps,
+        });
+        p.cases.push(Case {
+            key: format!("{path}/read-cache/{label}/hot"),
+            path,
+            params: CaseParams {
+                region_bytes: Some(READ_CACHE_HOT_REGION_BYTES),
+                ..params("hot")
+            },
+            reps,
+        });
+    }
+    if o.wants(LongTest::PowerStates) {
+        let max_s = o.idle_max_s.unwrap_or(DEFAULT_IDLE_MAX_S);
+        for ms in std::iter::once(0).chain(idle_gaps_ms(max_s)) {
+            p.cases.push(Case {
+                key: format!("{path}/power-states/{label}/idle-{}", gap_label(ms)),
+                path,
+                params: CaseParams {
+                    idle_ms: Some(ms),
+                    ..params("idle")
+                },
+                reps: if ms == 0 {
+                    POWER_BASELINE_REPS
+                } else {
+                    POWER_GAP_REPS
+                },
+            });
+        }
+    }
+}
+
+/// Waivers of the read-only long tests that were not asked for.
+fn long_read_waivers(p: &mut Plan, o: &NvmePlanOptions) {
+    let path = PathId::NvmeRead;
+    if !o.wants(LongTest::ReadCache) {
+        waive(
+            p,
+            path,
+            Some(LongTest::ReadCache.to_string()),
+            "not requested: the spec's read-cache test (hot re-reads against random reads,              about 20 s per drive) runs with --nvme-long-tests read-cache"
+                .into(),
+            Some("--nvme-long-tests read-cache (or all)"),
+        );
+    }
+    if !o.wants(LongTest::PowerStates) {
+        waive(
+            p,
+            path,
+            Some(LongTest::PowerStates.to_string()),
+            "not requested: the spec's power-state test (the first read after idle gaps of              10 ms to 60 s, about 9 min per drive) runs with --nvme-long-tests power-states"
+                .into(),
+            Some("--nvme-long-tests power-states (or all); --nvme-idle-max-s caps the gaps"),
+        );
+    }
+}
+
+/// The gc-settle case of one write-approved drive or target.
+fn gc_settle_case(o: &NvmePlanOptions, label: &str, key: &str) -> Case {
+    let path = PathId::NvmeWrite;
+    let write_s = o.gc_write_s.unwrap_or(DEFAULT_GC_WRITE_S).max(1);
+    // One-second intervals; the statistics are over the last third.
+    let timed = u32::try_from(write_s.div_ceil(3)).unwrap_or(u32::MAX);
+    let warmup = u32::try_from(write_s).unwrap_or(u32::MAX) - timed;
+    Case {
+        key: format!("{path}/gc-settle/{label}"),
+        path,
+        params: CaseParams {
+            size_bytes: Some(GC_WRITE_BLOCK),
+            queue_depth: Some(GC_WRITE_QUEUE_DEPTH),
+            drives: vec![key.to_string()],
+            pattern: Some("gc-settle".into()),
+            duration_s: Some(write_s),
+            settle_max_s: Some(o.gc_settle_max_s.unwrap_or(DEFAULT_GC_SETTLE_MAX_S)),
+            ..CaseParams::default()
+        },
+        reps: Reps { warmup, timed },
+    }
+}
+
+/// The gc-settle waiver when it was not asked for, or asked for where nothing may be written.
+fn gc_settle_waiver(p: &mut Plan, o: &NvmePlanOptions, why_not_writable: Option<&str>) {
+    let scope = Some(LongTest::GcSettle.to_string());
+    if !o.wants(LongTest::GcSettle) {
+        waive(
+            p,
+            PathId::NvmeWrite,
+            scope,
+            "not requested: the spec's gc-settle test writes (sustained writes, then reads until              they settle; about 20 min per drive) and runs only with --nvme-long-tests gc-settle,              --allow-destructive-writes and the drive named with --drives"
+                .into(),
+            Some("--nvme-long-tests gc-settle --allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
+        );
+    } else if let Some(why) = why_not_writable {
+        waive(
+            p,
+            PathId::NvmeWrite,
+            scope,
+            format!("gc-settle writes, and {why}"),
+            Some("--allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
+        );
+    }
 }
 
 /// The key under which cases name a drive: its BDF, or its controller name.
@@ -137,6 +288,7 @@ pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &m
                 ),
                 None,
             );
+            gc_settle_waiver(p, o, Some("the target may not be written"));
             return;
         }
         for &size in &sizes {
@@ -145,6 +297,15 @@ pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &m
                 c.reps = reps;
                 p.cases.push(c);
             }
+        }
+        if write {
+            if o.wants(LongTest::GcSettle) {
+                p.cases.push(gc_settle_case(o, "target", key));
+            }
+            gc_settle_waiver(p, o, None);
+        } else {
+            long_read_cases(p, o, reps, "target", key);
+            long_read_waivers(p, o);
         }
         return;
     }
@@ -161,6 +322,11 @@ pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &m
              --allow-destructive-writes and each drive named with --drives"
                 .into(),
             Some("--paths nvme_write --allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
+        );
+        gc_settle_waiver(
+            p,
+            o,
+            Some("writes were not allowed (--allow-destructive-writes with the drives named)"),
         );
         return;
     }
@@ -215,15 +381,6 @@ pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &m
                 });
             }
         }
-        waive(
-            p,
-            path,
-            Some("inspection long tests".into()),
-            "the spec's long drive tests (read cache, GC settle, power-state transitions; 10–30 \
-             min per drive) are not built in this version"
-                .into(),
-            None,
-        );
     }
     let spec: &[usize] = if write {
         &WRITE_DRIVE_COUNTS
@@ -239,6 +396,20 @@ pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &m
                 p.cases.push(c);
             }
         }
+    }
+    // The long tests last: an interrupted run keeps the sweeps.
+    if write {
+        if o.wants(LongTest::GcSettle) {
+            for d in &usable {
+                p.cases.push(gc_settle_case(o, &d.name, &drive_key(d)));
+            }
+        }
+        gc_settle_waiver(p, o, None);
+    } else {
+        for d in &usable {
+            long_read_cases(p, o, reps, &d.name, &drive_key(d));
+        }
+        long_read_waivers(p, o);
     }
 }
 

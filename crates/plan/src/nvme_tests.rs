@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::plan;
+use hwc_model::long_tests::LongTest;
 use hwc_model::topology::{NvmeDrive, NvmeNamespace};
 use hwc_model::Case;
 use proptest::prelude::*;
@@ -41,6 +42,9 @@ fn drive(i: u32, root: Option<&str>, visible: bool) -> NvmeDrive {
         mdts_source: None,
         mdts_unlimited: false,
         vwc_present: None,
+        power_states: Vec::new(),
+        apst_supported: None,
+        power_features: None,
     }
 }
 
@@ -112,9 +116,187 @@ fn reads_plan_latency_probes_and_the_full_sweep() {
         .unwrap();
     assert_eq!(two.params.drives, ["0000:11:00.0", "0000:12:00.0"]);
     assert_eq!(two.params.pattern.as_deref(), Some("sequential"));
+    assert!(reads
+        .iter()
+        .all(|c| !c.key.contains("read-cache") && !c.key.contains("power-states")));
+}
+
+#[test]
+fn long_tests_are_waived_unless_requested_naming_the_flag() {
+    let p = plan(&bed(), &opts(NvmePlanOptions::default()));
+    for (path, test) in [
+        (PathId::NvmeRead, "read-cache"),
+        (PathId::NvmeRead, "power-states"),
+        (PathId::NvmeWrite, "gc-settle"),
+    ] {
+        let w = p
+            .waivers_of(path)
+            .find(|w| w.scope.as_deref() == Some(test))
+            .unwrap_or_else(|| panic!("{test} not waived: {:?}", p.waived));
+        assert!(
+            w.reason.starts_with("not requested")
+                && w.reason.contains(&format!("--nvme-long-tests {test}")),
+            "{w:?}"
+        );
+    }
     assert!(p
-        .waivers_of(PathId::NvmeRead)
-        .any(|w| w.reason.contains("long drive tests")));
+        .waived
+        .iter()
+        .filter(|w| w.scope.as_deref() == Some("gc-settle"))
+        .all(|w| w.reason.contains("--allow-destructive-writes")));
+}
+
+#[test]
+fn requested_read_tests_plan_per_drive_cases() {
+    let o = NvmePlanOptions {
+        long_tests: [LongTest::ReadCache, LongTest::PowerStates].into(),
+        idle_max_s: Some(0.5),
+        sizes: Some(vec![MIB]),
+        queue_depths: Some(vec![16]),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&bed(), &opts(o));
+    let keys: Vec<&str> = p
+        .cases_of(PathId::NvmeRead)
+        .map(|c| c.key.as_str())
+        .filter(|k| k.contains("/nvme1/") && !k.contains("latency"))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "nvme_read/read-cache/nvme1/cold",
+            "nvme_read/read-cache/nvme1/hot",
+            "nvme_read/power-states/nvme1/idle-0s",
+            "nvme_read/power-states/nvme1/idle-10ms",
+            "nvme_read/power-states/nvme1/idle-100ms",
+            "nvme_read/power-states/nvme1/idle-500ms",
+        ],
+        "gaps up to --nvme-idle-max-s 0.5"
+    );
+    let case = |k: &str| p.cases.iter().find(|c| c.key == k).unwrap();
+    let hot = case("nvme_read/read-cache/nvme1/hot");
+    assert_eq!(
+        (
+            hot.params.region_bytes,
+            hot.params.queue_depth,
+            hot.params.size_bytes
+        ),
+        (Some(MIB), Some(1), Some(4 * KIB))
+    );
+    assert_eq!(hot.params.drives, ["0000:11:00.0"]);
+    let cold = case("nvme_read/read-cache/nvme1/cold");
+    assert_eq!(
+        (cold.params.region_bytes, cold.params.pattern.as_deref()),
+        (None, Some("random"))
+    );
+    let gap = case("nvme_read/power-states/nvme1/idle-100ms");
+    assert_eq!(
+        (gap.params.idle_ms, gap.params.pattern.as_deref()),
+        (Some(100), Some("idle"))
+    );
+    assert_eq!((gap.reps.warmup, gap.reps.timed), (0, 3));
+    assert!(case("nvme_read/power-states/nvme1/idle-0s").reps.timed > gap.reps.timed);
+    // After the sweeps, so an interrupted run keeps them.
+    let first_long = p
+        .cases
+        .iter()
+        .position(|c| c.key.contains("read-cache"))
+        .unwrap();
+    let last_sweep = p
+        .cases
+        .iter()
+        .rposition(|c| c.key.contains("drive/"))
+        .unwrap();
+    assert!(first_long > last_sweep);
+    assert!(p
+        .waived
+        .iter()
+        .all(|w| w.scope.as_deref() != Some("read-cache")
+            && w.scope.as_deref() != Some("power-states")));
+    // gc-settle was not asked for: still waived as not requested.
+    assert!(p
+        .waivers_of(PathId::NvmeWrite)
+        .any(|w| w.scope.as_deref() == Some("gc-settle") && w.reason.starts_with("not requested")));
+}
+
+#[test]
+fn gc_settle_runs_only_on_drives_the_gate_approved() {
+    let mut o = NvmePlanOptions {
+        long_tests: [LongTest::GcSettle].into(),
+        gc_write_s: Some(10),
+        gc_settle_max_s: Some(30),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&bed(), &opts(o.clone()));
+    assert_eq!(p.cases_of(PathId::NvmeWrite).count(), 0);
+    let w = p
+        .waivers_of(PathId::NvmeWrite)
+        .find(|w| w.scope.as_deref() == Some("gc-settle"))
+        .unwrap();
+    assert!(
+        w.reason.contains("gc-settle writes") && w.reason.contains("--allow-destructive-writes"),
+        "{w:?}"
+    );
+    o.write_drives = Some(vec!["nvme2".into()]);
+    o.sizes = Some(vec![MIB]);
+    let p = plan(&bed(), &opts(o));
+    let gc: Vec<&Case> = p
+        .cases_of(PathId::NvmeWrite)
+        .filter(|c| c.params.pattern.as_deref() == Some("gc-settle"))
+        .collect();
+    assert_eq!(gc.len(), 1);
+    assert_eq!(gc[0].key, "nvme_write/gc-settle/nvme2");
+    assert_eq!(gc[0].params.drives, ["0000:12:00.0"]);
+    assert_eq!(
+        (gc[0].params.duration_s, gc[0].params.settle_max_s),
+        (Some(10), Some(30))
+    );
+    assert_eq!(
+        (gc[0].reps.warmup, gc[0].reps.timed),
+        (6, 4),
+        "the last third of 10 s"
+    );
+    assert!(p
+        .waived
+        .iter()
+        .all(|w| w.scope.as_deref() != Some("gc-settle")));
+}
+
+#[test]
+fn a_target_gets_the_long_tests_it_may_run() {
+    let o = NvmePlanOptions {
+        target: Some(("/tmp/x".into(), false)),
+        sizes: Some(vec![MIB]),
+        queue_depths: Some(vec![16]),
+        long_tests: LongTest::ALL.into(),
+        idle_max_s: Some(0.01),
+        gc_write_s: Some(3),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&machine(vec![]), &opts(o.clone()));
+    let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
+    assert!(
+        keys.contains(&"nvme_read/read-cache/target/hot"),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&"nvme_read/power-states/target/idle-10ms"),
+        "{keys:?}"
+    );
+    assert!(!keys.iter().any(|k| k.contains("gc-settle")));
+    assert!(p.waivers_of(PathId::NvmeWrite).any(
+        |w| w.scope.as_deref() == Some("gc-settle") && w.reason.contains("may not be written")
+    ));
+    let mut o = o;
+    o.target = Some(("/tmp/x".into(), true));
+    let p = plan(&machine(vec![]), &opts(o));
+    let gc = p
+        .cases
+        .iter()
+        .find(|c| c.key == "nvme_write/gc-settle/target")
+        .unwrap();
+    assert_eq!(gc.params.drives, ["/tmp/x"]);
+    assert_eq!((gc.reps.warmup, gc.reps.timed), (2, 1));
 }
 
 #[test]

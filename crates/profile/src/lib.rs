@@ -32,6 +32,10 @@ pub struct RunRecord {
     pub failures: Vec<Failure>,
     /// Cases waived at run time (a backend found them unavailable).
     pub waived: Vec<Waiver>,
+    /// The long drive tests' results (as in the profile's `nvme.long_tests`), including the
+    /// gc-settle records, which are measured outside the runner.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvme_long_tests: Vec<hwc_model::long_tests::NvmeLongTests>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -114,6 +118,9 @@ fn nvme_section(topo: &Topology) -> NvmeProfile {
                 in_use: d.in_use,
                 mdts_source: d.mdts_source.clone(),
                 driver: d.driver.clone(),
+                power_states: d.power_states.clone(),
+                apst_supported: d.apst_supported,
+                power_features: d.power_features.clone(),
                 ..NvmeDriveProfile::default()
             })
             .collect(),

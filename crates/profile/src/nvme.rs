@@ -1,6 +1,11 @@
-//! The spec's `nvme:` fields and NVMe ceilings, from the Path 1/2 sweeps and Step 3's latency
-//! probes. Figures come from drives only: a `--target` file or device is never a drive ceiling.
+//! The spec's `nvme:` fields and NVMe ceilings, from the Path 1/2 sweeps, Step 3's latency
+//! probes and the long drive tests. Figures come from drives only: a `--target` file or device
+//! is never a drive ceiling (its long tests are kept in `nvme.long_tests`, under its path).
 
+use hwc_model::long_tests::{
+    cache_speedup, has_read_cache, transition_at, IdleGap, NvmeLongTests, PowerStatesResult,
+    ReadCacheResult, POWER_TRANSITION_FACTOR, READ_CACHE_SPEEDUP_THRESHOLD,
+};
 use hwc_model::profile::{IoSizeSweep, NvmeProfile};
 use hwc_model::{size_label, Measurement, PathId, Profile, Topology};
 use std::collections::BTreeMap;
@@ -118,6 +123,7 @@ pub fn fill(topo: &Topology, ms: &[Measurement], n: &mut NvmeProfile) {
         let probe = |qd: u32| {
             ms.iter().find(|m| {
                 m.path == PathId::NvmeRead
+                    && m.key.split('/').nth(1) == Some("latency")
                     && m.params.pattern.as_deref() == Some("random")
                     && m.params.queue_depth == Some(qd)
                     && m.params.drives == [key.clone()]
@@ -152,6 +158,142 @@ pub fn fill(topo: &Topology, ms: &[Measurement], n: &mut NvmeProfile) {
                 d.read_latency_qd32_p50_us,
                 d.read_latency_qd32_p99_us,
             ) = (a, p50, p99);
+        }
+    }
+    n.long_tests = long_tests(ms);
+    merge_long_tests(n, &[]);
+}
+
+/// The long test a measurement belongs to (`read-cache`, `power-states`, `gc-settle`), and the
+/// device it ran on.
+fn long_test_of(m: &Measurement) -> Option<(&str, &str)> {
+    let test = m.key.split('/').nth(1)?;
+    let device = m.params.drives.first()?;
+    matches!(test, "read-cache" | "power-states" | "gc-settle").then_some((test, device.as_str()))
+}
+
+fn entry<'a>(v: &'a mut Vec<NvmeLongTests>, device: &str) -> &'a mut NvmeLongTests {
+    if let Some(i) = v.iter().position(|e| e.device == device) {
+        return &mut v[i];
+    }
+    v.push(NvmeLongTests {
+        device: device.to_string(),
+        read_cache: None,
+        power_states: None,
+        gc_settle: None,
+    });
+    v.last_mut().expect("just pushed")
+}
+
+/// The read-cache and power-state tests' results, from the runner's measurements, in the order
+/// the devices first appear.
+pub fn long_tests(ms: &[Measurement]) -> Vec<NvmeLongTests> {
+    let mut out: Vec<NvmeLongTests> = Vec::new();
+    let mut hot: BTreeMap<&str, &Measurement> = BTreeMap::new();
+    let mut cold: BTreeMap<&str, &Measurement> = BTreeMap::new();
+    let mut idle: BTreeMap<&str, Vec<&Measurement>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for m in ms.iter().filter(|m| m.latency_us.is_some()) {
+        let Some((test, device)) = long_test_of(m) else {
+            continue;
+        };
+        if !order.contains(&device) {
+            order.push(device);
+        }
+        match (test, m.params.pattern.as_deref()) {
+            ("read-cache", Some("hot")) => {
+                hot.insert(device, m);
+            }
+            ("read-cache", _) => {
+                cold.insert(device, m);
+            }
+            ("power-states", _) if m.params.idle_ms.is_some() => {
+                idle.entry(device).or_default().push(m);
+            }
+            _ => {}
+        }
+    }
+    let lat = |m: &Measurement| m.latency_us.expect("filtered on latency_us");
+    for device in order {
+        if let (Some(h), Some(c)) = (hot.get(device), cold.get(device)) {
+            if let Some(speedup) = cache_speedup(lat(c).median, lat(h).median) {
+                entry(&mut out, device).read_cache = Some(ReadCacheResult {
+                    hot_key: h.key.clone(),
+                    hot_region_bytes: h.params.region_bytes.unwrap_or(0),
+                    hot_latency_us: lat(h),
+                    cold_key: c.key.clone(),
+                    cold_latency_us: lat(c),
+                    cache_speedup: speedup,
+                    has_read_cache: has_read_cache(speedup),
+                    speedup_threshold: READ_CACHE_SPEEDUP_THRESHOLD,
+                });
+            }
+        }
+        let Some(cases) = idle.get(device) else {
+            continue;
+        };
+        let Some(base) = cases.iter().find(|m| m.params.idle_ms == Some(0)) else {
+            continue;
+        };
+        let base_median = lat(base).median;
+        let mut gaps: Vec<IdleGap> = cases
+            .iter()
+            .filter(|m| m.params.idle_ms != Some(0))
+            .map(|m| IdleGap {
+                idle_s: m.params.idle_ms.unwrap_or(0) as f64 / 1e3,
+                key: m.key.clone(),
+                latency_us: lat(m),
+                vs_baseline: lat(m).median / base_median,
+            })
+            .collect();
+        gaps.sort_by(|a, b| a.idle_s.total_cmp(&b.idle_s));
+        let medians: Vec<(f64, f64)> = gaps
+            .iter()
+            .map(|g| (g.idle_s, g.latency_us.median))
+            .collect();
+        entry(&mut out, device).power_states = Some(PowerStatesResult {
+            baseline_key: base.key.clone(),
+            baseline_latency_us: lat(base),
+            power_state_transition_at_s: transition_at(base_median, &medians),
+            gaps,
+            transition_factor: POWER_TRANSITION_FACTOR,
+        });
+    }
+    out
+}
+
+/// Add long-test records measured outside the runner (gc-settle) to the profile, by device, and
+/// copy every drive's results into the spec's per-drive fields.
+pub fn merge_long_tests(n: &mut NvmeProfile, extra: &[NvmeLongTests]) {
+    for x in extra {
+        let e = entry(&mut n.long_tests, &x.device);
+        if x.read_cache.is_some() {
+            e.read_cache = x.read_cache.clone();
+        }
+        if x.power_states.is_some() {
+            e.power_states = x.power_states.clone();
+        }
+        if x.gc_settle.is_some() {
+            e.gc_settle = x.gc_settle.clone();
+        }
+    }
+    for d in &mut n.drives {
+        let key = d.bdf.clone().unwrap_or_else(|| d.name.clone());
+        let Some(t) = n.long_tests.iter().find(|t| t.device == key) else {
+            continue;
+        };
+        if let Some(r) = &t.read_cache {
+            d.has_read_cache = Some(r.has_read_cache);
+            d.cache_speedup = Some(r.cache_speedup);
+            d.read_cache_hot_latency_us = Some(r.hot_latency_us.median);
+            d.read_cache_cold_latency_us = Some(r.cold_latency_us.median);
+        }
+        if let Some(p) = &t.power_states {
+            d.power_state_transition_at_s = Some(p.power_state_transition_at_s);
+        }
+        if let Some(g) = &t.gc_settle {
+            d.sustained_write_mbps = Some(g.sustained_write_mbps.median);
+            d.recommended_gc_settle_s = Some(g.recommended_gc_settle_s);
         }
     }
 }
@@ -205,7 +347,300 @@ pub fn ceilings(p: &Profile, c: &mut BTreeMap<String, f64>) -> BTreeMap<String, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hwc_model::long_tests::{GcSettleResult, SettleProbe};
+    use hwc_model::topology::NvmeDrive;
+    use hwc_model::{CaseParams, CaseResult, Plan, Provenance, Stats};
     use proptest::prelude::*;
+
+    fn stats(median: f64) -> Stats {
+        Stats {
+            median,
+            min: median * 0.9,
+            max: median * 1.2,
+            spread_pct: 30.0,
+            n: 3,
+        }
+    }
+
+    fn lat_case(
+        key: &str,
+        device: &str,
+        pattern: &str,
+        idle_ms: Option<u64>,
+        us: f64,
+    ) -> CaseResult {
+        CaseResult {
+            measurement: Measurement {
+                key: key.into(),
+                path: PathId::NvmeRead,
+                params: CaseParams {
+                    size_bytes: Some(4096),
+                    queue_depth: Some(1),
+                    drives: vec![device.into()],
+                    pattern: Some(pattern.into()),
+                    region_bytes: (pattern == "hot").then_some(1 << 20),
+                    idle_ms,
+                    ..CaseParams::default()
+                },
+                bytes_per_rep: 4096,
+                gbps: stats(4096.0 / us / 1e3),
+                cold_gbps: None,
+                warmup: 0,
+                latency_us: Some(stats(us)),
+                latency_p50_us: None,
+                latency_p99_us: None,
+                placement: None,
+                cache_resident: false,
+                contended: false,
+                notes: vec![],
+            },
+            samples_gbps: vec![1.0; 3],
+            warmup_gbps: vec![],
+            case_seconds: 1.0,
+        }
+    }
+
+    fn drive(name: &str, bdf: &str) -> NvmeDrive {
+        NvmeDrive {
+            name: name.into(),
+            bdf: Some(bdf.into()),
+            model: None,
+            serial: None,
+            firmware_rev: None,
+            transport: None,
+            numa_node: None,
+            root: None,
+            pcie_gen: None,
+            pcie_width: None,
+            driver: None,
+            namespaces: vec![],
+            in_use: false,
+            capacity_bytes: None,
+            capacity_tb: None,
+            mdts_bytes: None,
+            mdts_source: None,
+            mdts_unlimited: false,
+            vwc_present: None,
+            power_states: vec![],
+            apst_supported: None,
+            power_features: None,
+        }
+    }
+
+    #[test]
+    fn long_tests_become_the_spec_fields_of_their_drive() {
+        let (a, b) = ("0000:10:00.0", "0000:11:00.0");
+        let results = vec![
+            // The QD1 latency probe shares pattern and QD with the cold reads: not confused.
+            lat_case(
+                "nvme_read/latency/nvme0/4KiB-random/qd1",
+                a,
+                "random",
+                None,
+                70.0,
+            ),
+            lat_case("nvme_read/read-cache/nvme0/cold", a, "random", None, 90.0),
+            lat_case("nvme_read/read-cache/nvme0/hot", a, "hot", None, 30.0),
+            lat_case(
+                "nvme_read/power-states/nvme0/idle-0s",
+                a,
+                "idle",
+                Some(0),
+                80.0,
+            ),
+            lat_case(
+                "nvme_read/power-states/nvme0/idle-500ms",
+                a,
+                "idle",
+                Some(500),
+                250.0,
+            ),
+            lat_case(
+                "nvme_read/power-states/nvme0/idle-10ms",
+                a,
+                "idle",
+                Some(10),
+                85.0,
+            ),
+            lat_case(
+                "nvme_read/power-states/nvme0/idle-100ms",
+                a,
+                "idle",
+                Some(100),
+                150.0,
+            ),
+            // nvme1: no transition, no read cache.
+            lat_case("nvme_read/read-cache/nvme1/cold", b, "random", None, 90.0),
+            lat_case("nvme_read/read-cache/nvme1/hot", b, "hot", None, 80.0),
+            lat_case(
+                "nvme_read/power-states/nvme1/idle-0s",
+                b,
+                "idle",
+                Some(0),
+                80.0,
+            ),
+            lat_case(
+                "nvme_read/power-states/nvme1/idle-10ms",
+                b,
+                "idle",
+                Some(10),
+                90.0,
+            ),
+            // A target: kept under its path, never a drive field.
+            lat_case(
+                "nvme_read/read-cache/target/cold",
+                "/tmp/f",
+                "random",
+                None,
+                9.0,
+            ),
+            lat_case(
+                "nvme_read/read-cache/target/hot",
+                "/tmp/f",
+                "hot",
+                None,
+                3.0,
+            ),
+        ];
+        let topo = Topology {
+            nvme: vec![
+                drive("nvme0", a),
+                drive("nvme1", b),
+                drive("nvme2", "0000:12:00.0"),
+            ],
+            ..Topology::default()
+        };
+        let p = crate::build(
+            &topo,
+            &Plan::default(),
+            &results,
+            &[],
+            &[],
+            Provenance::default(),
+        );
+        let [d0, d1, d2] = &p.nvme.drives[..] else {
+            panic!("three drives");
+        };
+        assert_eq!(
+            d0.read_latency_qd1_us,
+            Some(70.0),
+            "the probe, not the cold reads"
+        );
+        assert_eq!(
+            (d0.has_read_cache, d0.cache_speedup),
+            (Some(true), Some(3.0))
+        );
+        assert_eq!(
+            (d0.read_cache_hot_latency_us, d0.read_cache_cold_latency_us),
+            (Some(30.0), Some(90.0))
+        );
+        assert_eq!(
+            d0.power_state_transition_at_s,
+            Some(Some(0.5)),
+            "150 µs after 100 ms is not above 2 × 80 µs; 250 µs after 500 ms is"
+        );
+        assert_eq!(
+            (d1.has_read_cache, d1.cache_speedup),
+            (Some(false), Some(90.0 / 80.0))
+        );
+        assert_eq!(
+            d1.power_state_transition_at_s,
+            Some(None),
+            "measured: no transition"
+        );
+        assert_eq!(d2.has_read_cache, None, "not measured: absent");
+        assert_eq!(d2.power_state_transition_at_s, None);
+        assert_eq!(p.nvme.long_tests.len(), 3);
+        let ps = p.nvme.long_tests[0].power_states.as_ref().unwrap();
+        let gaps: Vec<f64> = ps.gaps.iter().map(|g| g.idle_s).collect();
+        assert_eq!(gaps, [0.01, 0.1, 0.5], "shortest first");
+        assert!((ps.gaps[2].vs_baseline - 250.0 / 80.0).abs() < 1e-12);
+        assert_eq!(ps.baseline_latency_us.median, 80.0);
+        let t = &p.nvme.long_tests[2];
+        assert_eq!(t.device, "/tmp/f");
+        assert_eq!(t.read_cache.as_ref().unwrap().cache_speedup, 3.0);
+
+        // YAML: a measured "no transition" is null; an unmeasured field is absent.
+        let y = crate::to_yaml(&p).unwrap();
+        assert_eq!(
+            y.matches("power_state_transition_at_s: null").count(),
+            2,
+            "{y}"
+        );
+        assert_eq!(
+            y.matches("power_state_transition_at_s: 0.5").count(),
+            2,
+            "{y}"
+        );
+        let back = crate::from_yaml(&y).unwrap();
+        assert_eq!(back.nvme, p.nvme);
+    }
+
+    #[test]
+    fn gc_settle_records_merge_into_their_drive() {
+        let a = "0000:10:00.0";
+        let topo = Topology {
+            nvme: vec![drive("nvme0", a)],
+            ..Topology::default()
+        };
+        let mut p = crate::build(
+            &topo,
+            &Plan::default(),
+            &[],
+            &[],
+            &[],
+            Provenance::default(),
+        );
+        assert!(p.nvme.long_tests.is_empty());
+        let gc = |settled: Option<f64>| GcSettleResult {
+            key: "nvme_write/gc-settle/nvme0".into(),
+            write_block_bytes: 128 << 10,
+            write_queue_depth: 32,
+            interval_s: 1.0,
+            baseline_latency_us: stats(80.0),
+            probe_reads: 32,
+            write_intervals_mbps: vec![3000.0, 1500.0, 1400.0],
+            bytes_written: 6 << 30,
+            sustained_write_mbps: stats(1400.0),
+            settle_max_s: 10,
+            settle_probes: vec![SettleProbe {
+                at_s: 0.0,
+                latency_us: stats(85.0),
+            }],
+            settled_at_s: settled,
+            recommended_gc_settle_s: settled.map(|_| 0),
+        };
+        merge_long_tests(
+            &mut p.nvme,
+            &[NvmeLongTests {
+                device: a.into(),
+                read_cache: None,
+                power_states: None,
+                gc_settle: Some(gc(None)),
+            }],
+        );
+        let d = &p.nvme.drives[0];
+        assert_eq!(d.sustained_write_mbps, Some(1400.0));
+        assert_eq!(
+            d.recommended_gc_settle_s,
+            Some(None),
+            "measured, not settled: null"
+        );
+        let y = crate::to_yaml(&p).unwrap();
+        assert!(y.contains("recommended_gc_settle_s: null"), "{y}");
+        assert_eq!(crate::from_yaml(&y).unwrap().nvme, p.nvme);
+        merge_long_tests(
+            &mut p.nvme,
+            &[NvmeLongTests {
+                device: a.into(),
+                read_cache: None,
+                power_states: None,
+                gc_settle: Some(gc(Some(0.0002))),
+            }],
+        );
+        assert_eq!(p.nvme.drives[0].recommended_gc_settle_s, Some(Some(0)));
+        assert_eq!(p.nvme.long_tests.len(), 1, "one entry per device");
+    }
 
     #[test]
     fn saturation_means_qd16_and_qd32_agree() {

@@ -264,6 +264,7 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
     out.push_str("## 3. NVMe device inspection\n\n");
     if p.nvme.drives.is_empty() {
         out.push_str("No NVMe drives were detected on this machine.\n\n");
+        nvme::long_tests(out, p);
         return;
     }
     let rows: Vec<Vec<String>> = p
@@ -348,6 +349,8 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
         out.push_str("4 KiB random-read latency per I/O, µs (average / p50 / p99):\n\n");
         table(out, &["Drive", "QD 1", "QD 16", "QD 32"], &rows);
     }
+    nvme::power_states(out, p);
+    nvme::long_tests(out, p);
 }
 
 fn pcie_table(out: &mut String, p: &Profile) {

@@ -1,10 +1,11 @@
 //! Paths 1 and 2 (NVMe sequential read/write): a throughput matrix and a latency matrix with
 //! rows = (drives, block size) and columns = queue depth, the knee of each drive count, the
 //! link-saturated rows, and the BDFs each drive count used. Step 3's latency probes go to the
-//! inspection table.
+//! inspection table, with the drives' power states and the long drive tests' tables.
 
-use crate::{cell, table, waivers};
-use hwc_model::{size_label, Measurement, PathId, Profile};
+use crate::{cell, table, waiver_text, waivers};
+use hwc_model::long_tests::{GcSettleResult, NvmeLongTests, PowerStatesResult, ReadCacheResult};
+use hwc_model::{size_label, Measurement, PathId, Profile, Stats};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -149,6 +150,274 @@ fn sweep(out: &mut String, ms: &[&Measurement]) {
     out.push('\n');
 }
 
+/// `86.8 µs ±12.0 % (N=5)`.
+fn us_cell(s: &Stats) -> String {
+    format!("{:.1} µs ±{:.1} % (N={})", s.median, s.spread_pct, s.n)
+}
+
+/// `nvme0 (0000:10:00.0)` for a drive's key, the path for a `--target`.
+fn device_label(p: &Profile, device: &str) -> String {
+    p.nvme
+        .drives
+        .iter()
+        .find(|d| d.bdf.as_deref().unwrap_or(&d.name) == device)
+        .map(|d| match &d.bdf {
+            Some(b) => format!("{} ({b})", d.name),
+            None => d.name.clone(),
+        })
+        .unwrap_or_else(|| device.to_string())
+}
+
+/// Each drive's power state descriptors and APST state, from Identify and Get Features.
+pub(crate) fn power_states(out: &mut String, p: &Profile) {
+    let drives: Vec<_> = p
+        .nvme
+        .drives
+        .iter()
+        .filter(|d| !d.power_states.is_empty() || d.power_features.is_some())
+        .collect();
+    if drives.is_empty() {
+        return;
+    }
+    out.push_str(
+        "Power states (Identify Controller descriptors; APST read with Get Features):\n\n",
+    );
+    let mut rows = Vec::new();
+    for d in &drives {
+        for s in &d.power_states {
+            rows.push(vec![
+                d.name.clone(),
+                format!("PS{}", s.state),
+                format!("{:.4}", s.max_power_w),
+                if s.non_operational { "no" } else { "yes" }.into(),
+                s.entry_latency_us.to_string(),
+                s.exit_latency_us.to_string(),
+            ]);
+        }
+    }
+    if !rows.is_empty() {
+        table(
+            out,
+            &[
+                "Drive",
+                "State",
+                "Max W",
+                "Operational",
+                "Entry µs",
+                "Exit µs",
+            ],
+            &rows,
+        );
+    }
+    let mut bullets = false;
+    for d in &drives {
+        let mut parts = Vec::new();
+        match d.apst_supported {
+            Some(true) => parts.push("APST supported".to_string()),
+            Some(false) => parts.push("APST not supported".to_string()),
+            None => {}
+        }
+        if let Some(f) = &d.power_features {
+            if let Some(e) = f.apst_enabled {
+                parts.push(format!("APST {}", if e { "enabled" } else { "disabled" }));
+            }
+            if !f.apst_transitions.is_empty() {
+                let t: Vec<String> = f
+                    .apst_transitions
+                    .iter()
+                    .map(|t| {
+                        format!(
+                            "PS{} → PS{} after {} ms idle",
+                            t.from_state, t.to_state, t.idle_ms
+                        )
+                    })
+                    .collect();
+                parts.push(t.join(", "));
+            }
+            if let Some(s) = f.current_power_state {
+                parts.push(format!("now in PS{s}"));
+            }
+            parts.extend(f.not_readable.iter().cloned());
+        }
+        if !parts.is_empty() {
+            bullets = true;
+            let _ = writeln!(out, "- {}: {}", d.name, parts.join("; "));
+        }
+    }
+    if bullets {
+        out.push('\n');
+    }
+}
+
+/// The long drive tests' tables (read cache, power-state transitions, gc-settle), and their
+/// waivers.
+pub(crate) fn long_tests(out: &mut String, p: &Profile) {
+    let scopes = ["read-cache", "power-states", "gc-settle"];
+    let waived: Vec<_> = p
+        .waived
+        .iter()
+        .filter(|w| w.scope.as_deref().is_some_and(|s| scopes.contains(&s)))
+        .collect();
+    if p.nvme.long_tests.is_empty() && waived.is_empty() {
+        return;
+    }
+    out.push_str("### Long drive tests\n\n");
+    let with = |f: fn(&NvmeLongTests) -> bool| p.nvme.long_tests.iter().filter(move |t| f(t));
+    let caches: Vec<(&str, &ReadCacheResult)> = with(|t| t.read_cache.is_some())
+        .filter_map(|t| Some((t.device.as_str(), t.read_cache.as_ref()?)))
+        .collect();
+    if !caches.is_empty() {
+        read_cache(out, p, &caches);
+    }
+    for t in &p.nvme.long_tests {
+        if let Some(ps) = &t.power_states {
+            power_transitions(out, &device_label(p, &t.device), ps);
+        }
+    }
+    for t in &p.nvme.long_tests {
+        if let Some(g) = &t.gc_settle {
+            gc_settle(out, &device_label(p, &t.device), g);
+        }
+    }
+    for w in &waived {
+        let _ = writeln!(out, "- **Waived** — {}", waiver_text(w));
+    }
+    if !waived.is_empty() {
+        out.push('\n');
+    }
+}
+
+fn read_cache(out: &mut String, p: &Profile, caches: &[(&str, &ReadCacheResult)]) {
+    let r0 = caches[0].1;
+    let _ = writeln!(
+        out,
+        "**Read cache.** 4 KiB reads at QD 1, random offsets: *hot* re-reads the first {} after a \
+         warming pass, *cold* spans the whole device. Cells: median per-repetition average \
+         latency ± spread (N timed repetitions). Speedup = cold median / hot median; a read cache \
+         when ≥ {}.\n",
+        size_label(r0.hot_region_bytes),
+        r0.speedup_threshold
+    );
+    let rows: Vec<Vec<String>> = caches
+        .iter()
+        .map(|(device, r)| {
+            vec![
+                device_label(p, device),
+                us_cell(&r.hot_latency_us),
+                us_cell(&r.cold_latency_us),
+                format!("{:.2}×", r.cache_speedup),
+                if r.has_read_cache { "yes" } else { "no" }.into(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &["Device", "Hot", "Cold", "Speedup", "Read cache"],
+        &rows,
+    );
+}
+
+fn power_transitions(out: &mut String, label: &str, ps: &PowerStatesResult) {
+    let verdict = match ps.power_state_transition_at_s {
+        Some(s) => format!(
+            "the first read takes more than {}× the baseline from the **{s} s** gap on \
+             (`power_state_transition_at_s`)",
+            ps.transition_factor
+        ),
+        None => format!(
+            "no gap up to {} s took more than {}× the baseline",
+            ps.gaps.last().map(|g| g.idle_s).unwrap_or(0.0),
+            ps.transition_factor
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "**Power-state transitions — {label}.** The first 4 KiB read (random offset, QD 1) after \
+         an idle gap; baseline (no gap) {}; {verdict}. A CPU waking from a deep idle state \
+         slows a first read too: the drive's APST table (above) says whether it moves to a \
+         low-power state after such a gap.\n",
+        us_cell(&ps.baseline_latency_us),
+    );
+    let rows: Vec<Vec<String>> = ps
+        .gaps
+        .iter()
+        .map(|g| {
+            vec![
+                format!("{} s", g.idle_s),
+                us_cell(&g.latency_us),
+                format!("{:.2}×", g.vs_baseline),
+            ]
+        })
+        .collect();
+    table(out, &["Idle gap", "First read", "vs baseline"], &rows);
+}
+
+/// At most this many rows of a long series; the rest are elided (all are in the profile).
+const SERIES_ROWS: usize = 20;
+
+fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
+    let s = &g.sustained_write_mbps;
+    let verdict = match (g.settled_at_s, g.recommended_gc_settle_s) {
+        (Some(t), Some(r)) => {
+            format!("reads settled {t:.2} s after the last write: recommended settle **{r} s**")
+        }
+        _ => format!("reads did **not** settle within {} s", g.settle_max_s),
+    };
+    let _ = writeln!(
+        out,
+        "**GC settle — {label}.** {} one-second intervals of sequential {} writes at QD {} \
+         ({} bytes); sustained write **{:.1} MB/s** ±{:.1} % (median of the last {} intervals; \
+         MB/s = 10⁶ B/s). 4 KiB QD 1 read probes of {} reads: baseline {} before writing; {verdict} \
+         (rule: the first probe whose median is within 10 % of the baseline's).\n",
+        g.write_intervals_mbps.len(),
+        size_label(g.write_block_bytes),
+        g.write_queue_depth,
+        g.bytes_written,
+        s.median,
+        s.spread_pct,
+        s.n,
+        g.probe_reads,
+        us_cell(&g.baseline_latency_us),
+    );
+    let intervals: Vec<String> = g
+        .write_intervals_mbps
+        .iter()
+        .map(|m| format!("{m:.1}"))
+        .collect();
+    let shown = if intervals.len() > 2 * SERIES_ROWS {
+        format!(
+            "{}, … ({} more) …, {}",
+            intervals[..SERIES_ROWS].join(", "),
+            intervals.len() - 2 * SERIES_ROWS,
+            intervals[intervals.len() - SERIES_ROWS..].join(", ")
+        )
+    } else {
+        intervals.join(", ")
+    };
+    let _ = writeln!(out, "Write MB/s per interval: {shown}.\n");
+    let probes = &g.settle_probes;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let row = |p: &hwc_model::long_tests::SettleProbe| {
+        vec![
+            format!("{:.2} s", p.at_s),
+            us_cell(&p.latency_us),
+            format!("{:.2}×", p.latency_us.median / g.baseline_latency_us.median),
+        ]
+    };
+    if probes.len() > 2 * SERIES_ROWS {
+        rows.extend(probes[..SERIES_ROWS].iter().map(row));
+        rows.push(vec![
+            format!("… {} more", probes.len() - 2 * SERIES_ROWS),
+            String::new(),
+            String::new(),
+        ]);
+        rows.extend(probes[probes.len() - SERIES_ROWS..].iter().map(row));
+    } else {
+        rows.extend(probes.iter().map(row));
+    }
+    table(out, &["After writes", "Read probe", "vs baseline"], &rows);
+}
+
 fn latency_cell(m: &Measurement) -> String {
     let f = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into());
     format!(
@@ -239,7 +508,184 @@ mod tests {
             mdts_source: Some("identify".into()),
             mdts_unlimited: false,
             vwc_present: Some(true),
+            power_states: Vec::new(),
+            apst_supported: None,
+            power_features: None,
         }
+    }
+
+    fn long_case(
+        key: &str,
+        device: &str,
+        pattern: &str,
+        idle_ms: Option<u64>,
+        us: f64,
+    ) -> CaseResult {
+        let mut c = case(key, PathId::NvmeRead, 4 * KIB, 1, &[device], 0.04);
+        c.measurement.params.pattern = Some(pattern.into());
+        c.measurement.params.idle_ms = idle_ms;
+        c.measurement.params.region_bytes = (pattern == "hot").then_some(MIB);
+        c.measurement.latency_us = Some(stats(us));
+        c
+    }
+
+    #[test]
+    fn long_tests_render_their_tables_power_states_and_waivers() {
+        use hwc_model::long_tests::{GcSettleResult, NvmeLongTests, SettleProbe};
+        use hwc_model::topology::{ApstTransition, PowerFeatures, PowerStateDescriptor};
+        let mut d0 = drive(0, "0000:10");
+        d0.power_states = vec![
+            PowerStateDescriptor {
+                state: 0,
+                max_power_w: 8.25,
+                non_operational: false,
+                entry_latency_us: 0,
+                exit_latency_us: 0,
+            },
+            PowerStateDescriptor {
+                state: 3,
+                max_power_w: 0.05,
+                non_operational: true,
+                entry_latency_us: 2000,
+                exit_latency_us: 10_000,
+            },
+        ];
+        d0.apst_supported = Some(true);
+        d0.power_features = Some(PowerFeatures {
+            apst_enabled: Some(true),
+            apst_transitions: vec![ApstTransition {
+                from_state: 0,
+                to_state: 3,
+                idle_ms: 100,
+            }],
+            current_power_state: Some(0),
+            not_readable: vec![],
+        });
+        let mut d1 = drive(1, "0000:10");
+        d1.power_features = Some(PowerFeatures {
+            not_readable: vec!["not readable: APST: Permission denied".into()],
+            ..PowerFeatures::default()
+        });
+        let topo = Topology {
+            nvme: vec![d0, d1],
+            ..Topology::default()
+        };
+        let a = "0000:10:00.0";
+        let results = vec![
+            long_case("nvme_read/read-cache/nvme0/cold", a, "random", None, 90.0),
+            long_case("nvme_read/read-cache/nvme0/hot", a, "hot", None, 30.0),
+            long_case(
+                "nvme_read/power-states/nvme0/idle-0s",
+                a,
+                "idle",
+                Some(0),
+                80.0,
+            ),
+            long_case(
+                "nvme_read/power-states/nvme0/idle-10ms",
+                a,
+                "idle",
+                Some(10),
+                90.0,
+            ),
+            long_case(
+                "nvme_read/power-states/nvme0/idle-1s",
+                a,
+                "idle",
+                Some(1000),
+                2400.0,
+            ),
+        ];
+        let plan = Plan {
+            cases: vec![],
+            waived: vec![hwc_model::Waiver {
+                path: PathId::NvmeWrite,
+                scope: Some("gc-settle".into()),
+                reason: "not requested: pass --nvme-long-tests gc-settle".into(),
+                hint: None,
+            }],
+        };
+        let prov = Provenance::default();
+        let mut p = hwc_profile::build(&topo, &plan, &results, &[], &[], prov);
+        let md = render(&p);
+        assert!(
+            md.contains("| nvme0 (0000:10:00.0) | 30.0 µs ±2.0 % (N=5) | 90.0 µs ±2.0 % (N=5) | 3.00× | yes |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 1 s | 2400.0 µs ±2.0 % (N=5) | 30.00× |"),
+            "{md}"
+        );
+        assert!(md.contains("from the **1 s** gap on"), "{md}");
+        assert!(
+            md.contains("| nvme0 | PS3 | 0.0500 | no | 2000 | 10000 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "- nvme0: APST supported; APST enabled; PS0 → PS3 after 100 ms idle; now in PS0"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- nvme1: not readable: APST: Permission denied"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "- **Waived** — gc-settle: not requested: pass --nvme-long-tests gc-settle"
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("GC settle —"), "not measured: no table");
+
+        let probe = |at_s: f64, us: f64| SettleProbe {
+            at_s,
+            latency_us: stats(us),
+        };
+        hwc_profile::nvme::merge_long_tests(
+            &mut p.nvme,
+            &[NvmeLongTests {
+                device: a.into(),
+                read_cache: None,
+                power_states: None,
+                gc_settle: Some(GcSettleResult {
+                    key: "nvme_write/gc-settle/nvme0".into(),
+                    write_block_bytes: 128 * KIB,
+                    write_queue_depth: 32,
+                    interval_s: 1.0,
+                    baseline_latency_us: stats(80.0),
+                    probe_reads: 32,
+                    write_intervals_mbps: (0..50).map(|i| 3000.0 - f64::from(i)).collect(),
+                    bytes_written: 123,
+                    sustained_write_mbps: stats(2960.0),
+                    settle_max_s: 600,
+                    settle_probes: (0..45)
+                        .map(|i| probe(f64::from(i), 500.0))
+                        .chain([probe(45.0, 85.0)])
+                        .collect(),
+                    settled_at_s: Some(45.0),
+                    recommended_gc_settle_s: Some(45),
+                }),
+            }],
+        );
+        let md = render(&p);
+        assert!(
+            md.contains("sustained write **2960.0 MB/s** ±2.0 % (median of the last 5 intervals"),
+            "{md}"
+        );
+        assert!(md.contains("recommended settle **45 s**"), "{md}");
+        assert!(md.contains("3000.0, 2999.0"), "{md}");
+        assert!(
+            md.contains("… (10 more) …"),
+            "50 intervals: 20 shown each end: {md}"
+        );
+        assert!(md.contains("| … 6 more |  |  |"), "46 probes: {md}");
+        assert!(
+            md.contains("| 45.00 s | 85.0 µs ±2.0 % (N=5) | 1.06× |"),
+            "{md}"
+        );
+        assert_eq!(p.nvme.drives[0].recommended_gc_settle_s, Some(Some(45)));
     }
 
     #[test]

@@ -281,13 +281,17 @@ fn drive(fs: &FsRoot, mut ctrl: Controller) -> NvmeDrive {
         in_use: ctrl.namespaces.iter().any(|n| n.in_use),
         capacity_bytes: capacity,
         capacity_tb: capacity.map(|b| b as f64 / 1e12),
-        // Identify facts (MDTS, VWC) come from the NVMe backend's admin command, not sysfs.
+        // Identify facts (MDTS, VWC, power states) come from the NVMe backend's admin
+        // commands, not sysfs.
         mdts_bytes: None,
         mdts_source: None,
         mdts_unlimited: false,
         vwc_present: None,
         namespaces: ctrl.namespaces,
         name: ctrl.name,
+        power_states: Vec::new(),
+        apst_supported: None,
+        power_features: None,
     }
 }
 
