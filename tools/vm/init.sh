@@ -1,8 +1,9 @@
 #!/bin/busybox sh
-# /init of the NVMe test bed's initramfs: read the drives with hwceiling, try every way the
-# CLI allows to write to the drive with a filesystem and to the partitioned drive, checksum both
-# before and after, and send every result to the host over the serial console (base64 between
-# markers). Then power off.
+# /init of the NVMe test bed's initramfs: read the drives with hwceiling, run the long drive
+# tests with seconds-long knobs, try every way the CLI allows to write to the drive with a
+# filesystem and to the partitioned drive, checksum both before and after, detect and read as a
+# user without privileges, and send every result to the host over the serial console (base64
+# between markers). Then power off.
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -76,8 +77,15 @@ echo "rc=$?" >>detect.err
 hwceiling profile --paths nvme_read -o /out/read --drives HWCN0A,HWCN0B,HWCN1A \
   --nvme-sizes 128KiB,1MiB --nvme-bytes 8MiB >read.txt 2>&1
 echo "rc=$?" >>read.txt
+# The long drive tests, with knobs of seconds: the read-only ones on a blank drive, gc-settle
+# (which writes) with the write sweep on the blank drive named for writes.
+hwceiling profile --paths nvme_read -o /out/long --drives HWCN0A --nvme-sizes 1MiB \
+  --queue-depths 16 --nvme-bytes 4MiB --nvme-long-tests read-cache,power-states \
+  --nvme-idle-max-s 1 >long.txt 2>&1
+echo "rc=$?" >>long.txt
 hwceiling profile --paths nvme_write -o /out/write --allow-destructive-writes --drives HWCN1A \
-  --nvme-sizes 1MiB --queue-depths 16 --nvme-bytes 8MiB >write.txt 2>&1
+  --nvme-sizes 1MiB --queue-depths 16 --nvme-bytes 8MiB --nvme-long-tests gc-settle \
+  --nvme-gc-write-s 4 --nvme-gc-settle-max-s 5 >write.txt 2>&1
 echo "rc=$?" >>write.txt
 
 # Every way to ask for writes to the drives that hold data. Each must be refused.
@@ -99,6 +107,10 @@ for kind in FS PART; do
   attempt "$kind-noflag" --drives "$serial"
   attempt "$kind-noflag-target" --target "/dev/${ctrl}n1"
   attempt "$kind-with-blank" --allow-destructive-writes --drives "HWCN1A,$serial"
+  attempt "$kind-gc" --allow-destructive-writes --drives "$serial" --nvme-long-tests gc-settle \
+    --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
+  attempt "$kind-gc-noflag" --drives "$serial" --nvme-long-tests gc-settle \
+    --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
 done
 attempt PART-partition --allow-destructive-writes --drives "/dev/${PART}n1p1"
 attempt PART-partition-target --allow-destructive-writes --target "/dev/${PART}n1p1"
@@ -113,7 +125,24 @@ fi
 sync
 sha256sum "/dev/${FS}n1" "/dev/${PART}n1" >sums-after.txt
 
-for f in $(find /out -type f \( -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name 'detect.*' \) | sort); do
+# A user without privileges: detection from sysfs, and a profile whose drive reads and admin
+# commands are refused by the kernel (waivers and sysfs fallbacks, not failures).
+mkdir -p /etc
+echo 'root:x:0:0:root:/:/bin/sh' >/etc/passwd
+echo 'root:x:0:' >/etc/group
+echo 'hwc:x:1000:1000:hwc:/out/nonroot:/bin/sh' >>/etc/passwd
+echo 'hwc:x:1000:' >>/etc/group
+mkdir -p /out/nonroot
+chown 1000:1000 /out/nonroot
+su hwc -c 'id' >nonroot-id.txt 2>&1
+su hwc -c 'hwceiling detect --format json' >nonroot-detect.json 2>nonroot-detect.err
+echo "rc=$?" >>nonroot-detect.err
+su hwc -c 'hwceiling profile --paths nvme_read -o /out/nonroot --drives HWCN0A \
+  --nvme-sizes 1MiB --queue-depths 16 --nvme-bytes 4MiB \
+  --nvme-long-tests read-cache,power-states --nvme-idle-max-s 0.01' >nonroot.txt 2>&1
+echo "rc=$?" >>nonroot.txt
+
+for f in $(find /out -type f \( -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*detect.*' \) | sort); do
   echo "===HWC-BEGIN ${f#/out/}==="
   base64 "$f"
   echo "===HWC-END==="

@@ -3,6 +3,7 @@
 //! MDTS resolved to bytes, and the APST table and current power state read with Get Features.
 
 use crate::identify::{cap_mpsmin, identify_controller, mdts_bytes, power_features, read_cap};
+use hwc_model::topology::PowerFeatures;
 use hwc_model::Topology;
 use std::path::Path;
 
@@ -77,6 +78,11 @@ pub fn inspect(topo: &mut Topology) -> Vec<String> {
                 Ok(id) => Some(id),
                 Err(e) => {
                     problems.push(format!("{}: {e}", d.name));
+                    // The power states come from Identify: say why they are missing.
+                    d.power_features = Some(PowerFeatures {
+                        not_readable: vec![format!("not readable: power states: {e}")],
+                        ..PowerFeatures::default()
+                    });
                     None
                 }
             }

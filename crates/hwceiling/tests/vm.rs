@@ -2,7 +2,10 @@
 //! nodes, two PCIe expander root complexes, five NVMe controllers — with this build of
 //! hwceiling inside, and checks what hwceiling saw in the real kernel's sysfs and Identify
 //! answers, what it measured, and that every way of asking it to write to the drive with a
-//! filesystem or the partitioned drive was refused with the drive's bytes unchanged.
+//! filesystem or the partitioned drive was refused with the drive's bytes unchanged. It runs
+//! the long drive tests with seconds-long knobs (read cache and power states on a blank drive,
+//! gc-settle on the blank drive named for writes, refused on the two with data), and detects and
+//! reads as a user without privileges, which must end in waivers and sysfs facts, not failures.
 //!
 //! Skips (printing `SKIPPED: …`) only when the Debian packages of the bed cannot be fetched.
 
@@ -188,11 +191,165 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         2
     );
 
-    // Path 2 on the blank drive named with the flag.
+    // Identify's power state descriptors and Get Features, as root: QEMU 7.2 reports one
+    // operational state and no APST.
+    for d in &p.nvme.drives {
+        assert!(
+            !d.power_states.is_empty(),
+            "{}: {:?}",
+            d.name,
+            d.power_states
+        );
+        assert!(!d.power_states[0].non_operational);
+        assert_eq!(d.apst_supported, Some(false), "{}", d.name);
+        let f = d.power_features.as_ref().unwrap();
+        assert_eq!(f.current_power_state, Some(0), "{}: {f:?}", d.name);
+        assert!(
+            f.not_readable.iter().any(|n| n.contains("APSTA = 0")),
+            "{f:?}"
+        );
+    }
+    // Without --nvme-long-tests, each read-only long test is waived naming the flag.
+    for test in ["read-cache", "power-states"] {
+        assert!(
+            p.waivers_of(PathId::NvmeRead)
+                .any(|w| w.scope.as_deref() == Some(test)
+                    && w.reason.contains(&format!("--nvme-long-tests {test}"))),
+            "{test}"
+        );
+    }
+
+    // The read-only long tests on one blank drive, with seconds-long knobs.
+    let text = read(&res, "long.txt");
+    assert!(text.contains("rc=0"), "{text}");
+    let l = profile(&res, "long");
+    let n0a = &bdf_of["HWCN0A"];
+    let d = l
+        .nvme
+        .drives
+        .iter()
+        .find(|d| d.bdf.as_ref() == Some(n0a))
+        .unwrap();
+    let t = l.nvme.long_tests.iter().find(|t| &t.device == n0a).unwrap();
+    let rc = t.read_cache.as_ref().expect("read-cache measured");
+    assert_eq!((rc.hot_latency_us.n, rc.cold_latency_us.n), (5, 5));
+    assert!(rc.hot_latency_us.median > 0.0 && rc.cold_latency_us.median > 0.0);
+    assert_eq!(d.cache_speedup, Some(rc.cache_speedup));
+    assert_eq!(d.has_read_cache, Some(rc.cache_speedup >= 1.5));
+    assert_eq!(
+        rc.cache_speedup,
+        rc.cold_latency_us.median / rc.hot_latency_us.median
+    );
+    println!(
+        "read-cache {n0a}: hot {:.1} µs ±{:.1} % N={}, cold {:.1} µs ±{:.1} % N={}, speedup {:.2}, has_read_cache {}",
+        rc.hot_latency_us.median,
+        rc.hot_latency_us.spread_pct,
+        rc.hot_latency_us.n,
+        rc.cold_latency_us.median,
+        rc.cold_latency_us.spread_pct,
+        rc.cold_latency_us.n,
+        rc.cache_speedup,
+        rc.has_read_cache
+    );
+    let ps = t.power_states.as_ref().expect("power-states measured");
+    assert_eq!(ps.baseline_latency_us.n, 10);
+    let gaps: Vec<f64> = ps.gaps.iter().map(|g| g.idle_s).collect();
+    assert_eq!(gaps, [0.01, 0.1, 0.5, 1.0], "capped at 1 s");
+    assert!(ps
+        .gaps
+        .iter()
+        .all(|g| g.latency_us.n == 3 && g.latency_us.median > 0.0));
+    assert_eq!(
+        d.power_state_transition_at_s,
+        Some(ps.power_state_transition_at_s),
+        "measured: present, a number or null"
+    );
+    println!(
+        "power-states {n0a}: baseline {:.1} µs ±{:.1} % N={}; transition at {:?} s",
+        ps.baseline_latency_us.median,
+        ps.baseline_latency_us.spread_pct,
+        ps.baseline_latency_us.n,
+        ps.power_state_transition_at_s
+    );
+    for g in &ps.gaps {
+        println!(
+            "  idle {} s: {:.1} µs ±{:.1} % N={} ({:.2}× baseline)",
+            g.idle_s, g.latency_us.median, g.latency_us.spread_pct, g.latency_us.n, g.vs_baseline
+        );
+    }
+    for key in [
+        format!("nvme_read/read-cache/{}/hot", d.name),
+        format!("nvme_read/power-states/{}/idle-1s", d.name),
+    ] {
+        assert!(l.measurement(&key).is_some(), "{key}");
+    }
+
+    // Path 2 and gc-settle on the blank drive named with the flag.
     let w = profile(&res, "write");
-    let writes: Vec<_> = w.measurements_of(PathId::NvmeWrite).collect();
+    let writes: Vec<_> = w
+        .measurements_of(PathId::NvmeWrite)
+        .filter(|m| m.params.pattern.as_deref() == Some("sequential"))
+        .collect();
     assert_eq!(writes.len(), 1, "{}", read(&res, "write.txt"));
     assert_eq!(writes[0].params.drives, [bdf_of["HWCN1A"].clone()]);
+    let n1a = &bdf_of["HWCN1A"];
+    let g = w
+        .nvme
+        .long_tests
+        .iter()
+        .find(|t| &t.device == n1a)
+        .and_then(|t| t.gc_settle.as_ref())
+        .unwrap_or_else(|| panic!("gc-settle did not run: {}", read(&res, "write.txt")));
+    assert_eq!(g.write_intervals_mbps.len(), 4);
+    assert!(g.write_intervals_mbps.iter().all(|&m| m > 0.0));
+    assert_eq!(
+        g.sustained_write_mbps.n, 2,
+        "the last third of 4 intervals, rounded up"
+    );
+    assert_eq!(g.baseline_latency_us.n, 5 * 32);
+    assert!(
+        (1..=6).contains(&g.settle_probes.len()),
+        "{:?}",
+        g.settle_probes
+    );
+    assert_eq!(
+        g.settled_at_s.is_some(),
+        g.recommended_gc_settle_s.is_some()
+    );
+    if g.settled_at_s.is_none() {
+        assert_eq!(g.settle_probes.len(), 6, "probes at 0..=5 s");
+    }
+    let d = w
+        .nvme
+        .drives
+        .iter()
+        .find(|d| d.bdf.as_ref() == Some(n1a))
+        .unwrap();
+    assert_eq!(d.sustained_write_mbps, Some(g.sustained_write_mbps.median));
+    assert_eq!(d.recommended_gc_settle_s, Some(g.recommended_gc_settle_s));
+    let m = w
+        .measurements_of(PathId::NvmeWrite)
+        .find(|m| m.key.contains("/gc-settle/"))
+        .unwrap();
+    assert_eq!(m.params.drives, std::slice::from_ref(n1a));
+    println!(
+        "gc-settle {n1a}: sustained write {:.1} MB/s ±{:.1} % N={} (intervals {:?}); baseline {:.1} µs ±{:.1} % N={}; settled at {:?} s, recommended {:?} s",
+        g.sustained_write_mbps.median,
+        g.sustained_write_mbps.spread_pct,
+        g.sustained_write_mbps.n,
+        g.write_intervals_mbps.iter().map(|m| format!("{m:.0}")).collect::<Vec<_>>(),
+        g.baseline_latency_us.median,
+        g.baseline_latency_us.spread_pct,
+        g.baseline_latency_us.n,
+        g.settled_at_s,
+        g.recommended_gc_settle_s
+    );
+    for p in &g.settle_probes {
+        println!(
+            "  probe at {:.2} s: {:.1} µs ±{:.1} % N={}",
+            p.at_s, p.latency_us.median, p.latency_us.spread_pct, p.latency_us.n
+        );
+    }
 
     // Every way to ask for writes to the drives that hold data was refused, with the reason.
     for kind in ["FS", "PART"] {
@@ -208,6 +365,7 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
             "bdf",
             "target",
             "with-blank",
+            "gc",
         ] {
             let text = read(&res, &format!("safety-{kind}-{way}.txt"));
             assert!(
@@ -215,13 +373,22 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
                 "{kind} {way}: {text}"
             );
         }
-        for way in ["noflag", "noflag-target"] {
+        for way in ["noflag", "noflag-target", "gc-noflag"] {
             let text = read(&res, &format!("safety-{kind}-{way}.txt"));
             assert!(text.contains("rc=0"), "{kind} {way}: {text}");
             let q = profile(&res, &format!("safety-{kind}-{way}"));
             assert_eq!(q.measurements_of(PathId::NvmeWrite).count(), 0);
             assert!(q.waivers_of(PathId::NvmeWrite).next().is_some());
+            assert!(q.nvme.long_tests.is_empty());
         }
+        let q = profile(&res, &format!("safety-{kind}-gc-noflag"));
+        assert!(
+            q.waivers_of(PathId::NvmeWrite)
+                .any(|w| w.scope.as_deref() == Some("gc-settle")
+                    && w.reason.contains("writes were not allowed")),
+            "{:?}",
+            q.waived
+        );
     }
     let text = read(&res, "safety-PART-partition.txt");
     assert!(
@@ -232,6 +399,48 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
     assert!(text.contains("rc=1") && text.contains("refused"), "{text}");
     let text = read(&res, "safety-FS-mounted.txt");
     assert!(text.contains("rc=1") && text.contains("mounted"), "{text}");
+
+    // A user without privileges: sysfs detection works; Identify, Get Features and the reads
+    // are refused by the kernel and end as sysfs facts and waivers with the remedy.
+    let id = read(&res, "nonroot-id.txt");
+    assert!(id.starts_with("uid=1000"), "{id}");
+    assert!(read(&res, "nonroot-detect.err").contains("rc=0"));
+    let nt: Topology = serde_json::from_str(&read(&res, "nonroot-detect.json")).unwrap();
+    assert_eq!(nt.nvme.len(), 5);
+    assert!(nt
+        .nvme
+        .iter()
+        .all(|d| d.serial.is_some() && d.numa_node.is_some()));
+    let text = read(&res, "nonroot.txt");
+    assert!(
+        text.contains("rc=0") && text.contains("0 measured"),
+        "{text}"
+    );
+    let q = profile(&res, "nonroot");
+    assert_eq!(q.measurements.len(), 0);
+    let waived: Vec<_> = q.waivers_of(PathId::NvmeRead).collect();
+    for case in ["latency", "read-cache", "power-states", "1drive"] {
+        assert!(
+            waived
+                .iter()
+                .any(|w| w.scope.as_deref().is_some_and(|s| s.contains(case))
+                    && w.reason.contains("Permission denied")
+                    && w.hint.as_deref().is_some_and(|h| h.contains("disk"))),
+            "{case}: {waived:?}"
+        );
+    }
+    for d in &q.nvme.drives {
+        assert_eq!(d.mdts_source.as_deref(), Some("sysfs"), "{}", d.name);
+        assert!(d.mdts_bytes.is_some() && d.power_states.is_empty());
+        let f = d.power_features.as_ref().unwrap();
+        assert!(
+            f.not_readable
+                .iter()
+                .any(|n| n.contains("Permission denied")),
+            "{f:?}"
+        );
+    }
+    assert!(q.provenance.environment["nvme_identify_failed"].contains("Permission denied"));
 
     // And not one byte changed: the whole drives, inside the guest and as image files.
     assert_eq!(read(&res, "sums-before.txt"), read(&res, "sums-after.txt"));
