@@ -11,11 +11,10 @@ use nvml_wrapper::{Device, Nvml};
 
 use crate::affinity::node_cpus;
 use crate::bdf::normalize_bdf;
-use crate::copy::{CaseContext, CopyCase, CopyOp, DeviceRuntime, LATCH_TIMEOUT_NS};
-use crate::driver::{DeviceBuffer, HostBuffer};
+use crate::copy::{CaseContext, CopyCase, CopyOp, DeviceRuntime, WarmKit, LATCH_TIMEOUT_NS};
 use crate::error::{driver, CudaError};
 use crate::nvml::{self, link_label, Sample};
-use crate::params::{CopySpec, HostMemory};
+use crate::params::CopySpec;
 use crate::probe::{CudaDevice, CudaProbe};
 
 /// Utilisation above this share of time (NVML, %) means someone else is using the GPU.
@@ -27,8 +26,6 @@ const FIRST_WARMUP: Duration = Duration::from_millis(200);
 /// Shorter warm-up when the GPU has been idle this long since our last work on it.
 const REWARM_AFTER: Duration = Duration::from_secs(2);
 const REWARM: Duration = Duration::from_millis(100);
-/// Buffers the warm-up copies (H2D from pinned memory and D2D).
-const WARMUP_BUFFER_BYTES: usize = 64 << 20;
 /// Device memory left free beyond what a case allocates.
 const DEVICE_MEMORY_MARGIN_BYTES: u64 = 256 << 20;
 
@@ -328,15 +325,23 @@ fn warm_up(
     let idle = nvml.map(nvml::sample).unwrap_or_default();
     let ctx = rt.ctx.clone();
     ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
-    let spin = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-    let h2d = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-    let d2d = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-    let host = HostBuffer::new(&ctx, WARMUP_BUFFER_BYTES, None, HostMemory::Pinned)?;
-    let a = DeviceBuffer::new(&ctx, WARMUP_BUFFER_BYTES)?;
-    let b = DeviceBuffer::new(&ctx, WARMUP_BUFFER_BYTES)?;
+    // Kept for the GPU's later re-warms: allocating and freeing them between cases is work
+    // the measured cases should not follow.
+    let kit = match rt.warm_kit.take() {
+        Some(k) => k,
+        None => WarmKit::new(&ctx)?,
+    };
+    let WarmKit {
+        spin,
+        h2d,
+        d2d,
+        host,
+        a,
+        b,
+    } = &kit;
     rt.flag.reset();
     let spin_ns = u64::try_from(duration.as_nanos()).unwrap_or(LATCH_TIMEOUT_NS);
-    rt.latch.launch(&spin, &rt.flag, spin_ns)?;
+    rt.latch.launch(spin, &rt.flag, spin_ns)?;
     let up = CopyOp::H2d {
         dst: a.ptr(),
         src: host.as_ptr(),
@@ -354,12 +359,12 @@ fn warm_up(
     let result = (|| {
         while began.elapsed() < duration {
             for _ in 0..4 {
-                // SAFETY: host, a and b hold WARMUP_BUFFER_BYTES each and are dropped only
-                // after both streams are synchronised below; the context is bound.
+                // SAFETY: host, a and b hold kit.bytes() each; the kit is kept, or dropped,
+                // only after every stream is synchronised below; the context is bound.
                 unsafe {
-                    up.enqueue(WARMUP_BUFFER_BYTES, &h2d)?;
-                    there.enqueue(WARMUP_BUFFER_BYTES, &d2d)?;
-                    back.enqueue(WARMUP_BUFFER_BYTES, &d2d)?;
+                    up.enqueue(kit.bytes(), h2d)?;
+                    there.enqueue(kit.bytes(), d2d)?;
+                    back.enqueue(kit.bytes(), d2d)?;
                 }
             }
             if load.is_none() && began.elapsed() >= duration / 2 {
@@ -372,9 +377,12 @@ fn warm_up(
     })();
     rt.flag.release();
     let spun = spin.synchronize().map_err(driver("cuStreamSynchronize"));
-    let _ = h2d.synchronize();
-    let _ = d2d.synchronize();
+    let h2d_done = h2d.synchronize().is_ok();
+    let d2d_done = d2d.synchronize().is_ok();
     rt.last_active = Some(Instant::now());
+    if h2d_done && d2d_done && spun.is_ok() {
+        rt.warm_kit = Some(kit);
+    }
     result?;
     spun?;
     Ok(WarmReport {

@@ -46,6 +46,40 @@ pub struct DeviceRuntime {
     pub last_active: Option<Instant>,
     /// Buffers kept from one case to the next.
     pub pool: Pool,
+    /// The clock warm-up's streams and buffers, once made.
+    pub warm_kit: Option<WarmKit>,
+}
+
+/// Bytes of each warm-up buffer.
+const WARMUP_BUFFER_BYTES: usize = 64 << 20;
+
+/// What the clock warm-up copies with: a stream for the latch kernel, one for pinned H2D
+/// copies, one for D2D copies, a pinned host buffer and two device buffers.
+pub struct WarmKit {
+    pub spin: Arc<CudaStream>,
+    pub h2d: Arc<CudaStream>,
+    pub d2d: Arc<CudaStream>,
+    pub host: HostBuffer,
+    pub a: DeviceBuffer,
+    pub b: DeviceBuffer,
+}
+
+impl WarmKit {
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self, CudaError> {
+        let stream = || ctx.new_stream().map_err(driver("cuStreamCreate"));
+        Ok(WarmKit {
+            spin: stream()?,
+            h2d: stream()?,
+            d2d: stream()?,
+            host: HostBuffer::new(ctx, WARMUP_BUFFER_BYTES, None, HostMemory::Pinned)?,
+            a: DeviceBuffer::new(ctx, WARMUP_BUFFER_BYTES)?,
+            b: DeviceBuffer::new(ctx, WARMUP_BUFFER_BYTES)?,
+        })
+    }
+
+    pub fn bytes(&self) -> usize {
+        WARMUP_BUFFER_BYTES
+    }
 }
 
 impl DeviceRuntime {
@@ -63,6 +97,7 @@ impl DeviceRuntime {
             flag,
             last_active: None,
             pool: Pool::default(),
+            warm_kit: None,
         })
     }
 }
