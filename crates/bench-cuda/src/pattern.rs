@@ -32,22 +32,12 @@ pub fn fill(buf: &mut [u8], seed: u64, offset: usize) {
     if buf.len() <= PARALLEL_BYTES {
         return fill_serial(buf, seed, offset);
     }
-    let threads = worker_count();
-    let mut pieces: Vec<(usize, &mut [u8])> = buf
+    let pieces = buf
         .chunks_mut(PIECE_BYTES)
         .enumerate()
         .map(|(i, c)| (offset + i * PIECE_BYTES, c))
         .collect();
-    let per = pieces.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        for group in pieces.chunks_mut(per) {
-            scope.spawn(move || {
-                for (at, piece) in group.iter_mut() {
-                    fill_serial(piece, seed, *at);
-                }
-            });
-        }
-    });
+    on_threads(pieces, |(at, piece)| fill_serial(piece, seed, at));
 }
 
 fn fill_serial(buf: &mut [u8], seed: u64, offset: usize) {
@@ -80,32 +70,37 @@ pub fn check(buf: &[u8], seed: u64, offset: usize) -> Option<Mismatch> {
     if buf.len() <= PARALLEL_BYTES {
         return check_serial(buf, seed, offset);
     }
-    let threads = worker_count();
-    let pieces: Vec<(usize, &[u8])> = buf
+    let pieces = buf
         .chunks(PIECE_BYTES)
         .enumerate()
         .map(|(i, c)| (offset + i * PIECE_BYTES, c))
         .collect();
-    let per = pieces.len().div_ceil(threads);
+    // Results come back in buffer order: the first mismatch found is the first one.
+    on_threads(pieces, |(at, piece)| check_serial(piece, seed, at))
+        .into_iter()
+        .flatten()
+        .next()
+}
+
+/// `f` applied to every piece, on up to [`worker_count`] threads, results in piece order. A
+/// panic in a worker is raised again here (a check must never pass because a worker died).
+fn on_threads<T: Send, R: Send>(pieces: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let per = pieces.len().div_ceil(worker_count()).max(1);
+    let mut groups: Vec<Vec<T>> = Vec::new();
+    let mut rest = pieces.into_iter().peekable();
+    while rest.peek().is_some() {
+        groups.push(rest.by_ref().take(per).collect());
+    }
+    let f = &f;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = pieces
-            .chunks(per)
-            .map(|group| {
-                scope.spawn(move || {
-                    group
-                        .iter()
-                        .find_map(|(at, piece)| check_serial(piece, seed, *at))
-                })
-            })
+        let handles: Vec<_> = groups
+            .into_iter()
+            .map(|g| scope.spawn(move || g.into_iter().map(f).collect::<Vec<R>>()))
             .collect();
-        // Groups are in buffer order: the first group with a mismatch holds the first one.
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or(None))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .flatten()
-            .next()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
     })
 }
 
