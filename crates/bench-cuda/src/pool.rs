@@ -127,6 +127,105 @@ fn device_seed(k: &DeviceKey) -> u64 {
     pattern::seed("device", k.lane, role_tag(k.role))
 }
 
+/// What the pool needs of a kind of buffer.
+trait Poolable: Sized {
+    type Key: Copy + Eq + std::hash::Hash;
+    fn role(key: &Self::Key) -> Role;
+    fn seed(key: &Self::Key) -> u64;
+    fn alloc(ctx: &Arc<CudaContext>, key: &Self::Key, len: usize) -> Result<Self, CudaError>;
+    fn capacity(&self) -> usize;
+    /// Write the pattern of `seed` over `[from, to)` (`from` a multiple of 8).
+    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError>;
+    fn poison(&mut self, len: usize) -> Result<(), CudaError>;
+}
+
+impl Poolable for HostBuffer {
+    type Key = HostKey;
+    fn role(key: &HostKey) -> Role {
+        key.role
+    }
+    fn seed(key: &HostKey) -> u64 {
+        host_seed(key)
+    }
+    fn alloc(ctx: &Arc<CudaContext>, key: &HostKey, len: usize) -> Result<Self, CudaError> {
+        HostBuffer::new(ctx, len, key.node, key.memory)
+    }
+    fn capacity(&self) -> usize {
+        self.len()
+    }
+    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError> {
+        pattern::fill(&mut self.as_mut_slice()[from..to], seed, from);
+        Ok(())
+    }
+    fn poison(&mut self, len: usize) -> Result<(), CudaError> {
+        self.as_mut_slice()[..len].fill(POISON);
+        Ok(())
+    }
+}
+
+impl Poolable for DeviceBuffer {
+    type Key = DeviceKey;
+    fn role(key: &DeviceKey) -> Role {
+        key.role
+    }
+    fn seed(key: &DeviceKey) -> u64 {
+        device_seed(key)
+    }
+    fn alloc(ctx: &Arc<CudaContext>, _key: &DeviceKey, len: usize) -> Result<Self, CudaError> {
+        DeviceBuffer::new(ctx, len)
+    }
+    fn capacity(&self) -> usize {
+        self.len()
+    }
+    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError> {
+        self.write_range(from, to - from, |chunk, off| {
+            pattern::fill(chunk, seed, off)
+        })
+    }
+    fn poison(&mut self, len: usize) -> Result<(), CudaError> {
+        self.fill_prefix(len, POISON)
+    }
+}
+
+/// Take `key`'s buffer out of `pooled` (a new one when there is none of `len` bytes or more,
+/// sized to the hint when one was given), and prepare its first `len` bytes for its role.
+fn take<B: Poolable>(
+    pooled: &mut HashMap<B::Key, Lent<B::Key, B>>,
+    hints: &HashMap<B::Key, usize>,
+    ctx: &Arc<CudaContext>,
+    key: B::Key,
+    len: usize,
+) -> Result<Lent<B::Key, B>, CudaError> {
+    let mut lent = match pooled.remove(&key) {
+        Some(l) if l.buf.capacity() >= len => l,
+        // A smaller one is dropped here, first: its memory may be what the new one needs.
+        _ => {
+            let hint = hints.get(&key).copied().unwrap_or(0);
+            let buf = match B::alloc(ctx, &key, len.max(hint)) {
+                Ok(b) => b,
+                Err(_) if hint > len => B::alloc(ctx, &key, len)?,
+                Err(e) => return Err(e),
+            };
+            Lent {
+                key,
+                buf,
+                seed: B::seed(&key),
+                filled_bytes: 0,
+            }
+        }
+    };
+    match B::role(&key) {
+        Role::Src if lent.filled_bytes < len => {
+            let from = lent.filled_bytes & !7;
+            lent.buf.write_pattern(from, len, lent.seed)?;
+            lent.filled_bytes = len;
+        }
+        Role::Src => {}
+        Role::Dst => lent.buf.poison(len)?,
+    }
+    Ok(lent)
+}
+
 impl Pool {
     /// Remember the largest size each buffer of `specs` will serve.
     pub fn expect<'s>(&mut self, specs: impl IntoIterator<Item = &'s CopySpec>) {
@@ -161,35 +260,7 @@ impl Pool {
         key: HostKey,
         len: usize,
     ) -> Result<Lent<HostKey, HostBuffer>, CudaError> {
-        let mut lent = match self.host.remove(&key) {
-            Some(l) if l.buf.len() >= len => l,
-            _ => {
-                // Drop a smaller one first: its memory may be what the new one needs.
-                let hint = self.host_hint.get(&key).copied().unwrap_or(0);
-                let buf = match HostBuffer::new(ctx, len.max(hint), key.node, key.memory) {
-                    Ok(b) => b,
-                    Err(_) if hint > len => HostBuffer::new(ctx, len, key.node, key.memory)?,
-                    Err(e) => return Err(e),
-                };
-                Lent {
-                    key,
-                    buf,
-                    seed: host_seed(&key),
-                    filled_bytes: 0,
-                }
-            }
-        };
-        let slice = &mut lent.buf.as_mut_slice()[..len];
-        match key.role {
-            Role::Src if lent.filled_bytes < len => {
-                let from = lent.filled_bytes & !7;
-                pattern::fill(&mut slice[from..], lent.seed, from);
-                lent.filled_bytes = len;
-            }
-            Role::Src => {}
-            Role::Dst => slice.fill(POISON),
-        }
-        Ok(lent)
+        take(&mut self.host, &self.host_hint, ctx, key, len)
     }
 
     /// A device buffer of at least `len` bytes for `key`, prepared as [`Pool::take_host`] does.
@@ -199,36 +270,7 @@ impl Pool {
         key: DeviceKey,
         len: usize,
     ) -> Result<Lent<DeviceKey, DeviceBuffer>, CudaError> {
-        let mut lent = match self.device.remove(&key) {
-            Some(l) if l.buf.len() >= len => l,
-            _ => {
-                let hint = self.device_hint.get(&key).copied().unwrap_or(0);
-                let buf = match DeviceBuffer::new(ctx, len.max(hint)) {
-                    Ok(b) => b,
-                    Err(_) if hint > len => DeviceBuffer::new(ctx, len)?,
-                    Err(e) => return Err(e),
-                };
-                Lent {
-                    key,
-                    buf,
-                    seed: device_seed(&key),
-                    filled_bytes: 0,
-                }
-            }
-        };
-        match key.role {
-            Role::Src if lent.filled_bytes < len => {
-                let from = lent.filled_bytes & !7;
-                let seed = lent.seed;
-                lent.buf.write_range(from, len - from, |chunk, off| {
-                    pattern::fill(chunk, seed, off)
-                })?;
-                lent.filled_bytes = len;
-            }
-            Role::Src => {}
-            Role::Dst => lent.buf.fill_prefix(len, POISON)?,
-        }
-        Ok(lent)
+        take(&mut self.device, &self.device_hint, ctx, key, len)
     }
 
     /// Take a host buffer back (its streams have been synchronised).
