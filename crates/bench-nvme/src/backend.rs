@@ -8,18 +8,16 @@
 //! read after an idle gap ([`IdleRead`]). The gc-settle test is a protocol of its own
 //! ([`crate::gc::GcSettleRunner`]), which the runner does not drive.
 
-use crate::device::{self, Kind};
-use crate::engine::{percentile, Engine, EngineError, Op, Pattern};
-use crate::gate::{refusals, WriteRequest};
+use crate::descriptors::{engine_error, Approved, Descriptors};
+use crate::device::Kind;
+use crate::engine::{percentile, Engine, Op, Pattern};
 use crate::gc::GcSettleRunner;
 use hwc_model::{Case, PathId, Placement};
 use hwc_runner::{Backend, BenchError, Prepared, Rep};
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
-use std::path::Path;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 /// One drive the backend may measure, as the plan names it (`key`: its BDF, or its controller
@@ -51,8 +49,8 @@ pub struct TargetUnit {
 pub struct NvmeConfig {
     pub drives: Vec<DriveUnit>,
     pub target: Option<TargetUnit>,
-    /// Keys the write gate approved.
-    pub writable: BTreeSet<String>,
+    /// Keys the write gate approved, with what exactly it approved under each.
+    pub writable: BTreeMap<String, Approved>,
     /// Bytes per drive per sequential repetition (a smaller device is read more than once).
     pub bytes_per_drive: u64,
     /// Bytes per drive per random-read latency repetition.
@@ -63,12 +61,8 @@ pub struct NvmeConfig {
 /// The kernel io_uring NVMe backend.
 pub struct NvmeBackend {
     cfg: NvmeConfig,
-    /// Open descriptors by (key, writable), with their kind and size.
-    files: BTreeMap<(String, bool), (Arc<File>, Kind, u64)>,
-    /// Keys whose live state was re-checked just before their first write.
-    rechecked: BTreeSet<String>,
-    /// The file hwceiling created for `--target` (its name already removed).
-    scratch: Option<(Arc<File>, Kind, u64)>,
+    /// The run's descriptors, shared with the gc-settle runner.
+    files: Descriptors,
     /// Facts for the profile's provenance (e.g. drives that did not answer Identify).
     environment: BTreeMap<String, String>,
 }
@@ -77,9 +71,7 @@ impl NvmeBackend {
     pub fn new(cfg: NvmeConfig) -> Self {
         Self {
             cfg,
-            files: BTreeMap::new(),
-            rechecked: BTreeSet::new(),
-            scratch: None,
+            files: Descriptors::default(),
             environment: BTreeMap::new(),
         }
     }
@@ -90,9 +82,9 @@ impl NvmeBackend {
     }
 
     /// What runs the gc-settle cases (outside the runner): the same drives, target, write
-    /// approvals and cancel flag.
+    /// approvals, cancel flag and descriptors (a device held for writing is held once).
     pub fn gc_settle_runner(&self) -> GcSettleRunner {
-        GcSettleRunner::new(self.cfg.clone())
+        GcSettleRunner::new(self.cfg.clone(), self.files.clone())
     }
 
     /// The NUMA node and CPUs of a drive or the target.
@@ -107,12 +99,9 @@ impl NvmeBackend {
         };
         let block = case.params.size_bytes.unwrap_or(4096);
         let gap = Duration::from_millis(case.params.idle_ms.unwrap_or(0));
-        let (file, _, size) = self.open(key, false)?;
+        let (file, _, size) = self.files.open(&self.cfg, key, false)?;
         let (node, cpus) = self.unit_of(key);
-        let engine = Engine::new(file, size, block, 1, node).map_err(|e| match e {
-            EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
-            e => BenchError::failed(e.to_string()),
-        })?;
+        let engine = Engine::new(file, size, block, 1, node).map_err(engine_error)?;
         let placement = Placement {
             cpus: (!cpus.is_empty()).then(|| hwc_model::cpulist::format(&cpus)),
             verified: engine.placement_verified() && !cpus.is_empty(),
@@ -135,62 +124,6 @@ impl NvmeBackend {
             key: key.clone(),
         }))
     }
-
-    fn open(&mut self, key: &str, write: bool) -> Result<(Arc<File>, Kind, u64), BenchError> {
-        if let Some(f) = self.files.get(&(key.to_string(), write)) {
-            return Ok(f.clone());
-        }
-        let failed = open_error;
-        let entry = match &self.cfg.target {
-            Some(t) if t.key == key => match t.create_bytes {
-                // One descriptor, created once, serves reads and writes of hwceiling's own file.
-                Some(bytes) => {
-                    if let Some(f) = &self.scratch {
-                        return Ok(f.clone());
-                    }
-                    let f = device::create_scratch_file(&t.path, bytes).map_err(failed)?;
-                    let (k, s) = device::kind_and_size(&t.path, &f).map_err(failed)?;
-                    let shared = (Arc::new(f), k, s);
-                    self.scratch = Some(shared.clone());
-                    return Ok(shared);
-                }
-                None => {
-                    let f = device::open_direct(&t.path, write).map_err(failed)?;
-                    let (k, s) = device::kind_and_size(&t.path, &f).map_err(failed)?;
-                    (Arc::new(f), k, s)
-                }
-            },
-            _ => {
-                let unit = self
-                    .cfg
-                    .drives
-                    .iter()
-                    .find(|d| d.key == key)
-                    .ok_or_else(|| BenchError::failed(format!("drive {key} is not in this run")))?;
-                let f = device::open_direct(&unit.device, write).map_err(failed)?;
-                let (k, s) = device::kind_and_size(&unit.device, &f).map_err(failed)?;
-                (Arc::new(f), k, s)
-            }
-        };
-        self.files.insert((key.to_string(), write), entry.clone());
-        Ok(entry)
-    }
-
-    /// Writes: approved by the gate, and the block device's live state checked once more just
-    /// before the first write (it may have been mounted since).
-    fn check_write(&mut self, key: &str) -> Result<(), BenchError> {
-        if !self.cfg.writable.contains(key) {
-            return Err(BenchError::failed(format!(
-                "refused: {key} was not approved for writes by the safety gate"
-            )));
-        }
-        if self.rechecked.contains(key) {
-            return Ok(());
-        }
-        recheck_before_write(&self.cfg, key)?;
-        self.rechecked.insert(key.to_string());
-        Ok(())
-    }
 }
 
 /// The NUMA node and CPUs of a drive or the target.
@@ -200,76 +133,6 @@ pub(crate) fn unit_of(cfg: &NvmeConfig, key: &str) -> (Option<u32>, Vec<u32>) {
         (Some(t), None) if t.key == key => (t.node, t.cpus.clone()),
         _ => (None, Vec::new()),
     }
-}
-
-/// A write needs the gate's approval, and a block device's live state is checked once more
-/// just before the first write (it may have been mounted since the gate ran).
-pub(crate) fn recheck_before_write(cfg: &NvmeConfig, key: &str) -> Result<(), BenchError> {
-    if !cfg.writable.contains(key) {
-        return Err(BenchError::failed(format!(
-            "refused: {key} was not approved for writes by the safety gate"
-        )));
-    }
-    let device = match &cfg.target {
-        Some(t) if t.key == key => (t.create_bytes.is_none()).then(|| t.path.clone()),
-        _ => cfg
-            .drives
-            .iter()
-            .find(|d| d.key == key)
-            .map(|d| d.device.clone()),
-    };
-    if let Some(path) = device.filter(|p| {
-        std::fs::metadata(p)
-            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
-    }) {
-        let view = device::live_view(&path);
-        let r = refusals(
-            WriteRequest {
-                allow_destructive_writes: true,
-                named_explicitly: true,
-            },
-            &view,
-        );
-        if !r.is_empty() {
-            let why: Vec<String> = r.iter().map(ToString::to_string).collect();
-            return Err(BenchError::failed(format!(
-                "refused before writing to {}: {}",
-                path.display(),
-                why.join("; ")
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Open a drive or the target for the gc-settle test (read-write, O_DIRECT): the device, or a
-/// new scratch file of hwceiling's own at the target's path.
-pub(crate) fn open_for_gc(cfg: &NvmeConfig, key: &str) -> Result<(Arc<File>, u64), BenchError> {
-    let (file, path) = match &cfg.target {
-        Some(t) if t.key == key => match t.create_bytes {
-            Some(bytes) => (
-                device::create_scratch_file(&t.path, bytes).map_err(open_error)?,
-                t.path.clone(),
-            ),
-            None => (
-                device::open_direct(&t.path, true).map_err(open_error)?,
-                t.path.clone(),
-            ),
-        },
-        _ => {
-            let unit = cfg
-                .drives
-                .iter()
-                .find(|d| d.key == key)
-                .ok_or_else(|| BenchError::failed(format!("drive {key} is not in this run")))?;
-            (
-                device::open_direct(&unit.device, true).map_err(open_error)?,
-                unit.device.clone(),
-            )
-        }
-    };
-    let (_, size) = device::kind_and_size(Path::new(&path), &file).map_err(open_error)?;
-    Ok((Arc::new(file), size))
 }
 
 impl Backend for NvmeBackend {
@@ -308,10 +171,7 @@ impl Backend for NvmeBackend {
         let mut verified = true;
         let mut all_cpus = Vec::new();
         for key in &case.params.drives {
-            if op == Op::Write {
-                self.check_write(key)?;
-            }
-            let (file, kind, size) = self.open(key, op == Op::Write)?;
+            let (file, kind, size) = self.files.open(&self.cfg, key, op == Op::Write)?;
             let (node, cpus) = self.unit_of(key);
             // The read-cache test's hot reads stay in the device's first `region_bytes`.
             let span = case.params.region_bytes.map_or(size, |r| r.min(size));
@@ -322,10 +182,7 @@ impl Backend for NvmeBackend {
                     hwc_model::size_label(span)
                 ));
             }
-            let engine = Engine::new(file, span, block, qd, node).map_err(|e| match e {
-                EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
-                e => BenchError::failed(e.to_string()),
-            })?;
+            let engine = Engine::new(file, span, block, qd, node).map_err(engine_error)?;
             let budget = match pattern {
                 Pattern::Sequential => self.cfg.bytes_per_drive,
                 Pattern::Random { .. } => self.cfg.latency_bytes,
@@ -606,49 +463,5 @@ impl Prepared for IdleRead {
             self.block,
             self.gap.as_millis()
         )]
-    }
-}
-
-/// An error opening a drive or target: not being allowed to is a reason the path cannot run
-/// here (a waiver with its remedy); anything else fails the case.
-fn open_error(e: device::DeviceError) -> BenchError {
-    match &e {
-        device::DeviceError::Open { source, .. }
-            if source.kind() == std::io::ErrorKind::PermissionDenied =>
-        {
-            BenchError::Unavailable {
-                reason: e.to_string(),
-                hint: Some(
-                    "run as root, or give this user read access to the drive (the `disk` group)"
-                        .into(),
-                ),
-            }
-        }
-        _ => BenchError::failed(e.to_string()),
-    }
-}
-
-#[cfg(test)]
-mod open_error_tests {
-    use super::*;
-
-    #[test]
-    fn permission_denied_is_a_waiver_and_other_errors_fail() {
-        let open = |kind| device::DeviceError::Open {
-            path: "/dev/nvme0n1".into(),
-            mode: "",
-            source: std::io::Error::from(kind),
-        };
-        match open_error(open(std::io::ErrorKind::PermissionDenied)) {
-            BenchError::Unavailable { reason, hint } => {
-                assert!(reason.contains("/dev/nvme0n1"), "{reason}");
-                assert!(hint.is_some_and(|h| h.contains("disk")));
-            }
-            other => panic!("expected a waiver, got {other:?}"),
-        }
-        assert!(matches!(
-            open_error(open(std::io::ErrorKind::NotFound)),
-            BenchError::Failed(_)
-        ));
     }
 }

@@ -8,6 +8,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `_IOR(0x12, 114, size_t)`: the size of a block device in bytes.
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
@@ -41,12 +42,20 @@ pub enum Kind {
     File,
 }
 
-/// Open `path` with O_DIRECT, read-only or read-write.
+/// Open `path` with O_DIRECT, read-only or read-write. For writing, also with O_EXCL: on a block
+/// device that is an exclusive claim — refused (EBUSY) while the device is mounted or claimed by
+/// MD, LVM or another exclusive opener, and while the descriptor is open, nothing can mount or
+/// claim it. Linux ignores O_EXCL without O_CREAT on a regular file.
 pub fn open_direct(path: &Path, write: bool) -> Result<File, DeviceError> {
+    let flags = if write {
+        libc::O_DIRECT | libc::O_EXCL
+    } else {
+        libc::O_DIRECT
+    };
     OpenOptions::new()
         .read(true)
         .write(write)
-        .custom_flags(libc::O_DIRECT)
+        .custom_flags(flags)
         .open(path)
         .map_err(|source| DeviceError::Open {
             path: path.display().to_string(),
@@ -81,8 +90,13 @@ pub fn kind_and_size(path: &Path, file: &File) -> Result<(Kind, u64), DeviceErro
 
 /// Create `path` (it must not exist), remove its name at once — the open descriptor keeps the
 /// data alive, and nothing is left behind however the process ends — and fill `size` bytes with
-/// O_DIRECT writes, so reads find real blocks. Returns the read-write O_DIRECT descriptor.
-pub fn create_scratch_file(path: &Path, size: u64) -> Result<File, DeviceError> {
+/// O_DIRECT writes, so reads find real blocks. Returns the read-write O_DIRECT descriptor. Stops
+/// filling when `cancel` is set (SIGINT/SIGTERM), with an `Interrupted` error.
+pub fn create_scratch_file(
+    path: &Path,
+    size: u64,
+    cancel: &AtomicBool,
+) -> Result<File, DeviceError> {
     let fill_err = |source| DeviceError::Fill {
         path: path.display().to_string(),
         source,
@@ -101,6 +115,11 @@ pub fn create_scratch_file(path: &Path, size: u64) -> Result<File, DeviceError> 
     crate::engine::fill_pattern(buf.as_mut_slice(), 0x5eed);
     let mut off = 0u64;
     while off < size {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(fill_err(std::io::Error::from(
+                std::io::ErrorKind::Interrupted,
+            )));
+        }
         let n = usize::try_from((size - off).min(chunk as u64)).unwrap_or(chunk);
         // O_DIRECT lengths must stay aligned: round the last piece up to 4 KiB.
         let n = n.div_ceil(4096) * 4096;
@@ -229,7 +248,8 @@ mod tests {
     fn a_scratch_file_leaves_no_name_behind_and_holds_its_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("scratch");
-        match create_scratch_file(&path, 3 << 20) {
+        let never = AtomicBool::new(false);
+        match create_scratch_file(&path, 3 << 20, &never) {
             Ok(f) => {
                 assert!(!path.exists(), "the name is removed at once");
                 let (kind, size) = kind_and_size(&path, &f).unwrap();
@@ -239,8 +259,24 @@ mod tests {
             Err(e) => eprintln!("SKIPPED: {e}"),
         }
         assert!(
-            create_scratch_file(dir.path(), 4096).is_err(),
+            create_scratch_file(dir.path(), 4096, &never).is_err(),
             "an existing path"
         );
+        let cancelled = AtomicBool::new(true);
+        let other = dir.path().join("cancelled");
+        assert!(create_scratch_file(&other, 1 << 20, &cancelled).is_err());
+        assert!(!other.exists(), "an interrupted fill leaves no name behind");
+    }
+
+    #[test]
+    fn o_excl_without_o_creat_opens_a_regular_file_for_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("file");
+        std::fs::write(&path, [1u8; 4096]).unwrap();
+        match open_direct(&path, true) {
+            // Twice: a regular file takes no exclusive claim.
+            Ok(_f) => assert!(open_direct(&path, true).is_ok()),
+            Err(e) => eprintln!("SKIPPED: {e}"),
+        }
     }
 }

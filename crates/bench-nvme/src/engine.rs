@@ -253,8 +253,8 @@ impl Engine {
     }
 
     /// Move `bytes` (rounded down to whole blocks, at least one) with `qd` I/Os in flight.
-    /// Checks `cancel` at every completion: on cancel, stops submitting, drains what is in
-    /// flight and returns [`EngineError::Interrupted`].
+    /// Checks `cancel` before the first submission and at every completion: on cancel, submits
+    /// nothing more, drains what is in flight and returns [`EngineError::Interrupted`].
     pub fn run(
         &mut self,
         op: Op,
@@ -301,6 +301,9 @@ impl Engine {
         let mut submitted = 0u64;
         let mut completed = 0u64;
         let mut failure: Option<EngineError> = None;
+        if cancel.load(Ordering::Relaxed) {
+            return Err(EngineError::Interrupted);
+        }
         let started = Instant::now();
         for slot in 0..slots.min(usize::try_from(total_ios).unwrap_or(slots)) {
             let offset = self.next_offset(pattern);
@@ -412,7 +415,7 @@ mod tests {
     fn scratch(bytes: u64) -> Option<(tempfile::TempDir, Arc<File>)> {
         let dir = tempfile::tempdir().ok()?;
         let path = dir.path().join("data");
-        match crate::device::create_scratch_file(&path, bytes) {
+        match crate::device::create_scratch_file(&path, bytes, &AtomicBool::new(false)) {
             Ok(f) => Some((dir, Arc::new(f))),
             Err(e) => {
                 eprintln!("SKIPPED: {e}");
@@ -486,6 +489,20 @@ mod tests {
             .run(Op::Read, Pattern::Sequential, 64 << 20, &cancelled)
             .unwrap_err();
         assert!(matches!(err, EngineError::Interrupted), "{err}");
+        // Already cancelled: not one write is submitted.
+        let err = e
+            .run_for(
+                Op::Write,
+                Pattern::Sequential,
+                Duration::from_secs(1),
+                &cancelled,
+            )
+            .unwrap_err();
+        assert!(matches!(err, EngineError::Interrupted), "{err}");
+        assert!(
+            e.latencies_ns().is_empty(),
+            "an I/O was submitted after the cancel"
+        );
     }
 
     #[test]

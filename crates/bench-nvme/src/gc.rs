@@ -3,9 +3,10 @@
 //! read-latency probe every interval until the latency is back within 10 % of the baseline or
 //! the wait limit passes.
 //!
-//! It writes: it runs only on a drive or target the write gate approved, and checks the block
-//! device's live state again just before the first write. The I/O runs on one thread pinned to
-//! the drive's NUMA node.
+//! It writes: it runs only on a drive or target the write gate approved, through the run's
+//! shared descriptors ([`crate::descriptors`]): the device is held exclusively and checked
+//! again (still the approved object; not mounted, partitioned or held; no signature) right
+//! before the first write. The I/O runs on one thread pinned to the drive's NUMA node.
 //!
 //! - Baseline: [`GC_BASELINE_PROBES`] probes, one per interval, of [`GC_PROBE_READS`] 4 KiB QD1
 //!   reads at random offsets; its figure is the median over every read.
@@ -15,8 +16,9 @@
 //! - Settle: a probe (as the baseline's) at 0, 1, 2, … s after the last write completed; the
 //!   first whose median is within [`GC_SETTLE_TOLERANCE`] of the baseline's ends the test.
 
-use crate::backend::{open_for_gc, recheck_before_write, sleep_until, unit_of, NvmeConfig};
-use crate::engine::{Engine, EngineError, Op, Pattern};
+use crate::backend::{sleep_until, unit_of, NvmeConfig};
+use crate::descriptors::{engine_error, Descriptors};
+use crate::engine::{Engine, Op, Pattern};
 use hwc_model::long_tests::{
     recommended_settle_s, settled, sustained_intervals, GcSettleResult, NvmeLongTests, SettleProbe,
     GC_BASELINE_PROBES, GC_INTERVAL_S, GC_PROBE_READS,
@@ -32,6 +34,7 @@ const PROBE_BLOCK: u64 = 4096;
 /// Runs gc-settle cases on the drives and target of one run.
 pub struct GcSettleRunner {
     cfg: NvmeConfig,
+    files: Descriptors,
 }
 
 /// Whether a case is a gc-settle case (run by [`GcSettleRunner`], not by the runner).
@@ -43,13 +46,6 @@ pub fn is_gc_settle(case: &Case) -> bool {
 struct Probe {
     started: Instant,
     latencies_us: Vec<f64>,
-}
-
-fn engine_error(e: EngineError) -> BenchError {
-    match e {
-        EngineError::TooSmall { .. } => BenchError::unavailable(e.to_string()),
-        e => BenchError::failed(e.to_string()),
-    }
 }
 
 fn stats(v: &[f64], what: &str) -> Result<Stats, BenchError> {
@@ -78,8 +74,8 @@ fn probe(engine: &mut Engine, cancel: &AtomicBool) -> Result<Probe, BenchError> 
 }
 
 impl GcSettleRunner {
-    pub(crate) fn new(cfg: NvmeConfig) -> Self {
-        Self { cfg }
+    pub(crate) fn new(cfg: NvmeConfig, files: Descriptors) -> Self {
+        Self { cfg, files }
     }
 
     /// Run one gc-settle case: the measurement of its sustained writes (for the profile's
@@ -96,9 +92,8 @@ impl GcSettleRunner {
         let qd = case.params.queue_depth.unwrap_or(32);
         let write_s = case.params.duration_s.unwrap_or(1).max(1);
         let settle_max_s = case.params.settle_max_s.unwrap_or(0);
-        // Refused before anything is opened for writing.
-        recheck_before_write(&self.cfg, key)?;
-        let (file, size) = open_for_gc(&self.cfg, key)?;
+        // Refused unless approved, held exclusively and checked again, before any write.
+        let (file, _, size) = self.files.open(&self.cfg, key, true)?;
         let (node, cpus) = unit_of(&self.cfg, key);
         let cancel = self.cfg.cancel;
         let interval = Duration::from_secs_f64(GC_INTERVAL_S);

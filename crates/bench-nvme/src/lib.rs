@@ -7,6 +7,7 @@
 //! device that is not named explicitly or may hold data.
 
 pub mod backend;
+pub mod descriptors;
 pub mod device;
 pub mod engine;
 pub mod gate;
@@ -16,12 +17,13 @@ pub mod inspect;
 pub mod signature;
 
 pub use backend::{DriveUnit, NvmeBackend, NvmeConfig, TargetUnit};
+pub use descriptors::Approved;
 pub use gc::{is_gc_settle, GcSettleRunner};
 pub use inspect::inspect;
 
 use gate::{drive_refusals, file_refusals, refusals, Refusal, SelectError, WriteRequest};
 use hwc_model::Topology;
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -100,14 +102,15 @@ pub fn setup(
         allow_destructive_writes: req.allow_destructive_writes,
         named_explicitly: true,
     };
-    let mut writable = BTreeSet::new();
+    let mut writable = BTreeMap::new();
     let mut target = None;
     let mut target_unit = None;
     if let Some(path) = &req.target {
         let key = path.display().to_string();
-        let (may_write, create) = target_access(path, req, write_req)?;
-        if may_write {
-            writable.insert(key.clone());
+        let (approved, create) = target_access(path, req, write_req)?;
+        let may_write = approved.is_some();
+        if let Some(a) = approved {
+            writable.insert(key.clone(), a);
         }
         let cpu_nodes: Vec<&hwc_model::topology::NumaNode> = topo
             .platform
@@ -142,7 +145,23 @@ pub fn setup(
                 .iter()
                 .map(|n| device::live_view(&Path::new("/dev").join(&n.name)))
                 .collect();
-            let r = drive_refusals(write_req, d, &views);
+            let mut r = drive_refusals(write_req, d, &views);
+            // What is written is the first namespace: the gate approves that very device.
+            let first = d
+                .namespaces
+                .first()
+                .map(|n| Path::new("/dev").join(&n.name));
+            let approved = first
+                .as_deref()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .filter(|m| std::os::unix::fs::FileTypeExt::is_block_device(&m.file_type()))
+                .and_then(|m| Approved::of(&m));
+            if r.is_empty() && approved.is_none() {
+                r.push(Refusal::ProbeFailed(format!(
+                    "{} is not a block device",
+                    first.unwrap_or_default().display()
+                )));
+            }
             if !r.is_empty() {
                 let label = format!(
                     "{} (serial {}, {})",
@@ -155,7 +174,9 @@ pub fn setup(
                     reasons: r,
                 });
             }
-            writable.insert(drive_key(d));
+            if let Some(a) = approved {
+                writable.insert(drive_key(d), a);
+            }
         }
         write_drives = Some(named.clone());
     }
@@ -185,24 +206,25 @@ pub fn setup(
     })
 }
 
-/// Whether a `--target` may be written, and whether hwceiling creates it.
+/// What the gate approves of a `--target` for writing (`None`: no writes), and whether
+/// hwceiling creates it.
 fn target_access(
     path: &Path,
     req: &Request,
     write_req: WriteRequest,
-) -> Result<(bool, bool), SetupError> {
+) -> Result<(Option<Approved>, bool), SetupError> {
     let shown = path.display().to_string();
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // hwceiling creates it: reads and writes touch only its own file.
-            return Ok((req.wants_write, true));
+            return Ok((req.wants_write.then_some(Approved::OwnFile), true));
         }
         Err(e) => return Err(SetupError::Target(shown, e.to_string())),
     };
     if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
         if !(req.wants_write && req.allow_destructive_writes) {
-            return Ok((false, false));
+            return Ok((None, false));
         }
         let view = device::live_view(path);
         let mut r = refusals(write_req, &view);
@@ -217,13 +239,13 @@ fn target_access(
                 reasons: r,
             });
         }
-        Ok((true, false))
+        Ok((Approved::of(&meta), false))
     } else if meta.is_file() {
         if !req.wants_write {
-            return Ok((false, false));
+            return Ok((None, false));
         }
         let r = file_refusals(false, req.allow_destructive_writes);
-        Ok((r.is_empty(), false))
+        Ok((r.is_empty().then(|| Approved::of(&meta)).flatten(), false))
     } else {
         Err(SetupError::Target(
             shown,
@@ -275,7 +297,10 @@ mod tests {
         assert_eq!(s.target, Some((path.display().to_string(), true)));
         let t = s.config.target.unwrap();
         assert_eq!(t.create_bytes, Some(1 << 20));
-        assert!(s.config.writable.contains(&path.display().to_string()));
+        assert_eq!(
+            s.config.writable.get(&path.display().to_string()),
+            Some(&Approved::OwnFile)
+        );
         assert!(!path.exists(), "nothing is created before the run");
     }
 
@@ -291,6 +316,15 @@ mod tests {
         assert_eq!(s.config.target.unwrap().create_bytes, None);
         let s = setup(&topo, &req(Some(path.clone()), true, true), &NEVER).unwrap();
         assert!(s.target.unwrap().1);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            s.config.writable.get(&path.display().to_string()),
+            Some(&Approved::File {
+                dev: std::os::unix::fs::MetadataExt::dev(&meta),
+                ino: std::os::unix::fs::MetadataExt::ino(&meta)
+            }),
+            "approved: this very file"
+        );
         // Reads only: never writable, whatever the flag.
         let s = setup(&topo, &req(Some(path), false, true), &NEVER).unwrap();
         assert!(!s.target.unwrap().1);

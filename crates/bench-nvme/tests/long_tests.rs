@@ -220,3 +220,44 @@ fn gc_settle_refuses_a_file_the_gate_did_not_approve() {
     assert!(e.contains("not approved for writes"), "{e}");
     assert_eq!(std::fs::read(&target).unwrap(), data, "not a byte written");
 }
+
+#[test]
+fn gc_settle_refuses_an_approved_file_replaced_since_the_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("data");
+    std::fs::write(&target, vec![0x5au8; 4 << 20]).unwrap();
+    // Approved with --allow-destructive-writes: this file, by device and inode.
+    let b = backend(&target, true, true).unwrap();
+    // Another file takes the path before the test writes.
+    let other = dir.path().join("other");
+    let data = vec![0xa5u8; 4 << 20];
+    std::fs::write(&other, &data).unwrap();
+    std::fs::rename(&other, &target).unwrap();
+    let case = Case {
+        key: "nvme_write/gc-settle/target".into(),
+        path: PathId::NvmeWrite,
+        params: CaseParams {
+            size_bytes: Some(128 << 10),
+            queue_depth: Some(8),
+            drives: vec![target.display().to_string()],
+            pattern: Some("gc-settle".into()),
+            duration_s: Some(1),
+            settle_max_s: Some(0),
+            ..CaseParams::default()
+        },
+        reps: Reps {
+            warmup: 0,
+            timed: 1,
+        },
+    };
+    let e = match b.gc_settle_runner().run(&case) {
+        Err(e) if e.to_string().contains("O_DIRECT") => {
+            println!("SKIPPED: this filesystem refuses O_DIRECT: {e}");
+            return;
+        }
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("gc-settle wrote to a file the gate never saw"),
+    };
+    assert!(e.contains("the path now opens the regular file"), "{e}");
+    assert_eq!(std::fs::read(&target).unwrap(), data, "not a byte written");
+}

@@ -6,6 +6,7 @@ use hwc_bench_nvme::gate::Refusal;
 use hwc_bench_nvme::{setup, NvmeBackend, Request, SetupError};
 use hwc_model::{Case, CaseParams, PathId, Reps, Topology};
 use hwc_runner::{run_case, CaseOutcome, RunOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
@@ -133,4 +134,131 @@ fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
         written[..8 << 20].iter().any(|&b| b != 0),
         "the write pass wrote"
     );
+}
+
+fn write_case(key: &str) -> Case {
+    Case {
+        key: "nvme_write/target/1MiB/qd16".into(),
+        path: PathId::NvmeWrite,
+        params: CaseParams {
+            size_bytes: Some(1 << 20),
+            queue_depth: Some(16),
+            drives: vec![key.to_string()],
+            pattern: Some("sequential".into()),
+            ..CaseParams::default()
+        },
+        reps: Reps {
+            warmup: 0,
+            timed: 1,
+        },
+    }
+}
+
+fn gc_case(key: &str) -> Case {
+    Case {
+        key: "nvme_write/gc-settle/target".into(),
+        path: PathId::NvmeWrite,
+        params: CaseParams {
+            size_bytes: Some(128 << 10),
+            queue_depth: Some(8),
+            drives: vec![key.to_string()],
+            pattern: Some("gc-settle".into()),
+            duration_s: Some(1),
+            settle_max_s: Some(0),
+            ..CaseParams::default()
+        },
+        reps: Reps {
+            warmup: 0,
+            timed: 1,
+        },
+    }
+}
+
+#[test]
+fn a_device_being_written_is_held_exclusively_and_gc_settle_shares_the_hold() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: loop devices need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let blank = image(dir.path(), "blank.img", false);
+    let Some(dev) = Loop::attach(&blank) else {
+        return;
+    };
+    let s = setup(&Topology::default(), &request(&dev.0), &NEVER).unwrap();
+    let key = dev.0.display().to_string();
+    let mut backend = NvmeBackend::new(s.config);
+    let gc = backend.gc_settle_runner();
+    assert!(matches!(
+        run_case(
+            &write_case(&key),
+            &mut backend,
+            &RunOptions::default(),
+            &NEVER
+        ),
+        CaseOutcome::Measured(_)
+    ));
+    // Held: nothing else may claim it (mount, mkfs, MD and LVM open it exclusively).
+    let busy = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev.0)
+        .unwrap_err();
+    assert_eq!(busy.raw_os_error(), Some(libc::EBUSY), "{busy}");
+    // gc-settle writes through the same held descriptor (a second exclusive open would fail).
+    let (_, record) = gc.run(&gc_case(&key)).unwrap();
+    assert!(record.gc_settle.unwrap().bytes_written > 0);
+    drop(gc);
+    drop(backend);
+    let again = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev.0);
+    assert!(again.is_ok(), "released at the end of the run: {again:?}");
+}
+
+#[test]
+fn a_file_swapped_for_a_link_to_a_drive_after_the_gate_is_not_written() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: loop devices need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let blank = image(dir.path(), "blank.img", false);
+    let Some(dev) = Loop::attach(&blank) else {
+        return;
+    };
+    let target = dir.path().join("data");
+    std::fs::write(&target, vec![0x5au8; 8 << 20]).unwrap();
+    // Approved as this file (the flag was given for it)…
+    let s = setup(&Topology::default(), &request(&target), &NEVER).unwrap();
+    let key = target.display().to_string();
+    assert_eq!(s.target, Some((key.clone(), true)));
+    let mut backend = NvmeBackend::new(s.config);
+    let gc = backend.gc_settle_runner();
+    // …then the path is made to point at a blank, unmounted block device.
+    std::fs::remove_file(&target).unwrap();
+    std::os::unix::fs::symlink(&dev.0, &target).unwrap();
+    let before = sha(&blank);
+    match run_case(
+        &write_case(&key),
+        &mut backend,
+        &RunOptions::default(),
+        &NEVER,
+    ) {
+        CaseOutcome::Failed(f) => assert!(
+            f.error
+                .contains("the safety gate approved the regular file"),
+            "{}",
+            f.error
+        ),
+        other => panic!("a write reached the swapped path: {other:?}"),
+    }
+    let e = gc.run(&gc_case(&key)).unwrap_err().to_string();
+    assert!(e.contains("the path now opens the block device"), "{e}");
+    assert_eq!(before, sha(&blank), "not a byte written to the device");
 }

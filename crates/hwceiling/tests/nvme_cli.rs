@@ -11,17 +11,22 @@ fn hwceiling() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hwceiling"))
 }
 
-fn profile_yaml(dir: &Path) -> String {
+/// The text of the run's output file in `dir` whose name starts with `prefix`.
+fn output(dir: &Path, prefix: &str) -> String {
     let name = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .find(|p| {
             p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("hardware_profile_"))
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
         })
-        .expect("a profile was written");
+        .unwrap_or_else(|| panic!("no {prefix}* was written"));
     std::fs::read_to_string(name).unwrap()
+}
+
+fn profile_yaml(dir: &Path) -> String {
+    output(dir, "hardware_profile_")
 }
 
 #[test]
@@ -174,29 +179,11 @@ fn sigint_stops_a_run_cleanly_and_leaves_no_file() {
 }
 
 fn raw_json(dir: &Path) -> serde_json::Value {
-    let name = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("hardware_raw_"))
-        })
-        .expect("a raw record was written");
-    serde_json::from_slice(&std::fs::read(name).unwrap()).unwrap()
+    serde_json::from_str(&output(dir, "hardware_raw_")).unwrap()
 }
 
 fn report_md(dir: &Path) -> String {
-    let name = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("hardware-ceiling-"))
-        })
-        .expect("a report was written");
-    std::fs::read_to_string(name).unwrap()
+    output(dir, "hardware-ceiling-")
 }
 
 #[test]
@@ -443,4 +430,48 @@ fn the_dry_run_waives_long_tests_naming_the_flag() {
         );
     }
     assert!(!text.contains("idle-2s"), "{text}");
+}
+
+#[test]
+fn sigint_during_gc_settle_writes_stops_them_at_once_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("scratch");
+    let out = dir.path().join("out");
+    // A minute of writes after about 5 s of baseline probes: the signal comes during the writes.
+    let mut child = hwceiling()
+        .args(["profile", "--paths", "nvme_write", "--nvme-sizes", "1MiB"])
+        .args(["--queue-depths", "16", "--nvme-bytes", "4MiB"])
+        .args(["--nvme-long-tests", "gc-settle", "--nvme-gc-write-s", "60"])
+        .arg("--target")
+        .arg(&target)
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(8));
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let signalled = Instant::now();
+    let status = child.wait().unwrap();
+    let stopped_s = signalled.elapsed().as_secs_f64();
+    let mut e = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut e).unwrap();
+    if status.code() == Some(1) && e.contains("O_DIRECT") {
+        println!("SKIPPED: this filesystem refuses O_DIRECT: {e}");
+        return;
+    }
+    assert_eq!(status.code(), Some(130), "{e}");
+    assert!(stopped_s < 3.0, "took {stopped_s} s to stop after SIGINT");
+    assert!(!target.exists(), "nothing left behind");
+    let p = hwc_profile::from_yaml(&profile_yaml(&out)).unwrap();
+    assert!(p.provenance.interrupted);
+    let f = p
+        .failures
+        .iter()
+        .find(|f| f.key == "nvme_write/gc-settle/target")
+        .unwrap_or_else(|| panic!("{:?}", p.failures));
+    assert!(f.error.contains("interrupted"), "{}", f.error);
+    assert!(p.nvme.long_tests.is_empty(), "no half-measured record");
 }
