@@ -135,7 +135,8 @@ fn long_read_waivers(p: &mut Plan, o: &NvmePlanOptions) {
             p,
             path,
             Some(LongTest::ReadCache.to_string()),
-            "not requested: the spec's read-cache test (hot re-reads against random reads,              about 20 s per drive) runs with --nvme-long-tests read-cache"
+            "not requested: the spec's read-cache test (hot re-reads against random reads, \
+             about 20 s per drive) runs with --nvme-long-tests read-cache"
                 .into(),
             Some("--nvme-long-tests read-cache (or all)"),
         );
@@ -145,7 +146,8 @@ fn long_read_waivers(p: &mut Plan, o: &NvmePlanOptions) {
             p,
             path,
             Some(LongTest::PowerStates.to_string()),
-            "not requested: the spec's power-state test (the first read after idle gaps of              10 ms to 60 s, about 9 min per drive) runs with --nvme-long-tests power-states"
+            "not requested: the spec's power-state test (the first read after idle gaps of \
+             10 ms to 60 s, about 9 min per drive) runs with --nvme-long-tests power-states"
                 .into(),
             Some("--nvme-long-tests power-states (or all); --nvme-idle-max-s caps the gaps"),
         );
@@ -183,7 +185,9 @@ fn gc_settle_waiver(p: &mut Plan, o: &NvmePlanOptions, why_not_writable: Option<
             p,
             PathId::NvmeWrite,
             scope,
-            "not requested: the spec's gc-settle test writes (sustained writes, then reads until              they settle; about 20 min per drive) and runs only with --nvme-long-tests gc-settle,              --allow-destructive-writes and the drive named with --drives"
+            "not requested: the spec's gc-settle test writes (sustained writes, then reads until \
+             they settle; about 20 min per drive) and runs only with --nvme-long-tests gc-settle, \
+             --allow-destructive-writes and the drive named with --drives"
                 .into(),
             Some("--nvme-long-tests gc-settle --allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
         );

@@ -144,6 +144,10 @@ fn long_tests_are_waived_unless_requested_naming_the_flag() {
         .iter()
         .filter(|w| w.scope.as_deref() == Some("gc-settle"))
         .all(|w| w.reason.contains("--allow-destructive-writes")));
+    // One sentence each: no run of spaces left by a broken line continuation.
+    for w in &p.waived {
+        assert!(!w.reason.contains("  "), "{:?}", w.reason);
+    }
 }
 
 #[test]
