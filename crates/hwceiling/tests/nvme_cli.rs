@@ -228,12 +228,16 @@ fn read_cache_and_power_states_run_on_a_target_with_tiny_knobs() {
     let gaps: Vec<f64> = ps.gaps.iter().map(|g| g.idle_s).collect();
     assert_eq!(gaps, [0.01, 0.1], "capped at --nvme-idle-max-s 0.1");
     assert!(ps.gaps.iter().all(|g| g.latency_us.n == 3));
-    // The rule, checked against the figures it was given.
+    // The rule, checked against the figures it was given: above 2× and 500 µs above the
+    // baseline. A file's capability is unknown, so a step stands as the transition.
+    let base = ps.baseline_latency_us.median;
     let expected = ps
         .gaps
         .iter()
-        .find(|g| g.latency_us.median > 2.0 * ps.baseline_latency_us.median)
+        .find(|g| g.latency_us.median > 2.0 * base && g.latency_us.median - base >= 500.0)
         .map(|g| g.idle_s);
+    assert_eq!(ps.latency_step_at_s, expected);
+    assert_eq!(ps.drive_can_change_power_state, None);
     assert_eq!(ps.power_state_transition_at_s, expected);
     // Each figure is a measurement with its statistics.
     for k in [

@@ -3,8 +3,9 @@
 //! is never a drive ceiling (its long tests are kept in `nvme.long_tests`, under its path).
 
 use hwc_model::long_tests::{
-    cache_speedup, has_read_cache, transition_at, IdleGap, NvmeLongTests, PowerStatesResult,
-    ReadCacheResult, POWER_TRANSITION_FACTOR, READ_CACHE_SPEEDUP_THRESHOLD,
+    cache_speedup, can_change_power_state_when_idle, has_read_cache, transition_at, IdleGap,
+    NvmeLongTests, PowerStatesResult, ReadCacheResult, POWER_TRANSITION_FACTOR,
+    POWER_TRANSITION_MIN_EXCESS_US, READ_CACHE_SPEEDUP_THRESHOLD,
 };
 use hwc_model::profile::{IoSizeSweep, NvmeProfile};
 use hwc_model::{size_label, Measurement, PathId, Profile, Topology};
@@ -216,10 +217,14 @@ pub fn long_tests(ms: &[Measurement]) -> Vec<NvmeLongTests> {
     let lat = |m: &Measurement| m.latency_us.expect("filtered on latency_us");
     for device in order {
         if let (Some(h), Some(c)) = (hot.get(device), cold.get(device)) {
-            if let Some(speedup) = cache_speedup(lat(c).median, lat(h).median) {
+            // Hot reads confined to a region (always, as planned), and both medians usable.
+            if let (Some(region), Some(speedup)) = (
+                h.params.region_bytes,
+                cache_speedup(lat(c).median, lat(h).median),
+            ) {
                 entry(&mut out, device).read_cache = Some(ReadCacheResult {
                     hot_key: h.key.clone(),
-                    hot_region_bytes: h.params.region_bytes.unwrap_or(0),
+                    hot_region_bytes: region,
                     hot_latency_us: lat(h),
                     cold_key: c.key.clone(),
                     cold_latency_us: lat(c),
@@ -246,24 +251,35 @@ pub fn long_tests(ms: &[Measurement]) -> Vec<NvmeLongTests> {
                 vs_baseline: lat(m).median / base_median,
             })
             .collect();
+        // Without a measured gap there is nothing to find a step in: no record, not a "none".
+        if gaps.is_empty() {
+            continue;
+        }
         gaps.sort_by(|a, b| a.idle_s.total_cmp(&b.idle_s));
         let medians: Vec<(f64, f64)> = gaps
             .iter()
             .map(|g| (g.idle_s, g.latency_us.median))
             .collect();
+        let step = transition_at(base_median, &medians);
         entry(&mut out, device).power_states = Some(PowerStatesResult {
             baseline_key: base.key.clone(),
             baseline_latency_us: lat(base),
-            power_state_transition_at_s: transition_at(base_median, &medians),
             gaps,
             transition_factor: POWER_TRANSITION_FACTOR,
+            min_excess_us: Some(POWER_TRANSITION_MIN_EXCESS_US),
+            latency_step_at_s: step,
+            // Until the drive's Identify says otherwise (merge_long_tests).
+            drive_can_change_power_state: None,
+            power_state_transition_at_s: step,
         });
     }
     out
 }
 
 /// Add long-test records measured outside the runner (gc-settle) to the profile, by device, and
-/// copy every drive's results into the spec's per-drive fields.
+/// copy every drive's results into the spec's per-drive fields. A latency step after idle on a
+/// drive whose Identify reports no APST and no non-operational power state is not a power-state
+/// transition of the drive: its `power_state_transition_at_s` is null.
 pub fn merge_long_tests(n: &mut NvmeProfile, extra: &[NvmeLongTests]) {
     for x in extra {
         let e = entry(&mut n.long_tests, &x.device);
@@ -279,9 +295,17 @@ pub fn merge_long_tests(n: &mut NvmeProfile, extra: &[NvmeLongTests]) {
     }
     for d in &mut n.drives {
         let key = d.bdf.clone().unwrap_or_else(|| d.name.clone());
-        let Some(t) = n.long_tests.iter().find(|t| t.device == key) else {
+        let Some(t) = n.long_tests.iter_mut().find(|t| t.device == key) else {
             continue;
         };
+        if let Some(p) = &mut t.power_states {
+            p.drive_can_change_power_state =
+                can_change_power_state_when_idle(d.apst_supported, &d.power_states);
+            p.power_state_transition_at_s = match p.drive_can_change_power_state {
+                Some(false) => None,
+                _ => p.latency_step_at_s,
+            };
+        }
         if let Some(r) = &t.read_cache {
             d.has_read_cache = Some(r.has_read_cache);
             d.cache_speedup = Some(r.cache_speedup);
@@ -429,7 +453,23 @@ mod tests {
 
     #[test]
     fn long_tests_become_the_spec_fields_of_their_drive() {
-        let (a, b) = ("0000:10:00.0", "0000:11:00.0");
+        let (a, b, c, e) = (
+            "0000:10:00.0",
+            "0000:11:00.0",
+            "0000:13:00.0",
+            "0000:14:00.0",
+        );
+        let qemu_like = NvmeDrive {
+            apst_supported: Some(false),
+            power_states: vec![hwc_model::topology::PowerStateDescriptor {
+                state: 0,
+                max_power_w: 25.0,
+                non_operational: false,
+                entry_latency_us: 0,
+                exit_latency_us: 0,
+            }],
+            ..drive("nvme3", c)
+        };
         let results = vec![
             // The QD1 latency probe shares pattern and QD with the cold reads: not confused.
             lat_case(
@@ -453,7 +493,7 @@ mod tests {
                 a,
                 "idle",
                 Some(500),
-                250.0,
+                650.0,
             ),
             lat_case(
                 "nvme_read/power-states/nvme0/idle-10ms",
@@ -467,7 +507,7 @@ mod tests {
                 a,
                 "idle",
                 Some(100),
-                150.0,
+                170.0,
             ),
             // nvme1: no transition, no read cache.
             lat_case("nvme_read/read-cache/nvme1/cold", b, "random", None, 90.0),
@@ -485,6 +525,29 @@ mod tests {
                 "idle",
                 Some(10),
                 90.0,
+            ),
+            // nvme3 (no APST, no non-operational state): a step, but not the drive's.
+            lat_case(
+                "nvme_read/power-states/nvme3/idle-0s",
+                c,
+                "idle",
+                Some(0),
+                400.0,
+            ),
+            lat_case(
+                "nvme_read/power-states/nvme3/idle-10ms",
+                c,
+                "idle",
+                Some(10),
+                2600.0,
+            ),
+            // nvme4: the baseline only (its gaps did not finish): no record, not a "none".
+            lat_case(
+                "nvme_read/power-states/nvme4/idle-0s",
+                e,
+                "idle",
+                Some(0),
+                80.0,
             ),
             // A target: kept under its path, never a drive field.
             lat_case(
@@ -507,6 +570,8 @@ mod tests {
                 drive("nvme0", a),
                 drive("nvme1", b),
                 drive("nvme2", "0000:12:00.0"),
+                qemu_like,
+                drive("nvme4", e),
             ],
             ..Topology::default()
         };
@@ -518,8 +583,8 @@ mod tests {
             &[],
             Provenance::default(),
         );
-        let [d0, d1, d2] = &p.nvme.drives[..] else {
-            panic!("three drives");
+        let [d0, d1, d2, d3, d4] = &p.nvme.drives[..] else {
+            panic!("five drives");
         };
         assert_eq!(
             d0.read_latency_qd1_us,
@@ -537,7 +602,8 @@ mod tests {
         assert_eq!(
             d0.power_state_transition_at_s,
             Some(Some(0.5)),
-            "150 µs after 100 ms is not above 2 × 80 µs; 250 µs after 500 ms is"
+            "170 µs after 100 ms is above 2 × 80 µs but only 90 µs above it; 650 µs after 500 ms \
+             is a step"
         );
         assert_eq!(
             (d1.has_read_cache, d1.cache_speedup),
@@ -550,13 +616,37 @@ mod tests {
         );
         assert_eq!(d2.has_read_cache, None, "not measured: absent");
         assert_eq!(d2.power_state_transition_at_s, None);
-        assert_eq!(p.nvme.long_tests.len(), 3);
+        assert_eq!(
+            d3.power_state_transition_at_s,
+            Some(None),
+            "a step, on a drive that cannot change power state by itself: not a transition"
+        );
+        assert_eq!(
+            d4.power_state_transition_at_s, None,
+            "no gap measured: absent"
+        );
+        assert_eq!(p.nvme.long_tests.len(), 4);
+        let ps3 = p.nvme.long_tests[2].power_states.as_ref().unwrap();
+        assert_eq!(
+            (
+                ps3.latency_step_at_s,
+                ps3.drive_can_change_power_state,
+                ps3.power_state_transition_at_s
+            ),
+            (Some(0.01), Some(false), None)
+        );
         let ps = p.nvme.long_tests[0].power_states.as_ref().unwrap();
         let gaps: Vec<f64> = ps.gaps.iter().map(|g| g.idle_s).collect();
         assert_eq!(gaps, [0.01, 0.1, 0.5], "shortest first");
-        assert!((ps.gaps[2].vs_baseline - 250.0 / 80.0).abs() < 1e-12);
+        assert!((ps.gaps[2].vs_baseline - 650.0 / 80.0).abs() < 1e-12);
         assert_eq!(ps.baseline_latency_us.median, 80.0);
-        let t = &p.nvme.long_tests[2];
+        assert_eq!(
+            (ps.latency_step_at_s, ps.drive_can_change_power_state),
+            (Some(0.5), None),
+            "no Identify: unknown, the step stands"
+        );
+        assert_eq!(ps.min_excess_us, Some(500.0));
+        let t = &p.nvme.long_tests[3];
         assert_eq!(t.device, "/tmp/f");
         assert_eq!(t.read_cache.as_ref().unwrap().cache_speedup, 3.0);
 
@@ -564,7 +654,7 @@ mod tests {
         let y = crate::to_yaml(&p).unwrap();
         assert_eq!(
             y.matches("power_state_transition_at_s: null").count(),
-            2,
+            4,
             "{y}"
         );
         assert_eq!(

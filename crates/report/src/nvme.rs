@@ -323,24 +323,47 @@ fn read_cache(out: &mut String, p: &Profile, caches: &[(&str, &ReadCacheResult)]
 }
 
 fn power_transitions(out: &mut String, label: &str, ps: &PowerStatesResult) {
-    let verdict = match ps.power_state_transition_at_s {
-        Some(s) => format!(
-            "the first read takes more than {}× the baseline from the **{s} s** gap on \
-             (`power_state_transition_at_s`)",
+    // Profiles written before the absolute floor have no `latency_step_at_s`.
+    let step = ps.latency_step_at_s.or(ps.power_state_transition_at_s);
+    let rule = match ps.min_excess_us {
+        Some(us) => format!(
+            "more than {}× the baseline and at least {us:.0} µs more",
             ps.transition_factor
         ),
-        None => format!(
-            "no gap up to {} s took more than {}× the baseline",
-            ps.gaps.last().map(|g| g.idle_s).unwrap_or(0.0),
-            ps.transition_factor
-        ),
+        None => format!("more than {}× the baseline", ps.transition_factor),
+    };
+    let longest = ps.gaps.last().map(|g| g.idle_s);
+    let found = match (step, longest) {
+        (Some(s), _) => format!("the first read takes {rule} from the **{s} s** gap on"),
+        (None, Some(max)) => format!("no gap up to {max} s made the first read take {rule}"),
+        (None, None) => "no idle gap was measured".to_string(),
+    };
+    let verdict = match (ps.drive_can_change_power_state, step) {
+        (Some(false), Some(_)) => {
+            " — but the drive reports no APST support and no non-operational power state, so \
+             this latency step **cannot be a power-state transition of the drive** (it comes \
+             from the host: CPU idle states, virtualisation, the storage stack): \
+             `power_state_transition_at_s` is null"
+        }
+        (Some(false), None) => {
+            "; the drive reports no APST support and no non-operational power state: it has no \
+             power-state transition to make"
+        }
+        (Some(true), Some(_)) => {
+            " (`power_state_transition_at_s`); the drive reports APST or a non-operational power \
+             state: its table above says whether it moves to one after such a gap"
+        }
+        (None, Some(_)) => {
+            " (`power_state_transition_at_s`); the drive's power states are unknown here (no \
+             Identify), so the step may come from the host (CPU idle states, virtualisation, the \
+             storage stack) rather than a power-state transition"
+        }
+        (_, None) => "",
     };
     let _ = writeln!(
         out,
         "**Power-state transitions — {label}.** The first 4 KiB read (random offset, QD 1) after \
-         an idle gap; baseline (no gap) {}; {verdict}. A CPU waking from a deep idle state \
-         slows a first read too: the drive's APST table (above) says whether it moves to a \
-         low-power state after such a gap.\n",
+         an idle gap; baseline (no gap) {}; {found}{verdict}.\n",
         us_cell(&ps.baseline_latency_us),
     );
     let rows: Vec<Vec<String>> = ps
@@ -354,7 +377,9 @@ fn power_transitions(out: &mut String, label: &str, ps: &PowerStatesResult) {
             ]
         })
         .collect();
-    table(out, &["Idle gap", "First read", "vs baseline"], &rows);
+    if !rows.is_empty() {
+        table(out, &["Idle gap", "First read", "vs baseline"], &rows);
+    }
 }
 
 /// At most this many rows of a long series; the rest are elided (all are in the profile).
@@ -571,11 +596,22 @@ mod tests {
             not_readable: vec!["not readable: APST: Permission denied".into()],
             ..PowerFeatures::default()
         });
+        // Like QEMU's drives: one operational state, no APST.
+        let mut d2 = drive(2, "0000:10");
+        d2.apst_supported = Some(false);
+        d2.power_states = vec![PowerStateDescriptor {
+            state: 0,
+            max_power_w: 25.0,
+            non_operational: false,
+            entry_latency_us: 0,
+            exit_latency_us: 0,
+        }];
         let topo = Topology {
-            nvme: vec![d0, d1],
+            nvme: vec![d0, d1, d2],
             ..Topology::default()
         };
         let a = "0000:10:00.0";
+        let c = "0000:12:00.0";
         let results = vec![
             long_case("nvme_read/read-cache/nvme0/cold", a, "random", None, 90.0),
             long_case("nvme_read/read-cache/nvme0/hot", a, "hot", None, 30.0),
@@ -600,6 +636,20 @@ mod tests {
                 Some(1000),
                 2400.0,
             ),
+            long_case(
+                "nvme_read/power-states/nvme2/idle-0s",
+                c,
+                "idle",
+                Some(0),
+                400.0,
+            ),
+            long_case(
+                "nvme_read/power-states/nvme2/idle-10ms",
+                c,
+                "idle",
+                Some(10),
+                2600.0,
+            ),
         ];
         let plan = Plan {
             cases: vec![],
@@ -621,7 +671,26 @@ mod tests {
             md.contains("| 1 s | 2400.0 µs ±2.0 % (N=5) | 30.00× |"),
             "{md}"
         );
-        assert!(md.contains("from the **1 s** gap on"), "{md}");
+        assert!(
+            md.contains(
+                "the first read takes more than 2× the baseline and at least 500 µs more from \
+                 the **1 s** gap on (`power_state_transition_at_s`); the drive reports APST"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "from the **0.01 s** gap on — but the drive reports no APST support and no \
+                 non-operational power state, so this latency step **cannot be a power-state \
+                 transition of the drive**"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 0.01 s | 2600.0 µs ±2.0 % (N=5) | 6.50× |"),
+            "{md}"
+        );
+        assert_eq!(p.nvme.drives[2].power_state_transition_at_s, Some(None));
         assert!(
             md.contains("| nvme0 | PS3 | 0.0500 | no | 2000 | 10000 |"),
             "{md}"
