@@ -107,7 +107,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
 fn direction(section: Section, key: &str) -> Direction {
     match section {
         Section::Ceiling => keys::direction(key),
-        Section::Measurement => Direction::HigherIsBetter,
+        Section::Measurement => keys::measurement_direction(key),
     }
 }
 

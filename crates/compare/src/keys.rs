@@ -104,6 +104,18 @@ pub fn direction(key: &str) -> Direction {
     }
 }
 
+/// Which way a measurement's median GB/s should move. The long drive tests' read cases
+/// (`nvme_read/read-cache/…`, `nvme_read/power-states/…`) time single 4 KiB reads at QD 1 —
+/// their GB/s is a latency in disguise, of a drive's cache or of its first read after idle,
+/// measured over as few as 3 reads — so a change is reported, never a regression. Every other
+/// measurement is a bandwidth.
+pub fn measurement_direction(key: &str) -> Direction {
+    match key.split('/').nth(1) {
+        Some("read-cache" | "power-states") => Direction::Neutral,
+        _ => Direction::HigherIsBetter,
+    }
+}
+
 /// A ceiling an efficiency can be computed against: a bandwidth in GB/s that is not a penalty.
 pub fn is_bandwidth_ceiling(key: &str) -> bool {
     labels(key).unit == "gbps" && direction(key) == Direction::HigherIsBetter

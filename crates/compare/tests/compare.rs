@@ -293,3 +293,76 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn the_long_drive_tests_latency_reads_change_but_never_regress() {
+    let keys = [
+        "nvme_read/power-states/nvme0/idle-1s",
+        "nvme_read/read-cache/nvme0/hot",
+        "nvme_read/read-cache/nvme0/cold",
+    ];
+    let (mut a, mut b, mut c) = (profile("a", &[]), profile("b", &[]), profile("c", &[]));
+    for k in keys {
+        // One 4 KiB read after 1 s idle: 80 µs on A, 2.4 ms on B (its drive went to sleep).
+        a = with_measurement(a, k, 0.051, false);
+        b = with_measurement(b, k, 0.0017, false);
+        c = with_measurement(c, k, 0.050, false);
+    }
+    // A sustained-write figure of the same tests is a bandwidth: it still regresses.
+    a = with_measurement(a, "nvme_write/gc-settle/nvme0", 1.4, false);
+    b = with_measurement(b, "nvme_write/gc-settle/nvme0", 1.0, false);
+    c = with_measurement(c, "nvme_write/gc-settle/nvme0", 1.4, false);
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &opts("5%"),
+    );
+    for k in keys {
+        let row = r.rows.iter().find(|x| x.key == k).unwrap();
+        assert_eq!(row.verdict, Verdict::Changed, "{k}");
+        assert!(!row.regression, "{k}");
+    }
+    let gc = r
+        .rows
+        .iter()
+        .find(|x| x.key == "nvme_write/gc-settle/nvme0")
+        .unwrap();
+    assert!(gc.regression);
+    assert_eq!(r.regressions, 1);
+    assert!(render_pair(&r).contains("changed"));
+
+    let f = compare_fleet(
+        &[
+            Node {
+                name: "A",
+                profile: &a,
+            },
+            Node {
+                name: "B",
+                profile: &b,
+            },
+            Node {
+                name: "C",
+                profile: &c,
+            },
+        ],
+        &opts("5%"),
+    );
+    for k in keys {
+        let row = f.rows.iter().find(|x| x.key == k).unwrap();
+        assert!(
+            row.outliers
+                .iter()
+                .all(|o| o.kind == OutlierKind::Differs && !o.regression),
+            "{k}: {:?}",
+            row.outliers
+        );
+    }
+    assert_eq!(f.regressions, 1, "only the sustained writes");
+}
