@@ -264,24 +264,12 @@ mod tests {
             bdf: Some(bdf.into()),
             model: Some("QEMU NVMe Ctrl".into()),
             serial: Some(format!("{serial:<20}")),
-            firmware_rev: None,
             transport: Some("pcie".into()),
             numa_node: Some(0),
             root: Some("0000:10".into()),
-            pcie_gen: None,
-            pcie_width: None,
             driver: Some("nvme".into()),
             namespaces,
-            in_use: false,
-            capacity_bytes: None,
-            capacity_tb: None,
-            mdts_bytes: None,
-            mdts_source: None,
-            mdts_unlimited: false,
-            vwc_present: None,
-            power_states: Vec::new(),
-            apst_supported: None,
-            power_features: None,
+            ..NvmeDrive::default()
         }
     }
 

@@ -247,7 +247,7 @@ pub struct NvmeNamespace {
     pub in_use: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NvmeDrive {
     /// Controller name, e.g. `nvme0`.
     pub name: String,

@@ -14,12 +14,9 @@ fn drive(i: u32, root: Option<&str>, visible: bool) -> NvmeDrive {
         bdf: Some(format!("0000:{:02x}:00.0", 0x10 + i)),
         model: Some("QEMU NVMe Ctrl".into()),
         serial: Some(format!("HWC{i}")),
-        firmware_rev: None,
         transport: Some("pcie".into()),
         numa_node: Some(0),
         root: root.map(str::to_string),
-        pcie_gen: None,
-        pcie_width: None,
         driver: Some(if visible { "nvme" } else { "vfio-pci" }.into()),
         namespaces: if visible {
             vec![NvmeNamespace {
@@ -35,16 +32,7 @@ fn drive(i: u32, root: Option<&str>, visible: bool) -> NvmeDrive {
         } else {
             vec![]
         },
-        in_use: false,
-        capacity_bytes: None,
-        capacity_tb: None,
-        mdts_bytes: None,
-        mdts_source: None,
-        mdts_unlimited: false,
-        vwc_present: None,
-        power_states: Vec::new(),
-        apst_supported: None,
-        power_features: None,
+        ..NvmeDrive::default()
     }
 }
 

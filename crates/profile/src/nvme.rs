@@ -428,26 +428,7 @@ mod tests {
         NvmeDrive {
             name: name.into(),
             bdf: Some(bdf.into()),
-            model: None,
-            serial: None,
-            firmware_rev: None,
-            transport: None,
-            numa_node: None,
-            root: None,
-            pcie_gen: None,
-            pcie_width: None,
-            driver: None,
-            namespaces: vec![],
-            in_use: false,
-            capacity_bytes: None,
-            capacity_tb: None,
-            mdts_bytes: None,
-            mdts_source: None,
-            mdts_unlimited: false,
-            vwc_present: None,
-            power_states: vec![],
-            apst_supported: None,
-            power_features: None,
+            ..NvmeDrive::default()
         }
     }
 

@@ -531,16 +531,12 @@ mod tests {
                 mounts: vec![],
                 in_use: false,
             }],
-            in_use: false,
             capacity_bytes: Some(1 << 40),
             capacity_tb: Some(1.1),
             mdts_bytes: Some(128 * KIB),
             mdts_source: Some("identify".into()),
-            mdts_unlimited: false,
             vwc_present: Some(true),
-            power_states: Vec::new(),
-            apst_supported: None,
-            power_features: None,
+            ..NvmeDrive::default()
         }
     }
 
