@@ -21,7 +21,8 @@ use crate::descriptors::{engine_error, Descriptors};
 use crate::engine::{Engine, Op, Pattern};
 use hwc_model::long_tests::{
     recommended_settle_s, settled, sustained_intervals, GcSettleResult, NvmeLongTests, SettleProbe,
-    GC_BASELINE_PROBES, GC_INTERVAL_S, GC_PROBE_READS,
+    DEFAULT_GC_SETTLE_MAX_S, DEFAULT_GC_WRITE_S, GC_BASELINE_PROBES, GC_INTERVAL_S, GC_PROBE_READS,
+    GC_WRITE_QUEUE_DEPTH,
 };
 use hwc_model::{Case, CaseResult, Measurement, Placement, Stats};
 use hwc_runner::BenchError;
@@ -89,9 +90,9 @@ impl GcSettleRunner {
             .params
             .size_bytes
             .ok_or_else(|| BenchError::failed("a gc-settle case needs size_bytes"))?;
-        let qd = case.params.queue_depth.unwrap_or(32);
-        let write_s = case.params.duration_s.unwrap_or(1).max(1);
-        let settle_max_s = case.params.settle_max_s.unwrap_or(0);
+        let qd = case.params.queue_depth.unwrap_or(GC_WRITE_QUEUE_DEPTH);
+        let write_s = case.params.duration_s.unwrap_or(DEFAULT_GC_WRITE_S).max(1);
+        let settle_max_s = case.params.settle_max_s.unwrap_or(DEFAULT_GC_SETTLE_MAX_S);
         // Refused unless approved, held exclusively and checked again, before any write.
         let (file, _, size) = self.files.open(&self.cfg, key, true)?;
         let (node, cpus) = unit_of(&self.cfg, key);

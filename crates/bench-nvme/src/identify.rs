@@ -68,7 +68,7 @@ pub enum IdentifyError {
 
 /// One power state descriptor (32 bytes): MP (bytes 0–1) in units of 0.01 W, or 0.0001 W when
 /// MXPS (byte 3 bit 0) is set; NOPS (byte 3 bit 1); ENLAT (bytes 4–7) and EXLAT (bytes 8–11), µs.
-pub fn parse_power_state(state: u8, d: &[u8]) -> PowerStateDescriptor {
+pub fn parse_power_state(state: u8, d: &[u8; 32]) -> PowerStateDescriptor {
     let mp = u16::from_le_bytes([d[0], d[1]]);
     let scale = if d[3] & 1 == 1 { 1e-4 } else { 1e-2 };
     PowerStateDescriptor {
@@ -122,10 +122,8 @@ pub fn parse_identify_controller(buf: &[u8]) -> Result<IdentifyController, Ident
         apst_supported: buf[265] & 1 == 1,
         // NPSS is zero-based; at most 32 descriptors fit in bytes 2048..3072.
         power_states: (0..=buf[263].min(31))
-            .map(|n| {
-                let at = 2048 + 32 * usize::from(n);
-                parse_power_state(n, &buf[at..at + 32])
-            })
+            .zip(buf[2048..3072].as_chunks::<32>().0)
+            .map(|(n, d)| parse_power_state(n, d))
             .collect(),
     })
 }

@@ -424,7 +424,10 @@ fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
     } else {
         intervals.join(", ")
     };
-    let _ = writeln!(out, "Write MB/s per interval: {shown}.\n");
+    let _ = writeln!(
+        out,
+        "Write MB/s of each one-second interval, in order (one sample each): {shown}.\n"
+    );
     let probes = &g.settle_probes;
     let mut rows: Vec<Vec<String>> = Vec::new();
     let row = |p: &hwc_model::long_tests::SettleProbe| {
