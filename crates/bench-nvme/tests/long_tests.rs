@@ -3,6 +3,8 @@
 //! wait, and the gc-settle protocol end to end — and its refusal to write a file the gate did
 //! not approve. Prints `SKIPPED: …` where the temporary folder refuses O_DIRECT (tmpfs).
 
+mod common;
+
 use hwc_bench_nvme::{setup, NvmeBackend, Request};
 use hwc_model::long_tests::{settled, GC_BASELINE_PROBES, GC_PROBE_READS};
 use hwc_model::{Case, CaseParams, PathId, Reps, Topology};
@@ -118,23 +120,7 @@ fn gc_settle_writes_in_intervals_then_probes_until_settled() {
     let target = dir.path().join("scratch");
     let b = backend(&target, true, false).unwrap();
     let key = target.display().to_string();
-    let case = Case {
-        key: "nvme_write/gc-settle/target".into(),
-        path: PathId::NvmeWrite,
-        params: CaseParams {
-            size_bytes: Some(128 << 10),
-            queue_depth: Some(8),
-            drives: vec![key.clone()],
-            pattern: Some("gc-settle".into()),
-            duration_s: Some(3),
-            settle_max_s: Some(2),
-            ..CaseParams::default()
-        },
-        reps: Reps {
-            warmup: 2,
-            timed: 1,
-        },
-    };
+    let case = common::gc_case(&key, 3, 2);
     assert!(hwc_bench_nvme::is_gc_settle(&case));
     let (result, record) = match b.gc_settle_runner().run(&case) {
         Ok(x) => x,
@@ -199,23 +185,7 @@ fn gc_settle_refuses_a_file_the_gate_did_not_approve() {
     std::fs::write(&target, &data).unwrap();
     // Writes asked for, without --allow-destructive-writes: the gate does not approve.
     let b = backend(&target, true, false).unwrap();
-    let case = Case {
-        key: "nvme_write/gc-settle/target".into(),
-        path: PathId::NvmeWrite,
-        params: CaseParams {
-            size_bytes: Some(128 << 10),
-            queue_depth: Some(8),
-            drives: vec![target.display().to_string()],
-            pattern: Some("gc-settle".into()),
-            duration_s: Some(1),
-            settle_max_s: Some(0),
-            ..CaseParams::default()
-        },
-        reps: Reps {
-            warmup: 0,
-            timed: 1,
-        },
-    };
+    let case = common::gc_case(&target.display().to_string(), 1, 0);
     let e = b.gc_settle_runner().run(&case).unwrap_err().to_string();
     assert!(e.contains("not approved for writes"), "{e}");
     assert_eq!(std::fs::read(&target).unwrap(), data, "not a byte written");
@@ -233,23 +203,7 @@ fn gc_settle_refuses_an_approved_file_replaced_since_the_gate() {
     let data = vec![0xa5u8; 4 << 20];
     std::fs::write(&other, &data).unwrap();
     std::fs::rename(&other, &target).unwrap();
-    let case = Case {
-        key: "nvme_write/gc-settle/target".into(),
-        path: PathId::NvmeWrite,
-        params: CaseParams {
-            size_bytes: Some(128 << 10),
-            queue_depth: Some(8),
-            drives: vec![target.display().to_string()],
-            pattern: Some("gc-settle".into()),
-            duration_s: Some(1),
-            settle_max_s: Some(0),
-            ..CaseParams::default()
-        },
-        reps: Reps {
-            warmup: 0,
-            timed: 1,
-        },
-    };
+    let case = common::gc_case(&target.display().to_string(), 1, 0);
     let e = match b.gc_settle_runner().run(&case) {
         Err(e) if e.to_string().contains("O_DIRECT") => {
             println!("SKIPPED: this filesystem refuses O_DIRECT: {e}");

@@ -2,6 +2,8 @@
 //! creates (never one of the machine's disks). Needs root and `losetup`; prints `SKIPPED: …`
 //! elsewhere.
 
+mod common;
+
 use hwc_bench_nvme::gate::Refusal;
 use hwc_bench_nvme::{setup, NvmeBackend, Request, SetupError};
 use hwc_model::{Case, CaseParams, PathId, Reps, Topology};
@@ -136,6 +138,19 @@ fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
     );
 }
 
+/// A blank image in `dir` attached as a loop device; `None` (SKIPPED printed) without root or
+/// losetup.
+fn blank_loop(dir: &Path) -> Option<(PathBuf, Loop)> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: loop devices need root");
+        return None;
+    }
+    let blank = image(dir, "blank.img", false);
+    let dev = Loop::attach(&blank)?;
+    Some((blank, dev))
+}
+
 fn write_case(key: &str) -> Case {
     Case {
         key: "nvme_write/target/1MiB/qd16".into(),
@@ -154,36 +169,10 @@ fn write_case(key: &str) -> Case {
     }
 }
 
-fn gc_case(key: &str) -> Case {
-    Case {
-        key: "nvme_write/gc-settle/target".into(),
-        path: PathId::NvmeWrite,
-        params: CaseParams {
-            size_bytes: Some(128 << 10),
-            queue_depth: Some(8),
-            drives: vec![key.to_string()],
-            pattern: Some("gc-settle".into()),
-            duration_s: Some(1),
-            settle_max_s: Some(0),
-            ..CaseParams::default()
-        },
-        reps: Reps {
-            warmup: 0,
-            timed: 1,
-        },
-    }
-}
-
 #[test]
 fn a_device_being_written_is_held_exclusively_and_gc_settle_shares_the_hold() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: loop devices need root");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let blank = image(dir.path(), "blank.img", false);
-    let Some(dev) = Loop::attach(&blank) else {
+    let Some((_, dev)) = blank_loop(dir.path()) else {
         return;
     };
     let s = setup(&Topology::default(), &request(&dev.0), &NEVER).unwrap();
@@ -208,7 +197,7 @@ fn a_device_being_written_is_held_exclusively_and_gc_settle_shares_the_hold() {
         .unwrap_err();
     assert_eq!(busy.raw_os_error(), Some(libc::EBUSY), "{busy}");
     // gc-settle writes through the same held descriptor (a second exclusive open would fail).
-    let (_, record) = gc.run(&gc_case(&key)).unwrap();
+    let (_, record) = gc.run(&common::gc_case(&key, 1, 0)).unwrap();
     assert!(record.gc_settle.unwrap().bytes_written > 0);
     drop(gc);
     drop(backend);
@@ -222,14 +211,8 @@ fn a_device_being_written_is_held_exclusively_and_gc_settle_shares_the_hold() {
 
 #[test]
 fn a_file_swapped_for_a_link_to_a_drive_after_the_gate_is_not_written() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        println!("SKIPPED: loop devices need root");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let blank = image(dir.path(), "blank.img", false);
-    let Some(dev) = Loop::attach(&blank) else {
+    let Some((blank, dev)) = blank_loop(dir.path()) else {
         return;
     };
     let target = dir.path().join("data");
@@ -258,7 +241,10 @@ fn a_file_swapped_for_a_link_to_a_drive_after_the_gate_is_not_written() {
         ),
         other => panic!("a write reached the swapped path: {other:?}"),
     }
-    let e = gc.run(&gc_case(&key)).unwrap_err().to_string();
+    let e = gc
+        .run(&common::gc_case(&key, 1, 0))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("the path now opens the block device"), "{e}");
     assert_eq!(before, sha(&blank), "not a byte written to the device");
 }
