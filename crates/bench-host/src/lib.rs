@@ -389,10 +389,22 @@ impl Prepared for PreparedCopy<'_> {
 
     fn notes(&self) -> Vec<String> {
         let mut n = Vec::new();
-        if self.huge {
-            n.push("buffers madvise(MADV_HUGEPAGE)".to_string());
-        }
         let b = self.buffers();
+        if self.huge {
+            let cover = |buf: &NumaBuffer| match buf.huge_page_bytes() {
+                Some(h) => format!(
+                    "{} of {}",
+                    hwc_model::size_label(h.min(self.size as u64)),
+                    hwc_model::size_label(self.size as u64)
+                ),
+                None => "unknown".to_string(),
+            };
+            n.push(format!(
+                "buffers madvise(MADV_HUGEPAGE); on transparent huge pages: src {}, dst {}",
+                cover(&b.src),
+                cover(&b.dst)
+            ));
+        }
         if let PlacementCheck::Misplaced { .. } = b.src.placement() {
             n.push(format!("src {}", b.src.placement().describe()));
         }

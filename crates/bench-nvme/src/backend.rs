@@ -210,9 +210,24 @@ impl Backend for NvmeBackend {
                      read/write operations were used"
                 ));
             }
+            let (slot_bytes, huge) = engine.huge_pages();
+            let huge_text = match huge {
+                Some(h) => format!(
+                    "{} of {} on transparent huge pages",
+                    hwc_model::size_label(h),
+                    hwc_model::size_label(slot_bytes)
+                ),
+                None => "huge pages not readable (/proc/self/smaps)".to_string(),
+            };
+            if huge.is_some_and(|h| h < slot_bytes) && block > 4096 {
+                notes.push(format!(
+                    "{key}: only {huge_text}: an I/O on 4 KiB pages needs one DMA segment per \
+                     page and may be split, so this figure can be lower than the drive's"
+                ));
+            }
             verified &= engine.placement_verified() && !cpus.is_empty();
             placement.push(format!(
-                "{key}: thread on node {} CPUs {}, buffers {}",
+                "{key}: thread on node {} CPUs {}, buffers {}, {huge_text}",
                 node.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
                 if cpus.is_empty() {
                     "unpinned".to_string()

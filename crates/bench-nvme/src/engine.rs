@@ -194,6 +194,14 @@ impl Engine {
         self.buffers.placement().describe()
     }
 
+    /// The I/O slots' bytes, and how many of them transparent huge pages back at least (`None`
+    /// when `/proc/self/smaps` cannot be read).
+    pub fn huge_pages(&self) -> (u64, Option<u64>) {
+        let slots = self.block * u64::from(self.qd);
+        let huge = self.buffers.huge_page_bytes().map(|h| h.min(slots));
+        (slots, huge)
+    }
+
     pub fn placement_verified(&self) -> bool {
         self.buffers.placement().is_verified()
     }

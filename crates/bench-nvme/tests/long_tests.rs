@@ -88,6 +88,16 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
         "{:?}",
         m.notes
     );
+    // The placement says how much of the I/O buffers huge pages back (4 KiB × QD 1 here).
+    let placement = m
+        .placement
+        .as_ref()
+        .map(|p| p.detail.clone())
+        .unwrap_or_default();
+    assert!(
+        placement.contains("of 4KiB on transparent huge pages"),
+        "{placement}"
+    );
 
     // Reads after a 150 ms gap: four repetitions (cold + 3) wait at least 0.6 s in all, and
     // each timed repetition is the one read's latency, not the wait.
