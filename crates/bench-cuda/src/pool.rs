@@ -130,9 +130,11 @@ fn device_seed(k: &DeviceKey) -> u64 {
 /// What the pool needs of a kind of buffer.
 trait Poolable: Sized {
     type Key: Copy + Eq + std::hash::Hash;
+    /// What allocating one needs (the CUDA context).
+    type Ctx;
     fn role(key: &Self::Key) -> Role;
     fn seed(key: &Self::Key) -> u64;
-    fn alloc(ctx: &Arc<CudaContext>, key: &Self::Key, len: usize) -> Result<Self, CudaError>;
+    fn alloc(ctx: &Self::Ctx, key: &Self::Key, len: usize) -> Result<Self, CudaError>;
     fn capacity(&self) -> usize;
     /// Write the pattern of `seed` over `[from, to)` (`from` a multiple of 8).
     fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError>;
@@ -141,6 +143,7 @@ trait Poolable: Sized {
 
 impl Poolable for HostBuffer {
     type Key = HostKey;
+    type Ctx = Arc<CudaContext>;
     fn role(key: &HostKey) -> Role {
         key.role
     }
@@ -165,6 +168,7 @@ impl Poolable for HostBuffer {
 
 impl Poolable for DeviceBuffer {
     type Key = DeviceKey;
+    type Ctx = Arc<CudaContext>;
     fn role(key: &DeviceKey) -> Role {
         key.role
     }
@@ -192,7 +196,7 @@ impl Poolable for DeviceBuffer {
 fn take<B: Poolable>(
     pooled: &mut HashMap<B::Key, Lent<B::Key, B>>,
     hints: &HashMap<B::Key, usize>,
-    ctx: &Arc<CudaContext>,
+    ctx: &B::Ctx,
     key: B::Key,
     len: usize,
 ) -> Result<Lent<B::Key, B>, CudaError> {
@@ -362,6 +366,114 @@ mod tests {
         };
         assert_ne!(device_seed(&d), device_seed(&DeviceKey { lane: 1, ..d }));
         assert_ne!(host_seed(&k), device_seed(&d));
+    }
+
+    /// A buffer in plain memory that counts allocations and can refuse large ones.
+    struct Fake {
+        bytes: Vec<u8>,
+        pattern_writes: Vec<(usize, usize)>,
+    }
+
+    struct FakeCtx {
+        allocations: std::cell::RefCell<Vec<usize>>,
+        refuse_above: usize,
+    }
+
+    impl Poolable for Fake {
+        type Key = DeviceKey;
+        type Ctx = FakeCtx;
+        fn role(key: &DeviceKey) -> Role {
+            key.role
+        }
+        fn seed(key: &DeviceKey) -> u64 {
+            device_seed(key)
+        }
+        fn alloc(ctx: &FakeCtx, _key: &DeviceKey, len: usize) -> Result<Self, CudaError> {
+            if len > ctx.refuse_above {
+                return Err(CudaError::unavailable("out of memory", None));
+            }
+            ctx.allocations.borrow_mut().push(len);
+            Ok(Fake {
+                bytes: vec![0; len],
+                pattern_writes: Vec::new(),
+            })
+        }
+        fn capacity(&self) -> usize {
+            self.bytes.len()
+        }
+        fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError> {
+            pattern::fill(&mut self.bytes[from..to], seed, from);
+            self.pattern_writes.push((from, to));
+            Ok(())
+        }
+        fn poison(&mut self, len: usize) -> Result<(), CudaError> {
+            self.bytes[..len].fill(POISON);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn buffers_are_reused_sources_filled_once_destinations_poisoned_every_time() {
+        let ctx = FakeCtx {
+            allocations: Default::default(),
+            refuse_above: usize::MAX,
+        };
+        let src = DeviceKey {
+            role: Role::Src,
+            lane: 0,
+        };
+        let dst = DeviceKey {
+            role: Role::Dst,
+            lane: 0,
+        };
+        let hints: HashMap<DeviceKey, usize> = [(src, 1 << 16), (dst, 1 << 16)].into();
+        let mut pooled: HashMap<DeviceKey, Lent<DeviceKey, Fake>> = HashMap::new();
+
+        // First use: allocated at the hint, the source filled only as far as asked.
+        let s = take(&mut pooled, &hints, &ctx, src, 4096).unwrap();
+        assert_eq!(s.buf.capacity(), 1 << 16);
+        assert_eq!(s.buf.pattern_writes, vec![(0, 4096)]);
+        assert_eq!(pattern::check(&s.buf.bytes[..4096], s.seed, 0), None);
+        pooled.insert(src, s);
+        let mut d = take(&mut pooled, &hints, &ctx, dst, 4096).unwrap();
+        assert!(d.buf.bytes[..4096].iter().all(|&b| b == POISON));
+        // A "copy" fills the destination; it goes back to the pool.
+        d.buf.bytes[..8192].fill(0x11);
+        pooled.insert(dst, d);
+
+        // A larger case: no new allocation; the source's pattern is extended, not rewritten;
+        // the destination is poisoned again over the whole case.
+        let s = take(&mut pooled, &hints, &ctx, src, 8192).unwrap();
+        assert_eq!(s.buf.pattern_writes, vec![(0, 4096), (4096, 8192)]);
+        assert_eq!(pattern::check(&s.buf.bytes[..8192], s.seed, 0), None);
+        let d = take(&mut pooled, &hints, &ctx, dst, 8192).unwrap();
+        assert!(d.buf.bytes[..8192].iter().all(|&b| b == POISON));
+        assert_eq!(*ctx.allocations.borrow(), vec![1 << 16, 1 << 16]);
+        pooled.insert(src, s);
+
+        // Beyond the capacity: the small one is replaced, the new one filled from 0.
+        let s = take(&mut pooled, &hints, &ctx, src, 1 << 17).unwrap();
+        assert_eq!(s.buf.capacity(), 1 << 17);
+        assert_eq!(s.buf.pattern_writes, vec![(0, 1 << 17)]);
+        assert_eq!(ctx.allocations.borrow().len(), 3);
+    }
+
+    #[test]
+    fn a_hint_that_does_not_fit_falls_back_to_the_size_asked() {
+        let ctx = FakeCtx {
+            allocations: Default::default(),
+            refuse_above: 1 << 20,
+        };
+        let key = DeviceKey {
+            role: Role::Dst,
+            lane: 3,
+        };
+        let hints: HashMap<DeviceKey, usize> = [(key, 1 << 30)].into();
+        let mut pooled: HashMap<DeviceKey, Lent<DeviceKey, Fake>> = HashMap::new();
+        let d = take(&mut pooled, &hints, &ctx, key, 4096).unwrap();
+        assert_eq!(d.buf.capacity(), 4096);
+        // Too large even alone: the error comes back.
+        assert!(take(&mut pooled, &hints, &ctx, key, 2 << 20).is_err());
     }
 
     #[test]
