@@ -8,8 +8,12 @@
 //! again (still the approved object; not mounted, partitioned or held; no signature) right
 //! before the first write. The I/O runs on one thread pinned to the drive's NUMA node.
 //!
+//! - Probe region: the device's first [`PROBE_REGION_BYTES`] (all of a smaller device), written
+//!   once sequentially before the baseline, so every probe reads blocks the drive has mapped (an
+//!   unwritten or trimmed block is answered from the controller without reading flash, before
+//!   and after the writes alike, and would hide the garbage collection the test looks for).
 //! - Baseline: [`GC_BASELINE_PROBES`] probes, one per interval, of [`GC_PROBE_READS`] 4 KiB QD1
-//!   reads at random offsets; its figure is the median over every read.
+//!   reads at random offsets in the probe region; its figure is the median over every read.
 //! - Writes: `duration_s` intervals of sequential writes (the case's block size and queue
 //!   depth, 128 KiB at QD 32 as planned), each timed; `sustained_write_mbps` is the median of the
 //!   last third ([`sustained_intervals`]).
@@ -31,6 +35,9 @@ use std::time::{Duration, Instant};
 
 /// Bytes of one probe read.
 const PROBE_BLOCK: u64 = 4096;
+/// The probes read inside the device's first this many bytes (or all of a smaller device),
+/// written once before the baseline.
+const PROBE_REGION_BYTES: u64 = 1 << 30;
 
 /// Runs gc-settle cases on the drives and target of one run.
 pub struct GcSettleRunner {
@@ -105,11 +112,18 @@ impl GcSettleRunner {
                     hwc_numa::pin_current_thread(&cpus)
                         .map_err(|e| BenchError::failed(e.to_string()))?;
                 }
-                let mut reader =
-                    Engine::new(file.clone(), size, PROBE_BLOCK, 1, node).map_err(engine_error)?;
+                let region = size.min(PROBE_REGION_BYTES);
+                let mut reader = Engine::new(file.clone(), region, PROBE_BLOCK, 1, node)
+                    .map_err(engine_error)?;
                 let mut writer =
                     Engine::new(file.clone(), size, block, qd, node).map_err(engine_error)?;
                 let interrupted = || BenchError::failed("interrupted (SIGINT/SIGTERM)");
+
+                // Precondition: the probe region written once, from offset 0. The writer's
+                // sequential cursor then carries on after it.
+                let precondition = writer
+                    .run(Op::Write, Pattern::Sequential, region, cancel)
+                    .map_err(engine_error)?;
 
                 // Baseline: one probe per interval.
                 let t0 = Instant::now();
@@ -153,12 +167,22 @@ impl GcSettleRunner {
                         break;
                     }
                 }
-                Ok((baseline, mbps, bytes, probes, settled_at, reader, writer))
+                Ok((
+                    baseline,
+                    mbps,
+                    bytes,
+                    probes,
+                    settled_at,
+                    reader,
+                    writer,
+                    (region, precondition.bytes),
+                ))
             })
             .join()
             .unwrap_or_else(|_| Err(BenchError::failed("the gc-settle thread panicked")))
         });
-        let (baseline, mbps, bytes, probes, settled_at, reader, writer) = outcome?;
+        let (baseline, mbps, bytes, probes, settled_at, reader, writer, (region, precondition)) =
+            outcome?;
         let bytes_written: u64 = bytes.iter().sum();
 
         let sustained = sustained_intervals(&mbps);
@@ -195,8 +219,10 @@ impl GcSettleRunner {
             notes: vec![format!(
                 "gc-settle: {write_s} one-second intervals of sequential {} writes at QD {qd} \
                  ({bytes_written} bytes); the figure is the median of the last {timed}; the \
-                 settle probes are in nvme.long_tests",
-                hwc_model::size_label(block)
+                 settle probes (in nvme.long_tests) read the first {} of the device, written \
+                 once before the baseline ({precondition} bytes)",
+                hwc_model::size_label(block),
+                hwc_model::size_label(region)
             )],
         };
         let result = CaseResult {
@@ -212,6 +238,7 @@ impl GcSettleRunner {
             interval_s: GC_INTERVAL_S,
             baseline_latency_us: baseline,
             probe_reads: GC_PROBE_READS,
+            probe_region_bytes: Some(region),
             write_intervals_mbps: mbps,
             bytes_written,
             sustained_write_mbps,

@@ -157,6 +157,18 @@ fn gc_settle_writes_in_intervals_then_probes_until_settled() {
         gc.baseline_latency_us.n,
         GC_BASELINE_PROBES * GC_PROBE_READS
     );
+    // The probes read a region written once before the baseline (the whole scratch file here).
+    let region = gc.probe_region_bytes.unwrap();
+    assert!(region > 0 && region <= 1 << 30, "{region}");
+    assert!(
+        result
+            .measurement
+            .notes
+            .iter()
+            .any(|n| n.contains("written once before the baseline")),
+        "{:?}",
+        result.measurement.notes
+    );
     assert!(!gc.settle_probes.is_empty() && gc.settle_probes.len() <= 3);
     for (i, p) in gc.settle_probes.iter().enumerate() {
         assert_eq!(p.latency_us.n, GC_PROBE_READS);

@@ -312,6 +312,11 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         "the last third of 4 intervals, rounded up"
     );
     assert_eq!(g.baseline_latency_us.n, 5 * 32);
+    assert_eq!(
+        g.probe_region_bytes,
+        Some(64 << 20),
+        "the probes read the whole 64 MiB drive, written once before the baseline"
+    );
     assert!(
         (1..=6).contains(&g.settle_probes.len()),
         "{:?}",

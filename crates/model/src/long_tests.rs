@@ -292,6 +292,11 @@ pub struct GcSettleResult {
     /// probes of `probe_reads` reads, one probe per interval.
     pub baseline_latency_us: Stats,
     pub probe_reads: u32,
+    /// Every probe reads inside the device's first this many bytes, which are written once
+    /// before the baseline (so no probe reads a block the drive never mapped: an unwritten or
+    /// trimmed block is answered without reading flash). Absent in records made before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_region_bytes: Option<u64>,
     /// Write throughput of every interval in order, MB/s (10⁶ B/s).
     pub write_intervals_mbps: Vec<f64>,
     pub bytes_written: u64,

@@ -670,6 +670,7 @@ mod tests {
             interval_s: 1.0,
             baseline_latency_us: stats(80.0),
             probe_reads: 32,
+            probe_region_bytes: Some(64 << 20),
             write_intervals_mbps: vec![3000.0, 1500.0, 1400.0],
             bytes_written: 6 << 30,
             sustained_write_mbps: stats(1400.0),

@@ -729,6 +729,7 @@ mod tests {
                     interval_s: 1.0,
                     baseline_latency_us: stats(80.0),
                     probe_reads: 32,
+                    probe_region_bytes: Some(64 << 20),
                     write_intervals_mbps: (0..50).map(|i| 3000.0 - f64::from(i)).collect(),
                     bytes_written: 123,
                     sustained_write_mbps: stats(2960.0),
