@@ -133,6 +133,9 @@ impl Descriptors {
             None => {
                 let f = device::open_direct(&path, write).map_err(open_error)?;
                 let (k, s) = device::kind_and_size(&path, &f).map_err(open_error)?;
+                if k == Kind::File && !write {
+                    refuse_unwritten(&path, &f, s)?;
+                }
                 (Arc::new(f), k, s)
             }
         };
@@ -193,6 +196,30 @@ pub(crate) fn check_before_write(
 
 /// An error opening a drive or target: not being allowed to is a reason the path cannot run
 /// here (a waiver with its remedy); anything else fails the case.
+/// A file target with holes or never-written extents would be read partly from nowhere (the
+/// filesystem answers zeros without touching the device): such a case is waived, not measured.
+fn refuse_unwritten(path: &Path, f: &File, size: u64) -> Result<(), BenchError> {
+    let holes = device::unwritten_bytes(f, size).unwrap_or(0);
+    if holes == 0 {
+        return Ok(());
+    }
+    Err(BenchError::Unavailable {
+        reason: format!(
+            "{} has {holes} of its {size} bytes ({:.0} %) in holes or unwritten extents: \
+             reading them returns zeros without touching the device, so the figure would not be \
+             the device's",
+            path.display(),
+            holes as f64 * 100.0 / size.max(1) as f64
+        ),
+        hint: Some(
+            "write the file in full first (e.g. dd if=/dev/urandom of=FILE bs=1M count=N \
+             oflag=direct), or pass a path that does not exist: hwceiling then creates, fills \
+             and removes one"
+                .into(),
+        ),
+    })
+}
+
 pub(crate) fn open_error(e: device::DeviceError) -> BenchError {
     match &e {
         device::DeviceError::Open { source, .. }

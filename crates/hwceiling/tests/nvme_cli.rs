@@ -479,3 +479,46 @@ fn sigint_during_gc_settle_writes_stops_them_at_once_and_leaves_no_file() {
     assert!(f.error.contains("interrupted"), "{}", f.error);
     assert!(p.nvme.long_tests.is_empty(), "no half-measured record");
 }
+
+#[test]
+fn an_existing_target_with_unwritten_blocks_is_waived_not_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("sparse.img");
+    // 8 MiB of which only the first MiB was ever written: the rest reads as zeros from
+    // nowhere (a fallocated file looks the same to SEEK_DATA on ext4 and xfs).
+    let f = std::fs::File::create(&target).unwrap();
+    f.set_len(8 << 20).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &vec![3u8; 1 << 20], 0).unwrap();
+    f.sync_all().unwrap();
+    let out = dir.path().join("out");
+    let run = hwceiling()
+        .args(["profile", "--paths", "nvme_read", "--nvme-sizes", "1MiB"])
+        .args(["--queue-depths", "16", "--nvme-bytes", "8MiB", "--target"])
+        .arg(&target)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    if stderr.contains("O_DIRECT") {
+        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+        return;
+    }
+    assert!(run.status.success(), "{stderr}");
+    let y = profile_yaml(&out);
+    if !y.contains("holes or unwritten extents") {
+        // Only a filesystem that does not report holes (SEEK_HOLE) gets here.
+        println!("SKIPPED: this filesystem does not report holes");
+        return;
+    }
+    assert!(y.contains("7340032 of its 8388608 bytes"), "{y}");
+    assert!(
+        !y.contains("key: nvme_read/target/1MiB/qd16"),
+        "measured anyway: {y}"
+    );
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().len(),
+        8 << 20,
+        "left as it was"
+    );
+}
