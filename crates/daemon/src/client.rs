@@ -85,6 +85,18 @@ fn connect(target: &Target, timeout: Duration) -> std::io::Result<Box<dyn Stream
     }
 }
 
+/// `s` percent-encoded for a URL query value (RFC 3986: everything but unreserved characters).
+pub fn encode_query_value(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// Send one request and read the whole response.
 pub fn request(
     target: &Target,
@@ -219,6 +231,15 @@ fn dechunk(mut data: &[u8]) -> Result<Vec<u8>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn query_values_keep_unreserved_characters_and_escape_the_rest() {
+        assert_eq!(
+            encode_query_value("warm_gpu0-peak.gbps~"),
+            "warm_gpu0-peak.gbps~"
+        );
+        assert_eq!(encode_query_value("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    }
 
     #[test]
     fn parses_length_chunked_and_bad_responses() {

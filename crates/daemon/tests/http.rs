@@ -329,17 +329,6 @@ fn a_stale_socket_is_replaced_and_other_files_are_not() {
     });
 }
 
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
@@ -354,7 +343,7 @@ proptest! {
             static D: Daemon = Daemon::tcp(with_day1);
         }
         D.with(|d| {
-            let q = format!("/v1/efficiency?path={}&measured_gbps={}&{extra}", encode(&path), encode(&measured));
+            let q = format!("/v1/efficiency?path={}&measured_gbps={}&{extra}", hwc_daemon::client::encode_query_value(&path), hwc_daemon::client::encode_query_value(&measured));
             let r = d.get(&q);
             prop_assert!(matches!(r.status, 200 | 400 | 404), "{} {}", r.status, r.text());
             let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();

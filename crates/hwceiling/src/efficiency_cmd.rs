@@ -47,17 +47,6 @@ fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
     Ok(v)
 }
 
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 fn from_daemon(a: &EfficiencyArgs) -> Result<Value> {
     let socket = a
         .socket
@@ -66,7 +55,7 @@ fn from_daemon(a: &EfficiencyArgs) -> Result<Value> {
     let target = Target::Unix(socket);
     let query = format!(
         "/v1/efficiency?path={}&measured_gbps={}",
-        encode(&a.path),
+        client::encode_query_value(&a.path),
         a.measured_gbps
     );
     let r = client::get_json(&target, &query, Duration::from_secs(10))?;
