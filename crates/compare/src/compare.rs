@@ -367,13 +367,7 @@ pub fn render_pair(r: &PairReport) -> String {
     let _ = writeln!(s, "baseline   {}", r.baseline);
     let _ = writeln!(s, "candidate  {}", r.candidate);
     let _ = writeln!(s, "tolerance  {}%", r.tolerance_pct);
-    let width = r
-        .rows
-        .iter()
-        .map(|x| x.key.len())
-        .max()
-        .unwrap_or(0)
-        .max(26);
+    let width = key_width(r.rows.iter().map(|x| x.key.as_str()));
     let mut last = None;
     for row in &r.rows {
         if last != Some(row.section) {
@@ -401,6 +395,11 @@ pub fn render_pair(r: &PairReport) -> String {
     }
     let _ = write!(s, "\n{}", summary(r.regressions));
     s
+}
+
+/// The key column's width: the longest key, at least 26 characters.
+fn key_width<'a>(keys: impl Iterator<Item = &'a str>) -> usize {
+    keys.map(str::len).max().unwrap_or(0).max(26)
 }
 
 fn summary(regressions: usize) -> String {
@@ -437,13 +436,7 @@ pub fn render_fleet(r: &FleetReport) -> String {
         r.nodes.join(", ")
     );
     let _ = writeln!(s, "tolerance  {}% from the median", r.tolerance_pct);
-    let width = r
-        .rows
-        .iter()
-        .map(|x| x.key.len())
-        .max()
-        .unwrap_or(0)
-        .max(26);
+    let width = key_width(r.rows.iter().map(|x| x.key.as_str()));
     let mut last = None;
     for row in &r.rows {
         if last != Some(row.section) {
