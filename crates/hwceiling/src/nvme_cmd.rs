@@ -7,7 +7,7 @@ use crate::cli::ProfileArgs;
 use anyhow::{bail, Result};
 use hwc_bench_nvme::{GcSettleRunner, NvmeBackend, Request, DEFAULT_BYTES_PER_DRIVE};
 use hwc_model::long_tests::{LongTest, NvmeLongTests};
-use hwc_model::{Case, Failure, PathId, Topology, Waiver};
+use hwc_model::{Case, PathId, Topology};
 use hwc_plan::NvmePlanOptions;
 use hwc_runner::{BenchError, CaseOutcome, Observer, RunOutcome};
 use std::collections::BTreeMap;
@@ -116,24 +116,10 @@ pub fn run_gc_settle(
                 records.push(record);
                 CaseOutcome::Measured(Box::new(measured))
             }
-            Err(BenchError::Unavailable { reason, hint }) => CaseOutcome::Waived(Waiver {
-                path: case.path,
-                scope: Some(case.key.clone()),
-                reason,
-                hint,
-            }),
-            Err(BenchError::Failed(error)) => CaseOutcome::Failed(Failure {
-                key: case.key.clone(),
-                path: case.path,
-                error,
-            }),
+            Err(e) => hwc_runner::from_error(case, e),
         };
         progress.case_finished(&o);
-        match o {
-            CaseOutcome::Measured(r) => outcome.results.push(*r),
-            CaseOutcome::Waived(w) => outcome.waived.push(w),
-            CaseOutcome::Failed(f) => outcome.failures.push(f),
-        }
+        outcome.record(o);
     }
     if cancel.load(Ordering::SeqCst) {
         outcome.interrupted = true;

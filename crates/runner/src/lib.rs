@@ -145,6 +145,17 @@ pub struct RunOutcome {
     pub environment: BTreeMap<String, String>,
 }
 
+impl RunOutcome {
+    /// File one case's outcome.
+    pub fn record(&mut self, outcome: CaseOutcome) {
+        match outcome {
+            CaseOutcome::Measured(r) => self.results.push(*r),
+            CaseOutcome::Waived(w) => self.waived.push(w),
+            CaseOutcome::Failed(f) => self.failures.push(f),
+        }
+    }
+}
+
 /// Run `cases` in order with the first backend that serves each path.
 pub fn run(
     cases: &[Case],
@@ -184,11 +195,7 @@ pub fn run(
             Some(backend) => run_case(case, backend.as_mut(), options, cancel),
         };
         observer.case_finished(&outcome);
-        match outcome {
-            CaseOutcome::Measured(r) => out.results.push(*r),
-            CaseOutcome::Waived(w) => out.waived.push(w),
-            CaseOutcome::Failed(f) => out.failures.push(f),
-        }
+        out.record(outcome);
     }
     if cancel.load(Ordering::SeqCst) {
         out.interrupted = true;
@@ -207,7 +214,8 @@ fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
     })
 }
 
-fn from_error(case: &Case, e: BenchError) -> CaseOutcome {
+/// A backend's error as the case's outcome: unavailable → waived with its reason, else failed.
+pub fn from_error(case: &Case, e: BenchError) -> CaseOutcome {
     match e {
         BenchError::Unavailable { reason, hint } => CaseOutcome::Waived(Waiver {
             path: case.path,
