@@ -260,22 +260,39 @@ impl QualifyReport {
 struct Found {
     value: f64,
     what: &'static str,
+    /// Where the value comes from: the measurement's statistic, spread and count, or that it is
+    /// arithmetic on measured medians.
+    source: String,
     contended: bool,
     gpu: Option<String>,
 }
 
+fn stats_of(m: &hwc_model::Measurement) -> String {
+    format!(
+        "median of `{}`, ±{:.1} %, N={}",
+        m.key, m.gbps.spread_pct, m.gbps.n
+    )
+}
+
 fn find(p: &Profile, path: &str) -> Option<Found> {
     if let Some(&v) = p.ceilings.get(path) {
+        // A ceiling that is one measurement's median carries that measurement's spread, count
+        // and contention; any other is arithmetic on measured medians.
+        let source = p.source_of(v);
         return Some(Found {
             value: v,
             what: "ceiling",
-            contended: false,
+            source: source
+                .map(stats_of)
+                .unwrap_or_else(|| "derived from measured medians".into()),
+            contended: source.is_some_and(|m| m.contended),
             gpu: None,
         });
     }
     p.measurement(path).map(|m| Found {
         value: m.gbps.median,
         what: "measurement median",
+        source: stats_of(m),
         contended: m.contended,
         gpu: m.params.gpu.clone(),
     })
@@ -414,10 +431,11 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
     };
     let pass = found.value >= floor;
     let mut detail = format!(
-        "{} {} {} {basis}",
+        "{} {} {} {basis} ({})",
         found.what,
         fmt_gbps(found.value),
-        if pass { ">=" } else { "<" }
+        if pass { ">=" } else { "<" },
+        found.source
     );
     if found.contended {
         detail.push_str(" (measured while the device was busy: a lower bound; rerun idle)");

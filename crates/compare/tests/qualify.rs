@@ -277,3 +277,30 @@ proptest! {
         prop_assert!(parse_spec(&s).is_err());
     }
 }
+
+#[test]
+fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
+    let spec = parse_spec(
+        "spec_version: 1\nrules:\n  - path: warm_gpu0_peak_gbps\n    min_gbps: 50\n  - path: host_ram_same_numa_gbps\n    min_gbps: 10\n",
+    )
+    .unwrap();
+    let p = profile(
+        "node9",
+        &[
+            ("warm_gpu0_peak_gbps", 55.5),
+            ("host_ram_same_numa_gbps", 30.0),
+        ],
+    );
+    // The ceiling is this measurement's median, and it ran while the GPU was busy.
+    let p = with_measurement(p, "h2d/gpu0/local/256MiB/s1", 55.5, true);
+    let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
+    let d = &r.checks[0].detail;
+    assert!(d.contains("55.50 GB/s >= the floor 50.00 GB/s"), "{d}");
+    assert!(d.contains("h2d/gpu0/local/256MiB/s1"), "{d}");
+    assert!(d.contains("N=10"), "{d}");
+    assert!(d.contains("lower bound"), "{d}");
+    // No measurement has this median: the ceiling is arithmetic on measured medians.
+    let d = &r.checks[1].detail;
+    assert!(d.contains("derived from measured medians"), "{d}");
+    assert!(!d.contains("lower bound"), "{d}");
+}
