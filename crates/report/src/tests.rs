@@ -284,3 +284,29 @@ fn cache_rows_are_labelled_and_the_sustained_figure_is_not_a_cache_figure() {
         .unwrap();
     assert!(row.contains("17.94 (±1.0 %, N=20)"), "{row}");
 }
+
+#[test]
+fn the_duplex_observation_claims_interference_only_when_the_figures_show_it() {
+    let obs = |h2d: f64, d2h: f64| {
+        let mut p = profile(true);
+        let g = p.gpus.get_mut("gpu0").unwrap();
+        g.h2d_peak_numa_local_gbps = Some(50.0);
+        g.d2h_peak_numa_local_gbps = Some(50.0);
+        g.duplex_h2d_gbps = Some(h2d);
+        g.duplex_d2h_gbps = Some(d2h);
+        g.duplex_total_gbps = Some(h2d + d2h);
+        let r = render(&p);
+        let s = &r[r.find("## 8.").unwrap()..r.find("## Appendix A").unwrap()];
+        s.lines()
+            .find(|l| l.contains("duplex"))
+            .unwrap_or_else(|| panic!("{s}"))
+            .to_string()
+    };
+    // Both directions together move as much as the one-way peaks added: no interference.
+    let line = obs(50.0, 50.0);
+    assert!(!line.contains("interfere"), "{line}");
+    assert!(line.contains("sum of"), "{line}");
+    let line = obs(30.0, 30.0);
+    assert!(line.contains("interfere"), "{line}");
+    assert!(line.contains("sum of"), "{line}");
+}
