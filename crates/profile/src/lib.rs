@@ -74,7 +74,10 @@ pub fn build(
         nvme: nvme_section(topo),
         bar1: BTreeMap::new(),
         gdrcopy: Default::default(),
-        gds: GdsProfile::default(),
+        gds: GdsProfile {
+            available: gds_available(topo),
+            ..GdsProfile::default()
+        },
         host_ram: Default::default(),
         topology: topo.topology.clone(),
         ceilings: BTreeMap::new(),
@@ -94,6 +97,17 @@ pub fn build(
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut BTreeMap::new());
     profile.warnings = warnings(topo, &profile);
     profile
+}
+
+/// `gds.available`: a GPU was detected and cuFile (`libcufile`) is present, as detection found
+/// them (a fact of the machine, not a measurement; `mode` and the figures stay absent until the
+/// path is measured).
+fn gds_available(topo: &Topology) -> bool {
+    !topo.gpus.is_empty()
+        && topo
+            .tools
+            .iter()
+            .any(|t| t.name == "libcufile" && t.present)
 }
 
 fn nvme_section(topo: &Topology) -> NvmeProfile {

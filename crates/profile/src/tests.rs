@@ -338,3 +338,28 @@ proptest! {
         prop_assert!(from_yaml(&s).is_err());
     }
 }
+
+#[test]
+fn gds_available_follows_detection_not_a_constant() {
+    let tool = |name: &str, present: bool| hwc_model::topology::ToolStatus {
+        name: name.into(),
+        present,
+        evidence: "test".into(),
+        install_hint: None,
+    };
+    let mut t = topo_with_gpu();
+    t.tools = vec![tool("libcufile", true), tool("nvidia_fs", true)];
+    let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
+    assert!(p.gds.available, "{:?}", p.gds);
+    // Still nothing measured: no figure and no mode.
+    assert_eq!(p.gds.one_drive_gbps, None);
+    assert_eq!(p.gds.mode, None);
+    t.tools = vec![tool("libcufile", false), tool("nvidia_fs", true)];
+    let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
+    assert!(!p.gds.available);
+    // No GPU: no GDS, whatever the libraries.
+    let mut t = Topology::default();
+    t.tools = vec![tool("libcufile", true)];
+    let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
+    assert!(!p.gds.available);
+}
