@@ -28,6 +28,56 @@ fn ceiling_labels(key: &str) -> Labels {
     v
 }
 
+/// Where each ceiling comes from, so that no figure is served bare: for a ceiling that is one
+/// measurement's median, that measurement's spread and repetition count (labelled with its key);
+/// for any other (penalties, minima of two paths, crossovers, knees), a `derived` marker.
+fn register_sources(reg: &mut Registry, p: &hwc_model::Profile) {
+    let spread: Family<Labels, FloatGauge> = Family::default();
+    let runs: Family<Labels, FloatGauge> = Family::default();
+    let derived: Family<Labels, FloatGauge> = Family::default();
+    let (mut any_measured, mut any_derived) = (false, false);
+    for (key, value) in &p.ceilings {
+        let counted = key.ends_with("_bytes") || key.ends_with("_drives");
+        match p.source_of(*value).filter(|_| !counted) {
+            Some(m) => {
+                let labels = vec![
+                    ("path".to_string(), key.clone()),
+                    ("measurement".to_string(), m.key.clone()),
+                ];
+                spread.get_or_create(&labels).set(m.gbps.spread_pct);
+                runs.get_or_create(&labels).set(f64::from(m.gbps.n));
+                any_measured = true;
+            }
+            None => {
+                derived
+                    .get_or_create(&vec![("path".to_string(), key.clone())])
+                    .set(1.0);
+                any_derived = true;
+            }
+        }
+    }
+    if any_measured {
+        reg.register(
+            "hwceiling_ceiling_source_spread_pct",
+            "Spread (max - min) / median x 100 of the measurement whose median the ceiling is",
+            spread,
+        );
+        reg.register(
+            "hwceiling_ceiling_source_repetitions",
+            "Timed repetitions (N) of the measurement whose median the ceiling is",
+            runs,
+        );
+    }
+    if any_derived {
+        reg.register(
+            "hwceiling_ceiling_derived",
+            "1 for a ceiling derived from measured medians (a difference, minimum, ratio or knee), \
+             not itself a measurement",
+            derived,
+        );
+    }
+}
+
 /// The metrics text for the current state.
 pub(crate) fn render(state: &AppState) -> String {
     let mut reg = Registry::default();
@@ -36,7 +86,9 @@ pub(crate) fn render(state: &AppState) -> String {
     let by_unit: [(&str, &str); 5] = [
         (
             "gbps",
-            "Bandwidth ceiling of a data path, GB/s (10^9 bytes/s)",
+            "Bandwidth ceiling of a data path, GB/s (10^9 bytes/s): a measurement's median \
+             (see hwceiling_ceiling_source_*) or derived from measured medians \
+             (hwceiling_ceiling_derived)",
         ),
         (
             "bytes",
@@ -63,6 +115,10 @@ pub(crate) fn render(state: &AppState) -> String {
         if any {
             reg.register(format!("hwceiling_ceiling_{unit}"), help, family);
         }
+    }
+
+    if let Some(l) = &loaded {
+        register_sources(&mut reg, &l.profile);
     }
 
     let present: FloatGauge = Gauge::default();
@@ -146,6 +202,45 @@ pub(crate) fn render(state: &AppState) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_ceiling_says_its_spread_and_count_or_that_it_is_derived() {
+        let mut p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-29T19:05:00+00:00",
+            &[
+                ("warm_gpu0_peak_gbps", 55.5),
+                ("warm_gpu0_cross_numa_penalty_gbps", 3.25),
+                ("nvme_optimal_read_chunk_bytes", 55.5),
+            ],
+        );
+        let m: hwc_model::Measurement = serde_json::from_value(serde_json::json!({
+            "key": "h2d/gpu0/local/256MiB/s1",
+            "path": "h2d",
+            "params": { "gpu": "gpu0" },
+            "bytes_per_rep": 1u64 << 20,
+            "gbps": { "median": 55.5, "min": 55.0, "max": 56.0, "spread_pct": 1.8, "n": 20 },
+            "warmup": 3,
+        }))
+        .unwrap();
+        p.measurements.push(m);
+        let mut reg = Registry::default();
+        register_sources(&mut reg, &p);
+        let mut text = String::new();
+        encode(&mut text, &reg).unwrap();
+        for line in [
+            r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
+            r#"hwceiling_ceiling_source_repetitions{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 20.0"#,
+            r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
+            // A size is never a measurement's median, whatever its value.
+            r#"hwceiling_ceiling_derived{path="nvme_optimal_read_chunk_bytes"} 1.0"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing `{line}` in\n{text}"
+            );
+        }
+    }
 
     #[test]
     fn labels_name_the_ceiling_and_what_its_key_says() {
