@@ -358,8 +358,10 @@ fn gds_available_follows_detection_not_a_constant() {
     let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
     assert!(!p.gds.available);
     // No GPU: no GDS, whatever the libraries.
-    let mut t = Topology::default();
-    t.tools = vec![tool("libcufile", true)];
+    let t = Topology {
+        tools: vec![tool("libcufile", true)],
+        ..Topology::default()
+    };
     let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
     assert!(!p.gds.available);
 }
