@@ -860,5 +860,16 @@ mod tests {
             md.contains("Crossover: H2D caps the cold path from **1.4 drives**"),
             "{md}"
         );
+        // The bounding measurement's spread and count come with each cold-path ceiling; the
+        // H2D figure here is set by hand, not measured, so it says it is derived.
+        let row = md.lines().find(|l| l.starts_with("| 1 | gpu0 |")).unwrap();
+        assert!(row.contains("N=5"), "{row}");
+        let row = md.lines().find(|l| l.starts_with("| 2 | gpu0 |")).unwrap();
+        assert!(row.contains("(derived)"), "{row}");
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("Crossover: H2D"))
+            .unwrap();
+        assert!(line.contains("N=5") && line.contains("derived"), "{line}");
     }
 }

@@ -278,10 +278,18 @@ fn cold_paths(out: &mut String, p: &Profile) {
                 .iter()
                 .map(|(k, nvme)| {
                     let n: usize = k.trim_end_matches("_drive").parse().unwrap_or(0);
+                    // The ceiling is the bounding measurement's median: its spread and N here.
                     let bound = if *nvme < h2d {
-                        format!("NVMe aggregate ({} GB/s < H2D)", gbps(*nvme))
+                        format!(
+                            "NVMe aggregate, below H2D (GB/s: {})",
+                            with_spread(p, PathId::NvmeRead, None, *nvme)
+                        )
                     } else {
-                        format!("H2D PCIe {} ({} GB/s)", link_of(p, &gpu), gbps(h2d))
+                        format!(
+                            "H2D PCIe {} (GB/s: {})",
+                            link_of(p, &gpu),
+                            with_spread(p, PathId::H2d, Some(&gpu), h2d)
+                        )
                     };
                     (
                         n,
@@ -295,10 +303,10 @@ fn cold_paths(out: &mut String, p: &Profile) {
             if let Some(one) = p.nvme.raw_read_gbps.get("1_drive").filter(|v| **v > 0.0) {
                 let _ = writeln!(
                     out,
-                    "Crossover: H2D caps the cold path from **{:.1} drives** ({} GB/s H2D / {} GB/s per drive).\n",
+                    "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {} H2D / {} per drive).\n",
                     h2d / one,
-                    gbps(h2d),
-                    gbps(*one)
+                    with_spread(p, PathId::H2d, Some(&gpu), h2d),
+                    with_spread(p, PathId::NvmeRead, None, *one)
                 );
             }
         }
