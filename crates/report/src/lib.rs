@@ -461,7 +461,7 @@ fn observations(out: &mut String, p: &Profile) {
     out.push_str("## 8. Observations and recommendations\n\n");
     let mut items: Vec<String> = Vec::new();
     for (name, pair) in &p.host_ram.pairs {
-        items.push(host_observation(name, pair));
+        items.push(host_observation(p, name, pair));
     }
     if let (Some(same), Some(cross)) = (p.host_ram.same_numa_gbps, p.host_ram.cross_numa_gbps) {
         items.push(format!(
@@ -500,19 +500,35 @@ fn observations(out: &mut String, p: &Profile) {
     out.push('\n');
 }
 
-fn host_observation(name: &str, pair: &HostRamPair) -> String {
+fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
+    // `(±1.0 %, N=20)` of the sweep's measurement at `threads`; nothing for a figure with none.
+    let stats_at = |threads: u32| {
+        p.measurements_of(PathId::HostRam)
+            .find(|m| {
+                m.params.size_bytes == Some(pair.size_bytes)
+                    && m.params.threads == Some(threads)
+                    && m.params.src_node == Some(pair.src_node)
+                    && m.params.dst_node == Some(pair.dst_node)
+                    && m.params.cpu_node == Some(pair.cpu_node)
+            })
+            .map(|m| format!(" (median, ±{:.1} %, N={})", m.gbps.spread_pct, m.gbps.n))
+            .unwrap_or_default()
+    };
     let one = pair.sweep_gbps.get(&1).copied();
     let mut s = format!(
-        "Host RAM {name} ({}): best {} GB/s at {} thread(s)",
+        "Host RAM {name} ({}): best {} GB/s{} at {} thread(s)",
         size_label(pair.size_bytes),
         gbps(pair.best_gbps),
+        stats_at(pair.best_threads),
         pair.best_threads
     );
     if let Some(one) = one.filter(|_| pair.best_threads != 1) {
         let _ = write!(
             s,
-            "; one thread reaches {} GB/s ({:.0} % of best) — one thread is not the ceiling",
+            "; one thread reaches {} GB/s{} ({:.0} % of best, a ratio of medians) — one thread is \
+             not the ceiling",
             gbps(one),
+            stats_at(1),
             one / pair.best_gbps * 100.0
         );
     }

@@ -278,11 +278,14 @@ fn host_ram(out: &mut String, p: &Profile) {
         if let Some(pair) = p.host_ram.pairs.get(&format!("n{s}-n{d}")) {
             let _ = writeln!(
                 out,
-                "Sustained ({}): best **{} GB/s at {} thread(s)** (`{}`).\n",
+                "Sustained ({}): best **{} GB/s at {} thread(s)** (`{}`{}).\n",
                 size_label(pair.size_bytes),
                 gbps(pair.best_gbps),
                 pair.best_threads,
-                pair.key
+                pair.key,
+                p.measurement(&pair.key)
+                    .map(|m| format!(": median, ±{:.1} %, N={}", m.gbps.spread_pct, m.gbps.n))
+                    .unwrap_or_default()
             );
         }
     }

@@ -310,3 +310,16 @@ fn the_duplex_observation_claims_interference_only_when_the_figures_show_it() {
     assert!(line.contains("interfere"), "{line}");
     assert!(line.contains("sum of"), "{line}");
 }
+
+#[test]
+fn host_ram_best_figures_outside_the_tables_carry_their_spread_and_count() {
+    let r = render(&profile(false));
+    let sustained = r.lines().find(|l| l.starts_with("Sustained (")).unwrap();
+    assert!(sustained.contains("±1.0 %, N=20"), "{sustained}");
+    let obs = r
+        .lines()
+        .find(|l| l.starts_with("- Host RAM n0-n0"))
+        .unwrap();
+    // Both the best and the one-thread figure are medians of their own measurements.
+    assert_eq!(obs.matches("N=20").count(), 2, "{obs}");
+}
