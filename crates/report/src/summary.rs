@@ -350,8 +350,9 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
         let link = p.topology.links.iter().find(|l| &l.device == name);
         if let (Some(peak), Some(l)) = (g.h2d_peak_numa_local_gbps, link) {
             v.push(format!(
-                "{name} H2D peaks at {} GB/s, {:.1} % of its Gen{} x{} link's theoretical {} GB/s.",
-                gbps(peak),
+                "{name} H2D peaks at {} GB/s, {:.1} % of its Gen{} x{} link's theoretical {} GB/s \
+                 (computed from the link, not measured).",
+                with_spread(p, PathId::H2d, Some(name), peak),
                 peak / l.theoretical_gbps * 100.0,
                 l.gen,
                 l.width,

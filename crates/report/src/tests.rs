@@ -323,3 +323,14 @@ fn host_ram_best_figures_outside_the_tables_carry_their_spread_and_count() {
     // Both the best and the one-thread figure are medians of their own measurements.
     assert_eq!(obs.matches("N=20").count(), 2, "{obs}");
 }
+
+#[test]
+fn the_h2d_peak_observation_carries_its_spread_and_count() {
+    let r = render(&profile(true));
+    let obs = r
+        .lines()
+        .find(|l| l.starts_with("- gpu0 H2D peaks"))
+        .unwrap();
+    assert!(obs.contains("N=20"), "{obs}");
+    assert!(obs.contains("computed from the link"), "{obs}");
+}
