@@ -85,7 +85,8 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                 (Section::Ceiling, k.clone()),
                 Value {
                     v,
-                    contended: false,
+                    // A ceiling that is a contended measurement's median is a lower bound too.
+                    contended: p.source_of(v).is_some_and(|m| m.contended),
                 },
             )
         })

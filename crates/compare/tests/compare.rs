@@ -366,3 +366,28 @@ fn the_long_drive_tests_latency_reads_change_but_never_regress() {
     }
     assert_eq!(f.regressions, 1, "only the sustained writes");
 }
+
+#[test]
+fn a_ceiling_taken_from_a_contended_measurement_is_marked_contended() {
+    let mut a = with_measurement(profile("a", &[]), "h2d/gpu0/local/4MiB/s1", 53.0, false);
+    a.ceilings.insert("warm_gpu0_gbps".into(), 53.0);
+    let mut b = with_measurement(profile("b", &[]), "h2d/gpu0/local/4MiB/s1", 40.0, true);
+    b.ceilings.insert("warm_gpu0_gbps".into(), 40.0);
+    let mut o = opts("5%");
+    o.ceilings_only = true;
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &o,
+    );
+    let row = &r.rows[0];
+    assert_eq!(row.key, "warm_gpu0_gbps");
+    assert_eq!((row.verdict, row.contended), (Verdict::Worse, true));
+    assert!(render_pair(&r).contains("REGRESSION (contended)"));
+}
