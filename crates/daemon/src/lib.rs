@@ -14,7 +14,7 @@
 //! | `GET /metrics` | Prometheus/OpenMetrics text: one gauge per ceiling, the profile's age |
 //! | `POST /v1/profile/run` | start `hwceiling profile` in a child process (local callers) |
 //! | `GET /v1/profile/run` | the run's state and progress |
-//! | `DELETE /v1/profile/run` | stop the run after its case in flight (local callers) |
+//! | `DELETE /v1/profile/run` | stop the run: its case in flight stops at its next repetition (local callers) |
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -110,7 +110,7 @@ pub(crate) struct AppState {
 }
 
 /// Serve until `shutdown` completes, then stop accepting, finish the requests in flight, stop a
-/// profile run cleanly (SIGTERM: it finishes its case in flight and writes its files marked
+/// profile run cleanly (SIGTERM: it stops its case in flight at the next repetition and writes its files marked
 /// interrupted; SIGKILL only after `config.run.grace`), and remove the Unix socket.
 pub async fn run(
     listener: Listener,

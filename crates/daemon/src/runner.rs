@@ -1,7 +1,7 @@
 //! `POST /v1/profile/run`: one `hwceiling profile` at a time, as a child process (its
 //! benchmarks run on its own threads, never on the daemon's async runtime). Progress is read from
 //! the running record the child rewrites after every case (`hardware_raw_<date>.partial.json`).
-//! Cancelling sends SIGTERM — the child finishes its case in flight and writes its files marked
+//! Cancelling sends SIGTERM — the child stops its case in flight at the next repetition and writes its files marked
 //! interrupted — and SIGKILL only if it has not exited after the grace period.
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,7 @@ pub struct RunConfig {
     pub program: PathBuf,
     /// Arguments before `--output-dir DIR` and the request's options (normally `profile`).
     pub args: Vec<OsString>,
-    /// How long a cancelled run may take to finish its case in flight before SIGKILL.
+    /// How long a cancelled run may take to stop its case in flight and write its files before SIGKILL.
     pub grace: Duration,
 }
 
@@ -126,7 +126,7 @@ pub enum RunStatus {
         started_at: String,
         pid: Option<u32>,
         request: RunRequest,
-        /// A stop was requested: the run finishes its case in flight and writes its files.
+        /// A stop was requested: the run stops its case in flight and writes its files.
         cancelling: bool,
         #[serde(skip_serializing_if = "Option::is_none")]
         progress: Option<Progress>,

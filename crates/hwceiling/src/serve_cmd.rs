@@ -30,8 +30,8 @@ pub struct ServeArgs {
     /// Seconds between checks of the folder for a newer profile [default: 2].
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub poll_interval: Option<f64>,
-    /// Seconds a stopped profile run may take to finish its case in flight before it is
-    /// killed [default: 120].
+    /// Seconds a stopped profile run may take to stop its case in flight and write its files
+    /// before it is killed [default: 120].
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
     pub run_grace: Option<f64>,
 }

@@ -1,4 +1,4 @@
-//! SIGINT/SIGTERM set a flag; the runner stops after the case in flight and the run's files
+//! SIGINT/SIGTERM set a flag; the runner stops the case in flight before its next repetition (it is kept as failed: interrupted) and the run's files
 //! are written with what finished. A second signal exits at once.
 
 use std::sync::atomic::{AtomicBool, Ordering};
