@@ -5,7 +5,8 @@
 # ratio table (ratio_table.py).
 #
 # usage: compare.sh CUDA_BW_BINARY [ROUNDS] [OUT_DIR]
-# env:   SIZES (default 128K,...,256M), REPS (15), NVCC_ARCH (-arch=native)
+# env:   SIZES (default 128K,...,256M), REPS (15), NVCC_ARCH (-arch=native),
+#        TESTS (h2d,d2h,duplex,d2d), EXTRA (1: also the 4-stream and pageable rows; 0: not)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 hwc=${1:?usage: compare.sh path/to/cuda_bw [rounds] [out_dir]}
@@ -13,6 +14,8 @@ rounds=${2:-3}
 out=${3:-$PWD/gpu-compare}
 sizes=${SIZES:-128K,512K,1M,2M,4M,8M,16M,32M,64M,256M}
 reps=${REPS:-15}
+tests=${TESTS:-h2d,d2h,duplex,d2d}
+extra=${EXTRA:-1}
 mkdir -p "$out"
 
 ref_bw=$(mktemp -d)/ref_bw
@@ -21,8 +24,9 @@ nvidia-smi --query-gpu=name,pci.bus_id,driver_version,pstate,clocks.sm,clocks.me
   --format=csv > "$out/gpu_state.csv" 2>&1 || true
 
 run_ref() {
-  "$ref_bw" --sizes "$sizes" --reps "$reps" --tests h2d,d2h,duplex,d2d \
+  "$ref_bw" --sizes "$sizes" --reps "$reps" --tests "$tests" \
     --methods latched/mallochost,latched/register,wall/mallochost || echo "ref_bw exited $?" >&2
+  [ "$extra" = 1 ] || return 0
   "$ref_bw" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 \
     --methods latched/mallochost,latched/register || echo "ref_bw exited $?" >&2
   "$ref_bw" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable \
@@ -30,7 +34,8 @@ run_ref() {
 }
 run_hwc() {
   echo "== round $1" >>"$out/hwc.log"
-  "$hwc" --sizes "$sizes" --reps "$reps" --tests h2d,d2h,duplex,d2d 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
+  "$hwc" --sizes "$sizes" --reps "$reps" --tests "$tests" 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
+  [ "$extra" = 1 ] || return 0
   "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
   "$hwc" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
 }

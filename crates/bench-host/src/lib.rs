@@ -1,6 +1,7 @@
 //! Host RAM memcpy backend (spec Path 7): N pinned threads copy one NUMA-placed buffer into
 //! another, each its own contiguous slice, released together by a spinning start gate so
-//! thread wake-up is not timed. Buffers are pre-faulted, bound with `mbind` and their placement
+//! thread wake-up is not timed. A case copies with the C library's `memcpy` or with the
+//! streaming kernel (non-temporal stores; see [`kernel`]), as its `copy_kernel` says. Buffers are pre-faulted, bound with `mbind` and their placement
 //! verified; every worker checks that it runs where it was pinned. GB/s counts bytes copied
 //! (a copy of N bytes is N, the STREAM "copy" convention without its 2× read+write).
 
@@ -17,6 +18,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod idle;
+pub mod kernel;
+
+pub use kernel::{CopyKernel, Isa};
 
 /// Copies of this many bytes or more ask for transparent huge pages.
 const HUGE_PAGE_MIN_BYTES: u64 = 4 << 20;
@@ -86,6 +90,22 @@ impl HostMemcpy {
     }
 }
 
+/// The kernel a case asks for: `copy_kernel` absent or `memcpy`, or `streaming` (waived where
+/// the CPU has no non-temporal stores).
+pub fn kernel_for(case: &Case) -> Result<CopyKernel, BenchError> {
+    match case.params.copy_kernel.as_deref() {
+        None | Some("memcpy") => Ok(CopyKernel::Memcpy),
+        Some("streaming") => Isa::detect().map(CopyKernel::Streaming).ok_or_else(|| {
+            BenchError::unavailable(
+                "the streaming copy needs x86-64 non-temporal stores; this CPU is not x86-64",
+            )
+        }),
+        Some(other) => Err(BenchError::failed(format!(
+            "unknown copy_kernel `{other}` (memcpy or streaming)"
+        ))),
+    }
+}
+
 /// Order a node's CPUs so the first k threads land on k distinct physical cores when possible:
 /// by sibling rank within its core, then by CPU id.
 pub fn pinning_order(node_cpus: &[u32], all: &[LogicalCpu]) -> Vec<u32> {
@@ -126,12 +146,14 @@ impl Backend for HostMemcpy {
             .size_bytes
             .ok_or_else(|| BenchError::failed("host_ram case without size_bytes"))?;
         let cpus = self.cpus_for(case)?;
+        let kernel = kernel_for(case)?;
         let cache_resident = self
             .llc_bytes
             .is_some_and(|llc| 2 * size < hwc_plan::CACHE_MARGIN * llc);
         let copy = PreparedCopy::new(
             usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?,
             &cpus,
+            kernel,
             case.params.src_node,
             case.params.dst_node,
             cache_resident,
@@ -173,15 +195,17 @@ struct Chunk {
     src: usize,
     dst: usize,
     len: usize,
+    kernel: CopyKernel,
 }
 
 impl Chunk {
     fn copy(self) {
         // SAFETY: src/dst point into two live, distinct NumaBuffers (they outlive the workers:
         // PreparedCopy joins the workers before its buffers drop) and each worker's chunk is
-        // disjoint from every other worker's.
+        // disjoint from every other worker's; a streaming kernel's ISA came from Isa::detect.
         unsafe {
-            std::ptr::copy_nonoverlapping(self.src as *const u8, self.dst as *mut u8, self.len)
+            self.kernel
+                .copy(self.dst as *mut u8, self.src as *const u8, self.len)
         };
     }
 }
@@ -198,6 +222,7 @@ struct PreparedCopy<'a> {
     saved_affinity: Vec<u32>,
     cache_resident: bool,
     huge: bool,
+    kernel: CopyKernel,
 }
 
 /// Split `size` into `n` chunks, each a multiple of 4 KiB except the last.
@@ -221,6 +246,7 @@ impl<'a> PreparedCopy<'a> {
     fn new(
         size: usize,
         cpus: &[u32],
+        kernel: CopyKernel,
         src_node: Option<u32>,
         dst_node: Option<u32>,
         cache_resident: bool,
@@ -264,6 +290,7 @@ impl<'a> PreparedCopy<'a> {
                 src: bufs.src.as_ptr() as usize + off,
                 dst: bufs.dst.as_ptr() as usize + off,
                 len,
+                kernel,
             })
             .collect();
         let mut me = PreparedCopy {
@@ -277,6 +304,7 @@ impl<'a> PreparedCopy<'a> {
             saved_affinity,
             cache_resident,
             huge,
+            kernel,
         };
         for (i, chunk) in chunks.into_iter().enumerate().skip(1) {
             let gate = gate.clone();
@@ -388,7 +416,7 @@ impl Prepared for PreparedCopy<'_> {
     }
 
     fn notes(&self) -> Vec<String> {
-        let mut n = Vec::new();
+        let mut n = vec![format!("copy: {}", self.kernel)];
         let b = self.buffers();
         if self.huge {
             let cover = |buf: &NumaBuffer| match buf.huge_page_bytes() {

@@ -133,6 +133,7 @@ fn corrupted_copy_is_caught_by_verify() {
     let mut p = PreparedCopy::new(
         1 << 20,
         &hwc_numa::current_affinity()[..1],
+        CopyKernel::Memcpy,
         None,
         None,
         false,
@@ -153,13 +154,31 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     let cpus = hwc_numa::current_affinity();
     let mut home = None;
     let first_src = {
-        let mut p = PreparedCopy::new(1 << 20, &cpus[..1], None, None, false, &mut home).unwrap();
+        let mut p = PreparedCopy::new(
+            1 << 20,
+            &cpus[..1],
+            CopyKernel::Memcpy,
+            None,
+            None,
+            false,
+            &mut home,
+        )
+        .unwrap();
         p.run_once().unwrap();
         assert!(p.verify().is_ok());
         p.buffers().src.as_ptr() as usize
     };
     // Same size and nodes: the same buffers come back, with the last copy cleared from dst.
-    let mut again = PreparedCopy::new(1 << 20, &cpus[..1], None, None, false, &mut home).unwrap();
+    let mut again = PreparedCopy::new(
+        1 << 20,
+        &cpus[..1],
+        CopyKernel::Memcpy,
+        None,
+        None,
+        false,
+        &mut home,
+    )
+    .unwrap();
     assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
     let e = again.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte"), "{e}");
@@ -167,8 +186,54 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     assert!(again.verify().is_ok());
     drop(again);
     // Another size: new buffers, a fresh pattern, and the check still holds.
-    let mut other = PreparedCopy::new(3 << 20, &cpus[..1], None, None, false, &mut home).unwrap();
+    let mut other = PreparedCopy::new(
+        3 << 20,
+        &cpus[..1],
+        CopyKernel::Memcpy,
+        None,
+        None,
+        false,
+        &mut home,
+    )
+    .unwrap();
     assert_eq!(other.buffers().key.0, 3 << 20);
     other.run_once().unwrap();
     assert!(other.verify().is_ok());
+}
+
+#[test]
+fn the_streaming_kernel_is_measured_verified_and_named() {
+    let topo = this_machine();
+    let threads = hwc_numa::current_affinity().len().min(2) as u32;
+    let mut b = HostMemcpy::new(&topo, "/proc");
+    let mut c = case((8 << 20) + 4096 + 100, threads);
+    c.params.copy_kernel = Some("streaming".into());
+    let out = run_case(&c, &mut b, &RunOptions::default(), &AtomicBool::new(false));
+    let Some(isa) = Isa::detect() else {
+        assert!(matches!(out, CaseOutcome::Waived(_)), "{out:?}");
+        return;
+    };
+    let CaseOutcome::Measured(r) = out else {
+        panic!("not measured: {out:?}")
+    };
+    let note = CopyKernel::Streaming(isa).to_string();
+    assert!(
+        r.measurement.notes.iter().any(|n| n.contains(&note)),
+        "{:?}",
+        r.measurement.notes
+    );
+    // A copy that wrote nothing, or the wrong bytes, fails verify: run_case verified it.
+    assert_eq!(r.measurement.gbps.n, 3);
+}
+
+#[test]
+fn an_unknown_copy_kernel_fails_the_case_with_its_name() {
+    let mut c = case(1 << 20, 1);
+    c.params.copy_kernel = Some("magic".into());
+    let e = kernel_for(&c).unwrap_err().to_string();
+    assert!(e.contains("unknown copy_kernel `magic`"), "{e}");
+    c.params.copy_kernel = None;
+    assert_eq!(kernel_for(&c).unwrap(), CopyKernel::Memcpy);
+    c.params.copy_kernel = Some("memcpy".into());
+    assert_eq!(kernel_for(&c).unwrap(), CopyKernel::Memcpy);
 }

@@ -147,6 +147,10 @@ pub struct CaseParams {
     /// Direction measured, for cases that run two directions at once (duplex): `h2d`, `d2h`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
+    /// How the host RAM path copies: `memcpy` (the C library's) or `streaming` (vector loads
+    /// and non-temporal stores, the widest the CPU has); absent = `memcpy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_kernel: Option<String>,
     /// Host memory kind for GPU copies: `pinned`, `pageable`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_memory: Option<String>,

@@ -93,9 +93,26 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
     let t = machine(vec![node(0, 0..2)]);
     let p = plan(&t, &all_implemented());
     let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
-    assert_eq!(keys.len(), 8, "{keys:?}");
+    // 4 sizes × 2 thread counts with memcpy, and the largest size again with streaming stores.
+    assert_eq!(keys.len(), 10, "{keys:?}");
     assert!(keys.contains(&"host_ram/n0-n0/4MiB/t1"));
     assert!(keys.contains(&"host_ram/n0-n0/256MiB/t2"));
+    assert!(keys.contains(&"host_ram/n0-n0/256MiB/t2/streaming"));
+    let kernel = |k: &str| {
+        p.cases
+            .iter()
+            .find(|c| c.key == k)
+            .unwrap()
+            .params
+            .copy_kernel
+            .clone()
+    };
+    assert_eq!(kernel("host_ram/n0-n0/4MiB/t1").as_deref(), Some("memcpy"));
+    assert_eq!(
+        kernel("host_ram/n0-n0/256MiB/t1/streaming").as_deref(),
+        Some("streaming")
+    );
+    assert!(!keys.contains(&"host_ram/n0-n0/64MiB/t1/streaming"));
     for path in PathId::ALL.into_iter().filter(|&x| x != PathId::HostRam) {
         let w: Vec<_> = p.waivers_of(path).collect();
         assert!(!w.is_empty(), "{path} has no waiver");
@@ -336,7 +353,15 @@ fn path_filter_and_overrides() {
     let p = plan(&t, &opts);
     assert!(p.waived.iter().all(|w| w.path == PathId::HostRam));
     let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
-    assert_eq!(keys, ["host_ram/n0-n0/1MiB/t1", "host_ram/n0-n0/1MiB/t16"]);
+    assert_eq!(
+        keys,
+        [
+            "host_ram/n0-n0/1MiB/t1",
+            "host_ram/n0-n0/1MiB/t16",
+            "host_ram/n0-n0/1MiB/t1/streaming",
+            "host_ram/n0-n0/1MiB/t16/streaming"
+        ]
+    );
     assert_eq!(
         p.cases[0].reps,
         Reps {

@@ -1,0 +1,262 @@
+//! Copy kernels: the C library's `memcpy`, and a streaming copy that writes with non-temporal
+//! stores (the widest the CPU has: AVX-512, AVX2 or SSE2).
+//!
+//! Why two: a copy that writes through the cache first reads every destination line it is about
+//! to overwrite (read-for-ownership), so DRAM moves three bytes for every two a copy needs.
+//! Non-temporal stores skip that read. The C library switches to them only above a threshold
+//! it derives from the last-level cache size; on a machine (or a VM) that reports a large cache
+//! the per-thread slices of a large copy stay under it, and `memcpy` reaches about two thirds of
+//! what the memory can do. The streaming kernel is what the memory allows; `memcpy` is what
+//! software that calls it gets.
+
+use std::fmt;
+
+/// How a worker copies its slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopyKernel {
+    /// `memcpy` from the C library (`std::ptr::copy_nonoverlapping`).
+    Memcpy,
+    /// Vector loads and non-temporal stores, with this instruction set.
+    Streaming(Isa),
+}
+
+/// The vector width of the streaming kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx2,
+    Sse2,
+}
+
+impl Isa {
+    /// The widest streaming stores this CPU runs; `None` off x86-64.
+    pub fn detect() -> Option<Isa> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Some(Isa::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Some(Isa::Avx2);
+            }
+            // SSE2 is part of x86-64.
+            Some(Isa::Sse2)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            None
+        }
+    }
+
+    /// Every instruction set this CPU runs, widest first (for tests).
+    pub fn available() -> Vec<Isa> {
+        match Isa::detect() {
+            Some(Isa::Avx512) => vec![Isa::Avx512, Isa::Avx2, Isa::Sse2],
+            Some(Isa::Avx2) => vec![Isa::Avx2, Isa::Sse2],
+            Some(Isa::Sse2) => vec![Isa::Sse2],
+            None => vec![],
+        }
+    }
+}
+
+impl fmt::Display for CopyKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CopyKernel::Memcpy => f.write_str("C library memcpy"),
+            CopyKernel::Streaming(isa) => write!(
+                f,
+                "streaming copy ({} loads, non-temporal stores)",
+                match isa {
+                    Isa::Avx512 => "AVX-512",
+                    Isa::Avx2 => "AVX2",
+                    Isa::Sse2 => "SSE2",
+                }
+            ),
+        }
+    }
+}
+
+impl CopyKernel {
+    /// Copy `len` bytes from `src` to `dst`. The streaming kernel's stores are fenced before it
+    /// returns, so whatever the caller publishes afterwards is ordered after the copy.
+    ///
+    /// # Safety
+    /// `src` and `dst` must be valid for `len` bytes and must not overlap; a `Streaming` kernel's
+    /// instruction set must be one the CPU runs ([`Isa::detect`]).
+    pub unsafe fn copy(self, dst: *mut u8, src: *const u8, len: usize) {
+        match self {
+            // SAFETY: the caller's contract.
+            CopyKernel::Memcpy => unsafe { std::ptr::copy_nonoverlapping(src, dst, len) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: the caller's contract, and the CPU runs `isa`.
+            CopyKernel::Streaming(isa) => unsafe { x86::stream_copy(isa, dst, src, len) },
+            #[cfg(not(target_arch = "x86_64"))]
+            CopyKernel::Streaming(_) => unreachable!("Isa::detect is None off x86-64"),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::Isa;
+    use std::arch::x86_64::*;
+
+    /// Bytes per loop iteration: four vectors.
+    const fn step(isa: Isa) -> usize {
+        match isa {
+            Isa::Avx512 => 256,
+            Isa::Avx2 => 128,
+            Isa::Sse2 => 64,
+        }
+    }
+
+    /// # Safety
+    /// As [`super::CopyKernel::copy`]; the CPU runs `isa`.
+    pub unsafe fn stream_copy(isa: Isa, dst: *mut u8, src: *const u8, len: usize) {
+        // Plain copy up to the first destination address aligned for the stores (they need it),
+        // the vector loop, then a plain copy of the tail.
+        let align = step(isa) / 4;
+        let head = dst.align_offset(align).min(len);
+        let body = (len - head) / step(isa) * step(isa);
+        // SAFETY: head + body + tail = len, all within the caller's ranges; `dst + head` is
+        // aligned to `align`; the CPU runs `isa` (caller).
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let (d, s) = (dst.add(head), src.add(head));
+            match isa {
+                Isa::Avx512 => avx512(d, s, body),
+                Isa::Avx2 => avx2(d, s, body),
+                Isa::Sse2 => sse2(d, s, body),
+            }
+            _mm_sfence();
+            std::ptr::copy_nonoverlapping(
+                src.add(head + body),
+                dst.add(head + body),
+                len - head - body,
+            );
+        }
+    }
+
+    /// # Safety
+    /// `d` 64-byte aligned; `d` and `s` valid for `n` bytes, `n` a multiple of 256; AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn avx512(d: *mut u8, s: *const u8, n: usize) {
+        let mut i = 0;
+        while i < n {
+            // SAFETY: i + 256 <= n (n is a multiple of 256); the stores are aligned (d is, and
+            // i is a multiple of 64).
+            unsafe {
+                let a = _mm512_loadu_si512(s.add(i).cast());
+                let b = _mm512_loadu_si512(s.add(i + 64).cast());
+                let c = _mm512_loadu_si512(s.add(i + 128).cast());
+                let e = _mm512_loadu_si512(s.add(i + 192).cast());
+                _mm512_stream_si512(d.add(i).cast(), a);
+                _mm512_stream_si512(d.add(i + 64).cast(), b);
+                _mm512_stream_si512(d.add(i + 128).cast(), c);
+                _mm512_stream_si512(d.add(i + 192).cast(), e);
+            }
+            i += 256;
+        }
+    }
+
+    /// # Safety
+    /// `d` 32-byte aligned; `d` and `s` valid for `n` bytes, `n` a multiple of 128; AVX2.
+    #[target_feature(enable = "avx2")]
+    unsafe fn avx2(d: *mut u8, s: *const u8, n: usize) {
+        let mut i = 0;
+        while i < n {
+            // SAFETY: i + 128 <= n; aligned stores (d is, i is a multiple of 32).
+            unsafe {
+                let a = _mm256_loadu_si256(s.add(i).cast());
+                let b = _mm256_loadu_si256(s.add(i + 32).cast());
+                let c = _mm256_loadu_si256(s.add(i + 64).cast());
+                let e = _mm256_loadu_si256(s.add(i + 96).cast());
+                _mm256_stream_si256(d.add(i).cast(), a);
+                _mm256_stream_si256(d.add(i + 32).cast(), b);
+                _mm256_stream_si256(d.add(i + 64).cast(), c);
+                _mm256_stream_si256(d.add(i + 96).cast(), e);
+            }
+            i += 128;
+        }
+    }
+
+    /// # Safety
+    /// `d` 16-byte aligned; `d` and `s` valid for `n` bytes, `n` a multiple of 64.
+    #[target_feature(enable = "sse2")]
+    unsafe fn sse2(d: *mut u8, s: *const u8, n: usize) {
+        let mut i = 0;
+        while i < n {
+            // SAFETY: i + 64 <= n; aligned stores (d is, i is a multiple of 16).
+            unsafe {
+                let a = _mm_loadu_si128(s.add(i).cast());
+                let b = _mm_loadu_si128(s.add(i + 16).cast());
+                let c = _mm_loadu_si128(s.add(i + 32).cast());
+                let e = _mm_loadu_si128(s.add(i + 48).cast());
+                _mm_stream_si128(d.add(i).cast(), a);
+                _mm_stream_si128(d.add(i + 16).cast(), b);
+                _mm_stream_si128(d.add(i + 32).cast(), c);
+                _mm_stream_si128(d.add(i + 48).cast(), e);
+            }
+            i += 64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(kernel: CopyKernel, src_off: usize, dst_off: usize, len: usize) {
+        let src: Vec<u8> = (0..len + src_off + 64).map(|i| (i * 7 + 3) as u8).collect();
+        let mut dst = vec![0xAAu8; len + dst_off + 64];
+        // SAFETY: both ranges lie inside their vectors, which do not overlap; the ISA came
+        // from `Isa::available`.
+        unsafe {
+            kernel.copy(
+                dst.as_mut_ptr().add(dst_off),
+                src.as_ptr().add(src_off),
+                len,
+            )
+        };
+        assert_eq!(
+            &dst[dst_off..dst_off + len],
+            &src[src_off..src_off + len],
+            "{kernel} src+{src_off} dst+{dst_off} len {len}"
+        );
+        assert!(
+            dst[..dst_off].iter().all(|&b| b == 0xAA),
+            "{kernel}: wrote before dst"
+        );
+        assert!(
+            dst[dst_off + len..].iter().all(|&b| b == 0xAA),
+            "{kernel}: wrote past the end"
+        );
+    }
+
+    #[test]
+    fn every_kernel_copies_exactly_the_range_at_any_alignment_and_length() {
+        let mut kernels = vec![CopyKernel::Memcpy];
+        kernels.extend(Isa::available().into_iter().map(CopyKernel::Streaming));
+        for k in kernels {
+            for len in [0, 1, 15, 63, 64, 65, 255, 256, 257, 1000, 4096, 70_001] {
+                for (s, d) in [(0, 0), (1, 0), (0, 1), (3, 17), (63, 5), (32, 32)] {
+                    check(k, s, d, len);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn x86_64_always_has_a_streaming_kernel_and_names_it() {
+        if cfg!(target_arch = "x86_64") {
+            let isa = Isa::detect().expect("SSE2 is part of x86-64");
+            assert!(Isa::available().contains(&Isa::Sse2));
+            assert!(CopyKernel::Streaming(isa)
+                .to_string()
+                .contains("non-temporal"));
+        } else {
+            assert_eq!(Isa::detect(), None);
+        }
+        assert_eq!(CopyKernel::Memcpy.to_string(), "C library memcpy");
+    }
+}
