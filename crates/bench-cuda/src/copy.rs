@@ -2,11 +2,14 @@
 //! check.
 //!
 //! A repetition, pinned memory: a spin kernel (the latch) is queued on the lead stream, then the
-//! start event; every other stream waits on that event; each stream gets K back-to-back copies
-//! of its own buffers; every stream of a flow joins its flow's lead stream, which records the
+//! first flow's start event; every other stream waits on that event, and every other flow's
+//! head stream records its own start after the wait; each stream gets K back-to-back copies of
+//! its own buffers; every stream of a flow joins its flow's head stream, which records the
 //! flow's end event. Only then does the host open the latch: the copies start together, with
-//! all submission already done, and the span start → end (CUDA events) is the time. The host
-//! clock from the release to the end event's completion is the cross-check.
+//! all submission already done, and the measured flow's span start → end (CUDA events) is the
+//! time (a duplex direction's span starts when its own stream starts, not one cross-stream
+//! wait earlier). The host clock from the release to the end event's completion is the
+//! cross-check.
 //!
 //! Pageable memory cannot wait behind a latch (the driver stages it through its own pinned
 //! buffer and may block the submitting thread until the copy ran), so its copies are timed by
@@ -191,6 +194,8 @@ struct Flow {
     direction: Direction,
     lanes: Vec<Lane>,
     joins: Vec<CudaEvent>,
+    /// Recorded on the head stream when the flow's copies may start.
+    start: CudaEvent,
     end: CudaEvent,
 }
 
@@ -207,7 +212,6 @@ pub struct CaseContext {
 pub struct CopyCase<'a> {
     rt: &'a mut DeviceRuntime,
     flows: Vec<Flow>,
-    start: CudaEvent,
     measured: usize,
     size_bytes: usize,
     streams: u32,
@@ -300,10 +304,10 @@ impl<'a> CopyCase<'a> {
                 direction: f.direction,
                 lanes,
                 joins,
+                start: new_event(&ctx, true)?,
                 end: new_event(&ctx, true)?,
             });
         }
-        let start = new_event(&ctx, true)?;
         let latched = spec.host_memory == HostMemory::Pinned || !spec.uses_host();
         let placement = placement_of(&flows, spec, cx.pin.as_ref());
         let cache_resident = spec.flows[0].direction == Direction::D2d
@@ -311,7 +315,6 @@ impl<'a> CopyCase<'a> {
         let mut case = CopyCase {
             rt,
             flows,
-            start,
             measured: spec.measured,
             size_bytes: size,
             streams: spec.streams,
@@ -381,14 +384,20 @@ impl<'a> CopyCase<'a> {
                 .launch(&lead, &self.rt.flag, LATCH_TIMEOUT_NS)?;
         }
         let submitted = Instant::now();
-        self.start.record(&lead).map_err(driver("cuEventRecord"))?;
+        let start = &self.flows[0].start;
+        start.record(&lead).map_err(driver("cuEventRecord"))?;
         for (fi, flow) in self.flows.iter().enumerate() {
             for (li, lane) in flow.lanes.iter().enumerate() {
                 if fi != 0 || li != 0 {
                     lane.stream
-                        .wait(&self.start)
+                        .wait(start)
                         .map_err(driver("cuStreamWaitEvent"))?;
                 }
+            }
+            if fi != 0 {
+                flow.start
+                    .record(&flow.lanes[0].stream)
+                    .map_err(driver("cuEventRecord"))?;
             }
         }
         for _ in 0..k {
@@ -416,8 +425,9 @@ impl<'a> CopyCase<'a> {
         } else {
             submitted
         };
-        let measured = &self.flows[self.measured].end;
+        let measured = &self.flows[self.measured];
         measured
+            .end
             .synchronize()
             .map_err(driver("cuEventSynchronize"))?;
         let wall = released.elapsed().as_secs_f64();
@@ -432,9 +442,9 @@ impl<'a> CopyCase<'a> {
                 timeout_ms: LATCH_TIMEOUT_NS / 1_000_000,
             });
         }
-        let ms = self
+        let ms = measured
             .start
-            .elapsed_ms(measured)
+            .elapsed_ms(&measured.end)
             .map_err(driver("cuEventElapsedTime"))?;
         Ok((f64::from(ms) / 1e3, wall))
     }
