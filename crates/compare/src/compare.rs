@@ -3,6 +3,7 @@
 //! median and the nodes that stray from it).
 
 use crate::keys::{self, Direction};
+use crate::source::Source;
 use crate::tolerance::Tolerance;
 use hwc_model::Profile;
 use serde::Serialize;
@@ -69,10 +70,12 @@ pub fn node_names(files: &[(String, &Profile)]) -> Vec<String> {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct Value {
     v: f64,
     contended: bool,
+    /// Where `v` comes from: its measurement's spread and N, or derived.
+    source: Source,
 }
 
 /// Every comparable value of a profile: its ceilings and its measurements' medians.
@@ -81,12 +84,15 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
         .ceilings
         .iter()
         .map(|(k, &v)| {
+            // By key (`ceiling_sources`): a ceiling that is a contended measurement's median, or
+            // was derived from one, is marked contended too.
+            let (source, contended) = Source::of_ceiling(p, k).unwrap_or((Source::Unknown, false));
             (
                 (Section::Ceiling, k.clone()),
                 Value {
                     v,
-                    // A ceiling that is a contended measurement's median is a lower bound too.
-                    contended: p.source_of(v).is_some_and(|m| m.contended),
+                    contended,
+                    source,
                 },
             )
         })
@@ -98,6 +104,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                 Value {
                     v: m.gbps.median,
                     contended: m.contended,
+                    source: Source::of_measurement(m),
                 },
             );
         }
@@ -142,7 +149,12 @@ pub struct PairRow {
     pub section: Section,
     pub key: String,
     pub baseline: Option<f64>,
+    /// Where the baseline's value comes from (spread and N of its measurement, or derived).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_source: Option<Source>,
     pub candidate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate_source: Option<Source>,
     /// candidate − baseline.
     pub delta: Option<f64>,
     /// (candidate − baseline) / |baseline| × 100.
@@ -189,7 +201,9 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
                 section: *section,
                 key: key.clone(),
                 baseline: va.map(|x| x.v),
+                baseline_source: va.map(|x| x.source.clone()),
                 candidate: vb.map(|x| x.v),
+                candidate_source: vb.map(|x| x.source.clone()),
                 delta,
                 delta_pct,
                 verdict,
@@ -227,6 +241,9 @@ pub struct Outlier {
     pub node: String,
     pub kind: OutlierKind,
     pub value: Option<f64>,
+    /// Where the node's value comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
     /// (value − median) / |median| × 100.
     pub delta_pct: Option<f64>,
     pub regression: bool,
@@ -241,7 +258,15 @@ pub struct FleetRow {
     pub median: f64,
     pub min: f64,
     pub max: f64,
+    /// Each node's source of its value, in node order (nodes without the path left out).
+    pub sources: Vec<NodeSource>,
     pub outliers: Vec<Outlier>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeSource {
+    pub node: String,
+    pub source: Source,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -294,6 +319,7 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
                         node: node.name.to_string(),
                         kind,
                         value: Some(x.v),
+                        source: Some(x.source.clone()),
                         delta_pct: rel.is_finite().then_some(rel * 100.0),
                         regression: kind == OutlierKind::Worse,
                     });
@@ -302,6 +328,7 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
                     node: node.name.to_string(),
                     kind: OutlierKind::Missing,
                     value: None,
+                    source: None,
                     delta_pct: None,
                     regression: *section == Section::Ceiling,
                 }),
@@ -315,6 +342,16 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
             median: med,
             min: present.iter().copied().fold(f64::INFINITY, f64::min),
             max: present.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            sources: nodes
+                .iter()
+                .zip(&per_node)
+                .filter_map(|(node, m)| {
+                    m.get(k).map(|x| NodeSource {
+                        node: node.name.to_string(),
+                        source: x.source.clone(),
+                    })
+                })
+                .collect(),
             outliers,
         });
     }
@@ -362,7 +399,13 @@ fn verdict_label(r: &PairRow) -> String {
     }
 }
 
-/// The baseline → candidate table.
+fn source_cell(s: Option<&Source>) -> String {
+    s.map(Source::cell).unwrap_or_default()
+}
+
+/// The baseline → candidate table. Every value shows where it comes from: its measurement's
+/// spread and repetition count N, or `derived` (each derived ceiling's derivation is listed
+/// after the table).
 pub fn render_pair(r: &PairReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "baseline   {}", r.baseline);
@@ -374,10 +417,12 @@ pub fn render_pair(r: &PairReport) -> String {
         if last != Some(row.section) {
             let _ = writeln!(
                 s,
-                "\n{:<width$} {:>10} {:>10} {:>10} {:>8}  verdict",
+                "\n{:<width$} {:>10} {:>13} {:>10} {:>13} {:>10} {:>8}  verdict",
                 section_title(row.section),
                 "baseline",
+                "spread, N",
                 "candidate",
+                "spread, N",
                 "delta",
                 "delta%"
             );
@@ -385,17 +430,67 @@ pub fn render_pair(r: &PairReport) -> String {
         }
         let _ = writeln!(
             s,
-            "{:<width$} {:>10} {:>10} {:>10} {:>8}  {}",
+            "{:<width$} {:>10} {:>13} {:>10} {:>13} {:>10} {:>8}  {}",
             row.key,
             num(row.baseline),
+            source_cell(row.baseline_source.as_ref()),
             num(row.candidate),
+            source_cell(row.candidate_source.as_ref()),
             row.delta.map(|d| format!("{d:+.2}")).unwrap_or_default(),
             pct(row.delta_pct),
             verdict_label(row)
         );
     }
+    derivations(
+        &mut s,
+        r.rows.iter().map(|row| {
+            (
+                row.key.as_str(),
+                vec![
+                    (r.baseline.as_str(), row.baseline_source.as_ref()),
+                    (r.candidate.as_str(), row.candidate_source.as_ref()),
+                ],
+            )
+        }),
+    );
     let _ = write!(s, "\n{}", summary(r.regressions));
     s
+}
+
+/// `derived:` and one line per derived ceiling saying how it was computed; where the nodes'
+/// profiles say different things, one line per wording with the nodes that give it.
+fn derivations<'a>(
+    s: &mut String,
+    rows: impl Iterator<Item = (&'a str, Vec<(&'a str, Option<&'a Source>)>)>,
+) {
+    let mut lines = Vec::new();
+    for (key, sources) in rows {
+        let mut hows: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (node, how) in sources
+            .into_iter()
+            .filter_map(|(node, src)| Some((node, src?.how()?)))
+        {
+            match hows.iter_mut().find(|(h, _)| *h == how) {
+                Some((_, nodes)) => nodes.push(node),
+                None => hows.push((how, vec![node])),
+            }
+        }
+        match &hows[..] {
+            [] => {}
+            [(how, _)] => lines.push(format!("  {key}: {how}")),
+            _ => {
+                for (how, nodes) in hows {
+                    lines.push(format!("  {key} ({}): {how}", nodes.join(", ")));
+                }
+            }
+        }
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(s, "\nderived:");
+        for l in lines {
+            let _ = writeln!(s, "{l}");
+        }
+    }
 }
 
 /// The key column's width: the longest key, at least 26 characters.
@@ -424,10 +519,58 @@ fn outlier_label(o: &Outlier) -> String {
             )
         }
     };
-    format!("{} {} {} {}", o.node, num(o.value), pct(o.delta_pct), kind)
+    format!(
+        "{} {} ({}) {} {}",
+        o.node,
+        num(o.value),
+        source_cell(o.source.as_ref()),
+        pct(o.delta_pct),
+        kind
+    )
 }
 
-/// The fleet table: per path n, median, min, max and the outliers.
+/// The fleet's sources of one path: the widest spread and the range of N over the nodes whose
+/// value is a measurement's median (`≤±1.2% N=10–12`), and how many are derived or unknown.
+fn fleet_sources(sources: &[NodeSource]) -> String {
+    let mut spread: Option<f64> = None;
+    let (mut n_min, mut n_max) = (u32::MAX, 0);
+    let (mut derived, mut unknown) = (0, 0);
+    for ns in sources {
+        match &ns.source {
+            Source::Measured { spread_pct, n, .. } => {
+                spread = Some(spread.map_or(*spread_pct, |s| s.max(*spread_pct)));
+                n_min = n_min.min(*n);
+                n_max = n_max.max(*n);
+            }
+            Source::Derived { .. } => derived += 1,
+            Source::Unknown => unknown += 1,
+        }
+    }
+    let mut parts = Vec::new();
+    if let Some(sp) = spread {
+        let n = if n_min == n_max {
+            format!("N={n_min}")
+        } else {
+            format!("N={n_min}–{n_max}")
+        };
+        parts.push(format!("≤±{sp:.1}% {n}"));
+    }
+    let all = sources.len();
+    match derived {
+        0 => {}
+        d if d == all => parts.push("derived".into()),
+        d => parts.push(format!("{d} derived")),
+    }
+    match unknown {
+        0 => {}
+        u if u == all => parts.push("unknown".into()),
+        u => parts.push(format!("{u} unknown")),
+    }
+    parts.join(", ")
+}
+
+/// The fleet table: per path n, median, min, max, the nodes' sources (widest spread and N, or
+/// derived) and the outliers with their own spread and N.
 pub fn render_fleet(r: &FleetReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -438,32 +581,54 @@ pub fn render_fleet(r: &FleetReport) -> String {
     );
     let _ = writeln!(s, "tolerance  {}% from the median", r.tolerance_pct);
     let width = key_width(r.rows.iter().map(|x| x.key.as_str()));
+    let cells: Vec<String> = r.rows.iter().map(|x| fleet_sources(&x.sources)).collect();
+    let sw = cells
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("spread, N".len());
     let mut last = None;
-    for row in &r.rows {
+    for (row, cell) in r.rows.iter().zip(&cells) {
         if last != Some(row.section) {
             let _ = writeln!(
                 s,
-                "\n{:<width$} {:>5} {:>10} {:>10} {:>10}  outliers",
+                "\n{:<width$} {:>5} {:>10} {:>10} {:>10}  {:<sw$}  outliers",
                 section_title(row.section),
                 "n",
                 "median",
                 "min",
-                "max"
+                "max",
+                "spread, N"
             );
             last = Some(row.section);
         }
         let outliers: Vec<String> = row.outliers.iter().map(outlier_label).collect();
-        let _ = writeln!(
-            s,
-            "{:<width$} {:>5} {:>10.2} {:>10.2} {:>10.2}  {}",
+        let line = format!(
+            "{:<width$} {:>5} {:>10.2} {:>10.2} {:>10.2}  {}{}  {}",
             row.key,
             format!("{}/{}", row.n, r.nodes.len()),
             row.median,
             row.min,
             row.max,
+            cell,
+            " ".repeat(sw - cell.chars().count()),
             outliers.join("; ")
         );
+        let _ = writeln!(s, "{}", line.trim_end());
     }
+    derivations(
+        &mut s,
+        r.rows.iter().map(|row| {
+            (
+                row.key.as_str(),
+                row.sources
+                    .iter()
+                    .map(|ns| (ns.node.as_str(), Some(&ns.source)))
+                    .collect(),
+            )
+        }),
+    );
     let _ = write!(s, "\n{}", summary(r.regressions));
     s
 }

@@ -2,6 +2,8 @@
 //! its answer trustworthy (a known bandwidth ceiling, a finite non-negative measurement).
 
 use crate::keys;
+use crate::source::Source;
+use hwc_model::Profile;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -11,6 +13,10 @@ pub struct Efficiency {
     pub path: String,
     pub measured_gbps: f64,
     pub ceiling_gbps: f64,
+    /// Where the ceiling comes from: the measurement it is the median of, with its spread and
+    /// N, or how it was derived. Absent when only the `ceilings:` map was at hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ceiling_source: Option<Source>,
     /// measured / ceiling.
     pub efficiency: f64,
     /// Present when the answer needs a caveat (a measurement above its ceiling).
@@ -80,11 +86,24 @@ pub fn efficiency(
         path: path.to_string(),
         measured_gbps,
         ceiling_gbps: ceiling,
+        ceiling_source: None,
         efficiency: ratio,
         note: (ratio > 1.0).then(|| {
             "the measurement exceeds the ceiling: the profile is stale, or the two count bytes differently".to_string()
         }),
     })
+}
+
+/// [`efficiency`] against a whole profile: the answer also says where the ceiling comes from
+/// (`ceiling_source`, looked up by key).
+pub fn efficiency_in(
+    p: &Profile,
+    path: &str,
+    measured_gbps: f64,
+) -> Result<Efficiency, EfficiencyError> {
+    let mut e = efficiency(&p.ceilings, path, measured_gbps)?;
+    e.ceiling_source = Source::of_ceiling(p, path).map(|(s, _)| s);
+    Ok(e)
 }
 
 #[cfg(test)]
@@ -144,5 +163,62 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no bandwidth ceilings"), "{e}");
+    }
+
+    #[test]
+    fn against_a_profile_the_answer_names_the_ceilings_source() {
+        let mut p = hwc_testkit::ceilings_profile(
+            "n",
+            "2026-11-29T19:05:00+00:00",
+            &[("warm_gpu0_peak_gbps", 55.0)],
+        );
+        for (key, spread) in [
+            ("h2d/gpu0/local/4MiB/s4", 0.2),
+            ("h2d/gpu0/local/256MiB/s1", 1.8),
+        ] {
+            p.measurements.push(
+                serde_json::from_value(serde_json::json!({
+                    "key": key,
+                    "path": "h2d",
+                    "params": {},
+                    "bytes_per_rep": 1u64 << 20,
+                    "gbps": { "median": 55.0, "min": 54.0, "max": 55.0, "spread_pct": spread, "n": 12 },
+                    "warmup": 2,
+                }))
+                .unwrap(),
+            );
+        }
+        // A profile written before ceiling_sources: the first equal median.
+        let e = efficiency_in(&p, "warm_gpu0_peak_gbps", 44.0).unwrap();
+        assert_eq!(
+            e.ceiling_source,
+            Some(Source::Measured {
+                measurement: "h2d/gpu0/local/4MiB/s4".into(),
+                spread_pct: 0.2,
+                n: 12
+            })
+        );
+        p.ceiling_sources.insert(
+            "warm_gpu0_peak_gbps".into(),
+            hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+        );
+        let e = efficiency_in(&p, "warm_gpu0_peak_gbps", 44.0).unwrap();
+        assert!((e.efficiency - 0.8).abs() < 1e-12);
+        assert_eq!(
+            e.ceiling_source,
+            Some(Source::Measured {
+                measurement: "h2d/gpu0/local/256MiB/s1".into(),
+                spread_pct: 1.8,
+                n: 12
+            }),
+            "by key, not the first equal median"
+        );
+        assert_eq!(
+            efficiency(&p.ceilings, "warm_gpu0_peak_gbps", 44.0)
+                .unwrap()
+                .ceiling_source,
+            None,
+            "the bare map cannot say"
+        );
     }
 }

@@ -10,9 +10,11 @@ pub mod efficiency;
 pub mod junit;
 pub mod keys;
 pub mod qualify;
+pub mod source;
 pub mod tolerance;
 
 pub use compare::{compare_fleet, compare_pair, FleetReport, Node, PairReport};
 pub use efficiency::{efficiency, Efficiency, EfficiencyError};
 pub use qualify::{parse_spec, qualify, QualifyReport, Spec, SpecError};
+pub use source::Source;
 pub use tolerance::Tolerance;

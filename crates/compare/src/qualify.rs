@@ -4,6 +4,7 @@
 //! maximum, or at least a given value). Every rule and every matched link is one pass/fail check.
 
 use crate::keys;
+use crate::source::Source;
 use hwc_model::topology::LinkTheory;
 use hwc_model::Profile;
 use serde::de::{self, Deserializer, Visitor};
@@ -260,39 +261,35 @@ impl QualifyReport {
 struct Found {
     value: f64,
     what: &'static str,
-    /// Where the value comes from: the measurement's statistic, spread and count, or that it is
-    /// arithmetic on measured medians.
+    /// Where the value comes from: the measurement's statistic, spread and count, or how it was
+    /// derived from measured medians.
     source: String,
+    /// Not itself one measurement's median.
+    derived: bool,
     contended: bool,
     gpu: Option<String>,
-}
-
-fn stats_of(m: &hwc_model::Measurement) -> String {
-    format!(
-        "median of `{}`, ±{:.1} %, N={}",
-        m.key, m.gbps.spread_pct, m.gbps.n
-    )
 }
 
 fn find(p: &Profile, path: &str) -> Option<Found> {
     if let Some(&v) = p.ceilings.get(path) {
         // A ceiling that is one measurement's median carries that measurement's spread, count
-        // and contention; any other is arithmetic on measured medians.
-        let source = p.source_of(v);
+        // and contention; a derived one says how it was computed and is contended when one of
+        // its inputs was.
+        let (source, contended) = Source::of_ceiling(p, path)?;
         return Some(Found {
             value: v,
             what: "ceiling",
-            source: source
-                .map(stats_of)
-                .unwrap_or_else(|| "derived from measured medians".into()),
-            contended: source.is_some_and(|m| m.contended),
+            derived: !matches!(source, Source::Measured { .. }),
+            source: source.phrase(),
+            contended,
             gpu: None,
         });
     }
     p.measurement(path).map(|m| Found {
         value: m.gbps.median,
         what: "measurement median",
-        source: stats_of(m),
+        source: Source::of_measurement(m).phrase(),
+        derived: false,
         contended: m.contended,
         gpu: m.params.gpu.clone(),
     })
@@ -437,7 +434,10 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
         if pass { ">=" } else { "<" },
         found.source
     );
-    if found.contended {
+    if found.contended && found.derived {
+        detail
+            .push_str(" (derived from a measurement taken while the device was busy; rerun idle)");
+    } else if found.contended {
         detail.push_str(" (measured while the device was busy: a lower bound; rerun idle)");
     }
     check(

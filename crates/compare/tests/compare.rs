@@ -1,12 +1,13 @@
 //! `compare`: pair deltas and regressions, fleet medians and outliers.
 
 mod common;
-use common::{profile, with_measurement};
+use common::{profile, with_measurement, with_source, with_stats};
 use hwc_compare::compare::{
     compare_fleet, compare_pair, median, node_names, render_fleet, render_pair, Node, Options,
     OutlierKind, Section, Verdict,
 };
 use hwc_compare::Tolerance;
+use hwc_model::CeilingSource;
 
 fn opts(tol: &str) -> Options {
     Options {
@@ -225,7 +226,8 @@ fn fleet_reports_medians_and_outlier_nodes() {
     // Worse GPU on n4 and its missing ceiling; n5's better figure is not a regression.
     assert_eq!(r.regressions, 2);
     let text = render_fleet(&r);
-    assert!(text.contains("n4 41.00 -25.5% WORSE"), "{text}");
+    // Built without measurements, every ceiling here is derived: the outlier says so.
+    assert!(text.contains("n4 41.00 (derived) -25.5% WORSE"), "{text}");
     assert!(text.contains("5/5") && text.contains("4/5"), "{text}");
 }
 
@@ -389,5 +391,170 @@ fn a_ceiling_taken_from_a_contended_measurement_is_marked_contended() {
     let row = &r.rows[0];
     assert_eq!(row.key, "warm_gpu0_gbps");
     assert_eq!((row.verdict, row.contended), (Verdict::Worse, true));
+    assert!(render_pair(&r).contains("REGRESSION (contended)"));
+}
+
+/// Two nodes whose profiles say where each ceiling comes from. On each, two measurements share
+/// the median of `warm_gpu0_gbps`; `ceiling_sources` names the second.
+fn sourced(host: &str, gbps: f64, spread: f64, penalty: f64) -> hwc_model::Profile {
+    let p = profile(
+        host,
+        &[
+            ("warm_gpu0_gbps", gbps),
+            ("warm_gpu0_cross_numa_penalty_gbps", penalty),
+        ],
+    );
+    let p = with_stats(p, "h2d/gpu0/local/256MiB/s1", gbps, 0.1, 12);
+    let p = with_stats(p, "h2d/gpu0/local/4MiB/s1", gbps, spread, 12);
+    let p = with_source(
+        p,
+        "warm_gpu0_gbps",
+        CeilingSource::measured("h2d/gpu0/local/4MiB/s1"),
+    );
+    with_source(
+        p,
+        "warm_gpu0_cross_numa_penalty_gbps",
+        CeilingSource::derived(
+            "local minus cross one-stream H2D peak",
+            vec!["h2d/gpu0/local/256MiB/s1".into()],
+        ),
+    )
+}
+
+#[test]
+fn the_pair_table_shows_each_values_spread_and_n_or_that_it_is_derived() {
+    let a = sourced("a", 53.4, 1.25, 3.0);
+    let b = sourced("b", 50.0, 0.8, 2.0);
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &opts("5%"),
+    );
+    let expected = "\
+baseline   A
+candidate  B
+tolerance  5%
+
+ceiling                             baseline     spread, N  candidate     spread, N      delta   delta%  verdict
+warm_gpu0_cross_numa_penalty_gbps       3.00       derived       2.00       derived      -1.00   -33.3%  better
+warm_gpu0_gbps                         53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
+
+measurement (median GB/s)           baseline     spread, N  candidate     spread, N      delta   delta%  verdict
+h2d/gpu0/local/256MiB/s1               53.40    ±0.1% N=12      50.00    ±0.1% N=12      -3.40    -6.4%  REGRESSION
+h2d/gpu0/local/4MiB/s1                 53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
+
+derived:
+  warm_gpu0_cross_numa_penalty_gbps: local minus cross one-stream H2D peak
+
+3 regression(s)
+";
+    assert_eq!(render_pair(&r), expected);
+    let row = r.rows.iter().find(|x| x.key == "warm_gpu0_gbps").unwrap();
+    let json = serde_json::to_value(row).unwrap();
+    assert_eq!(
+        json["candidate_source"],
+        serde_json::json!({"kind": "measured", "measurement": "h2d/gpu0/local/4MiB/s1", "spread_pct": 0.8, "n": 12})
+    );
+    let row = r
+        .rows
+        .iter()
+        .find(|x| x.key == "warm_gpu0_cross_numa_penalty_gbps")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(row).unwrap()["baseline_source"],
+        serde_json::json!({"kind": "derived", "how": "local minus cross one-stream H2D peak", "inputs": ["h2d/gpu0/local/256MiB/s1"]})
+    );
+}
+
+#[test]
+fn the_fleet_table_shows_the_widest_spread_and_the_range_of_n() {
+    let nodes: Vec<_> = [("n1", 55.0, 0.5), ("n2", 55.2, 1.5), ("n3", 44.0, 0.7)]
+        .into_iter()
+        .map(|(h, g, spread)| (h, sourced(h, g, spread, 3.0)))
+        .collect();
+    let mut nodes = nodes;
+    // n2's figure took fewer repetitions.
+    nodes[1].1.measurements[1].gbps.n = 10;
+    let list: Vec<Node> = nodes
+        .iter()
+        .map(|(h, p)| Node {
+            name: h,
+            profile: p,
+        })
+        .collect();
+    let mut o = opts("5%");
+    o.ceilings_only = true;
+    let text = render_fleet(&compare_fleet(&list, &o));
+    let expected = "\
+fleet      3 nodes: n1, n2, n3
+tolerance  5% from the median
+
+ceiling                               n     median        min        max  spread, N       outliers
+warm_gpu0_cross_numa_penalty_gbps   3/3       3.00       3.00       3.00  derived
+warm_gpu0_gbps                      3/3      55.00      44.00      55.20  ≤±1.5% N=10–12  n3 44.00 (±0.7% N=12) -20.0% WORSE
+
+derived:
+  warm_gpu0_cross_numa_penalty_gbps: local minus cross one-stream H2D peak
+
+1 regression(s)
+";
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn contention_follows_the_source_named_by_key_not_an_equal_median() {
+    // The contended measurement has the ceiling's median too, and comes first.
+    let mk = |host: &str, v: f64| {
+        let p = profile(host, &[("warm_gpu0_gbps", v)]);
+        let p = with_measurement(p, "h2d/gpu0/local/256MiB/s1", v, true);
+        let p = with_stats(p, "h2d/gpu0/local/4MiB/s1", v, 0.5, 12);
+        with_source(
+            p,
+            "warm_gpu0_gbps",
+            CeilingSource::measured("h2d/gpu0/local/4MiB/s1"),
+        )
+    };
+    let (a, b) = (mk("a", 53.0), mk("b", 40.0));
+    let mut o = opts("5%");
+    o.ceilings_only = true;
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "B",
+            profile: &b,
+        },
+        &o,
+    );
+    assert_eq!(
+        (r.rows[0].verdict, r.rows[0].contended),
+        (Verdict::Worse, false)
+    );
+    // A derived ceiling is contended when one of its inputs was.
+    let c = with_source(
+        b.clone(),
+        "warm_gpu0_gbps",
+        CeilingSource::derived("x", vec!["h2d/gpu0/local/256MiB/s1".into()]),
+    );
+    let r = compare_pair(
+        Node {
+            name: "A",
+            profile: &a,
+        },
+        Node {
+            name: "C",
+            profile: &c,
+        },
+        &o,
+    );
+    assert!(r.rows[0].contended);
     assert!(render_pair(&r).contains("REGRESSION (contended)"));
 }

@@ -1,8 +1,9 @@
 //! `qualify`: spec parsing, rules against absolute / link / baseline floors, link checks, JUnit.
 
 mod common;
-use common::{profile, with_link, with_measurement};
+use common::{profile, with_link, with_measurement, with_source, with_stats};
 use hwc_compare::qualify::{glob, parse_spec, qualify, render, Group, Outcome, SpecError};
+use hwc_model::CeilingSource;
 use proptest::prelude::*;
 
 const SPEC: &str = r#"
@@ -303,4 +304,51 @@ fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
     let d = &r.checks[1].detail;
     assert!(d.contains("derived from measured medians"), "{d}");
     assert!(!d.contains("lower bound"), "{d}");
+}
+
+#[test]
+fn a_ceiling_source_is_read_by_key_with_its_derivation() {
+    let spec = parse_spec(
+        "spec_version: 1\nrules:\n  - path: warm_gpu0_peak_gbps\n    min_gbps: 50\n  - path: dispatcher_cold_1drive_gbps\n    min_gbps: 3\n",
+    )
+    .unwrap();
+    let p = profile(
+        "node9",
+        &[
+            ("warm_gpu0_peak_gbps", 55.5),
+            ("dispatcher_cold_1drive_gbps", 55.5),
+        ],
+    );
+    // A contended measurement with the same median comes first; the source is the other one.
+    let p = with_measurement(p, "h2d/gpu0/local/4MiB/s4", 55.5, true);
+    let p = with_stats(p, "h2d/gpu0/local/256MiB/s1", 55.5, 0.7, 12);
+    let p = with_source(
+        p,
+        "warm_gpu0_peak_gbps",
+        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+    );
+    let p = with_source(
+        p,
+        "dispatcher_cold_1drive_gbps",
+        CeilingSource::derived(
+            "min of NVMe and H2D: H2D bounds it",
+            vec!["h2d/gpu0/local/4MiB/s4".into()],
+        ),
+    );
+    let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
+    let d = &r.checks[0].detail;
+    assert!(
+        d.contains("median of `h2d/gpu0/local/256MiB/s1`, ±0.7 %, N=12"),
+        "{d}"
+    );
+    assert!(!d.contains("busy"), "{d}");
+    let d = &r.checks[1].detail;
+    assert!(
+        d.contains("derived: min of NVMe and H2D: H2D bounds it"),
+        "{d}"
+    );
+    assert!(
+        d.contains("derived from a measurement taken while the device was busy"),
+        "an input was contended: {d}"
+    );
 }

@@ -28,18 +28,22 @@ fn ceiling_labels(key: &str) -> Labels {
     v
 }
 
-/// Where each ceiling comes from, so that no figure is served bare: for a ceiling that is one
-/// measurement's median, that measurement's spread and repetition count (labelled with its key);
-/// for any other (penalties, minima of two paths, crossovers, knees), a `derived` marker.
+/// Where each ceiling comes from, so that no figure is served bare, looked up by key in the
+/// profile's `ceiling_sources` ([`hwc_model::Profile::ceiling_source`]): for a ceiling that is
+/// one measurement's median, that measurement's spread and repetition count (labelled with its
+/// key); for a derived one (penalties, minima of two paths, crossovers, knees), a `derived`
+/// marker; for one the profile says nothing usable about, an `unknown` marker.
 fn register_sources(reg: &mut Registry, p: &hwc_model::Profile) {
+    use hwc_model::CeilingOrigin;
     let spread: Family<Labels, FloatGauge> = Family::default();
     let runs: Family<Labels, FloatGauge> = Family::default();
     let derived: Family<Labels, FloatGauge> = Family::default();
-    let (mut any_measured, mut any_derived) = (false, false);
-    for (key, value) in &p.ceilings {
-        let counted = key.ends_with("_bytes") || key.ends_with("_drives");
-        match p.source_of(*value).filter(|_| !counted) {
-            Some(m) => {
+    let unknown: Family<Labels, FloatGauge> = Family::default();
+    let (mut any_measured, mut any_derived, mut any_unknown) = (false, false, false);
+    for key in p.ceilings.keys() {
+        let path = || vec![("path".to_string(), key.clone())];
+        match p.ceiling_source(key) {
+            Some(CeilingOrigin::Measured(m)) => {
                 let labels = vec![
                     ("path".to_string(), key.clone()),
                     ("measurement".to_string(), m.key.clone()),
@@ -48,11 +52,13 @@ fn register_sources(reg: &mut Registry, p: &hwc_model::Profile) {
                 runs.get_or_create(&labels).set(f64::from(m.gbps.n));
                 any_measured = true;
             }
-            None => {
-                derived
-                    .get_or_create(&vec![("path".to_string(), key.clone())])
-                    .set(1.0);
+            Some(CeilingOrigin::Derived { .. }) => {
+                derived.get_or_create(&path()).set(1.0);
                 any_derived = true;
+            }
+            Some(CeilingOrigin::Unknown) | None => {
+                unknown.get_or_create(&path()).set(1.0);
+                any_unknown = true;
             }
         }
     }
@@ -74,6 +80,14 @@ fn register_sources(reg: &mut Registry, p: &hwc_model::Profile) {
             "1 for a ceiling derived from measured medians (a difference, minimum, ratio or knee), \
              not itself a measurement",
             derived,
+        );
+    }
+    if any_unknown {
+        reg.register(
+            "hwceiling_ceiling_source_unknown",
+            "1 for a ceiling whose source the profile's ceiling_sources does not give (a hand-edited \
+             or damaged profile): no spread or count can be shown",
+            unknown,
         );
     }
 }
@@ -240,6 +254,66 @@ mod tests {
                 "missing `{line}` in\n{text}"
             );
         }
+    }
+
+    #[test]
+    fn sources_are_read_by_key_from_ceiling_sources() {
+        use hwc_model::CeilingSource;
+        let mut p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-29T19:05:00+00:00",
+            &[
+                ("warm_gpu0_peak_gbps", 55.5),
+                ("warm_gpu0_cross_numa_penalty_gbps", 55.5),
+                ("gpu0_d2h_peak_gbps", 55.5),
+            ],
+        );
+        // Two measurements with the ceiling's median: the source is the one named, not the first.
+        for (key, spread) in [
+            ("h2d/gpu0/local/4MiB/s1", 0.5),
+            ("h2d/gpu0/local/256MiB/s1", 1.8),
+        ] {
+            p.measurements.push(
+                serde_json::from_value(serde_json::json!({
+                    "key": key,
+                    "path": "h2d",
+                    "params": { "gpu": "gpu0" },
+                    "bytes_per_rep": 1u64 << 20,
+                    "gbps": { "median": 55.5, "min": 55.0, "max": 56.0, "spread_pct": spread, "n": 20 },
+                    "warmup": 3,
+                }))
+                .unwrap(),
+            );
+        }
+        p.ceiling_sources = [
+            (
+                "warm_gpu0_peak_gbps",
+                CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+            ),
+            (
+                "warm_gpu0_cross_numa_penalty_gbps",
+                CeilingSource::derived("a minus b", vec![]),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let mut reg = Registry::default();
+        register_sources(&mut reg, &p);
+        let mut text = String::new();
+        encode(&mut text, &reg).unwrap();
+        for line in [
+            r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
+            r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
+            // Not listed in a profile that has ceiling_sources: unknown, not guessed by value.
+            r#"hwceiling_ceiling_source_unknown{path="gpu0_d2h_peak_gbps"} 1.0"#,
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing `{line}` in\n{text}"
+            );
+        }
+        assert!(!text.contains("4MiB"), "{text}");
     }
 
     #[test]

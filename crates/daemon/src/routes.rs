@@ -221,7 +221,7 @@ async fn efficiency(
         return no_profile(&state);
     };
     use hwc_compare::EfficiencyError as E;
-    match hwc_compare::efficiency(&loaded.profile.ceilings, path, measured) {
+    match hwc_compare::efficiency::efficiency_in(&loaded.profile, path, measured) {
         Ok(e) => {
             let mut body = serde_json::to_value(&e).unwrap_or(Value::Null);
             if let Value::Object(m) = &mut body {

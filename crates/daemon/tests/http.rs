@@ -30,6 +30,61 @@ fn with_day1(dir: &std::path::Path, _: &mut hwc_daemon::Config) {
 }
 
 #[test]
+fn efficiency_says_where_the_ceiling_comes_from_by_key() {
+    let d = Daemon::tcp(|dir, _| {
+        let mut p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-28T10:00:00+00:00",
+            &[
+                ("warm_gpu0_peak_gbps", 55.6),
+                ("dispatcher_cold_1drive_gbps", 55.6),
+            ],
+        );
+        for (key, spread) in [
+            ("h2d/gpu0/local/4MiB/s4", 0.2),
+            ("h2d/gpu0/local/256MiB/s1", 1.8),
+        ] {
+            p.measurements.push(
+                serde_json::from_value(serde_json::json!({
+                    "key": key,
+                    "path": "h2d",
+                    "params": { "gpu": "gpu0" },
+                    "bytes_per_rep": 1u64 << 20,
+                    "gbps": { "median": 55.6, "min": 55.0, "max": 56.0, "spread_pct": spread, "n": 12 },
+                    "warmup": 2,
+                }))
+                .unwrap(),
+            );
+        }
+        p.ceiling_sources = [
+            (
+                "warm_gpu0_peak_gbps".to_string(),
+                hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+            ),
+            (
+                "dispatcher_cold_1drive_gbps".to_string(),
+                hwc_model::CeilingSource::derived("min of NVMe and H2D", vec![]),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        write_profile(dir, DAY1, &hwc_profile::to_yaml(&p).unwrap());
+    });
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_peak_gbps&measured_gbps=27.8");
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(
+        e["ceiling_source"],
+        serde_json::json!({"kind": "measured", "measurement": "h2d/gpu0/local/256MiB/s1", "spread_pct": 1.8, "n": 12})
+    );
+    let (status, e) = d.json("/v1/efficiency?path=dispatcher_cold_1drive_gbps&measured_gbps=27.8");
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(
+        e["ceiling_source"],
+        serde_json::json!({"kind": "derived", "how": "min of NVMe and H2D"})
+    );
+}
+
+#[test]
 fn profile_is_served_as_written_yaml_or_as_json() {
     let d = Daemon::tcp(with_day1);
     let written = std::fs::read_to_string(d.dir().join(DAY1)).unwrap();

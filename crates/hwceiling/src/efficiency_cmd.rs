@@ -35,7 +35,7 @@ fn parse_measured(s: &str) -> Result<f64, String> {
 /// The answer as the daemon gives it: the efficiency fields plus `profile`.
 fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
     let p = hwc_profile::read_profile(file)?;
-    let e = hwc_compare::efficiency(&p.ceilings, &a.path, a.measured_gbps)
+    let e = hwc_compare::efficiency::efficiency_in(&p, &a.path, a.measured_gbps)
         .with_context(|| file.display().to_string())?;
     let mut v = serde_json::to_value(&e)?;
     v["profile"] = json!({
@@ -82,25 +82,46 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&v)? + "\n",
         Format::Yaml => serde_saphyr::to_string(&v).context("serialising to YAML")?,
-        Format::Text => {
-            let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-            let p = &v["profile"];
-            let mut s = format!(
-                "efficiency  {:.3}  ({:.2} GB/s of the {:.2} GB/s ceiling)\npath        {}\nprofile     {} ({}, finished {})\n",
-                num("efficiency"),
-                num("measured_gbps"),
-                num("ceiling_gbps"),
-                v["path"].as_str().unwrap_or(""),
-                p["file"].as_str().unwrap_or("?"),
-                p["hostname"].as_str().unwrap_or("unknown host"),
-                p["finished_at"].as_str().unwrap_or("?"),
-            );
-            if let Some(note) = v["note"].as_str() {
-                s.push_str(&format!("note        {note}\n"));
-            }
-            s
-        }
+        Format::Text => render_text(&v),
     };
     print!("{text}");
     Ok(0)
+}
+
+/// The text answer, from the JSON fields of the answer (as the daemon sends them) and the
+/// profile it came from. The ceiling's line says where it comes from: its measurement's median
+/// with spread and N, or how it was derived.
+fn render_text(v: &serde_json::Value) -> String {
+    let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let p = &v["profile"];
+    let src = &v["ceiling_source"];
+    let source = match src["kind"].as_str() {
+        Some("measured") => format!(
+            "median of {}, ±{:.1} %, N={}",
+            src["measurement"].as_str().unwrap_or("?"),
+            src["spread_pct"].as_f64().unwrap_or(f64::NAN),
+            src["n"].as_u64().map_or("?".to_string(), |n| n.to_string()),
+        ),
+        Some("derived") => match src["how"].as_str() {
+            Some(how) => format!("derived: {how}"),
+            None => "derived from measured medians".into(),
+        },
+        Some("unknown") => "unknown: the profile's ceiling_sources does not say".into(),
+        _ => "not given (a daemon older than this client): spread and N unknown".into(),
+    };
+    let mut s = format!(
+        "efficiency  {:.3}  ({:.2} GB/s of the {:.2} GB/s ceiling)\npath        {}\nceiling     {}\nprofile     {} ({}, finished {})\n",
+        num("efficiency"),
+        num("measured_gbps"),
+        num("ceiling_gbps"),
+        v["path"].as_str().unwrap_or(""),
+        source,
+        p["file"].as_str().unwrap_or("?"),
+        p["hostname"].as_str().unwrap_or("unknown host"),
+        p["finished_at"].as_str().unwrap_or("?"),
+    );
+    if let Some(note) = v["note"].as_str() {
+        s.push_str(&format!("note        {note}\n"));
+    }
+    s
 }

@@ -313,22 +313,31 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
     s
 }
 
-/// One ceiling with where it comes from: a measurement's median with its spread and count, or
-/// arithmetic on measured medians (penalties, min of two paths, knees, crossovers).
+/// One ceiling with where it comes from (by key, from the profile's `ceiling_sources`): a
+/// measurement's median with its spread and count, or how it was derived from measured medians
+/// (penalties, min of two paths, knees, crossovers).
 fn ceiling_line(p: &hwc_model::Profile, key: &str, value: f64) -> String {
+    use hwc_model::CeilingOrigin;
     let counted = key.ends_with("_bytes") || key.ends_with("_drives");
     let shown = if counted {
         format!("{value:>12.0}")
     } else {
         format!("{value:>12.2}")
     };
-    match p.source_of(value).filter(|_| !counted) {
-        Some(m) => format!(
-            "{key:<40} {shown}  median, ±{:.1} %, N={} ({})",
+    let source = match p.ceiling_source(key) {
+        Some(CeilingOrigin::Measured(m)) => format!(
+            "median, ±{:.1} %, N={} ({})",
             m.gbps.spread_pct, m.gbps.n, m.key
         ),
-        None => format!("{key:<40} {shown}  derived from measured medians (see the report)"),
-    }
+        Some(CeilingOrigin::Derived { how: Some(how), .. }) => format!("derived: {how}"),
+        Some(CeilingOrigin::Derived { how: None, .. }) => {
+            "derived from measured medians (see the report)".to_string()
+        }
+        Some(CeilingOrigin::Unknown) | None => {
+            "source unknown (the profile's ceiling_sources does not say)".to_string()
+        }
+    };
+    format!("{key:<40} {shown}  {source}")
 }
 
 /// The plan as text: per path, its cases (with repetitions) or its waivers.
@@ -373,4 +382,62 @@ pub fn report(a: &ReportArgs) -> Result<i32> {
 
 fn write_report(path: &Path, md: &str) -> Result<()> {
     output::write_new(path, md.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ceiling_line;
+    use hwc_model::{CeilingSource, Measurement, Profile};
+
+    fn with_measurement(p: &mut Profile, key: &str, median: f64, spread_pct: f64, n: u32) {
+        let m: Measurement = serde_json::from_value(serde_json::json!({
+            "key": key,
+            "path": "h2d",
+            "params": { "gpu": "gpu0" },
+            "bytes_per_rep": 1u64 << 20,
+            "gbps": { "median": median, "min": median, "max": median, "spread_pct": spread_pct, "n": n },
+            "warmup": 2,
+        }))
+        .unwrap();
+        p.measurements.push(m);
+    }
+
+    #[test]
+    fn the_closing_summary_names_each_ceilings_source_by_key() {
+        let mut p = hwc_testkit::ceilings_profile(
+            "n",
+            "2026-11-29T19:05:00+00:00",
+            &[
+                ("warm_gpu0_peak_gbps", 55.5),
+                ("warm_gpu0_cross_numa_penalty_gbps", 55.5),
+            ],
+        );
+        with_measurement(&mut p, "h2d/gpu0/local/4MiB/s1", 55.5, 0.5, 12);
+        with_measurement(&mut p, "h2d/gpu0/local/256MiB/s1", 55.5, 1.8, 20);
+        // Before ceiling_sources: the first equal median, whatever the ceiling is.
+        let old = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
+        assert!(
+            old.ends_with("median, ±0.5 %, N=12 (h2d/gpu0/local/4MiB/s1)"),
+            "{old}"
+        );
+        p.ceiling_sources = [
+            (
+                "warm_gpu0_peak_gbps".to_string(),
+                CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+            ),
+            (
+                "warm_gpu0_cross_numa_penalty_gbps".to_string(),
+                CeilingSource::derived("local minus cross", vec![]),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let line = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
+        assert!(
+            line.ends_with("median, ±1.8 %, N=20 (h2d/gpu0/local/256MiB/s1)"),
+            "{line}"
+        );
+        let line = ceiling_line(&p, "warm_gpu0_cross_numa_penalty_gbps", 55.5);
+        assert!(line.ends_with("  derived: local minus cross"), "{line}");
+    }
 }

@@ -280,6 +280,11 @@ fn efficiency_from_a_profile_file() {
     ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["efficiency"], 0.8);
+    assert_eq!(
+        v["ceiling_source"],
+        serde_json::json!({"kind": "derived"}),
+        "no measurement behind this hand-made ceiling"
+    );
     one_line_error(
         &run(&[
             "efficiency",
@@ -321,6 +326,70 @@ fn efficiency_from_a_profile_file() {
         ]),
         1,
         "is `hwceiling serve` running?",
+    );
+}
+
+#[test]
+fn efficiency_prints_the_ceilings_spread_and_n_or_how_it_was_derived() {
+    let d = tempfile::tempdir().unwrap();
+    let mut p = profile(
+        "n",
+        &[
+            ("warm_gpu0_peak_gbps", 50.0),
+            ("dispatcher_cold_1drive_gbps", 50.0),
+        ],
+    );
+    for (key, spread) in [
+        ("h2d/gpu0/local/4MiB/s4", 0.2),
+        ("h2d/gpu0/local/256MiB/s1", 1.8),
+    ] {
+        p.measurements.push(
+            serde_json::from_value(serde_json::json!({
+                "key": key,
+                "path": "h2d",
+                "params": { "gpu": "gpu0" },
+                "bytes_per_rep": 1u64 << 20,
+                "gbps": { "median": 50.0, "min": 49.5, "max": 50.4, "spread_pct": spread, "n": 12 },
+                "warmup": 2,
+            }))
+            .unwrap(),
+        );
+    }
+    p.ceiling_sources = [
+        (
+            "warm_gpu0_peak_gbps".to_string(),
+            hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+        ),
+        (
+            "dispatcher_cold_1drive_gbps".to_string(),
+            hwc_model::CeilingSource::derived("min of NVMe and H2D: H2D bounds it", vec![]),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    let f = write(d.path(), "p.yaml", &p);
+    let ask = |path: &str| {
+        let o = run(&[
+            "efficiency",
+            "--path",
+            path,
+            "--measured-gbps",
+            "40",
+            "--profile",
+            s(&f),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let out = ask("warm_gpu0_peak_gbps");
+    assert!(
+        out.contains("\nceiling     median of h2d/gpu0/local/256MiB/s1, ±1.8 %, N=12\n"),
+        "{out}"
+    );
+    let out = ask("dispatcher_cold_1drive_gbps");
+    assert!(
+        out.contains("\nceiling     derived: min of NVMe and H2D: H2D bounds it\n"),
+        "{out}"
     );
 }
 

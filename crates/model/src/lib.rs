@@ -12,7 +12,7 @@ pub mod results;
 pub mod topology;
 
 pub use plan::{Case, CaseParams, PathId, Plan, Reps, Waiver};
-pub use profile::{Profile, Provenance, SCHEMA_VERSION};
+pub use profile::{CeilingOrigin, CeilingSource, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{CaseResult, Failure, Measurement, Placement, Stats};
 pub use topology::Topology;
 

@@ -43,6 +43,11 @@ pub struct Profile {
     /// Flat map consumed by the efficiency evaluator: `efficiency = measured / ceilings[key]`.
     #[serde(default)]
     pub ceilings: BTreeMap<String, f64>,
+    /// Where each `ceilings` entry comes from, under the same key: the measurement whose median
+    /// it is, or how it was derived. Optional: profiles written before it have none, and their
+    /// readers fall back to matching medians (see [`Profile::ceiling_source`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ceiling_sources: BTreeMap<String, CeilingSource>,
     #[serde(default)]
     pub measurements: Vec<Measurement>,
     #[serde(default)]
@@ -66,10 +71,99 @@ impl Profile {
     pub fn waivers_of(&self, path: PathId) -> impl Iterator<Item = &Waiver> {
         self.waived.iter().filter(move |w| w.path == path)
     }
-    /// The measurement whose median a profile field copied, if the field is one (a derived
-    /// field — a penalty, a minimum of two paths, a knee — has none).
-    pub fn source_of(&self, value: f64) -> Option<&Measurement> {
-        self.measurements.iter().find(|m| m.gbps.median == value)
+    /// Where the ceiling `key` comes from; `None` when the profile has no such ceiling.
+    ///
+    /// Read from `ceiling_sources`. A profile written before that field existed (it has no
+    /// `ceiling_sources` at all) falls back to the old rule: the first measurement whose median
+    /// equals the ceiling, else derived; a size or count (`…_bytes`, `…_drives`) is always
+    /// derived. A profile that has `ceiling_sources` but no entry for `key`, or names a
+    /// measurement it does not hold, gives [`CeilingOrigin::Unknown`]: no guess by value.
+    pub fn ceiling_source(&self, key: &str) -> Option<CeilingOrigin<'_>> {
+        let value = *self.ceilings.get(key)?;
+        if self.ceiling_sources.is_empty() {
+            let counted = key.ends_with("_bytes") || key.ends_with("_drives");
+            let matched = self
+                .measurements
+                .iter()
+                .find(|m| !counted && m.gbps.median == value);
+            return Some(match matched {
+                Some(m) => CeilingOrigin::Measured(m),
+                None => CeilingOrigin::Derived {
+                    how: None,
+                    inputs: Vec::new(),
+                },
+            });
+        }
+        Some(match self.ceiling_sources.get(key) {
+            Some(CeilingSource::Measured { measurement }) => match self.measurement(measurement) {
+                Some(m) => CeilingOrigin::Measured(m),
+                None => CeilingOrigin::Unknown,
+            },
+            Some(CeilingSource::Derived { derived, inputs }) => CeilingOrigin::Derived {
+                how: Some(derived),
+                inputs: inputs.iter().filter_map(|k| self.measurement(k)).collect(),
+            },
+            None => CeilingOrigin::Unknown,
+        })
+    }
+}
+
+/// Where one ceiling comes from (the profile's `ceiling_sources.<key>`).
+///
+/// In YAML either `{measurement: KEY}` or `{derived: HOW, inputs: [KEY, …]}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum CeilingSource {
+    /// The ceiling is the median of the measurement with this `key` (in `measurements`): its
+    /// spread, repetition count and contention are the ceiling's.
+    Measured { measurement: String },
+    /// The ceiling is arithmetic on measured figures (a difference, a minimum of two paths, a
+    /// ratio, a knee), described in one line; `inputs` are the keys of the measurements it read.
+    Derived {
+        derived: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        inputs: Vec<String>,
+    },
+}
+
+impl CeilingSource {
+    pub fn measured(key: impl Into<String>) -> Self {
+        CeilingSource::Measured {
+            measurement: key.into(),
+        }
+    }
+    pub fn derived(how: impl Into<String>, inputs: Vec<String>) -> Self {
+        CeilingSource::Derived {
+            derived: how.into(),
+            inputs,
+        }
+    }
+}
+
+/// A ceiling's source resolved against the profile's measurements ([`Profile::ceiling_source`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CeilingOrigin<'a> {
+    /// The ceiling is this measurement's median.
+    Measured(&'a Measurement),
+    /// Arithmetic on measured figures: how (absent for a profile written before
+    /// `ceiling_sources`), and the measurements it read that the profile holds.
+    Derived {
+        how: Option<&'a str>,
+        inputs: Vec<&'a Measurement>,
+    },
+    /// The profile says nothing usable about this ceiling (a hand-edited or damaged profile).
+    Unknown,
+}
+
+impl CeilingOrigin<'_> {
+    /// The ceiling is, or was derived from, a measurement taken while its CPUs or GPU were busy
+    /// (`contended`): a figure to rerun on an idle node.
+    pub fn contended(&self) -> bool {
+        match self {
+            CeilingOrigin::Measured(m) => m.contended,
+            CeilingOrigin::Derived { inputs, .. } => inputs.iter().any(|m| m.contended),
+            CeilingOrigin::Unknown => false,
+        }
     }
 }
 
@@ -351,4 +445,211 @@ pub struct HostRamPair {
     pub key: String,
     /// Median at each thread count of the sweep, at `size_bytes`.
     pub sweep_gbps: BTreeMap<u32, f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Stats;
+    use crate::CaseParams;
+
+    fn measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measurement {
+        Measurement {
+            key: key.into(),
+            path: PathId::H2d,
+            params: CaseParams::default(),
+            bytes_per_rep: 1 << 20,
+            gbps: Stats {
+                median,
+                min: median,
+                max: median,
+                spread_pct,
+                n,
+            },
+            cold_gbps: None,
+            warmup: 2,
+            latency_us: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
+            placement: None,
+            cache_resident: false,
+            contended: false,
+            notes: vec![],
+        }
+    }
+
+    /// Two measurements share the median 50.0; a derived penalty happens to equal a median too;
+    /// the optimal chunk is a size.
+    fn profile() -> Profile {
+        Profile {
+            schema_version: SCHEMA_VERSION,
+            provenance: Provenance::default(),
+            platform: Platform::default(),
+            cpu_features: CpuFeatures::default(),
+            gpus: BTreeMap::new(),
+            nvme: NvmeProfile::default(),
+            bar1: BTreeMap::new(),
+            gdrcopy: GdrcopyProfile::default(),
+            gds: GdsProfile::default(),
+            host_ram: HostRamProfile::default(),
+            topology: Routing::default(),
+            ceilings: [
+                ("warm_gpu0_peak_gbps", 50.0),
+                ("warm_gpu0_cross_numa_penalty_gbps", 3.0),
+                ("nvme_optimal_read_chunk_bytes", 3.0),
+                ("host_ram_same_numa_gbps", 7.0),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+            ceiling_sources: BTreeMap::new(),
+            measurements: vec![
+                measurement("h2d/gpu0/a", 50.0, 1.0, 12),
+                measurement("h2d/gpu0/b", 50.0, 4.0, 20),
+                measurement("h2d/gpu0/c", 3.0, 9.0, 5),
+            ],
+            failures: vec![],
+            waived: vec![],
+            tools: vec![],
+            warnings: vec![],
+        }
+    }
+
+    fn with_sources(mut p: Profile) -> Profile {
+        p.ceiling_sources = [
+            ("warm_gpu0_peak_gbps", CeilingSource::measured("h2d/gpu0/b")),
+            (
+                "warm_gpu0_cross_numa_penalty_gbps",
+                CeilingSource::derived(
+                    "one-stream local peak minus cross-NUMA peak",
+                    vec!["h2d/gpu0/a".into(), "h2d/gpu0/c".into()],
+                ),
+            ),
+            (
+                "nvme_optimal_read_chunk_bytes",
+                CeilingSource::derived("knee", vec![]),
+            ),
+            (
+                "host_ram_same_numa_gbps",
+                CeilingSource::measured("host_ram/gone"),
+            ),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        p
+    }
+
+    fn measured_key<'a>(o: &CeilingOrigin<'a>) -> Option<&'a str> {
+        match o {
+            CeilingOrigin::Measured(m) => Some(&m.key),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_ceiling_source_is_found_by_key_not_by_value() {
+        let p = with_sources(profile());
+        let peak = p.ceiling_source("warm_gpu0_peak_gbps").unwrap();
+        assert_eq!(
+            measured_key(&peak),
+            Some("h2d/gpu0/b"),
+            "the named measurement, not the first with an equal median"
+        );
+        match p
+            .ceiling_source("warm_gpu0_cross_numa_penalty_gbps")
+            .unwrap()
+        {
+            CeilingOrigin::Derived { how, inputs } => {
+                assert_eq!(how, Some("one-stream local peak minus cross-NUMA peak"));
+                let keys: Vec<&str> = inputs.iter().map(|m| m.key.as_str()).collect();
+                assert_eq!(keys, ["h2d/gpu0/a", "h2d/gpu0/c"]);
+            }
+            other => panic!("derived, although a median equals it: {other:?}"),
+        }
+        assert_eq!(
+            p.ceiling_source("host_ram_same_numa_gbps"),
+            Some(CeilingOrigin::Unknown),
+            "names a measurement the profile does not hold"
+        );
+        let mut q = p.clone();
+        q.ceilings.insert("gpu0_d2h_peak_gbps".into(), 50.0);
+        assert_eq!(
+            q.ceiling_source("gpu0_d2h_peak_gbps"),
+            Some(CeilingOrigin::Unknown),
+            "not listed in a profile that has ceiling_sources: no guess by value"
+        );
+        assert_eq!(p.ceiling_source("no_such_gbps"), None);
+    }
+
+    #[test]
+    fn a_profile_without_ceiling_sources_falls_back_to_matching_medians() {
+        let p = profile();
+        assert_eq!(
+            measured_key(&p.ceiling_source("warm_gpu0_peak_gbps").unwrap()),
+            Some("h2d/gpu0/a"),
+            "the old rule: the first equal median"
+        );
+        assert_eq!(
+            measured_key(
+                &p.ceiling_source("warm_gpu0_cross_numa_penalty_gbps")
+                    .unwrap()
+            ),
+            Some("h2d/gpu0/c")
+        );
+        let derived = CeilingOrigin::Derived {
+            how: None,
+            inputs: vec![],
+        };
+        assert_eq!(
+            p.ceiling_source("nvme_optimal_read_chunk_bytes"),
+            Some(derived.clone()),
+            "a size is never a measurement's median"
+        );
+        assert_eq!(
+            p.ceiling_source("host_ram_same_numa_gbps"),
+            Some(derived),
+            "no equal median: derived"
+        );
+    }
+
+    #[test]
+    fn contention_comes_from_the_source_or_any_input() {
+        let mut p = with_sources(profile());
+        assert!(!p
+            .ceiling_source("warm_gpu0_cross_numa_penalty_gbps")
+            .unwrap()
+            .contended());
+        p.measurements[2].contended = true;
+        assert!(p
+            .ceiling_source("warm_gpu0_cross_numa_penalty_gbps")
+            .unwrap()
+            .contended());
+        assert!(!p.ceiling_source("warm_gpu0_peak_gbps").unwrap().contended());
+        p.measurements[1].contended = true;
+        assert!(p.ceiling_source("warm_gpu0_peak_gbps").unwrap().contended());
+    }
+
+    #[test]
+    fn ceiling_sources_in_yaml_are_a_measurement_key_or_a_derivation() {
+        let p = with_sources(profile());
+        let y = serde_saphyr::to_string(&p.ceiling_sources).unwrap();
+        assert_eq!(
+            y,
+            "host_ram_same_numa_gbps:\n  measurement: host_ram/gone\n\
+             nvme_optimal_read_chunk_bytes:\n  derived: knee\n\
+             warm_gpu0_cross_numa_penalty_gbps:\n  derived: one-stream local peak minus cross-NUMA peak\n  inputs:\n  - h2d/gpu0/a\n  - h2d/gpu0/c\n\
+             warm_gpu0_peak_gbps:\n  measurement: h2d/gpu0/b\n"
+        );
+        let back: Profile = serde_saphyr::from_str(&serde_saphyr::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+        let json: Profile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(json, p);
+        // An old profile has no `ceiling_sources`: it reads, and writes none back.
+        let old = profile();
+        let y = serde_saphyr::to_string(&old).unwrap();
+        assert!(!y.contains("ceiling_sources"), "{y}");
+        let back: Profile = serde_saphyr::from_str(&y).unwrap();
+        assert!(back.ceiling_sources.is_empty());
+    }
 }

@@ -9,27 +9,26 @@ fn median(m: &Measurement) -> f64 {
     m.gbps.median
 }
 
-fn max_median<'a>(it: impl Iterator<Item = &'a Measurement>) -> Option<f64> {
-    it.map(median).reduce(f64::max)
-}
-
 /// Host RAM: per node pair, the thread sweep at the largest size that does not fit in cache
 /// (the largest size when all do), its best thread count; then the best same- and cross-node
 /// figures.
 pub fn host_ram(ms: &[Measurement]) -> HostRamProfile {
     let pairs = host_ram_pairs(ms);
-    let best = |same: bool| {
-        pairs
-            .values()
-            .filter(|p| (p.src_node == p.dst_node) == same)
-            .map(|p| p.best_gbps)
-            .reduce(f64::max)
-    };
+    let best = |same: bool| best_pair(&pairs, same).map(|p| p.best_gbps);
     HostRamProfile {
         same_numa_gbps: best(true),
         cross_numa_gbps: best(false),
         pairs,
     }
+}
+
+/// The same-node (`same`) or cross-node pair with the best figure (the first of equals): the
+/// one `same_numa_gbps` / `cross_numa_gbps` and their ceilings come from.
+pub fn best_pair(pairs: &BTreeMap<String, HostRamPair>, same: bool) -> Option<&HostRamPair> {
+    pairs
+        .values()
+        .filter(|p| (p.src_node == p.dst_node) == same)
+        .reduce(|a, b| if b.best_gbps > a.best_gbps { b } else { a })
 }
 
 /// Per `n{src}-n{dst}` pair: the sweep and its best, at the sustained size.
@@ -81,11 +80,14 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
     out
 }
 
-fn of_gpu<'a>(
+fn of_gpu<'a, 'b>(
     ms: &'a [Measurement],
-    gpu: &'a str,
+    gpu: &'b str,
     path: PathId,
-) -> impl Iterator<Item = &'a Measurement> + 'a {
+) -> impl Iterator<Item = &'a Measurement> + 'b
+where
+    'a: 'b,
+{
     ms.iter()
         .filter(move |m| m.path == path && m.params.gpu.as_deref() == Some(gpu))
 }
@@ -102,24 +104,46 @@ fn pinned(m: &Measurement) -> bool {
     m.params.host_memory.as_deref() == Some("pinned")
 }
 
-fn is_local(g: &Gpu, m: &Measurement) -> bool {
-    pinned(m) && host_node(m) == g.numa_node
-}
-
-fn is_cross(g: &Gpu, m: &Measurement) -> bool {
-    pinned(m) && g.numa_node.is_some() && host_node(m).is_some() && host_node(m) != g.numa_node
-}
-
 fn size_streams(m: &Measurement, size: u64, streams: u32) -> bool {
     m.params.size_bytes == Some(size) && m.params.streams == Some(streams)
 }
 
-/// The spec's `gpus.gpuN` fields from the GPU's measurements. Cross-NUMA figures take the
-/// worst remote node; the penalty compares one-stream peaks (like with like).
-pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
-    let name = format!("gpu{}", g.index);
-    let h2d_local = || of_gpu(ms, &name, PathId::H2d).filter(|m| is_local(g, m));
-    let h2d_cross = || of_gpu(ms, &name, PathId::H2d).filter(|m| is_cross(g, m));
+/// The measurements the GPU's profile fields are the medians of: the one selection rule that
+/// both the fields and their ceilings' sources follow. Cross-NUMA figures take the worst remote
+/// node; the penalty compares one-stream peaks (like with like).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GpuPicks<'a> {
+    pub h2d_4m_1stream_numa_local: Option<&'a Measurement>,
+    pub h2d_peak_numa_local: Option<&'a Measurement>,
+    /// The one-stream NUMA-local H2D peak: the local side of the cross-NUMA penalty.
+    pub h2d_1stream_peak_numa_local: Option<&'a Measurement>,
+    pub d2h_peak_numa_local: Option<&'a Measurement>,
+    pub h2d_4m_1stream_cross_numa: Option<&'a Measurement>,
+    pub h2d_peak_cross_numa: Option<&'a Measurement>,
+    pub d2d_1stream: Option<&'a Measurement>,
+    pub d2d_4stream: Option<&'a Measurement>,
+    pub duplex_h2d: Option<&'a Measurement>,
+    pub duplex_d2h: Option<&'a Measurement>,
+}
+
+/// The highest median (the first of equals).
+fn best<'a>(it: impl Iterator<Item = &'a Measurement>) -> Option<&'a Measurement> {
+    it.reduce(|a, b| if median(b) > median(a) { b } else { a })
+}
+
+/// The lowest median (the first of equals).
+fn worst<'a>(it: impl Iterator<Item = &'a Measurement>) -> Option<&'a Measurement> {
+    it.reduce(|a, b| if median(b) < median(a) { b } else { a })
+}
+
+/// The picks for GPU `name` (`gpu0`, …) on NUMA node `numa_node`.
+pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) -> GpuPicks<'a> {
+    let is_local = |m: &Measurement| pinned(m) && host_node(m) == numa_node;
+    let is_cross = |m: &Measurement| {
+        pinned(m) && numa_node.is_some() && host_node(m).is_some() && host_node(m) != numa_node
+    };
+    let h2d_local = || of_gpu(ms, name, PathId::H2d).filter(|m| is_local(m));
+    let h2d_cross = || of_gpu(ms, name, PathId::H2d).filter(|m| is_cross(m));
     let one_stream = |m: &&Measurement| m.params.streams == Some(1);
 
     let cross_nodes: Vec<u32> = {
@@ -128,33 +152,33 @@ pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
         v.dedup();
         v
     };
-    let worst_cross =
-        |f: &dyn Fn(u32) -> Option<f64>| cross_nodes.iter().filter_map(|&n| f(n)).reduce(f64::min);
+    let worst_cross = |f: &dyn Fn(u32) -> Option<&'a Measurement>| {
+        worst(cross_nodes.iter().filter_map(|&n| f(n)))
+    };
     let cross_4m = worst_cross(&|n| {
-        max_median(h2d_cross().filter(|m| host_node(m) == Some(n) && size_streams(m, 4 * MIB, 1)))
+        best(h2d_cross().filter(|m| host_node(m) == Some(n) && size_streams(m, 4 * MIB, 1)))
     });
     let cross_peak = worst_cross(&|n| {
-        max_median(
+        best(
             h2d_cross()
                 .filter(|m| host_node(m) == Some(n))
                 .filter(one_stream),
         )
     });
-    let local_peak_1s = max_median(h2d_local().filter(one_stream));
 
     // D2D: the largest size that does not fit in L2 (an HBM figure).
-    let d2d = || of_gpu(ms, &name, PathId::D2d).filter(|m| !m.cache_resident);
+    let d2d = || of_gpu(ms, name, PathId::D2d).filter(|m| !m.cache_resident);
     let d2d_size = d2d().filter_map(|m| m.params.size_bytes).max();
     let d2d_at =
-        |s: u32| d2d_size.and_then(|size| max_median(d2d().filter(|m| size_streams(m, size, s))));
+        |s: u32| d2d_size.and_then(|size| best(d2d().filter(|m| size_streams(m, size, s))));
 
     // Duplex: the largest size measured in both directions.
     let duplex = |dir: &str, size: u64| {
-        max_median(of_gpu(ms, &name, PathId::Duplex).filter(|m| {
+        best(of_gpu(ms, name, PathId::Duplex).filter(|m| {
             m.params.direction.as_deref() == Some(dir) && m.params.size_bytes == Some(size)
         }))
     };
-    let duplex_size = of_gpu(ms, &name, PathId::Duplex)
+    let duplex_size = of_gpu(ms, name, PathId::Duplex)
         .filter_map(|m| m.params.size_bytes)
         .filter(|&s| duplex("h2d", s).is_some() && duplex("d2h", s).is_some())
         .max();
@@ -163,6 +187,25 @@ pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
         None => (None, None),
     };
 
+    GpuPicks {
+        h2d_4m_1stream_numa_local: best(h2d_local().filter(|m| size_streams(m, 4 * MIB, 1))),
+        h2d_peak_numa_local: best(h2d_local()),
+        h2d_1stream_peak_numa_local: best(h2d_local().filter(one_stream)),
+        d2h_peak_numa_local: best(of_gpu(ms, name, PathId::D2h).filter(|m| is_local(m))),
+        h2d_4m_1stream_cross_numa: cross_4m,
+        h2d_peak_cross_numa: cross_peak,
+        d2d_1stream: d2d_at(1),
+        d2d_4stream: d2d_at(4),
+        duplex_h2d: dh,
+        duplex_d2h: dd,
+    }
+}
+
+/// The spec's `gpus.gpuN` fields from the GPU's measurements (see [`GpuPicks`]).
+pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
+    let k = gpu_picks(&format!("gpu{}", g.index), g.numa_node, ms);
+    let v = |m: Option<&Measurement>| m.map(median);
+    let (dh, dd) = (v(k.duplex_h2d), v(k.duplex_d2h));
     GpuProfile {
         model: g.model.clone(),
         pcie_gen: g.pcie_gen,
@@ -172,21 +215,20 @@ pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
         root: g.root.clone(),
         cuda_index: g.cuda_index,
         numa_node: g.numa_node,
-        h2d_4m_1stream_numa_local_gbps: max_median(
-            h2d_local().filter(|m| size_streams(m, 4 * MIB, 1)),
-        ),
-        h2d_peak_numa_local_gbps: max_median(h2d_local()),
-        d2h_peak_numa_local_gbps: max_median(
-            of_gpu(ms, &name, PathId::D2h).filter(|m| is_local(g, m)),
-        ),
-        h2d_4m_1stream_cross_numa_gbps: cross_4m,
-        h2d_peak_cross_numa_gbps: cross_peak,
-        cross_numa_h2d_penalty_gbps: match (local_peak_1s, cross_peak) {
+        h2d_4m_1stream_numa_local_gbps: v(k.h2d_4m_1stream_numa_local),
+        h2d_peak_numa_local_gbps: v(k.h2d_peak_numa_local),
+        d2h_peak_numa_local_gbps: v(k.d2h_peak_numa_local),
+        h2d_4m_1stream_cross_numa_gbps: v(k.h2d_4m_1stream_cross_numa),
+        h2d_peak_cross_numa_gbps: v(k.h2d_peak_cross_numa),
+        cross_numa_h2d_penalty_gbps: match (
+            v(k.h2d_1stream_peak_numa_local),
+            v(k.h2d_peak_cross_numa),
+        ) {
             (Some(l), Some(c)) => Some(l - c),
             _ => None,
         },
-        d2d_1stream_gbps: d2d_at(1),
-        d2d_4stream_gbps: d2d_at(4),
+        d2d_1stream_gbps: v(k.d2d_1stream),
+        d2d_4stream_gbps: v(k.d2d_4stream),
         duplex_h2d_gbps: dh,
         duplex_d2h_gbps: dd,
         duplex_total_gbps: dh.zip(dd).map(|(a, b)| a + b),

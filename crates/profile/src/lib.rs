@@ -7,13 +7,14 @@
 
 use hwc_model::profile::{GdsProfile, NvmeDriveProfile, NvmeProfile};
 use hwc_model::{
-    CaseResult, Failure, Measurement, Plan, Profile, Provenance, Topology, Waiver, SCHEMA_VERSION,
+    CaseResult, CeilingSource, Failure, Measurement, Plan, Profile, Provenance, Topology, Waiver,
+    SCHEMA_VERSION,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 mod derive;
-pub use derive::{gpu_fields, host_ram_pairs};
+pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
 mod file;
 pub mod nvme;
 pub use file::{
@@ -81,6 +82,7 @@ pub fn build(
         host_ram: Default::default(),
         topology: topo.topology.clone(),
         ceilings: BTreeMap::new(),
+        ceiling_sources: BTreeMap::new(),
         measurements,
         failures: failures.to_vec(),
         waived: plan.waived.iter().chain(runtime_waived).cloned().collect(),
@@ -93,8 +95,9 @@ pub fn build(
     }
     profile.host_ram = derive::host_ram(&profile.measurements);
     nvme::fill(topo, &profile.measurements, &mut profile.nvme);
-    profile.ceilings = ceilings(&profile);
-    profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut BTreeMap::new());
+    let c = ceilings_with_sources(&profile);
+    (profile.ceilings, profile.ceiling_sources) = (c.values, c.sources);
+    profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
     profile.warnings = warnings(topo, &profile);
     profile
 }
@@ -144,36 +147,109 @@ fn nvme_section(topo: &Topology) -> NvmeProfile {
 
 /// The flat map the efficiency evaluator reads. Keys follow the spec; only measured inputs.
 pub fn ceilings(p: &Profile) -> BTreeMap<String, f64> {
-    let mut c = BTreeMap::new();
-    let mut put = |k: String, v: Option<f64>| {
-        if let Some(v) = v {
-            c.insert(k, v);
+    ceilings_with_sources(p).values
+}
+
+/// The `ceilings:` map and, under the same keys, where each ceiling comes from
+/// (`ceiling_sources:`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ceilings {
+    pub values: BTreeMap<String, f64>,
+    pub sources: BTreeMap<String, CeilingSource>,
+}
+
+impl Ceilings {
+    /// A ceiling that is the median of `source`. Without a source (a profile whose fields were
+    /// set by hand, not built from measurements) the ceiling has no `ceiling_sources` entry.
+    pub fn measured(&mut self, key: String, value: Option<f64>, source: Option<&Measurement>) {
+        let Some(v) = value else { return };
+        if let Some(m) = source {
+            self.sources
+                .insert(key.clone(), CeilingSource::measured(m.key.clone()));
         }
-    };
+        self.values.insert(key, v);
+    }
+
+    /// A ceiling computed from `inputs`' medians as `how` says.
+    pub fn derived(
+        &mut self,
+        key: String,
+        value: Option<f64>,
+        how: String,
+        inputs: &[&Measurement],
+    ) {
+        let Some(v) = value else { return };
+        let inputs = inputs.iter().map(|m| m.key.clone()).collect();
+        self.sources
+            .insert(key.clone(), CeilingSource::derived(how, inputs));
+        self.values.insert(key, v);
+    }
+}
+
+/// Every ceiling with its source: the values as [`ceilings`], the sources from the same
+/// selection rules that chose the profile's fields ([`derive::GpuPicks`], the host RAM pairs,
+/// [`nvme::raw_picks`]).
+pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
+    let mut c = Ceilings::default();
+    let mut d2d_slowest: Option<(f64, Option<&Measurement>)> = None;
     for (name, g) in &p.gpus {
-        put(
+        let k = derive::gpu_picks(name, g.numa_node, &p.measurements);
+        c.measured(
             format!("warm_{name}_gbps"),
             g.h2d_4m_1stream_numa_local_gbps,
+            k.h2d_4m_1stream_numa_local,
         );
-        put(format!("warm_{name}_peak_gbps"), g.h2d_peak_numa_local_gbps);
-        put(
+        c.measured(
+            format!("warm_{name}_peak_gbps"),
+            g.h2d_peak_numa_local_gbps,
+            k.h2d_peak_numa_local,
+        );
+        c.derived(
             format!("warm_{name}_cross_numa_penalty_gbps"),
             g.cross_numa_h2d_penalty_gbps,
+            "best NUMA-local one-stream H2D median minus the worst cross-NUMA node's best \
+             one-stream H2D median"
+                .into(),
+            &[k.h2d_1stream_peak_numa_local, k.h2d_peak_cross_numa]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>(),
         );
-        put(format!("{name}_d2h_peak_gbps"), g.d2h_peak_numa_local_gbps);
-        put(format!("{name}_d2d_sustained_gbps"), g.d2d_1stream_gbps);
+        c.measured(
+            format!("{name}_d2h_peak_gbps"),
+            g.d2h_peak_numa_local_gbps,
+            k.d2h_peak_numa_local,
+        );
+        c.measured(
+            format!("{name}_d2d_sustained_gbps"),
+            g.d2d_1stream_gbps,
+            k.d2d_1stream,
+        );
+        if let Some(v) = g.d2d_1stream_gbps {
+            if d2d_slowest.is_none_or(|(w, _)| v < w) {
+                d2d_slowest = Some((v, k.d2d_1stream));
+            }
+        }
     }
-    let d2d_min = p
-        .gpus
-        .values()
-        .filter_map(|g| g.d2d_1stream_gbps)
-        .reduce(f64::min);
-    put("gpu_d2d_sustained_gbps".into(), d2d_min);
-    put("host_ram_same_numa_gbps".into(), p.host_ram.same_numa_gbps);
-    put(
-        "host_ram_cross_numa_gbps".into(),
-        p.host_ram.cross_numa_gbps,
-    );
+    // The slowest GPU's D2D figure: that GPU's measurement.
+    if let Some((v, m)) = d2d_slowest {
+        c.measured("gpu_d2d_sustained_gbps".into(), Some(v), m);
+    }
+    for (key, same) in [
+        ("host_ram_same_numa_gbps", true),
+        ("host_ram_cross_numa_gbps", false),
+    ] {
+        let pair = derive::best_pair(&p.host_ram.pairs, same);
+        c.measured(
+            key.into(),
+            if same {
+                p.host_ram.same_numa_gbps
+            } else {
+                p.host_ram.cross_numa_gbps
+            },
+            pair.and_then(|pair| p.measurement(&pair.key)),
+        );
+    }
     nvme::ceilings(p, &mut c);
     c
 }

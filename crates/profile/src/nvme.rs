@@ -2,6 +2,7 @@
 //! probes and the long drive tests. Figures come from drives only: a `--target` file or device
 //! is never a drive ceiling (its long tests are kept in `nvme.long_tests`, under its path).
 
+use crate::Ceilings;
 use hwc_model::long_tests::{
     cache_speedup, can_change_power_state_when_idle, has_read_cache, transition_at, IdleGap,
     NvmeLongTests, PowerStatesResult, ReadCacheResult, POWER_TRANSITION_FACTOR,
@@ -52,8 +53,9 @@ fn sweeps(ms: &[Measurement], path: PathId) -> impl Iterator<Item = &Measurement
         .filter(move |m| m.path == path && is_drive_sweep(m))
 }
 
-/// The 1-drive size sweep at QD 32 (the spec's `io_size_sweep_*`), or at the deepest QD measured.
-fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
+/// The measurements of the 1-drive size sweep at QD 32 (the spec's `io_size_sweep_*`), or at the
+/// deepest QD measured.
+pub fn size_sweep_points(ms: &[Measurement], path: PathId) -> Vec<&Measurement> {
     let one: Vec<&Measurement> = sweeps(ms, path)
         .filter(|m| m.params.drives.len() == 1)
         .collect();
@@ -62,9 +64,14 @@ fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
     } else {
         one.iter().filter_map(|m| m.params.queue_depth).max()
     };
-    let points: Vec<(u64, f64)> = one
+    one.into_iter()
+        .filter(|m| m.params.queue_depth == qd && m.params.size_bytes.is_some())
+        .collect()
+}
+
+fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
+    let points: Vec<(u64, f64)> = size_sweep_points(ms, path)
         .iter()
-        .filter(|m| m.params.queue_depth == qd)
         .filter_map(|m| Some((m.params.size_bytes?, m.gbps.median)))
         .collect();
     if points.is_empty() {
@@ -79,10 +86,9 @@ fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
     })
 }
 
-fn per_count(
-    ms: &[Measurement],
-    path: PathId,
-) -> (BTreeMap<String, f64>, BTreeMap<String, Vec<String>>) {
+/// Per drive count (`1_drive`, …), the sweep case with the highest median: the measurement
+/// `nvme.raw_*_gbps` and its ceilings are the medians of.
+pub fn raw_picks(ms: &[Measurement], path: PathId) -> BTreeMap<String, &Measurement> {
     let mut best: BTreeMap<usize, &Measurement> = BTreeMap::new();
     for m in sweeps(ms, path) {
         let k = m.params.drives.len();
@@ -90,13 +96,21 @@ fn per_count(
             best.insert(k, m);
         }
     }
+    best.into_iter().map(|(k, m)| (count_key(k), m)).collect()
+}
+
+fn per_count(
+    ms: &[Measurement],
+    path: PathId,
+) -> (BTreeMap<String, f64>, BTreeMap<String, Vec<String>>) {
+    let best = raw_picks(ms, path);
     let gbps = best
         .iter()
-        .map(|(k, m)| (count_key(*k), m.gbps.median))
+        .map(|(k, m)| (k.clone(), m.gbps.median))
         .collect();
     let used = best
         .iter()
-        .map(|(k, m)| (count_key(*k), m.params.drives.clone()))
+        .map(|(k, m)| (k.clone(), m.params.drives.clone()))
         .collect();
     (gbps, used)
 }
@@ -322,48 +336,98 @@ pub fn merge_long_tests(n: &mut NvmeProfile, extra: &[NvmeLongTests]) {
     }
 }
 
-/// The best NUMA-local H2D peak over GPUs (the warm-path ceiling feeding the cold path).
-pub fn best_h2d_peak(p: &Profile) -> Option<f64> {
+/// The GPU with the best NUMA-local H2D peak (the first of equals) and that peak: the warm-path
+/// ceiling feeding the cold path.
+pub fn best_h2d_gpu(p: &Profile) -> Option<(&str, f64)> {
     p.gpus
-        .values()
-        .filter_map(|g| g.h2d_peak_numa_local_gbps)
-        .reduce(f64::max)
+        .iter()
+        .filter_map(|(name, g)| Some((name.as_str(), g.h2d_peak_numa_local_gbps?)))
+        .reduce(|a, b| if b.1 > a.1 { b } else { a })
 }
 
-/// The spec's NVMe and dispatcher-cold ceilings, and the cold path's bottleneck per drive count.
-pub fn ceilings(p: &Profile, c: &mut BTreeMap<String, f64>) -> BTreeMap<String, String> {
+/// The best NUMA-local H2D peak over GPUs (the warm-path ceiling feeding the cold path).
+pub fn best_h2d_peak(p: &Profile) -> Option<f64> {
+    best_h2d_gpu(p).map(|(_, v)| v)
+}
+
+/// The spec's NVMe and dispatcher-cold ceilings with their sources, and the cold path's
+/// bottleneck per drive count.
+pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
     let n = &p.nvme;
+    let ms = &p.measurements;
     let num = |k: &str| k.trim_end_matches("_drive").to_string();
+    let (read, write) = (
+        raw_picks(ms, PathId::NvmeRead),
+        raw_picks(ms, PathId::NvmeWrite),
+    );
     for (k, v) in &n.raw_read_gbps {
-        c.insert(format!("nvme_raw_{}drive_read_gbps", num(k)), *v);
+        c.measured(
+            format!("nvme_raw_{}drive_read_gbps", num(k)),
+            Some(*v),
+            read.get(k).copied(),
+        );
     }
     for (k, v) in &n.raw_write_gbps {
-        c.insert(format!("nvme_raw_{}drive_write_gbps", num(k)), *v);
+        c.measured(
+            format!("nvme_raw_{}drive_write_gbps", num(k)),
+            Some(*v),
+            write.get(k).copied(),
+        );
     }
-    if let Some(b) = n
-        .io_size_sweep_read_gbps
-        .as_ref()
-        .and_then(|s| s.optimal_bytes)
-    {
-        c.insert("nvme_optimal_read_chunk_bytes".into(), b as f64);
-    }
-    if let Some(b) = n
-        .io_size_sweep_write_gbps
-        .as_ref()
-        .and_then(|s| s.optimal_bytes)
-    {
-        c.insert("nvme_optimal_write_chunk_bytes".into(), b as f64);
+    for (path, sweep, dir) in [
+        (PathId::NvmeRead, &n.io_size_sweep_read_gbps, "read"),
+        (PathId::NvmeWrite, &n.io_size_sweep_write_gbps, "write"),
+    ] {
+        let points = size_sweep_points(ms, path);
+        let qd = points
+            .first()
+            .and_then(|m| m.params.queue_depth)
+            .map(|q| format!(" at QD {q}"))
+            .unwrap_or_default();
+        c.derived(
+            format!("nvme_optimal_{dir}_chunk_bytes"),
+            sweep.as_ref().and_then(|s| s.optimal_bytes).map(|b| b as f64),
+            format!(
+                "knee of the 1-drive {dir} size sweep{qd}: the smallest block size reaching {:.0} % of its peak median",
+                KNEE_FRACTION * 100.0
+            ),
+            &points,
+        );
     }
     let mut bottleneck = BTreeMap::new();
-    let Some(h2d) = best_h2d_peak(p) else {
+    let Some((gpu, h2d)) = best_h2d_gpu(p) else {
         return bottleneck;
     };
+    let h2d_pick = p
+        .gpus
+        .get(gpu)
+        .and_then(|g| crate::derive::gpu_picks(gpu, g.numa_node, ms).h2d_peak_numa_local);
     for (k, v) in &n.raw_read_gbps {
-        c.insert(format!("dispatcher_cold_{}drive_gbps", num(k)), v.min(h2d));
-        bottleneck.insert(k.clone(), if *v < h2d { "nvme" } else { "h2d" }.to_string());
+        let bound = if *v < h2d { "nvme" } else { "h2d" };
+        c.derived(
+            format!("dispatcher_cold_{}drive_gbps", num(k)),
+            Some(v.min(h2d)),
+            format!(
+                "min of nvme_raw_{}drive_read_gbps and the best NUMA-local H2D peak (warm_{gpu}_peak_gbps): {} bounds it",
+                num(k),
+                if bound == "nvme" { "NVMe" } else { "H2D" }
+            ),
+            &[read.get(k).copied(), h2d_pick].into_iter().flatten().collect::<Vec<_>>(),
+        );
+        bottleneck.insert(k.clone(), bound.to_string());
     }
     if let Some(per_drive) = n.raw_read_gbps.get("1_drive").filter(|v| **v > 0.0) {
-        c.insert("dispatcher_cold_crossover_drives".into(), h2d / per_drive);
+        c.derived(
+            "dispatcher_cold_crossover_drives".into(),
+            Some(h2d / per_drive),
+            format!(
+                "the best NUMA-local H2D peak (warm_{gpu}_peak_gbps) / nvme_raw_1drive_read_gbps: the drive count from which H2D caps the cold path"
+            ),
+            &[h2d_pick, read.get("1_drive").copied()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>(),
+        );
     }
     bottleneck
 }

@@ -1,6 +1,6 @@
 use super::*;
 use hwc_model::topology::{Gpu, LinkTheory, Platform};
-use hwc_model::{CaseParams, PathId, Placement, Stats, MIB};
+use hwc_model::{CaseParams, CeilingSource, PathId, Placement, Stats, MIB};
 use proptest::prelude::*;
 
 fn stats(median: f64) -> Stats {
@@ -364,4 +364,193 @@ fn gds_available_follows_detection_not_a_constant() {
     };
     let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
     assert!(!p.gds.available);
+}
+
+fn nvme_case(path: PathId, drives: &[&str], size: u64, qd: u32, gbps: f64) -> CaseResult {
+    let dir = if path == PathId::NvmeRead {
+        "nvme_read"
+    } else {
+        "nvme_write"
+    };
+    result(
+        &format!(
+            "{dir}/{}drive/{}/qd{qd}",
+            drives.len(),
+            hwc_model::size_label(size)
+        ),
+        path,
+        CaseParams {
+            size_bytes: Some(size),
+            queue_depth: Some(qd),
+            drives: drives.iter().map(|d| d.to_string()).collect(),
+            pattern: Some("sequential".into()),
+            ..CaseParams::default()
+        },
+        gbps,
+    )
+}
+
+/// Every path that yields a ceiling: H2D local and cross-NUMA, D2H, D2D, duplex, host RAM same-
+/// and cross-node, NVMe reads and writes on one and two drives. Some figures are equal on
+/// purpose (two H2D peaks, an NVMe read equal to an H2D figure), as real runs can have.
+fn every_path() -> Profile {
+    let (a, b) = ("0000:10:00.0", "0000:11:00.0");
+    let (r, w) = (PathId::NvmeRead, PathId::NvmeWrite);
+    let duplex = |dir: &str, gbps: f64| {
+        let mut c = gpu_copy(PathId::Duplex, Some(0), 256 * MIB, 1, gbps);
+        c.measurement.key = format!("duplex/gpu0/{dir}");
+        c.measurement.params.direction = Some(dir.into());
+        c
+    };
+    let d2d = |streams: u32, gbps: f64| {
+        result(
+            &format!("d2d/gpu0/1GiB/s{streams}"),
+            PathId::D2d,
+            CaseParams {
+                gpu: Some("gpu0".into()),
+                size_bytes: Some(1024 * MIB),
+                streams: Some(streams),
+                ..CaseParams::default()
+            },
+            gbps,
+        )
+    };
+    let results = vec![
+        gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.4),
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 55.6),
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 4, 55.6),
+        gpu_copy(PathId::H2d, Some(1), 4 * MIB, 1, 50.0),
+        gpu_copy(PathId::H2d, Some(1), 256 * MIB, 1, 52.6),
+        gpu_copy(PathId::D2h, Some(0), 256 * MIB, 1, 55.3),
+        d2d(1, 2080.0),
+        d2d(4, 2100.0),
+        duplex("h2d", 40.0),
+        duplex("d2h", 38.0),
+        host(0, 0, 256 * MIB, 4, 34.7, false),
+        host(0, 1, 256 * MIB, 4, 21.0, false),
+        nvme_case(r, &[a], 128 << 10, 32, 3.0),
+        nvme_case(r, &[a], MIB, 16, 3.5),
+        nvme_case(r, &[a], MIB, 32, 3.51),
+        nvme_case(r, &[a, b], MIB, 32, 7.0),
+        nvme_case(w, &[a], 128 << 10, 32, 2.0),
+        nvme_case(w, &[a], MIB, 32, 2.9),
+        nvme_case(w, &[a, b], MIB, 32, 5.6),
+    ];
+    let mut t = topo_with_gpu();
+    for (i, bdf) in [a, b].into_iter().enumerate() {
+        t.nvme.push(hwc_model::topology::NvmeDrive {
+            name: format!("nvme{i}"),
+            bdf: Some(bdf.into()),
+            ..Default::default()
+        });
+    }
+    build(&t, &Plan::default(), &results, &[], &[], provenance())
+}
+
+#[test]
+fn every_ceiling_says_where_it_comes_from() {
+    let p = every_path();
+    let expected = [
+        "dispatcher_cold_1drive_gbps",
+        "dispatcher_cold_2drive_gbps",
+        "dispatcher_cold_crossover_drives",
+        "gpu0_d2d_sustained_gbps",
+        "gpu0_d2h_peak_gbps",
+        "gpu_d2d_sustained_gbps",
+        "host_ram_cross_numa_gbps",
+        "host_ram_same_numa_gbps",
+        "nvme_optimal_read_chunk_bytes",
+        "nvme_optimal_write_chunk_bytes",
+        "nvme_raw_1drive_read_gbps",
+        "nvme_raw_1drive_write_gbps",
+        "nvme_raw_2drive_read_gbps",
+        "nvme_raw_2drive_write_gbps",
+        "warm_gpu0_cross_numa_penalty_gbps",
+        "warm_gpu0_gbps",
+        "warm_gpu0_peak_gbps",
+    ];
+    assert_eq!(
+        p.ceilings.keys().collect::<Vec<_>>(),
+        expected,
+        "the fixture has every path"
+    );
+    assert_eq!(
+        p.ceiling_sources.keys().collect::<Vec<_>>(),
+        p.ceilings.keys().collect::<Vec<_>>(),
+        "one source per ceiling"
+    );
+    for (key, source) in &p.ceiling_sources {
+        let value = p.ceilings[key];
+        match source {
+            CeilingSource::Measured { measurement } => {
+                let m = p
+                    .measurement(measurement)
+                    .unwrap_or_else(|| panic!("{key}: {measurement} is not a measurement"));
+                assert_eq!(m.gbps.median, value, "{key} is {measurement}'s median");
+            }
+            CeilingSource::Derived { derived, inputs } => {
+                assert!(!derived.is_empty() && !derived.contains('\n'), "{key}");
+                assert!(!inputs.is_empty(), "{key}: what it was derived from");
+                for i in inputs {
+                    assert!(p.measurement(i).is_some(), "{key}: {i}");
+                }
+            }
+        }
+    }
+    let src = |k: &str| p.ceiling_sources[k].clone();
+    let h2d = |node: u32, size: u64, s: u32| format!("h2d/gpu0/Some({node})/{size}/s{s}");
+    assert_eq!(
+        src("warm_gpu0_gbps"),
+        CeilingSource::measured(h2d(0, 4 * MIB, 1))
+    );
+    assert_eq!(
+        src("warm_gpu0_peak_gbps"),
+        CeilingSource::measured(h2d(0, 256 * MIB, 1)),
+        "of two equal peaks, the first"
+    );
+    match src("warm_gpu0_cross_numa_penalty_gbps") {
+        CeilingSource::Derived { inputs, .. } => {
+            assert_eq!(inputs, [h2d(0, 256 * MIB, 1), h2d(1, 256 * MIB, 1)])
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        src("gpu_d2d_sustained_gbps"),
+        CeilingSource::measured("d2d/gpu0/1GiB/s1")
+    );
+    assert_eq!(
+        src("host_ram_cross_numa_gbps"),
+        CeilingSource::measured("host_ram/n0-n1/256MiB/t4")
+    );
+    assert_eq!(
+        src("nvme_raw_1drive_read_gbps"),
+        CeilingSource::measured("nvme_read/1drive/1MiB/qd32")
+    );
+    match src("dispatcher_cold_2drive_gbps") {
+        CeilingSource::Derived { derived, inputs } => {
+            assert!(derived.contains("NVMe bounds it"), "{derived}");
+            assert_eq!(
+                inputs,
+                ["nvme_read/2drive/1MiB/qd32".into(), h2d(0, 256 * MIB, 1)]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match src("nvme_optimal_read_chunk_bytes") {
+        CeilingSource::Derived { derived, inputs } => {
+            assert!(derived.contains("at QD 32"), "{derived}");
+            assert_eq!(inputs.len(), 2, "the QD 32 sweep points: {inputs:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Through YAML and back, the sources resolve by key.
+    let back = from_yaml(&to_yaml(&p).unwrap()).unwrap();
+    assert_eq!(back.ceiling_sources, p.ceiling_sources);
+    for key in p.ceilings.keys() {
+        assert_ne!(
+            back.ceiling_source(key),
+            Some(hwc_model::CeilingOrigin::Unknown),
+            "{key}"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use hwc_model::topology::LinkTheory;
-use hwc_model::{Measurement, Profile};
+use hwc_model::{CeilingSource, Measurement, Profile};
 
 pub fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
     hwc_testkit::ceilings_profile(host, "2026-11-29T19:05:00+00:00", ceilings)
@@ -22,6 +22,27 @@ pub fn with_measurement(mut p: Profile, key: &str, median: f64, contended: bool)
     }))
     .unwrap();
     p.measurements.push(m);
+    p
+}
+
+/// A measurement with its spread and repetition count.
+pub fn with_stats(mut p: Profile, key: &str, median: f64, spread_pct: f64, n: u32) -> Profile {
+    let m: Measurement = serde_json::from_value(serde_json::json!({
+        "key": key,
+        "path": "h2d",
+        "params": { "gpu": "gpu0" },
+        "bytes_per_rep": 1u64 << 20,
+        "gbps": { "median": median, "min": median, "max": median, "spread_pct": spread_pct, "n": n },
+        "warmup": 3,
+    }))
+    .unwrap();
+    p.measurements.push(m);
+    p
+}
+
+/// Say where the ceiling `key` comes from (`ceiling_sources`), as the profile builder does.
+pub fn with_source(mut p: Profile, key: &str, source: CeilingSource) -> Profile {
+    p.ceiling_sources.insert(key.into(), source);
     p
 }
 
