@@ -98,10 +98,21 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
         .unwrap();
     let yaml = std::fs::read_to_string(&yaml_path).unwrap();
     let profile = hwc_profile::from_yaml(&yaml).expect("profile reads back");
-    assert_eq!(profile.measurements.len(), 1);
-    let m = &profile.measurements[0];
-    assert_eq!(m.key, "host_ram/n0-n0/1MiB/t1");
-    assert!(m.gbps.median > 0.0 && m.gbps.n >= 5 && m.cold_gbps.is_some());
+    // memcpy and the streaming kernel, at the one size and thread count asked for.
+    let keys: Vec<&str> = profile
+        .measurements
+        .iter()
+        .map(|m| m.key.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        ["host_ram/n0-n0/1MiB/t1", "host_ram/n0-n0/1MiB/t1/streaming"]
+    );
+    for m in &profile.measurements {
+        assert!(m.gbps.median > 0.0 && m.gbps.n >= 5 && m.cold_gbps.is_some());
+    }
+    let pair = &profile.host_ram.pairs["n0-n0"];
+    assert_eq!(pair.kernel_sweeps_gbps.len(), 2, "{pair:?}");
     assert!(profile
         .waived
         .iter()

@@ -180,6 +180,14 @@ pub struct CaseParams {
     pub settle_max_s: Option<u64>,
 }
 
+impl CaseParams {
+    /// The host RAM copy kernel, `memcpy` when the case names none (profiles written before
+    /// the streaming kernel existed).
+    pub fn copy_kernel_name(&self) -> &str {
+        self.copy_kernel.as_deref().unwrap_or("memcpy")
+    }
+}
+
 /// How many repetitions a case gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reps {

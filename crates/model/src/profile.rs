@@ -443,8 +443,15 @@ pub struct HostRamPair {
     pub best_threads: u32,
     /// The measurement that `best_gbps` comes from.
     pub key: String,
-    /// Median at each thread count of the sweep, at `size_bytes`.
+    /// The copy kernel of that measurement: `memcpy` or `streaming` (absent in profiles written
+    /// before the streaming kernel, which were all `memcpy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// Median at each thread count of the sweep, at `size_bytes`, with the best's kernel.
     pub sweep_gbps: BTreeMap<u32, f64>,
+    /// Per copy kernel measured at `size_bytes`: median at each thread count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_sweeps_gbps: BTreeMap<String, BTreeMap<u32, f64>>,
 }
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ fn median(m: &Measurement) -> f64 {
     m.gbps.median
 }
 
-/// Host RAM: per node pair, the thread sweep at the largest size that does not fit in cache
-/// (the largest size when all do), its best thread count; then the best same- and cross-node
-/// figures.
+/// Host RAM: per node pair, the thread sweeps (one per copy kernel) at the largest size that
+/// does not fit in cache (the largest size when all do), the best thread count and kernel;
+/// then the best same- and cross-node figures.
 pub fn host_ram(ms: &[Measurement]) -> HostRamProfile {
     let pairs = host_ram_pairs(ms);
     let best = |same: bool| best_pair(&pairs, same).map(|p| p.best_gbps);
@@ -53,16 +53,23 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
             .or_else(|| group.iter().map(size_of).max())
             .unwrap_or(0);
         let at_size: Vec<&&Measurement> = group.iter().filter(|m| size_of(m) == size).collect();
-        let sweep: BTreeMap<u32, f64> = at_size
-            .iter()
-            .filter_map(|m| Some((m.params.threads?, median(m))))
-            .collect();
+        let mut sweeps: BTreeMap<String, BTreeMap<u32, f64>> = BTreeMap::new();
+        for m in &at_size {
+            if let Some(t) = m.params.threads {
+                sweeps
+                    .entry(m.params.copy_kernel_name().to_string())
+                    .or_default()
+                    .insert(t, median(m));
+            }
+        }
         let Some(best) = at_size
             .iter()
             .max_by(|a, b| median(a).total_cmp(&median(b)))
         else {
             continue;
         };
+        let kernel = best.params.copy_kernel_name().to_string();
+        let sweep = sweeps.get(&kernel).cloned().unwrap_or_default();
         out.insert(
             format!("n{src}-n{dst}"),
             HostRamPair {
@@ -73,7 +80,9 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
                 best_gbps: median(best),
                 best_threads: best.params.threads.unwrap_or(1),
                 key: best.key.clone(),
+                kernel: Some(kernel),
                 sweep_gbps: sweep,
+                kernel_sweeps_gbps: sweeps,
             },
         );
     }

@@ -1,6 +1,6 @@
 use super::*;
 use hwc_model::topology::{Gpu, LinkTheory, Platform};
-use hwc_model::{CaseParams, CeilingSource, PathId, Placement, Stats, MIB};
+use hwc_model::{CaseParams, CeilingSource, PathId, Placement, Stats, GIB, MIB};
 use proptest::prelude::*;
 
 fn stats(median: f64) -> Stats {
@@ -553,4 +553,56 @@ fn every_ceiling_says_where_it_comes_from() {
             "{key}"
         );
     }
+}
+
+fn streaming(mut r: CaseResult) -> CaseResult {
+    r.measurement.key.push_str("/streaming");
+    r.measurement.params.copy_kernel = Some("streaming".into());
+    r
+}
+
+#[test]
+fn host_ram_ceiling_is_the_better_copy_kernel_and_keeps_both_sweeps() {
+    let results = vec![
+        host(0, 0, GIB, 1, 9.0, false),
+        host(0, 0, GIB, 16, 38.0, false),
+        streaming(host(0, 0, GIB, 1, 9.5, false)),
+        streaming(host(0, 0, GIB, 16, 64.0, false)),
+        // A cache-resident streaming figure would be higher still: never the ceiling.
+        streaming(host(0, 0, 4 * MIB, 16, 200.0, true)),
+    ];
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        provenance(),
+    );
+    let pair = &p.host_ram.pairs["n0-n0"];
+    assert_eq!(pair.key, "host_ram/n0-n0/1GiB/t16/streaming");
+    assert_eq!(pair.kernel.as_deref(), Some("streaming"));
+    assert_eq!((pair.best_threads, pair.best_gbps), (16, 64.0));
+    // `sweep_gbps` is the best kernel's sweep, not a mix of both.
+    assert_eq!(
+        pair.sweep_gbps,
+        [(1, 9.5), (16, 64.0)].into_iter().collect()
+    );
+    assert_eq!(
+        pair.kernel_sweeps_gbps["memcpy"],
+        [(1, 9.0), (16, 38.0)].into_iter().collect()
+    );
+    assert_eq!(pair.kernel_sweeps_gbps.len(), 2);
+    assert_eq!(p.ceilings["host_ram_same_numa_gbps"], 64.0);
+    // Read back, the new fields survive; a profile without them still reads (all memcpy).
+    let back = crate::from_yaml(&crate::to_yaml(&p).unwrap()).unwrap();
+    assert_eq!(back.host_ram, p.host_ram);
+    let mut old = p.clone();
+    for pair in old.host_ram.pairs.values_mut() {
+        pair.kernel = None;
+        pair.kernel_sweeps_gbps.clear();
+    }
+    let y = crate::to_yaml(&old).unwrap();
+    assert!(!y.contains("kernel_sweeps_gbps"), "{y}");
+    assert_eq!(crate::from_yaml(&y).unwrap().host_ram, old.host_ram);
 }

@@ -501,12 +501,15 @@ fn observations(out: &mut String, p: &Profile) {
 }
 
 fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
-    // `(±1.0 %, N=20)` of the sweep's measurement at `threads`; nothing for a figure with none.
-    let stats_at = |threads: u32| {
+    let best_kernel = pair.kernel.as_deref().unwrap_or("memcpy");
+    // `(median, ±1.0 %, N=20)` of the sweep's measurement at `threads` with `kernel`; nothing
+    // for a figure with none.
+    let stats_at = |threads: u32, kernel: &str| {
         p.measurements_of(PathId::HostRam)
             .find(|m| {
                 m.params.size_bytes == Some(pair.size_bytes)
                     && m.params.threads == Some(threads)
+                    && m.params.copy_kernel_name() == kernel
                     && m.params.src_node == Some(pair.src_node)
                     && m.params.dst_node == Some(pair.dst_node)
                     && m.params.cpu_node == Some(pair.cpu_node)
@@ -514,13 +517,19 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
             .map(|m| format!(" (median, ±{:.1} %, N={})", m.gbps.spread_pct, m.gbps.n))
             .unwrap_or_default()
     };
+    let several = pair.kernel_sweeps_gbps.len() > 1;
     let one = pair.sweep_gbps.get(&1).copied();
     let mut s = format!(
-        "Host RAM {name} ({}): best {} GB/s{} at {} thread(s)",
+        "Host RAM {name} ({}): best {} GB/s{} at {} thread(s){}",
         size_label(pair.size_bytes),
         gbps(pair.best_gbps),
-        stats_at(pair.best_threads),
-        pair.best_threads
+        stats_at(pair.best_threads, best_kernel),
+        pair.best_threads,
+        if several {
+            format!(" with the {best_kernel} kernel")
+        } else {
+            String::new()
+        }
     );
     if let Some(one) = one.filter(|_| pair.best_threads != 1) {
         let _ = write!(
@@ -528,9 +537,26 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
             "; one thread reaches {} GB/s{} ({:.0} % of best, a ratio of medians) — one thread is \
              not the ceiling",
             gbps(one),
-            stats_at(1),
+            stats_at(1, best_kernel),
             one / pair.best_gbps * 100.0
         );
+    }
+    // What software that calls memcpy gets, when the streaming kernel set the ceiling.
+    if best_kernel != "memcpy" {
+        let memcpy_best = pair
+            .kernel_sweeps_gbps
+            .get("memcpy")
+            .and_then(|sw| sw.iter().max_by(|a, b| a.1.total_cmp(b.1)));
+        if let Some((&t, &g)) = memcpy_best {
+            let _ = write!(
+                s,
+                "; the C library's memcpy reaches {} GB/s{} at {t} thread(s) ({:.0} % of it, a \
+                 ratio of medians)",
+                gbps(g),
+                stats_at(t, "memcpy"),
+                g / pair.best_gbps * 100.0
+            );
+        }
     }
     s.push('.');
     s

@@ -137,24 +137,39 @@ fn raw_paths(out: &mut String, p: &Profile) {
             None => waived_row(label, "BAR1", p, PathId::Gdrcopy, ""),
         });
     }
-    for (label, limit, v) in [
+    for (label, limit, v, same) in [
         (
             "Host RAM same-NUMA (sustained)",
             "memory controller",
             p.host_ram.same_numa_gbps,
+            true,
         ),
         (
             "Host RAM cross-NUMA (sustained)",
             "inter-socket link",
             p.host_ram.cross_numa_gbps,
+            false,
         ),
     ] {
+        // The pair the figure is the best of names its measurement and copy kernel.
+        let pair = p
+            .host_ram
+            .pairs
+            .values()
+            .filter(|x| (x.src_node == x.dst_node) == same)
+            .find(|x| Some(x.best_gbps) == v);
         rows.push(match v {
             Some(v) => vec![
                 label.into(),
-                with_spread(p, PathId::HostRam, None, v),
+                match pair.and_then(|x| p.measurement(&x.key)) {
+                    Some(m) => spread_of(m),
+                    None => with_spread(p, PathId::HostRam, None, v),
+                },
                 limit.into(),
-                "best thread count".into(),
+                match pair.and_then(|x| x.kernel.as_deref()) {
+                    Some(k) => format!("best thread count, {k} kernel"),
+                    None => "best thread count".into(),
+                },
             ],
             None => {
                 let hint = if label.contains("cross") { "cross" } else { "" };

@@ -56,6 +56,16 @@ fn host(size: u64, t: u32, v: f64, resident: bool) -> CaseResult {
     )
 }
 
+/// The same case with the streaming kernel, noted as the backend notes it.
+fn streaming(mut r: CaseResult) -> CaseResult {
+    let m = &mut r.measurement;
+    m.key.push_str("/streaming");
+    m.params.copy_kernel = Some("streaming".into());
+    m.notes
+        .push("copy: streaming copy (AVX2 loads, non-temporal stores)".into());
+    r
+}
+
 fn copy(path: PathId, size: u64, s: u32, v: f64) -> CaseResult {
     let mut params = CaseParams {
         gpu: Some("gpu0".into()),
@@ -125,6 +135,8 @@ fn profile(with_gpu: bool) -> Profile {
         host(4 * MIB, 2, 25.0, true),
         host(256 * MIB, 1, 10.9, false),
         host(256 * MIB, 2, 17.94, false),
+        streaming(host(256 * MIB, 1, 12.5, false)),
+        streaming(host(256 * MIB, 2, 24.1, false)),
     ];
     let mut plan = Plan::default();
     for path in [
@@ -277,12 +289,13 @@ fn waived_paths_show_a_reason_and_no_number() {
 fn cache_rows_are_labelled_and_the_sustained_figure_is_not_a_cache_figure() {
     let r = render(&profile(false));
     assert!(r.contains("25.00 ±1.0 % *cache*"));
-    assert!(r.contains("best **17.94 GB/s at 2 thread(s)**"));
+    // The cache row's 25.00 is higher than every sustained figure, and is not the ceiling.
+    assert!(r.contains("best **24.10 GB/s at 2 thread(s)**, streaming"));
     let row = r
         .lines()
         .find(|l| l.starts_with("| Host RAM same-NUMA"))
         .unwrap();
-    assert!(row.contains("17.94 (±1.0 %, N=20)"), "{row}");
+    assert!(row.contains("24.10 (±1.0 %, N=20)"), "{row}");
 }
 
 #[test]
@@ -320,8 +333,30 @@ fn host_ram_best_figures_outside_the_tables_carry_their_spread_and_count() {
         .lines()
         .find(|l| l.starts_with("- Host RAM n0-n0"))
         .unwrap();
-    // Both the best and the one-thread figure are medians of their own measurements.
-    assert_eq!(obs.matches("N=20").count(), 2, "{obs}");
+    // The best, the one-thread figure and memcpy's best are medians of their own measurements.
+    assert_eq!(obs.matches("N=20").count(), 3, "{obs}");
+    assert!(obs.contains("with the streaming kernel"), "{obs}");
+    assert!(
+        obs.contains("the C library's memcpy reaches 17.94 GB/s"),
+        "{obs}"
+    );
+    assert!(sustained.contains("streaming"), "{sustained}");
+}
+
+#[test]
+fn each_copy_kernel_gets_its_own_table_memcpy_first() {
+    let r = render(&profile(false));
+    let memcpy = r.find("`memcpy` (the C library's):").unwrap();
+    let streaming = r
+        .find("`streaming` — streaming copy (AVX2 loads, non-temporal stores)")
+        .unwrap();
+    assert!(memcpy < streaming);
+    // The streaming table holds only its own size; the memcpy one every size.
+    let table = &r[streaming..r[streaming..].find("Sustained").unwrap() + streaming];
+    assert!(
+        table.contains("256MiB") && !table.contains("4MiB"),
+        "{table}"
+    );
 }
 
 #[test]
