@@ -12,7 +12,7 @@
 //! - one repetition queues K back-to-back copies per stream behind a spin-kernel latch that
 //!   the host opens only after everything is queued, so submission is not timed; CUDA events
 //!   time the span and the host clock cross-checks it; K is calibrated per case so that a
-//!   repetition lasts about 25 ms, with at most 256 copies per stream (small copies run
+//!   repetition lasts about 20 ms, with at most 256 copies per stream (small copies run
 //!   shorter: see [`MAX_COPIES`]);
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;

@@ -237,3 +237,17 @@ fn an_unknown_copy_kernel_fails_the_case_with_its_name() {
     c.params.copy_kernel = Some("memcpy".into());
     assert_eq!(kernel_for(&c).unwrap(), CopyKernel::Memcpy);
 }
+
+#[test]
+fn the_page_wise_pattern_fill_is_the_byte_pattern() {
+    for len in [0, 1, 4095, 4096, 4097, 3 * 4096 + 17, (1 << 20) + 5] {
+        let mut buf = vec![0u8; len];
+        fill_pattern(&mut buf);
+        let want: Vec<u8> = (0..len).map(pattern_byte).collect();
+        assert!(buf == want, "len {len}");
+    }
+    // Pages differ from each other (the `i >> 12` term), so a misplaced page fails verify.
+    let mut buf = vec![0u8; 3 * 4096];
+    fill_pattern(&mut buf);
+    assert_ne!(buf[..4096], buf[4096..8192]);
+}

@@ -218,13 +218,14 @@ pub fn host_sizes(topo: &Topology) -> Vec<u64> {
 fn host_reps(opts: &PlanOptions, size: u64) -> Reps {
     // The spec's counts: 200 iterations up to 16 MiB, 50 for its 64 and 256 MiB. A size beyond
     // the spec's (added to leave a large cache, see `host_sizes`) moves four times the bytes
-    // per repetition: 20 of them.
+    // per repetition and is swept with two copy kernels: 12 of them after 2 warm-up (as the
+    // GPU copies), so that the default profile stays near a minute.
     if size <= 16 * MIB {
         opts.reps(20, 200)
     } else if size <= HOST_RAM_SIZES[HOST_RAM_SIZES.len() - 1] {
         opts.reps(5, 50)
     } else {
-        opts.reps(3, 20)
+        opts.reps(2, 12)
     }
 }
 
@@ -382,7 +383,7 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
         waive(p, path, None, reason, hint.as_deref());
         return;
     }
-    // A GPU repetition is K back-to-back copies per stream lasting about 25 ms (see
+    // A GPU repetition is K back-to-back copies per stream lasting about 20 ms (see
     // hwc-bench-cuda): 12 of them after 2 warm-up ones (and the cold one) hold thousands of
     // copies, more than the spec's 50 single-copy iterations, with a spread of well under 1 %.
     let copy_reps = opts.reps(2, 12);

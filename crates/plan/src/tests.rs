@@ -154,8 +154,8 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
     assert_eq!(
         beyond.reps,
         Reps {
-            warmup: 3,
-            timed: 20
+            warmup: 2,
+            timed: 12
         }
     );
 }
