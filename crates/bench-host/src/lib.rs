@@ -238,6 +238,8 @@ fn split(size: usize, n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The source pattern's byte at offset `i` (what [`fill_pattern`] writes; the tests check it).
+#[cfg(test)]
 fn pattern_byte(i: usize) -> u8 {
     (i.wrapping_mul(131) ^ (i >> 12)) as u8
 }

@@ -1,9 +1,8 @@
 //! Command-line interface.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use hwc_model::long_tests::LongTest;
+use hwc_model::long_tests::LongTestRequest;
 use hwc_model::PathId;
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -100,7 +99,7 @@ pub struct ProfileArgs {
     /// 20 s and 9 min per drive), gc-settle (WRITES, DESTROYS THE DATA: only with
     /// --allow-destructive-writes and --drives; up to about 20 min per drive), or all.
     #[arg(long, value_name = "TEST,...", value_parser = hwc_model::long_tests::parse_long_tests)]
-    pub nvme_long_tests: Option<BTreeSet<LongTest>>,
+    pub nvme_long_tests: Option<LongTestRequest>,
     /// The power-state test's longest idle gap, seconds (default 60; gaps 0.01, 0.1, 0.5, 1, 2,
     /// 5, 10, 20, 30, 60 up to it).
     #[arg(long, value_name = "SECONDS", value_parser = parse_idle_max, requires = "nvme_long_tests")]
@@ -191,7 +190,7 @@ mod tests {
                 .map_err(|e| e.to_string())
         };
         let p = parse(&["--nvme-long-tests", "all", "--nvme-idle-max-s", "0.5"]).unwrap();
-        assert_eq!(p.nvme_long_tests.unwrap().len(), 3);
+        assert_eq!(p.nvme_long_tests.unwrap().tests.len(), 3);
         assert_eq!(p.nvme_idle_max_s, Some(0.5));
         let e = parse(&["--nvme-long-tests", "read-cache,smart"]).unwrap_err();
         assert!(e.contains("unknown NVMe long test `smart`"), "{e}");

@@ -10,7 +10,7 @@ use hwc_model::long_tests::{LongTest, NvmeLongTests};
 use hwc_model::{Case, PathId, Topology};
 use hwc_plan::NvmePlanOptions;
 use hwc_runner::{BenchError, CaseOutcome, Observer, RunOutcome};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The planner's NVMe options and, on a live machine, the backend and the gc-settle runner.
@@ -24,6 +24,32 @@ fn wants(a: &ProfileArgs, path: PathId) -> bool {
     a.paths.as_ref().is_none_or(|p| p.contains(&path))
 }
 
+/// The long tests to plan: a test named in `--nvme-long-tests` whose path `--paths` leaves
+/// out is an error; one that only `all` brought in is left out, with a note on stderr.
+fn runnable_long_tests(a: &ProfileArgs) -> Result<BTreeSet<LongTest>> {
+    let Some(req) = &a.nvme_long_tests else {
+        return Ok(BTreeSet::new());
+    };
+    let mut out = BTreeSet::new();
+    for &t in &req.tests {
+        let path = match t {
+            LongTest::ReadCache | LongTest::PowerStates => PathId::NvmeRead,
+            LongTest::GcSettle => PathId::NvmeWrite,
+        };
+        if wants(a, path) {
+            out.insert(t);
+        } else if req.named.contains(&t) {
+            bail!("--nvme-long-tests {t} is part of {path}: add {path} to --paths");
+        } else {
+            eprintln!(
+                "note: --nvme-long-tests all: {t} left out, it is part of {path}, which --paths \
+                 leaves out"
+            );
+        }
+    }
+    Ok(out)
+}
+
 /// Resolve the NVMe request. `live` is false for a dry run on a snapshot (`--fsroot`): nothing
 /// is opened, and writes are not planned (the gate needs the live devices).
 pub fn prepare(
@@ -32,16 +58,7 @@ pub fn prepare(
     live: bool,
     cancel: &'static AtomicBool,
 ) -> Result<Nvme> {
-    let long_tests = a.nvme_long_tests.clone().unwrap_or_default();
-    for t in &long_tests {
-        let path = match t {
-            LongTest::ReadCache | LongTest::PowerStates => PathId::NvmeRead,
-            LongTest::GcSettle => PathId::NvmeWrite,
-        };
-        if !wants(a, path) {
-            bail!("--nvme-long-tests {t} is part of {path}: add {path} to --paths");
-        }
-    }
+    let long_tests = runnable_long_tests(a)?;
     let mut plan = NvmePlanOptions {
         sizes: a.nvme_sizes.clone(),
         queue_depths: a.queue_depths.clone(),
@@ -151,8 +168,8 @@ pub fn options(a: &ProfileArgs, o: &mut BTreeMap<String, String>) {
         "nvme_bytes_per_drive".into(),
         a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE).to_string(),
     );
-    if let Some(t) = &a.nvme_long_tests {
-        let v: Vec<&str> = t.iter().map(|x| x.as_str()).collect();
+    if let Some(req) = &a.nvme_long_tests {
+        let v: Vec<&str> = req.tests.iter().map(|x| x.as_str()).collect();
         o.insert("nvme_long_tests".into(), v.join(","));
         let d = |v: Option<u64>, default: u64| v.unwrap_or(default).to_string();
         o.insert(
@@ -172,5 +189,40 @@ pub fn options(a: &ProfileArgs, o: &mut BTreeMap<String, String>) {
                 hwc_model::long_tests::DEFAULT_GC_SETTLE_MAX_S,
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> ProfileArgs {
+        let cli = Cli::try_parse_from(["hwceiling", "profile"].iter().chain(extra)).unwrap();
+        match cli.command {
+            Command::Profile(p) => p,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn all_keeps_the_long_tests_of_the_paths_chosen_and_a_named_one_must_fit() {
+        let a = args(&["--paths", "nvme_read", "--nvme-long-tests", "all"]);
+        assert_eq!(
+            runnable_long_tests(&a)
+                .unwrap()
+                .into_iter()
+                .collect::<Vec<_>>(),
+            [LongTest::ReadCache, LongTest::PowerStates]
+        );
+        let a = args(&["--nvme-long-tests", "all"]);
+        assert_eq!(runnable_long_tests(&a).unwrap().len(), 3);
+        let a = args(&["--paths", "nvme_read", "--nvme-long-tests", "all,gc-settle"]);
+        let e = runnable_long_tests(&a).unwrap_err().to_string();
+        assert!(e.contains("add nvme_write to --paths"), "{e}");
+        let a = args(&["--paths", "host_ram", "--nvme-long-tests", "all"]);
+        assert!(runnable_long_tests(&a).unwrap().is_empty());
+        assert!(runnable_long_tests(&args(&[])).unwrap().is_empty());
     }
 }

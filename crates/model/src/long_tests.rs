@@ -61,17 +61,29 @@ impl FromStr for LongTest {
     }
 }
 
+/// The long tests asked for (`--nvme-long-tests`): those named, and those `all` brought in.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LongTestRequest {
+    /// Every test asked for.
+    pub tests: BTreeSet<LongTest>,
+    /// The ones named one by one: a test that cannot run with the paths chosen is an error for
+    /// these, and quietly left out (with a note) when only `all` brought it in.
+    pub named: BTreeSet<LongTest>,
+}
+
 /// `read-cache,power-states`, `all`: the long tests asked for (`--nvme-long-tests`).
-pub fn parse_long_tests(s: &str) -> Result<BTreeSet<LongTest>, String> {
-    let mut set = BTreeSet::new();
+pub fn parse_long_tests(s: &str) -> Result<LongTestRequest, String> {
+    let mut r = LongTestRequest::default();
     for item in s.split(',') {
         if item.trim().eq_ignore_ascii_case("all") {
-            set.extend(LongTest::ALL);
+            r.tests.extend(LongTest::ALL);
         } else {
-            set.insert(item.parse()?);
+            let t = item.parse()?;
+            r.tests.insert(t);
+            r.named.insert(t);
         }
     }
-    Ok(set)
+    Ok(r)
 }
 
 /// The longest idle gap of the power-state test by default, s (the spec's 60 s).
@@ -329,11 +341,19 @@ mod tests {
     #[test]
     fn long_test_names_parse_and_all_means_every_one() {
         let all = parse_long_tests("all").unwrap();
-        assert_eq!(all.into_iter().collect::<Vec<_>>(), LongTest::ALL);
+        assert_eq!(all.tests.into_iter().collect::<Vec<_>>(), LongTest::ALL);
+        assert!(all.named.is_empty());
         let two = parse_long_tests("power-states, READ_CACHE").unwrap();
         assert_eq!(
-            two.into_iter().collect::<Vec<_>>(),
+            two.tests.iter().copied().collect::<Vec<_>>(),
             [LongTest::ReadCache, LongTest::PowerStates]
+        );
+        assert_eq!(two.named, two.tests);
+        let mixed = parse_long_tests("all,gc-settle").unwrap();
+        assert_eq!(mixed.tests.len(), 3);
+        assert_eq!(
+            mixed.named.into_iter().collect::<Vec<_>>(),
+            [LongTest::GcSettle]
         );
         let e = parse_long_tests("read-cache,smart").unwrap_err();
         assert!(e.contains("`smart`") && e.contains("gc-settle, all"), "{e}");
