@@ -110,14 +110,20 @@ mod x86 {
         }
     }
 
+    /// Bytes copied plainly before the vector loop (up to the first destination address the
+    /// stores accept: one vector's alignment) and bytes the loop streams, for a copy of `len`
+    /// bytes to `dst_addr`.
+    pub fn split(isa: Isa, dst_addr: usize, len: usize) -> (usize, usize) {
+        let align = step(isa) / 4;
+        let head = ((align - dst_addr % align) % align).min(len);
+        (head, (len - head) / step(isa) * step(isa))
+    }
+
     /// # Safety
     /// As [`super::CopyKernel::copy`]; the CPU runs `isa`.
     pub unsafe fn stream_copy(isa: Isa, dst: *mut u8, src: *const u8, len: usize) {
-        // Plain copy up to the first destination address aligned for the stores (they need it),
-        // the vector loop, then a plain copy of the tail.
-        let align = step(isa) / 4;
-        let head = dst.align_offset(align).min(len);
-        let body = (len - head) / step(isa) * step(isa);
+        // Plain copy of the head, the vector loop, then a plain copy of the tail.
+        let (head, body) = split(isa, dst as usize, len);
         // SAFETY: head + body + tail = len, all within the caller's ranges; `dst + head` is
         // aligned to `align`; the CPU runs `isa` (caller).
         unsafe {
@@ -241,6 +247,30 @@ mod tests {
             for len in [0, 1, 15, 63, 64, 65, 255, 256, 257, 1000, 4096, 70_001] {
                 for (s, d) in [(0, 0), (1, 0), (0, 1), (3, 17), (63, 5), (32, 32)] {
                     check(k, s, d, len);
+                }
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_vector_loop_streams_all_but_an_unaligned_head_and_a_short_tail() {
+        for (isa, step) in [(Isa::Avx512, 256), (Isa::Avx2, 128), (Isa::Sse2, 64)] {
+            let align = step / 4;
+            // A page-aligned worker slice (how the backend splits a copy) streams whole.
+            assert_eq!(x86::split(isa, 0x7f00_0000_0000, 1 << 20), (0, 1 << 20));
+            assert_eq!(x86::split(isa, 4096, 64 << 20), (0, 64 << 20));
+            // Unaligned: a head shorter than one vector, the rest in steps, a short tail.
+            for addr in [4096 + 1, 4096 + align - 1, 4096 + 3] {
+                for len in [0, 5, step - 1, step, 10 * step + 7, 1 << 20] {
+                    let (head, body) = x86::split(isa, addr, len);
+                    assert!(head < align && head <= len, "{isa:?} {addr} {len}");
+                    assert!(len - head < step || (addr + head) % align == 0);
+                    assert_eq!(body % step, 0);
+                    assert!(len - head - body < step, "{isa:?} {addr} {len}: tail");
+                    if len >= align + step {
+                        assert!(body > 0, "{isa:?} {addr} {len}: no streaming");
+                    }
                 }
             }
         }

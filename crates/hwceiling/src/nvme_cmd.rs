@@ -24,30 +24,27 @@ fn wants(a: &ProfileArgs, path: PathId) -> bool {
     a.paths.as_ref().is_none_or(|p| p.contains(&path))
 }
 
-/// The long tests to plan: a test named in `--nvme-long-tests` whose path `--paths` leaves
-/// out is an error; one that only `all` brought in is left out, with a note on stderr.
-fn runnable_long_tests(a: &ProfileArgs) -> Result<BTreeSet<LongTest>> {
+/// The long tests to plan, and those `all` brought in that `--paths` leaves out (with their
+/// path). A test named in `--nvme-long-tests` whose path is left out is an error.
+fn runnable_long_tests(a: &ProfileArgs) -> Result<(BTreeSet<LongTest>, Vec<(LongTest, PathId)>)> {
     let Some(req) = &a.nvme_long_tests else {
-        return Ok(BTreeSet::new());
+        return Ok((BTreeSet::new(), Vec::new()));
     };
-    let mut out = BTreeSet::new();
+    let (mut kept, mut left_out) = (BTreeSet::new(), Vec::new());
     for &t in &req.tests {
         let path = match t {
             LongTest::ReadCache | LongTest::PowerStates => PathId::NvmeRead,
             LongTest::GcSettle => PathId::NvmeWrite,
         };
         if wants(a, path) {
-            out.insert(t);
+            kept.insert(t);
         } else if req.named.contains(&t) {
             bail!("--nvme-long-tests {t} is part of {path}: add {path} to --paths");
         } else {
-            eprintln!(
-                "note: --nvme-long-tests all: {t} left out, it is part of {path}, which --paths \
-                 leaves out"
-            );
+            left_out.push((t, path));
         }
     }
-    Ok(out)
+    Ok((kept, left_out))
 }
 
 /// Resolve the NVMe request. `live` is false for a dry run on a snapshot (`--fsroot`): nothing
@@ -58,7 +55,13 @@ pub fn prepare(
     live: bool,
     cancel: &'static AtomicBool,
 ) -> Result<Nvme> {
-    let long_tests = runnable_long_tests(a)?;
+    let (long_tests, left_out) = runnable_long_tests(a)?;
+    for (t, path) in left_out {
+        eprintln!(
+            "note: --nvme-long-tests all: {t} left out, it is part of {path}, which --paths leaves \
+             out"
+        );
+    }
     let mut plan = NvmePlanOptions {
         sizes: a.nvme_sizes.clone(),
         queue_depths: a.queue_depths.clone(),
@@ -168,9 +171,19 @@ pub fn options(a: &ProfileArgs, o: &mut BTreeMap<String, String>) {
         "nvme_bytes_per_drive".into(),
         a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE).to_string(),
     );
-    if let Some(req) = &a.nvme_long_tests {
-        let v: Vec<&str> = req.tests.iter().map(|x| x.as_str()).collect();
+    if a.nvme_long_tests.is_some() {
+        // What was planned; what `all` brought in that --paths left out, said separately.
+        // (`prepare` has already refused a request that does not fit.)
+        let (kept, left_out) = runnable_long_tests(a).unwrap_or_default();
+        let v: Vec<&str> = kept.iter().map(|x| x.as_str()).collect();
         o.insert("nvme_long_tests".into(), v.join(","));
+        if !left_out.is_empty() {
+            let v: Vec<String> = left_out
+                .iter()
+                .map(|(t, path)| format!("{t} ({path} not in --paths)"))
+                .collect();
+            o.insert("nvme_long_tests_left_out".into(), v.join(", "));
+        }
         let d = |v: Option<u64>, default: u64| v.unwrap_or(default).to_string();
         o.insert(
             "nvme_idle_max_s".into(),
@@ -209,20 +222,30 @@ mod tests {
     #[test]
     fn all_keeps_the_long_tests_of_the_paths_chosen_and_a_named_one_must_fit() {
         let a = args(&["--paths", "nvme_read", "--nvme-long-tests", "all"]);
+        let (kept, left_out) = runnable_long_tests(&a).unwrap();
         assert_eq!(
-            runnable_long_tests(&a)
-                .unwrap()
-                .into_iter()
-                .collect::<Vec<_>>(),
+            kept.into_iter().collect::<Vec<_>>(),
             [LongTest::ReadCache, LongTest::PowerStates]
         );
+        assert_eq!(left_out, [(LongTest::GcSettle, PathId::NvmeWrite)]);
+        // The profile's options say what ran and what was left out, and why.
+        let mut o = BTreeMap::new();
+        options(&a, &mut o);
+        assert_eq!(o["nvme_long_tests"], "read-cache,power-states");
+        assert_eq!(
+            o["nvme_long_tests_left_out"],
+            "gc-settle (nvme_write not in --paths)"
+        );
         let a = args(&["--nvme-long-tests", "all"]);
-        assert_eq!(runnable_long_tests(&a).unwrap().len(), 3);
+        assert_eq!(runnable_long_tests(&a).unwrap().0.len(), 3);
+        let mut o = BTreeMap::new();
+        options(&a, &mut o);
+        assert!(!o.contains_key("nvme_long_tests_left_out"));
         let a = args(&["--paths", "nvme_read", "--nvme-long-tests", "all,gc-settle"]);
         let e = runnable_long_tests(&a).unwrap_err().to_string();
         assert!(e.contains("add nvme_write to --paths"), "{e}");
         let a = args(&["--paths", "host_ram", "--nvme-long-tests", "all"]);
-        assert!(runnable_long_tests(&a).unwrap().is_empty());
-        assert!(runnable_long_tests(&args(&[])).unwrap().is_empty());
+        assert!(runnable_long_tests(&a).unwrap().0.is_empty());
+        assert!(runnable_long_tests(&args(&[])).unwrap().0.is_empty());
     }
 }

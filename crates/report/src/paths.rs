@@ -269,7 +269,10 @@ fn kernel_title(kernel: &str, ms: &[&Measurement]) -> String {
 }
 
 fn host_ram(out: &mut String, p: &Profile) {
-    out.push_str("### Path 7 — host RAM memcpy (bytes copied per second)\n\n");
+    out.push_str(
+        "### Path 7 — host RAM copy: memcpy, and streaming stores at the sustained size (bytes \
+         copied per second)\n\n",
+    );
     let ms: Vec<&Measurement> = p.measurements_of(PathId::HostRam).collect();
     reps_line(out, &ms);
     if !ms.is_empty() {
