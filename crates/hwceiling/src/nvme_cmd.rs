@@ -24,9 +24,12 @@ fn wants(a: &ProfileArgs, path: PathId) -> bool {
     a.paths.as_ref().is_none_or(|p| p.contains(&path))
 }
 
+/// Long tests `all` brought in that `--paths` leaves out, with the path each is part of.
+type LeftOut = Vec<(LongTest, PathId)>;
+
 /// The long tests to plan, and those `all` brought in that `--paths` leaves out (with their
 /// path). A test named in `--nvme-long-tests` whose path is left out is an error.
-fn runnable_long_tests(a: &ProfileArgs) -> Result<(BTreeSet<LongTest>, Vec<(LongTest, PathId)>)> {
+fn runnable_long_tests(a: &ProfileArgs) -> Result<(BTreeSet<LongTest>, LeftOut)> {
     let Some(req) = &a.nvme_long_tests else {
         return Ok((BTreeSet::new(), Vec::new()));
     };
