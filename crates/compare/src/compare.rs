@@ -5,7 +5,7 @@
 use crate::keys::{self, Direction};
 use crate::source::Source;
 use crate::tolerance::Tolerance;
-use hwc_model::Profile;
+use hwc_model::{CeilingOrigin, Measurement, PathId, Profile};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -76,6 +76,14 @@ struct Value {
     contended: bool,
     /// Where `v` comes from: its measurement's spread and N, or derived.
     source: Source,
+    /// How it was measured, where that can differ between profiles of one machine: the host
+    /// RAM copy kernel (`memcpy`, `streaming`).
+    method: Option<String>,
+}
+
+/// The host RAM copy kernel of a figure that is a host RAM measurement's median.
+fn method_of(m: &Measurement) -> Option<String> {
+    (m.path == PathId::HostRam).then(|| m.params.copy_kernel_name().to_string())
 }
 
 /// Every comparable value of a profile: its ceilings and its measurements' medians.
@@ -87,12 +95,17 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
             // By key (`ceiling_sources`): a ceiling that is a contended measurement's median, or
             // was derived from one, is marked contended too.
             let (source, contended) = Source::of_ceiling(p, k).unwrap_or((Source::Unknown, false));
+            let method = match p.ceiling_source(k) {
+                Some(CeilingOrigin::Measured(m)) => method_of(m),
+                _ => None,
+            };
             (
                 (Section::Ceiling, k.clone()),
                 Value {
                     v,
                     contended,
                     source,
+                    method,
                 },
             )
         })
@@ -105,6 +118,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                     v: m.gbps.median,
                     contended: m.contended,
                     source: Source::of_measurement(m),
+                    method: method_of(m),
                 },
             );
         }
@@ -164,6 +178,10 @@ pub struct PairRow {
     pub regression: bool,
     /// Either side was measured while its device was busy.
     pub contended: bool,
+    /// The two sides were measured differently (`copy kernel memcpy → streaming`): a change
+    /// of method, not of the machine, so never a regression.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method_change: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -185,13 +203,26 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
         .map(|k| {
             let (section, key) = k;
             let (va, vb) = (a.get(k), b.get(k));
+            let method_change = match (
+                va.and_then(|x| x.method.as_ref()),
+                vb.and_then(|x| x.method.as_ref()),
+            ) {
+                (Some(x), Some(y)) if x != y => Some(format!("copy kernel {x} → {y}")),
+                _ => None,
+            };
             let (delta, delta_pct, verdict) = match (va, vb) {
                 (Some(x), Some(y)) => {
                     let rel = relative(x.v, y.v);
+                    let verdict = match judge(direction(*section, key), rel, opts.tolerance) {
+                        Verdict::Better | Verdict::Worse if method_change.is_some() => {
+                            Verdict::Changed
+                        }
+                        v => v,
+                    };
                     (
                         Some(y.v - x.v),
                         rel.is_finite().then_some(rel * 100.0),
-                        judge(direction(*section, key), rel, opts.tolerance),
+                        verdict,
                     )
                 }
                 (Some(_), None) => (None, None, Verdict::Missing),
@@ -210,6 +241,7 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
                 regression: verdict == Verdict::Worse
                     || (verdict == Verdict::Missing && *section == Section::Ceiling),
                 contended: va.is_some_and(|x| x.contended) || vb.is_some_and(|x| x.contended),
+                method_change,
             }
         })
         .collect();
@@ -304,12 +336,24 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
             .collect();
         let med = median(&present);
         let dir = direction(*section, key);
+        // The method most nodes used (the host RAM copy kernel): a node measured another way
+        // differs from the fleet, it is not better or worse.
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in per_node.iter().filter_map(|m| m.get(k)?.method.as_deref()) {
+            *counts.entry(m).or_default() += 1;
+        }
+        let usual = counts
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(m, _)| m.to_string());
         let mut outliers = Vec::new();
         for (node, m) in nodes.iter().zip(&per_node) {
             match m.get(k) {
                 Some(x) if present.len() >= 2 => {
                     let rel = relative(med, x.v);
+                    let other_method = x.method.is_some() && usual.is_some() && x.method != usual;
                     let kind = match judge(dir, rel, opts.tolerance) {
+                        Verdict::Worse | Verdict::Better if other_method => OutlierKind::Differs,
                         Verdict::Worse => OutlierKind::Worse,
                         Verdict::Better => OutlierKind::Better,
                         Verdict::Changed => OutlierKind::Differs,
@@ -392,10 +436,14 @@ fn verdict_label(r: &PairRow) -> String {
         Verdict::Missing => "missing",
         Verdict::New => "new",
     };
+    let v = match &r.method_change {
+        Some(m) => format!("{v} ({m})"),
+        None => v.to_string(),
+    };
     if r.contended {
         format!("{v} (contended)")
     } else {
-        v.to_string()
+        v
     }
 }
 

@@ -558,3 +558,63 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
     assert!(r.rows[0].contended);
     assert!(render_pair(&r).contains("REGRESSION (contended)"));
 }
+
+/// A host RAM measurement with `kernel`, and the host ceiling sourced from it.
+fn host_ceiling(host: &str, kernel: &str, gbps: f64) -> hwc_model::Profile {
+    let key = format!("host_ram/n0-n0/1GiB/t16/{kernel}");
+    let mut p = profile(host, &[("host_ram_same_numa_gbps", gbps)]);
+    let m: hwc_model::Measurement = serde_json::from_value(serde_json::json!({
+        "key": key,
+        "path": "host_ram",
+        "params": { "size_bytes": 1u64 << 30, "threads": 16, "copy_kernel": kernel },
+        "bytes_per_rep": 1u64 << 30,
+        "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
+        "warmup": 2,
+    }))
+    .unwrap();
+    p.measurements.push(m);
+    with_source(p, "host_ram_same_numa_gbps", CeilingSource::measured(key))
+}
+
+#[test]
+fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_regression() {
+    let old = host_ceiling("old", "memcpy", 58.0);
+    let new = host_ceiling("new", "streaming", 35.0);
+    let node = |name, profile| Node { name, profile };
+    // Candidate measured with memcpy against a streaming baseline: 40 % lower, not a regression.
+    let r = compare_pair(node("new", &new), node("old", &old), &opts("5%"));
+    let row = r
+        .rows
+        .iter()
+        .find(|r| r.key == "host_ram_same_numa_gbps")
+        .unwrap();
+    assert_eq!(row.verdict, Verdict::Changed);
+    assert!(!row.regression);
+    assert_eq!(
+        row.method_change.as_deref(),
+        Some("copy kernel streaming → memcpy")
+    );
+    assert!(render_pair(&r).contains("changed (copy kernel streaming → memcpy)"));
+    // Same kernel on both sides: an ordinary regression.
+    let worse = host_ceiling("worse", "streaming", 30.0);
+    let r = compare_pair(node("new", &new), node("worse", &worse), &opts("5%"));
+    let row = r
+        .rows
+        .iter()
+        .find(|r| r.key == "host_ram_same_numa_gbps")
+        .unwrap();
+    assert!(row.regression && row.method_change.is_none());
+    // A fleet where one node still measured memcpy: that node differs, it is not worse.
+    let a = host_ceiling("a", "streaming", 58.0);
+    let b = host_ceiling("b", "streaming", 59.0);
+    let c = host_ceiling("c", "memcpy", 35.0);
+    let f = compare_fleet(&[node("a", &a), node("b", &b), node("c", &c)], &opts("5%"));
+    let row = f
+        .rows
+        .iter()
+        .find(|r| r.key == "host_ram_same_numa_gbps")
+        .unwrap();
+    assert_eq!(row.outliers.len(), 1);
+    assert_eq!(row.outliers[0].kind, OutlierKind::Differs);
+    assert_eq!(f.regressions, 0);
+}
