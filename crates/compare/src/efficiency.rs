@@ -176,17 +176,8 @@ mod tests {
             ("h2d/gpu0/local/4MiB/s4", 0.2),
             ("h2d/gpu0/local/256MiB/s1", 1.8),
         ] {
-            p.measurements.push(
-                serde_json::from_value(serde_json::json!({
-                    "key": key,
-                    "path": "h2d",
-                    "params": {},
-                    "bytes_per_rep": 1u64 << 20,
-                    "gbps": { "median": 55.0, "min": 54.0, "max": 55.0, "spread_pct": spread, "n": 12 },
-                    "warmup": 2,
-                }))
-                .unwrap(),
-            );
+            p.measurements
+                .push(hwc_testkit::h2d_measurement(key, 55.0, spread, 12));
         }
         // A profile written before ceiling_sources: the first equal median.
         let e = efficiency_in(&p, "warm_gpu0_peak_gbps", 44.0).unwrap();

@@ -273,31 +273,22 @@ mod tests {
             ("h2d/gpu0/local/4MiB/s1", 0.5),
             ("h2d/gpu0/local/256MiB/s1", 1.8),
         ] {
-            p.measurements.push(
-                serde_json::from_value(serde_json::json!({
-                    "key": key,
-                    "path": "h2d",
-                    "params": { "gpu": "gpu0" },
-                    "bytes_per_rep": 1u64 << 20,
-                    "gbps": { "median": 55.5, "min": 55.0, "max": 56.0, "spread_pct": spread, "n": 20 },
-                    "warmup": 3,
-                }))
-                .unwrap(),
-            );
+            p.measurements
+                .push(hwc_testkit::h2d_measurement(key, 55.5, spread, 20));
         }
-        p.ceiling_sources = [
-            (
-                "warm_gpu0_peak_gbps",
-                CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-            ),
-            (
-                "warm_gpu0_cross_numa_penalty_gbps",
-                CeilingSource::derived("a minus b", vec![]),
-            ),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let p = hwc_testkit::with_sources(
+            p,
+            &[
+                (
+                    "warm_gpu0_peak_gbps",
+                    CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+                ),
+                (
+                    "warm_gpu0_cross_numa_penalty_gbps",
+                    CeilingSource::derived("a minus b", vec![]),
+                ),
+            ],
+        );
         let mut reg = Registry::default();
         register_sources(&mut reg, &p);
         let mut text = String::new();

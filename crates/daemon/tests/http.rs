@@ -44,30 +44,22 @@ fn efficiency_says_where_the_ceiling_comes_from_by_key() {
             ("h2d/gpu0/local/4MiB/s4", 0.2),
             ("h2d/gpu0/local/256MiB/s1", 1.8),
         ] {
-            p.measurements.push(
-                serde_json::from_value(serde_json::json!({
-                    "key": key,
-                    "path": "h2d",
-                    "params": { "gpu": "gpu0" },
-                    "bytes_per_rep": 1u64 << 20,
-                    "gbps": { "median": 55.6, "min": 55.0, "max": 56.0, "spread_pct": spread, "n": 12 },
-                    "warmup": 2,
-                }))
-                .unwrap(),
-            );
+            p.measurements
+                .push(hwc_testkit::h2d_measurement(key, 55.6, spread, 12));
         }
-        p.ceiling_sources = [
-            (
-                "warm_gpu0_peak_gbps".to_string(),
-                hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-            ),
-            (
-                "dispatcher_cold_1drive_gbps".to_string(),
-                hwc_model::CeilingSource::derived("min of NVMe and H2D", vec![]),
-            ),
-        ]
-        .into_iter()
-        .collect();
+        let p = hwc_testkit::with_sources(
+            p,
+            &[
+                (
+                    "warm_gpu0_peak_gbps",
+                    hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+                ),
+                (
+                    "dispatcher_cold_1drive_gbps",
+                    hwc_model::CeilingSource::derived("min of NVMe and H2D", vec![]),
+                ),
+            ],
+        );
         write_profile(dir, DAY1, &hwc_profile::to_yaml(&p).unwrap());
     });
     let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_peak_gbps&measured_gbps=27.8");

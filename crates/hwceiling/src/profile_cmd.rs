@@ -387,20 +387,7 @@ fn write_report(path: &Path, md: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::ceiling_line;
-    use hwc_model::{CeilingSource, Measurement, Profile};
-
-    fn with_measurement(p: &mut Profile, key: &str, median: f64, spread_pct: f64, n: u32) {
-        let m: Measurement = serde_json::from_value(serde_json::json!({
-            "key": key,
-            "path": "h2d",
-            "params": { "gpu": "gpu0" },
-            "bytes_per_rep": 1u64 << 20,
-            "gbps": { "median": median, "min": median, "max": median, "spread_pct": spread_pct, "n": n },
-            "warmup": 2,
-        }))
-        .unwrap();
-        p.measurements.push(m);
-    }
+    use hwc_model::CeilingSource;
 
     #[test]
     fn the_closing_summary_names_each_ceilings_source_by_key() {
@@ -412,8 +399,18 @@ mod tests {
                 ("warm_gpu0_cross_numa_penalty_gbps", 55.5),
             ],
         );
-        with_measurement(&mut p, "h2d/gpu0/local/4MiB/s1", 55.5, 0.5, 12);
-        with_measurement(&mut p, "h2d/gpu0/local/256MiB/s1", 55.5, 1.8, 20);
+        p.measurements.push(hwc_testkit::h2d_measurement(
+            "h2d/gpu0/local/4MiB/s1",
+            55.5,
+            0.5,
+            12,
+        ));
+        p.measurements.push(hwc_testkit::h2d_measurement(
+            "h2d/gpu0/local/256MiB/s1",
+            55.5,
+            1.8,
+            20,
+        ));
         // Before ceiling_sources: the first equal median, whatever the ceiling is.
         let old = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
         assert!(

@@ -343,30 +343,22 @@ fn efficiency_prints_the_ceilings_spread_and_n_or_how_it_was_derived() {
         ("h2d/gpu0/local/4MiB/s4", 0.2),
         ("h2d/gpu0/local/256MiB/s1", 1.8),
     ] {
-        p.measurements.push(
-            serde_json::from_value(serde_json::json!({
-                "key": key,
-                "path": "h2d",
-                "params": { "gpu": "gpu0" },
-                "bytes_per_rep": 1u64 << 20,
-                "gbps": { "median": 50.0, "min": 49.5, "max": 50.4, "spread_pct": spread, "n": 12 },
-                "warmup": 2,
-            }))
-            .unwrap(),
-        );
+        p.measurements
+            .push(hwc_testkit::h2d_measurement(key, 50.0, spread, 12));
     }
-    p.ceiling_sources = [
-        (
-            "warm_gpu0_peak_gbps".to_string(),
-            hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-        ),
-        (
-            "dispatcher_cold_1drive_gbps".to_string(),
-            hwc_model::CeilingSource::derived("min of NVMe and H2D: H2D bounds it", vec![]),
-        ),
-    ]
-    .into_iter()
-    .collect();
+    let p = hwc_testkit::with_sources(
+        p,
+        &[
+            (
+                "warm_gpu0_peak_gbps",
+                hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+            ),
+            (
+                "dispatcher_cold_1drive_gbps",
+                hwc_model::CeilingSource::derived("min of NVMe and H2D: H2D bounds it", vec![]),
+            ),
+        ],
+    );
     let f = write(d.path(), "p.yaml", &p);
     let ask = |path: &str| {
         let o = run(&[

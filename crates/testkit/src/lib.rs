@@ -2,7 +2,7 @@
 //! profile builder, so a model change reaches every test. A dev-dependency only.
 
 use hwc_model::topology::LinkTheory;
-use hwc_model::{Plan, Profile, Provenance, Topology};
+use hwc_model::{CeilingSource, Measurement, Plan, Profile, Provenance, Topology};
 
 /// A provenance for a run that finished at `finished_at` (RFC 3339).
 pub fn provenance(finished_at: &str) -> Provenance {
@@ -48,4 +48,25 @@ pub fn gen5_x16_link(device: &str, bdf: &str) -> LinkTheory {
         max_theoretical_gbps: Some(gbps),
         degraded: false,
     }
+}
+
+/// A gpu0 H2D measurement `key` with this median, spread and repetition count (min and max at
+/// the median). Built through serde, so optional fields added to the model need no change.
+pub fn h2d_measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measurement {
+    serde_json::from_value(serde_json::json!({
+        "key": key,
+        "path": "h2d",
+        "params": { "gpu": "gpu0" },
+        "bytes_per_rep": 1u64 << 20,
+        "gbps": { "median": median, "min": median, "max": median, "spread_pct": spread_pct, "n": n },
+        "warmup": 2,
+    }))
+    .expect("a valid measurement")
+}
+
+/// `p` with these `ceiling_sources` entries (as the profile builder writes them).
+pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profile {
+    p.ceiling_sources
+        .extend(sources.iter().map(|(k, s)| (k.to_string(), s.clone())));
+    p
 }

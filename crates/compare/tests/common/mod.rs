@@ -27,16 +27,8 @@ pub fn with_measurement(mut p: Profile, key: &str, median: f64, contended: bool)
 
 /// A measurement with its spread and repetition count.
 pub fn with_stats(mut p: Profile, key: &str, median: f64, spread_pct: f64, n: u32) -> Profile {
-    let m: Measurement = serde_json::from_value(serde_json::json!({
-        "key": key,
-        "path": "h2d",
-        "params": { "gpu": "gpu0" },
-        "bytes_per_rep": 1u64 << 20,
-        "gbps": { "median": median, "min": median, "max": median, "spread_pct": spread_pct, "n": n },
-        "warmup": 3,
-    }))
-    .unwrap();
-    p.measurements.push(m);
+    p.measurements
+        .push(hwc_testkit::h2d_measurement(key, median, spread_pct, n));
     p
 }
 
