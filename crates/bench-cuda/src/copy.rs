@@ -163,6 +163,15 @@ enum Buffers {
 }
 
 impl Buffers {
+    /// The host side of the copy, if it has one.
+    fn host(&self) -> Option<&HostBuffer> {
+        match self {
+            Buffers::H2d { src, .. } => Some(&src.buf),
+            Buffers::D2h { dst, .. } => Some(&dst.buf),
+            Buffers::D2d { .. } => None,
+        }
+    }
+
     fn give_back(self, pool: &mut Pool) {
         match self {
             Buffers::H2d { src, dst } => {
@@ -217,6 +226,8 @@ pub struct CopyCase<'a> {
     streams: u32,
     copies: u32,
     latched: bool,
+    /// The host buffers were flushed from the CPU caches before the case.
+    flushed: bool,
     cache_resident: bool,
     placement: Option<Placement>,
     notes: Vec<String>,
@@ -309,6 +320,18 @@ impl<'a> CopyCase<'a> {
             });
         }
         let latched = spec.host_memory == HostMemory::Pinned || !spec.uses_host();
+        // The CPU just filled the sources and poisoned the destinations: out of its caches
+        // with them, so the DMA meets memory, not modified lines (see `cache`). Pageable copies
+        // go through the driver's staging buffer, which this cannot reach.
+        let mut flushed = spec.host_memory == HostMemory::Pinned && spec.uses_host();
+        if flushed {
+            for lane in flows.iter().flat_map(|f| &f.lanes) {
+                if let Some(h) = lane.buffers.host() {
+                    // SAFETY: the pool lent a buffer of at least `size` bytes (`take_host`).
+                    flushed &= unsafe { crate::cache::flush(h.as_ptr().cast(), size) };
+                }
+            }
+        }
         let placement = placement_of(&flows, spec, cx.pin.as_ref());
         let cache_resident = spec.flows[0].direction == Direction::D2d
             && crate::params::l2_resident(size as u64, spec.streams, cx.l2_cache_bytes);
@@ -320,6 +343,7 @@ impl<'a> CopyCase<'a> {
             streams: spec.streams,
             copies: MIN_COPIES,
             latched,
+            flushed,
             cache_resident,
             placement,
             notes: Vec::new(),
@@ -467,6 +491,13 @@ impl<'a> CopyCase<'a> {
         notes.push(format!(
             "first repetition of the case (K calibration): {first_gbps:.2} GB/s"
         ));
+        if self.flushed {
+            notes.push(
+                "host buffers flushed from the CPU caches before the case: the copies read and \
+                 write memory, not lines a core holds"
+                    .into(),
+            );
+        }
         let measured = spec.flows[spec.measured].direction;
         if let Some(other) = spec.flows.iter().find(|f| f.direction != measured) {
             notes.push(format!(
