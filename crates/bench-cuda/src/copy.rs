@@ -489,7 +489,8 @@ impl<'a> CopyCase<'a> {
             ));
         }
         notes.push(format!(
-            "first repetition of the case (K calibration): {first_gbps:.2} GB/s"
+            "first repetition of the case (K calibration; one repetition, so no spread, N=1): \
+             {first_gbps:.2} GB/s"
         ));
         if self.flushed {
             notes.push(

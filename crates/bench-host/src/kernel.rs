@@ -48,13 +48,24 @@ impl Isa {
         }
     }
 
-    /// Every instruction set this CPU runs, widest first (for tests).
+    /// Every instruction set this CPU runs, widest first (for tests), each detected on its own
+    /// (a VM may mask AVX2 and still show AVX-512F).
     pub fn available() -> Vec<Isa> {
-        match Isa::detect() {
-            Some(Isa::Avx512) => vec![Isa::Avx512, Isa::Avx2, Isa::Sse2],
-            Some(Isa::Avx2) => vec![Isa::Avx2, Isa::Sse2],
-            Some(Isa::Sse2) => vec![Isa::Sse2],
-            None => vec![],
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut v = Vec::new();
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                v.push(Isa::Avx512);
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                v.push(Isa::Avx2);
+            }
+            v.push(Isa::Sse2);
+            v
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            Vec::new()
         }
     }
 }

@@ -228,16 +228,12 @@ mod tests {
                 ("nvme_optimal_read_chunk_bytes", 55.5),
             ],
         );
-        let m: hwc_model::Measurement = serde_json::from_value(serde_json::json!({
-            "key": "h2d/gpu0/local/256MiB/s1",
-            "path": "h2d",
-            "params": { "gpu": "gpu0" },
-            "bytes_per_rep": 1u64 << 20,
-            "gbps": { "median": 55.5, "min": 55.0, "max": 56.0, "spread_pct": 1.8, "n": 20 },
-            "warmup": 3,
-        }))
-        .unwrap();
-        p.measurements.push(m);
+        p.measurements.push(hwc_testkit::h2d_measurement(
+            "h2d/gpu0/local/256MiB/s1",
+            55.5,
+            1.8,
+            20,
+        ));
         let mut reg = Registry::default();
         register_sources(&mut reg, &p);
         let mut text = String::new();

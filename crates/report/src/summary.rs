@@ -1,7 +1,7 @@
 //! Section 7: the spec's four summary sub-tables and the crossover comparison.
 
 use crate::{gbps, path_waiver, table};
-use hwc_model::{size_label, Measurement, PathId, Profile};
+use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
 
 /// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`.
@@ -137,37 +137,35 @@ fn raw_paths(out: &mut String, p: &Profile) {
             None => waived_row(label, "BAR1", p, PathId::Gdrcopy, ""),
         });
     }
-    for (label, limit, v, same) in [
+    for (label, limit, v, ceiling) in [
         (
             "Host RAM same-NUMA (sustained)",
             "memory controller",
             p.host_ram.same_numa_gbps,
-            true,
+            "host_ram_same_numa_gbps",
         ),
         (
             "Host RAM cross-NUMA (sustained)",
             "inter-socket link",
             p.host_ram.cross_numa_gbps,
-            false,
+            "host_ram_cross_numa_gbps",
         ),
     ] {
-        // The pair the figure is the best of names its measurement and copy kernel.
-        let pair = p
-            .host_ram
-            .pairs
-            .values()
-            .filter(|x| (x.src_node == x.dst_node) == same)
-            .find(|x| Some(x.best_gbps) == v);
+        // The measurement the ceiling names (`ceiling_sources`) gives the spread, N and kernel.
+        let source = match p.ceiling_source(ceiling) {
+            Some(CeilingOrigin::Measured(m)) => Some(m),
+            _ => None,
+        };
         rows.push(match v {
             Some(v) => vec![
                 label.into(),
-                match pair.and_then(|x| p.measurement(&x.key)) {
+                match source {
                     Some(m) => spread_of(m),
                     None => with_spread(p, PathId::HostRam, None, v),
                 },
                 limit.into(),
-                match pair.and_then(|x| x.kernel.as_deref()) {
-                    Some(k) => format!("best thread count, {k} kernel"),
+                match source {
+                    Some(m) => format!("best thread count, {} kernel", m.params.copy_kernel_name()),
                     None => "best thread count".into(),
                 },
             ],
