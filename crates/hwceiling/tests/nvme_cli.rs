@@ -49,8 +49,7 @@ fn a_created_target_is_measured_both_ways_and_removed() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    if stderr.contains("O_DIRECT") {
-        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+    if direct_io_refused(&stderr) {
         return;
     }
     assert!(run.status.success(), "{stderr}");
@@ -86,8 +85,7 @@ fn an_existing_file_is_only_read_without_the_flag() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    if stderr.contains("O_DIRECT") {
-        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+    if direct_io_refused(&stderr) {
         return;
     }
     assert!(run.status.success(), "{stderr}");
@@ -163,8 +161,7 @@ fn sigint_stops_a_run_cleanly_and_leaves_no_file() {
     if status.code() == Some(1) {
         let mut e = String::new();
         std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut e).unwrap();
-        if e.contains("O_DIRECT") {
-            println!("SKIPPED: this filesystem refuses O_DIRECT: {e}");
+        if direct_io_refused(&e) {
             return;
         }
         panic!("{e}");
@@ -202,8 +199,7 @@ fn read_cache_and_power_states_run_on_a_target_with_tiny_knobs() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    if stderr.contains("O_DIRECT") {
-        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+    if direct_io_refused(&stderr) {
         return;
     }
     assert!(run.status.success(), "{stderr}");
@@ -291,8 +287,7 @@ fn gc_settle_runs_on_a_created_target_and_is_waived_without_writes() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    if stderr.contains("O_DIRECT") {
-        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+    if direct_io_refused(&stderr) {
         return;
     }
     assert!(run.status.success(), "{stderr}");
@@ -462,8 +457,7 @@ fn sigint_during_gc_settle_writes_stops_them_at_once_and_leaves_no_file() {
     let stopped_s = signalled.elapsed().as_secs_f64();
     let mut e = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut e).unwrap();
-    if status.code() == Some(1) && e.contains("O_DIRECT") {
-        println!("SKIPPED: this filesystem refuses O_DIRECT: {e}");
+    if status.code() == Some(1) && direct_io_refused(&e) {
         return;
     }
     assert_eq!(status.code(), Some(130), "{e}");
@@ -500,8 +494,7 @@ fn an_existing_target_with_unwritten_blocks_is_waived_not_measured() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&run.stderr);
-    if stderr.contains("O_DIRECT") {
-        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+    if direct_io_refused(&stderr) {
         return;
     }
     assert!(run.status.success(), "{stderr}");
@@ -521,4 +514,13 @@ fn an_existing_target_with_unwritten_blocks_is_waived_not_measured() {
         8 << 20,
         "left as it was"
     );
+}
+
+/// True (and says SKIPPED) when the run failed because the test's filesystem refuses O_DIRECT.
+fn direct_io_refused(stderr: &str) -> bool {
+    let refused = stderr.contains("O_DIRECT");
+    if refused {
+        println!("SKIPPED: this filesystem refuses O_DIRECT: {stderr}");
+    }
+    refused
 }
