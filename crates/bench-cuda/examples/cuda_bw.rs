@@ -130,6 +130,8 @@ fn cases(
 }
 
 fn main() -> ExitCode {
+    // SAFETY: first thing in main: no other thread exists and CUDA is not initialised.
+    unsafe { hwc_bench_cuda::connections::configure() };
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

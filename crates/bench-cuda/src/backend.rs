@@ -82,6 +82,10 @@ impl CudaBackend {
              cuMemHostRegister(PORTABLE) (not write-combined)"
                 .into(),
         );
+        environment.insert(
+            "cuda.device_max_connections".into(),
+            crate::connections::recorded(),
+        );
         if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
             environment.insert("host.transparent_hugepage".into(), thp.trim().to_string());
         }

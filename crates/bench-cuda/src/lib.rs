@@ -17,6 +17,8 @@
 //!   time the span and the host clock cross-checks it; K is calibrated per case so that a
 //!   repetition lasts about 20 ms, with at most 256 copies per stream (small copies run
 //!   shorter: see [`MAX_COPIES`]);
+//! - a measuring process asks the driver for 32 hardware work queues (`connections`) unless
+//!   the user set `CUDA_DEVICE_MAX_CONNECTIONS`;
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;
 //! - the idle guard refuses a GPU that another process uses;
@@ -28,6 +30,7 @@ mod affinity;
 mod backend;
 mod bdf;
 mod cache;
+pub mod connections;
 mod copy;
 mod driver;
 mod error;

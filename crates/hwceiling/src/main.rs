@@ -39,6 +39,11 @@ fn main() {
         }
         Err(e) => e.exit(),
     };
+    if matches!(args.command, cli::Command::Profile(_)) {
+        // SAFETY: no other thread exists yet (argument parsing spawns none) and CUDA is not
+        // initialised before `run`; only a measuring command asks for more hardware queues.
+        unsafe { hwc_bench_cuda::connections::configure() };
+    }
     let code = match run(args) {
         Ok(code) => code,
         Err(e) => {

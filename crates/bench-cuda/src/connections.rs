@@ -1,0 +1,108 @@
+//! How many hardware work queues the CUDA driver gives a context
+//! (`CUDA_DEVICE_MAX_CONNECTIONS`, 1–32, driver default 8), chosen before the driver starts.
+//!
+//! Streams are multiplexed onto that many hardware queues. With 32 instead of the default 8,
+//! small copies ran faster on the H200 test machines: in interleaved A/B runs (6 and 3 rounds,
+//! two machines, `tools/gpu-reference` run 10) 128 KiB H2D +2.3–2.9 %, duplex 128 KiB–1 MiB
+//! +1–2.6 %, L2-resident D2D +4 %, with copies of 4 MiB and more within ±0.5 %. A ceiling is
+//! the best the hardware does, so a measuring process asks for 32 unless the user set the
+//! variable; the profile records which (`cuda.device_max_connections`).
+//!
+//! The driver reads the variable once, when it initialises, and the process environment is not
+//! thread-safe: [`configure`] must run first thing in `main`, before any other thread exists.
+
+use std::ffi::OsStr;
+use std::sync::OnceLock;
+
+/// The variable the CUDA driver reads.
+pub const VAR: &str = "CUDA_DEVICE_MAX_CONNECTIONS";
+/// What a measuring process asks for when the user did not say: the driver's maximum.
+pub const CONNECTIONS: u32 = 32;
+
+/// Where the process's setting came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connections {
+    /// Unset before: this process set it to [`CONNECTIONS`].
+    Chosen(u32),
+    /// The user's value, left as it was (the driver validates it).
+    FromEnvironment(String),
+}
+
+impl Connections {
+    /// The decision for the variable's current value (pure).
+    pub fn decide(current: Option<&OsStr>) -> Self {
+        match current {
+            Some(v) => Connections::FromEnvironment(v.to_string_lossy().into_owned()),
+            None => Connections::Chosen(CONNECTIONS),
+        }
+    }
+
+    /// The environment record's value.
+    pub fn describe(&self) -> String {
+        match self {
+            Connections::Chosen(n) => format!(
+                "{n} (set by hwceiling because {VAR} was unset; the driver's default is 8: more \
+                 hardware queues measured faster small and duplex copies)"
+            ),
+            Connections::FromEnvironment(v) => {
+                format!("{v} (from the environment, left as the user set it)")
+            }
+        }
+    }
+}
+
+static CONFIGURED: OnceLock<Connections> = OnceLock::new();
+
+/// Ask the driver for [`CONNECTIONS`] hardware queues unless the user set [`VAR`]; returns what
+/// the process now runs with. Later calls return the first call's decision.
+///
+/// # Safety
+/// Changes the process environment: no other thread may exist (or read the environment)
+/// while it runs, and the CUDA driver must not have been initialised yet.
+pub unsafe fn configure() -> Connections {
+    CONFIGURED
+        .get_or_init(|| {
+            let decision = Connections::decide(std::env::var_os(VAR).as_deref());
+            if let Connections::Chosen(n) = decision {
+                std::env::set_var(VAR, n.to_string());
+            }
+            decision
+        })
+        .clone()
+}
+
+/// The environment record's value: [`configure`]'s decision, or, when the process never called
+/// it (a library user), the variable as found.
+pub fn recorded() -> String {
+    match CONFIGURED.get() {
+        Some(c) => c.describe(),
+        None => match std::env::var_os(VAR) {
+            Some(v) => Connections::FromEnvironment(v.to_string_lossy().into_owned()).describe(),
+            None => "unset: the driver's default (8); this process did not choose it".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_means_we_choose_the_maximum() {
+        assert_eq!(Connections::decide(None), Connections::Chosen(32));
+        let d = Connections::Chosen(32).describe();
+        assert!(d.starts_with("32 (set by hwceiling"), "{d}");
+    }
+
+    #[test]
+    fn a_user_value_is_kept_verbatim() {
+        let d = Connections::decide(Some(OsStr::new("1")));
+        assert_eq!(d, Connections::FromEnvironment("1".into()));
+        assert!(d.describe().starts_with("1 (from the environment"));
+        // Even a value the driver will reject is the user's to fix, not ours to replace.
+        assert_eq!(
+            Connections::decide(Some(OsStr::new("abc"))),
+            Connections::FromEnvironment("abc".into())
+        );
+    }
+}
