@@ -3,9 +3,10 @@
 //! median and the nodes that stray from it).
 
 use crate::keys::{self, Direction};
+use crate::method;
 use crate::source::Source;
 use crate::tolerance::Tolerance;
-use hwc_model::{CeilingOrigin, Measurement, PathId, Profile};
+use hwc_model::Profile;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -81,11 +82,6 @@ struct Value {
     method: Option<String>,
 }
 
-/// The host RAM copy kernel of a figure that is a host RAM measurement's median.
-fn method_of(m: &Measurement) -> Option<String> {
-    (m.path == PathId::HostRam).then(|| m.params.copy_kernel_name().to_string())
-}
-
 /// Every comparable value of a profile: its ceilings and its measurements' medians.
 fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
     let mut out: BTreeMap<(Section, String), Value> = p
@@ -95,10 +91,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
             // By key (`ceiling_sources`): a ceiling that is a contended measurement's median, or
             // was derived from one, is marked contended too.
             let (source, contended) = Source::of_ceiling(p, k).unwrap_or((Source::Unknown, false));
-            let method = match p.ceiling_source(k) {
-                Some(CeilingOrigin::Measured(m)) => method_of(m),
-                _ => None,
-            };
+            let method = method::of_ceiling(p, k).map(str::to_string);
             (
                 (Section::Ceiling, k.clone()),
                 Value {
@@ -118,7 +111,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                     v: m.gbps.median,
                     contended: m.contended,
                     source: Source::of_measurement(m),
-                    method: method_of(m),
+                    method: method::of_measurement(m).map(str::to_string),
                 },
             );
         }
@@ -203,13 +196,11 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
         .map(|k| {
             let (section, key) = k;
             let (va, vb) = (a.get(k), b.get(k));
-            let method_change = match (
-                va.and_then(|x| x.method.as_ref()),
-                vb.and_then(|x| x.method.as_ref()),
-            ) {
-                (Some(x), Some(y)) if x != y => Some(format!("copy kernel {x} → {y}")),
-                _ => None,
-            };
+            let method_change = method::changed(
+                va.and_then(|x| x.method.as_deref()),
+                vb.and_then(|x| x.method.as_deref()),
+            )
+            .map(|(x, y)| format!("copy kernel {x} → {y}"));
             let (delta, delta_pct, verdict) = match (va, vb) {
                 (Some(x), Some(y)) => {
                     let rel = relative(x.v, y.v);

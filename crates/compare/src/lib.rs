@@ -9,6 +9,7 @@ pub mod compare;
 pub mod efficiency;
 pub mod junit;
 pub mod keys;
+pub mod method;
 pub mod qualify;
 pub mod source;
 pub mod tolerance;

@@ -4,6 +4,7 @@
 //! maximum, or at least a given value). Every rule and every matched link is one pass/fail check.
 
 use crate::keys;
+use crate::method;
 use crate::source::Source;
 use hwc_model::topology::LinkTheory;
 use hwc_model::Profile;
@@ -48,6 +49,8 @@ pub struct Rule {
     /// path, or the measurement's GPU).
     #[serde(default)]
     pub link: Option<String>,
+    /// A host RAM figure measured with another copy kernel than the baseline's is not held
+    /// to it: the check fails as not comparable (re-baseline).
     #[serde(default)]
     pub min_pct_of_baseline: Option<f64>,
     /// When false, a path absent from the profile is skipped instead of failed.
@@ -268,6 +271,9 @@ struct Found {
     derived: bool,
     contended: bool,
     gpu: Option<String>,
+    /// The host RAM copy kernel it was measured with (`memcpy`, `streaming`); `None` for other
+    /// paths and for derived figures.
+    kernel: Option<String>,
 }
 
 fn find(p: &Profile, path: &str) -> Option<Found> {
@@ -283,6 +289,7 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
             source: source.phrase(),
             contended,
             gpu: None,
+            kernel: method::of_ceiling(p, path).map(str::to_string),
         });
     }
     p.measurement(path).map(|m| Found {
@@ -292,6 +299,7 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
         derived: false,
         contended: m.contended,
         gpu: m.params.gpu.clone(),
+        kernel: method::of_measurement(m).map(str::to_string),
     })
 }
 
@@ -409,6 +417,23 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
                 format!("the baseline profile has no `{}`", r.path),
             );
         };
+        // A ratio across copy kernels says nothing about the machine: neither pass nor fail on
+        // it, and do not pass what cannot be confirmed.
+        if let Some((was, now)) = method::changed(base.kernel.as_deref(), found.kernel.as_deref()) {
+            return check(
+                Outcome::Fail,
+                Some(found.value),
+                None,
+                format!(
+                    "not comparable: copy kernel {was} (baseline) → {now} (profile); re-baseline \
+                     with a profile measured with {now} (profile's {} {}, baseline's {}; not \
+                     held to each other)",
+                    found.what,
+                    fmt_gbps(found.value),
+                    fmt_gbps(base.value)
+                ),
+            );
+        }
         let floor = pct / 100.0 * base.value;
         (
             floor,

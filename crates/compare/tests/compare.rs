@@ -1,7 +1,7 @@
 //! `compare`: pair deltas and regressions, fleet medians and outliers.
 
 mod common;
-use common::{profile, with_measurement, with_source, with_stats};
+use common::{host_ceiling, profile, with_measurement, with_source, with_stats};
 use hwc_compare::compare::{
     compare_fleet, compare_pair, median, node_names, render_fleet, render_pair, Node, Options,
     OutlierKind, Section, Verdict,
@@ -559,27 +559,10 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
     assert!(render_pair(&r).contains("REGRESSION (contended)"));
 }
 
-/// A host RAM measurement with `kernel`, and the host ceiling sourced from it.
-fn host_ceiling(host: &str, kernel: &str, gbps: f64) -> hwc_model::Profile {
-    let key = format!("host_ram/n0-n0/1GiB/t16/{kernel}");
-    let mut p = profile(host, &[("host_ram_same_numa_gbps", gbps)]);
-    let m: hwc_model::Measurement = serde_json::from_value(serde_json::json!({
-        "key": key,
-        "path": "host_ram",
-        "params": { "size_bytes": 1u64 << 30, "threads": 16, "copy_kernel": kernel },
-        "bytes_per_rep": 1u64 << 30,
-        "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
-        "warmup": 2,
-    }))
-    .unwrap();
-    p.measurements.push(m);
-    with_source(p, "host_ram_same_numa_gbps", CeilingSource::measured(key))
-}
-
 #[test]
 fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_regression() {
-    let old = host_ceiling("old", "memcpy", 58.0);
-    let new = host_ceiling("new", "streaming", 35.0);
+    let old = host_ceiling("old", Some("memcpy"), 58.0);
+    let new = host_ceiling("new", Some("streaming"), 35.0);
     let node = |name, profile| Node { name, profile };
     // Candidate measured with memcpy against a streaming baseline: 40 % lower, not a regression.
     let r = compare_pair(node("new", &new), node("old", &old), &opts("5%"));
@@ -595,8 +578,22 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
         Some("copy kernel streaming → memcpy")
     );
     assert!(render_pair(&r).contains("changed (copy kernel streaming → memcpy)"));
+    // A baseline from before the streaming kernel names none: it was measured with memcpy
+    // (this streaming figure is 40 % lower, and still no regression).
+    let older = host_ceiling("older", None, 58.0);
+    let r = compare_pair(node("older", &older), node("new", &new), &opts("5%"));
+    let row = r
+        .rows
+        .iter()
+        .find(|r| r.key == "host_ram_same_numa_gbps")
+        .unwrap();
+    assert_eq!(row.verdict, Verdict::Changed);
+    assert_eq!(
+        row.method_change.as_deref(),
+        Some("copy kernel memcpy → streaming")
+    );
     // Same kernel on both sides: an ordinary regression.
-    let worse = host_ceiling("worse", "streaming", 30.0);
+    let worse = host_ceiling("worse", Some("streaming"), 30.0);
     let r = compare_pair(node("new", &new), node("worse", &worse), &opts("5%"));
     let row = r
         .rows
@@ -605,9 +602,9 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
         .unwrap();
     assert!(row.regression && row.method_change.is_none());
     // A fleet where one node still measured memcpy: that node differs, it is not worse.
-    let a = host_ceiling("a", "streaming", 58.0);
-    let b = host_ceiling("b", "streaming", 59.0);
-    let c = host_ceiling("c", "memcpy", 35.0);
+    let a = host_ceiling("a", Some("streaming"), 58.0);
+    let b = host_ceiling("b", Some("streaming"), 59.0);
+    let c = host_ceiling("c", Some("memcpy"), 35.0);
     let f = compare_fleet(&[node("a", &a), node("b", &b), node("c", &c)], &opts("5%"));
     let row = f
         .rows

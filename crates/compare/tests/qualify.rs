@@ -1,7 +1,7 @@
 //! `qualify`: spec parsing, rules against absolute / link / baseline floors, link checks, JUnit.
 
 mod common;
-use common::{profile, with_link, with_measurement, with_source, with_stats};
+use common::{host_ceiling, profile, with_link, with_measurement, with_source, with_stats};
 use hwc_compare::qualify::{glob, parse_spec, qualify, render, Group, Outcome, SpecError};
 use hwc_model::CeilingSource;
 use proptest::prelude::*;
@@ -351,4 +351,102 @@ fn a_ceiling_source_is_read_by_key_with_its_derivation() {
         d.contains("derived from a measurement taken while the device was busy"),
         "an input was contended: {d}"
     );
+}
+
+const HOST_BASELINE_SPEC: &str =
+    "spec_version: 1\nrules:\n  - path: host_ram_same_numa_gbps\n    min_pct_of_baseline: 90\n";
+
+#[test]
+fn a_baseline_rule_holds_figures_of_one_copy_kernel_to_each_other() {
+    let spec = parse_spec(HOST_BASELINE_SPEC).unwrap();
+    for kernel in ["memcpy", "streaming"] {
+        let golden = host_ceiling("golden", Some(kernel), 58.0);
+        // 90 % of 58.00 = 52.20 GB/s.
+        for (gbps, outcome, op) in [(55.0, Outcome::Pass, ">="), (50.0, Outcome::Fail, "<")] {
+            let p = host_ceiling("node", Some(kernel), gbps);
+            let r = qualify(&spec, "s", &p, "p", Some(&golden)).unwrap();
+            let c = &r.checks[0];
+            assert_eq!(c.outcome, outcome, "{kernel}: {}", c.detail);
+            assert!((c.floor.unwrap() - 52.2).abs() < 1e-9, "{kernel}");
+            assert!(
+                c.detail.contains(&format!(
+                    "{gbps:.2} GB/s {op} 90% of the baseline's 58.00 GB/s"
+                )),
+                "{kernel}: {}",
+                c.detail
+            );
+            assert!(!c.detail.contains("not comparable"), "{}", c.detail);
+        }
+    }
+    // A baseline from before the streaming kernel was measured with memcpy: comparable to a
+    // memcpy figure.
+    let old = host_ceiling("golden", None, 36.0);
+    let p = host_ceiling("node", Some("memcpy"), 35.0);
+    let r = qualify(&spec, "s", &p, "p", Some(&old)).unwrap();
+    assert_eq!(r.checks[0].outcome, Outcome::Pass, "{}", r.checks[0].detail);
+}
+
+#[test]
+fn a_baseline_rule_across_copy_kernels_is_not_comparable() {
+    let spec = parse_spec(HOST_BASELINE_SPEC).unwrap();
+    // On the ratio alone the first would pass (58 >= 90 % of 35) and the second would fail
+    // (35 < 90 % of 58); neither says anything about the machine.
+    for (was, base_gbps, now, gbps) in [
+        ("memcpy", 35.0, "streaming", 58.0),
+        ("streaming", 58.0, "memcpy", 35.0),
+    ] {
+        let golden = host_ceiling("golden", Some(was), base_gbps);
+        let p = host_ceiling("node", Some(now), gbps);
+        let r = qualify(&spec, "s", &p, "p", Some(&golden)).unwrap();
+        let c = &r.checks[0];
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
+        assert_eq!(c.floor, None, "no floor was computed: {}", c.detail);
+        assert_eq!(c.value, Some(gbps));
+        let verdict =
+            format!("not comparable: copy kernel {was} (baseline) → {now} (profile); re-baseline");
+        assert!(c.detail.starts_with(&verdict), "{}", c.detail);
+        assert!(!c.detail.contains(">=") && !c.detail.contains(" < "));
+        assert_eq!((r.passed, r.failed, r.skipped), (0, 1, 0));
+        assert!(!r.ok(), "the exit code is 1, as for any failed check");
+        let text = render(&r);
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("FAIL  ") && l.contains(&verdict)),
+            "{text}"
+        );
+        assert!(text.contains("NOT QUALIFIED: 0 passed, 1 failed"), "{text}");
+        let xml = hwc_compare::junit::render(&r);
+        let doc = roxmltree::Document::parse(&xml).unwrap();
+        let failure = doc
+            .descendants()
+            .find(|n| n.has_tag_name("failure"))
+            .expect("a <failure>");
+        assert!(
+            failure.attribute("message").unwrap().starts_with(&verdict),
+            "{xml}"
+        );
+    }
+}
+
+#[test]
+fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comparable() {
+    let spec = parse_spec(HOST_BASELINE_SPEC).unwrap();
+    let p = host_ceiling("node", Some("streaming"), 58.0);
+    // Its measurement names no copy kernel; with its ceiling_sources, and from before those
+    // existed (the source is then the measurement with the ceiling's median).
+    let old = host_ceiling("golden", None, 36.0);
+    let mut older = old.clone();
+    older.ceiling_sources.clear();
+    for baseline in [&old, &older] {
+        let r = qualify(&spec, "s", &p, "p", Some(baseline)).unwrap();
+        let c = &r.checks[0];
+        assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
+        assert!(
+            c.detail
+                .starts_with("not comparable: copy kernel memcpy (baseline) → streaming (profile)"),
+            "{}",
+            c.detail
+        );
+        assert!(!r.ok());
+    }
 }
