@@ -16,6 +16,60 @@ fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> Stri
     }
 }
 
+/// Where a figure that is a ceiling comes from, as the profile's `ceiling_sources` names it.
+enum Source<'a> {
+    /// The named measurement, and it is this figure's: its path (and GPU), median equal.
+    Measured(&'a Measurement),
+    /// The ceiling is arithmetic on measured figures, not one measurement's median.
+    Derived,
+    /// No usable name: no such ceiling (fields set by hand), a source the profile does not
+    /// hold, or a named measurement that is not this figure's.
+    Unnamed,
+}
+
+/// The source of ceiling `key`, whose figure `v` is of `path` (and `gpu`).
+fn source_of<'a>(p: &'a Profile, key: &str, path: PathId, gpu: Option<&str>, v: f64) -> Source<'a> {
+    match p.ceiling_source(key) {
+        Some(CeilingOrigin::Measured(m)) if is_figure(m, path, gpu, v) => Source::Measured(m),
+        Some(CeilingOrigin::Derived { .. }) => Source::Derived,
+        _ => Source::Unnamed,
+    }
+}
+
+fn is_figure(m: &Measurement, path: PathId, gpu: Option<&str>, v: f64) -> bool {
+    m.path == path && m.params.gpu.as_deref() == gpu && m.gbps.median == v
+}
+
+/// `55.49 (±0.4 %, N=20)` from the measurement ceiling `key` names; `55.49 (derived)` for a
+/// derived ceiling; the equal-median search ([`with_spread`]) only when the profile names none.
+fn ceiling_cell(p: &Profile, key: &str, path: PathId, gpu: Option<&str>, v: f64) -> String {
+    match source_of(p, key, path, gpu, v) {
+        Source::Measured(m) => spread_of(m),
+        Source::Derived => format!("{} (derived)", gbps(v)),
+        Source::Unnamed => with_spread(p, path, gpu, v),
+    }
+}
+
+/// The key of GPU `gpu`'s NUMA-local H2D peak ceiling (`h2d_peak_numa_local_gbps`).
+fn h2d_peak_key(gpu: &str) -> String {
+    format!("warm_{gpu}_peak_gbps")
+}
+
+/// The cross-NUMA H2D peak `v` of `gpu` has no ceiling of its own: it is the cross-NUMA input
+/// of the derived penalty ceiling (the input whose host node is not the GPU's).
+fn cross_numa_cell(p: &Profile, gpu: &str, numa_node: Option<u32>, v: f64) -> String {
+    let named = match p.ceiling_source(&format!("warm_{gpu}_cross_numa_penalty_gbps")) {
+        Some(CeilingOrigin::Derived { inputs, .. }) => inputs
+            .into_iter()
+            .find(|m| is_figure(m, PathId::H2d, Some(gpu), v) && m.params.src_node != numa_node),
+        _ => None,
+    };
+    match named {
+        Some(m) => spread_of(m),
+        None => with_spread(p, PathId::H2d, Some(gpu), v),
+    }
+}
+
 fn spread_of(m: &Measurement) -> String {
     format!(
         "{} (±{:.1} %, N={})",
@@ -81,18 +135,19 @@ fn raw_paths(out: &mut String, p: &Profile) {
     for (name, g) in &p.gpus {
         let link = link_of(p, name);
         let gpu = Some(name.as_str());
-        let mut push =
-            |label: String, limit: String, v: Option<f64>, path: PathId, note: String| {
-                let hint = if label.contains("cross") { "cross" } else { "" };
-                rows.push(match v {
-                    Some(v) => vec![label, with_spread(p, path, gpu, v), limit, note],
-                    None => waived_row(&label, &limit, p, path, hint),
-                });
-            };
+        // Each figure with the spread and N of the measurement its ceiling names.
+        let mut push = |label: String, limit: String, cell: Option<String>, path, note: String| {
+            let hint = if label.contains("cross") { "cross" } else { "" };
+            rows.push(match cell {
+                Some(cell) => vec![label, cell, limit, note],
+                None => waived_row(&label, &limit, p, path, hint),
+            });
+        };
         push(
             format!("Host → {name} H2D (NUMA-local, peak)"),
             format!("GPU PCIe {link}"),
-            g.h2d_peak_numa_local_gbps,
+            g.h2d_peak_numa_local_gbps
+                .map(|v| ceiling_cell(p, &h2d_peak_key(name), PathId::H2d, gpu, v)),
             PathId::H2d,
             String::new(),
         );
@@ -103,21 +158,31 @@ fn raw_paths(out: &mut String, p: &Profile) {
         push(
             format!("Host → {name} H2D (cross-NUMA, peak)"),
             "inter-socket link".into(),
-            g.h2d_peak_cross_numa_gbps,
+            g.h2d_peak_cross_numa_gbps
+                .map(|v| cross_numa_cell(p, name, g.numa_node, v)),
             PathId::H2d,
             penalty,
         );
         push(
             format!("{name} → Host D2H (peak)"),
             format!("GPU PCIe {link}"),
-            g.d2h_peak_numa_local_gbps,
+            g.d2h_peak_numa_local_gbps
+                .map(|v| ceiling_cell(p, &format!("{name}_d2h_peak_gbps"), PathId::D2h, gpu, v)),
             PathId::D2h,
             String::new(),
         );
         push(
             format!("{name} D2D (1-stream sustained)"),
             "HBM".into(),
-            g.d2d_1stream_gbps,
+            g.d2d_1stream_gbps.map(|v| {
+                ceiling_cell(
+                    p,
+                    &format!("{name}_d2d_sustained_gbps"),
+                    PathId::D2d,
+                    gpu,
+                    v,
+                )
+            }),
             PathId::D2d,
             "largest size outside L2".into(),
         );
@@ -152,23 +217,21 @@ fn raw_paths(out: &mut String, p: &Profile) {
         ),
     ] {
         // The measurement the ceiling names (`ceiling_sources`) gives the spread, N and kernel.
-        let source = match p.ceiling_source(ceiling) {
-            Some(CeilingOrigin::Measured(m)) => Some(m),
-            _ => None,
-        };
         rows.push(match v {
-            Some(v) => vec![
-                label.into(),
-                match source {
-                    Some(m) => spread_of(m),
-                    None => with_spread(p, PathId::HostRam, None, v),
-                },
-                limit.into(),
-                match source {
-                    Some(m) => format!("best thread count, {} kernel", m.params.copy_kernel_name()),
-                    None => "best thread count".into(),
-                },
-            ],
+            Some(v) => {
+                let note = match source_of(p, ceiling, PathId::HostRam, None, v) {
+                    Source::Measured(m) => {
+                        format!("best thread count, {} kernel", m.params.copy_kernel_name())
+                    }
+                    _ => "best thread count".into(),
+                };
+                vec![
+                    label.into(),
+                    ceiling_cell(p, ceiling, PathId::HostRam, None, v),
+                    limit.into(),
+                    note,
+                ]
+            }
             None => {
                 let hint = if label.contains("cross") { "cross" } else { "" };
                 waived_row(label, limit, p, PathId::HostRam, hint)
@@ -259,7 +322,7 @@ fn warm_path(out: &mut String, p: &Profile) {
             match g.h2d_peak_numa_local_gbps {
                 Some(v) => vec![
                     name.clone(),
-                    with_spread(p, PathId::H2d, Some(name), v),
+                    ceiling_cell(p, &h2d_peak_key(name), PathId::H2d, Some(name), v),
                     bound,
                 ],
                 None => vec![
@@ -301,7 +364,7 @@ fn cold_paths(out: &mut String, p: &Profile) {
                         format!(
                             "H2D PCIe {} (GB/s: {})",
                             link_of(p, &gpu),
-                            with_spread(p, PathId::H2d, Some(&gpu), h2d)
+                            ceiling_cell(p, &h2d_peak_key(&gpu), PathId::H2d, Some(&gpu), h2d)
                         )
                     };
                     (
@@ -318,7 +381,7 @@ fn cold_paths(out: &mut String, p: &Profile) {
                     out,
                     "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {} H2D / {} per drive).\n",
                     h2d / one,
-                    with_spread(p, PathId::H2d, Some(&gpu), h2d),
+                    ceiling_cell(p, &h2d_peak_key(&gpu), PathId::H2d, Some(&gpu), h2d),
                     with_spread(p, PathId::NvmeRead, None, *one)
                 );
             }
@@ -365,7 +428,7 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
             v.push(format!(
                 "{name} H2D peaks at {} GB/s, {:.1} % of its Gen{} x{} link's theoretical {} GB/s \
                  (computed from the link, not measured).",
-                with_spread(p, PathId::H2d, Some(name), peak),
+                ceiling_cell(p, &h2d_peak_key(name), PathId::H2d, Some(name), peak),
                 peak / l.theoretical_gbps * 100.0,
                 l.gen,
                 l.width,

@@ -91,6 +91,11 @@ fn copy(path: PathId, size: u64, s: u32, v: f64) -> CaseResult {
 }
 
 fn profile(with_gpu: bool) -> Profile {
+    profile_with(with_gpu, |_| {})
+}
+
+/// The fixture profile, built from its results after `edit` has changed them.
+fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Profile {
     let mut topo = Topology {
         platform: Platform {
             hostname: Some("h200-node".into()),
@@ -217,6 +222,7 @@ fn profile(with_gpu: bool) -> Profile {
         command_line: "hwceiling profile".into(),
         ..Provenance::default()
     };
+    edit(&mut results);
     hwc_profile::build(&topo, &plan, &results, &[], &[], prov)
 }
 
@@ -368,4 +374,101 @@ fn the_h2d_peak_observation_carries_its_spread_and_count() {
         .unwrap();
     assert!(obs.contains("N=20"), "{obs}");
     assert!(obs.contains("computed from the link"), "{obs}");
+}
+
+/// `r` with its spread and repetition count set.
+fn with_stats(mut r: CaseResult, spread_pct: f64, n: u32) -> CaseResult {
+    r.measurement.gbps.spread_pct = spread_pct;
+    r.measurement.gbps.n = n;
+    r
+}
+
+fn line_starting<'a>(r: &'a str, start: &str) -> &'a str {
+    r.lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starts with {start:?}:\n{r}"))
+}
+
+#[test]
+fn gpu_rows_take_spread_and_count_from_the_measurement_the_ceiling_names() {
+    // Each ceiling's measurement comes after another of the same GPU and path with the same
+    // median and another spread: pageable host memory (no ceiling takes it), or four streams
+    // where D2D's ceiling is the one-stream figure.
+    let p = profile_with(true, |results| {
+        let pageable = |path, v, spread| {
+            let mut r = with_stats(copy(path, 256 * MIB, 4, v), spread, 5);
+            r.measurement.key = r.measurement.key.replace("local", "pageable");
+            r.measurement.params.host_memory = Some("pageable".into());
+            r
+        };
+        results.splice(
+            0..0,
+            [
+                pageable(PathId::H2d, 55.51, 4.0),
+                pageable(PathId::D2h, 55.35, 3.0),
+                with_stats(copy(PathId::D2d, 1 << 30, 4, 2080.0), 6.0, 7),
+            ],
+        );
+        results.push(with_stats(copy(PathId::D2d, 1 << 30, 1, 2080.0), 0.5, 12));
+    });
+    // The profile names the pinned / one-stream measurements.
+    for (ceiling, source) in [
+        ("warm_gpu0_peak_gbps", "h2d/gpu0/local/256MiB/s4"),
+        ("gpu0_d2h_peak_gbps", "d2h/gpu0/local/256MiB/s1"),
+        ("gpu0_d2d_sustained_gbps", "d2d/gpu0/local/1GiB/s1"),
+    ] {
+        assert_eq!(
+            p.ceiling_sources[ceiling],
+            hwc_model::CeilingSource::measured(source),
+            "{ceiling}"
+        );
+    }
+    let r = render(&p);
+    let h2d = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
+    assert!(h2d.contains("| 55.51 (±1.0 %, N=20) |"), "{h2d}");
+    let d2h = line_starting(&r, "| gpu0 → Host D2H (peak)");
+    assert!(d2h.contains("| 55.35 (±1.0 %, N=20) |"), "{d2h}");
+    let d2d = line_starting(&r, "| gpu0 D2D (1-stream sustained)");
+    assert!(d2d.contains("| 2080.00 (±0.5 %, N=12) |"), "{d2d}");
+    // The same H2D ceiling elsewhere in the summary carries the same spread.
+    let warm = line_starting(&r, "| gpu0 | 55.51");
+    assert!(warm.contains("55.51 (±1.0 %, N=20)"), "{warm}");
+    let obs = line_starting(&r, "- gpu0 H2D peaks");
+    assert!(obs.contains("55.51 (±1.0 %, N=20)"), "{obs}");
+}
+
+#[test]
+fn the_cross_numa_row_takes_the_cross_numa_input_of_the_penalty() {
+    // No penalty: the cross-NUMA one-stream peak equals the local one (55.49), with another
+    // spread. The local measurement comes first.
+    let p = profile_with(true, |results| {
+        let mut r = with_stats(copy(PathId::H2d, 256 * MIB, 1, 55.49), 3.0, 9);
+        r.measurement.key = "h2d/gpu0/n1/256MiB/s1".into();
+        r.measurement.params.src_node = Some(1);
+        r.measurement.params.cpu_node = Some(1);
+        results.push(r);
+    });
+    assert_eq!(p.gpus["gpu0"].cross_numa_h2d_penalty_gbps, Some(0.0));
+    let r = render(&p);
+    let row = line_starting(&r, "| Host → gpu0 H2D (cross-NUMA, peak)");
+    assert!(row.contains("| 55.49 (±3.0 %, N=9) |"), "{row}");
+    assert!(
+        row.contains("penalty vs local (1-stream peaks): 0.00 GB/s"),
+        "{row}"
+    );
+}
+
+#[test]
+fn a_derived_gpu_ceiling_says_derived_even_when_a_median_matches() {
+    let mut p = profile(true);
+    p.ceiling_sources.insert(
+        "warm_gpu0_peak_gbps".into(),
+        hwc_model::CeilingSource::derived("by hand", vec![]),
+    );
+    let r = render(&p);
+    let row = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
+    assert!(row.contains("| 55.51 (derived) |"), "{row}");
+    // The D2H ceiling still names its measurement.
+    let d2h = line_starting(&r, "| gpu0 → Host D2H (peak)");
+    assert!(d2h.contains("| 55.35 (±1.0 %, N=20) |"), "{d2h}");
 }
