@@ -248,7 +248,20 @@ fn d2d(out: &mut String, p: &Profile) {
     out.push('\n');
 }
 
-/// `memcpy` — the C library's; `streaming` — what the backend's note says it ran.
+/// The instruction set a host RAM case's copy note names, as the host backend writes it
+/// (`copy: streaming copy (AVX2 loads, non-temporal stores)`); `None` for any other note.
+///
+/// The note is the only record of it: the case's params say `copy_kernel: streaming`, not
+/// which vector width ran.
+fn streaming_isa(note: &str) -> Option<&'static str> {
+    let isa = note
+        .strip_prefix("copy: streaming copy (")?
+        .strip_suffix(" loads, non-temporal stores)")?;
+    ["AVX-512", "AVX2", "SSE2"].into_iter().find(|k| *k == isa)
+}
+
+/// `memcpy` — the C library's; `streaming` — with the instruction set its note names, else
+/// a generic label.
 fn kernel_title(kernel: &str, ms: &[&Measurement]) -> String {
     match kernel {
         "memcpy" => "`memcpy` (the C library's)".to_string(),
@@ -257,8 +270,9 @@ fn kernel_title(kernel: &str, ms: &[&Measurement]) -> String {
                 .iter()
                 .filter(|m| m.params.copy_kernel_name() == kernel)
                 .flat_map(|m| m.notes.iter())
-                .find_map(|n| n.strip_prefix("copy: "))
-                .unwrap_or("vector loads, non-temporal stores");
+                .find_map(|n| streaming_isa(n))
+                .map(|isa| format!("streaming copy ({isa} loads, non-temporal stores)"))
+                .unwrap_or_else(|| "vector loads, non-temporal stores".into());
             format!(
                 "`streaming` — {how}: no read-for-ownership of the destination, the copy the \
                  memory allows"
@@ -339,4 +353,37 @@ fn host_ram(out: &mut String, p: &Profile) {
     }
     waivers(out, p, PathId::HostRam);
     out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::streaming_isa;
+
+    #[test]
+    fn the_streaming_isa_is_read_from_a_well_formed_copy_note_only() {
+        for isa in ["AVX-512", "AVX2", "SSE2"] {
+            let note = format!("copy: streaming copy ({isa} loads, non-temporal stores)");
+            assert_eq!(streaming_isa(&note), Some(isa), "{note}");
+        }
+        // Absent: another note, memcpy's, nothing.
+        for note in [
+            "",
+            "copy: C library memcpy",
+            "buffers madvise(MADV_HUGEPAGE); on transparent huge pages: src 2MiB of 256MiB, dst 2MiB of 256MiB",
+        ] {
+            assert_eq!(streaming_isa(note), None, "{note}");
+        }
+        // Garbled: cut short, an unknown or empty instruction set, text around it.
+        for note in [
+            "copy: streaming copy (AVX2 loads, non-temporal stores",
+            "copy: streaming copy (AVX2",
+            "copy: streaming copy (NEON loads, non-temporal stores)",
+            "copy: streaming copy ( loads, non-temporal stores)",
+            "copy: streaming copy (AVX2, SSE2 loads, non-temporal stores)",
+            "copy: streaming copy (AVX2 loads, non-temporal stores) and more",
+            "note: copy: streaming copy (AVX2 loads, non-temporal stores)",
+        ] {
+            assert_eq!(streaming_isa(note), None, "{note}");
+        }
+    }
 }

@@ -472,3 +472,30 @@ fn a_derived_gpu_ceiling_says_derived_even_when_a_median_matches() {
     let d2h = line_starting(&r, "| gpu0 → Host D2H (peak)");
     assert!(d2h.contains("| 55.35 (±1.0 %, N=20) |"), "{d2h}");
 }
+
+#[test]
+fn the_streaming_title_names_the_instruction_set_only_from_a_well_formed_note() {
+    let title = |notes: &[&str]| {
+        let mut p = profile(false);
+        for m in p
+            .measurements
+            .iter_mut()
+            .filter(|m| m.params.copy_kernel_name() == "streaming")
+        {
+            m.notes = notes.iter().map(|n| n.to_string()).collect();
+        }
+        line_starting(&render(&p), "`streaming` — ").to_string()
+    };
+    let generic = "`streaming` — vector loads, non-temporal stores: no read-for-ownership";
+    let t = title(&["copy: streaming copy (AVX-512 loads, non-temporal stores)"]);
+    assert!(
+        t.starts_with("`streaming` — streaming copy (AVX-512 loads, non-temporal stores): "),
+        "{t}"
+    );
+    let t = title(&[]);
+    assert!(t.starts_with(generic), "{t}");
+    let t = title(&["copy: streaming copy (AVX2"]);
+    assert!(t.starts_with(generic), "{t}");
+    let t = title(&["copy: C library memcpy"]);
+    assert!(t.starts_with(generic), "{t}");
+}
