@@ -872,4 +872,101 @@ mod tests {
             .unwrap();
         assert!(line.contains("N=5") && line.contains("derived"), "{line}");
     }
+
+    /// `r` with its spread and repetition count set.
+    fn spread(mut r: CaseResult, spread_pct: f64, n: u32) -> CaseResult {
+        r.measurement.gbps.spread_pct = spread_pct;
+        r.measurement.gbps.n = n;
+        r
+    }
+
+    fn line_starting<'a>(md: &'a str, start: &str) -> &'a str {
+        md.lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line starts with {start:?}:\n{md}"))
+    }
+
+    /// Section 7 of report `md` (the sweeps' own tables show every measurement's spread).
+    fn summary(md: &str) -> &str {
+        let start = md.find("## 7. Summary").expect("a summary");
+        let end = md[start..].find("## 8.").map_or(md.len(), |e| start + e);
+        &md[start..end]
+    }
+
+    /// Two drives read and written; ahead of each 1-drive pick, a 2-drive QD16 case with the
+    /// same median and another spread (±9.0 %, N=3). A GPU whose H2D peak (5.0) bounds the
+    /// cold path from 2 drives, set by hand.
+    fn equal_medians_profile() -> hwc_model::Profile {
+        let topo = Topology {
+            nvme: vec![drive(0, "0000:10"), drive(1, "0000:10")],
+            ..Topology::default()
+        };
+        let (a, b) = ("0000:10:00.0", "0000:11:00.0");
+        let (r, w) = (PathId::NvmeRead, PathId::NvmeWrite);
+        let results = vec![
+            spread(
+                case("nvme_read/2drive/1MiB/qd16", r, MIB, 16, &[a, b], 3.51),
+                9.0,
+                3,
+            ),
+            case("nvme_read/1drive/1MiB/qd32", r, MIB, 32, &[a], 3.51),
+            case("nvme_read/2drive/1MiB/qd32", r, MIB, 32, &[a, b], 7.0),
+            spread(
+                case("nvme_write/2drive/1MiB/qd16", w, MIB, 16, &[a, b], 2.9),
+                9.0,
+                3,
+            ),
+            case("nvme_write/1drive/1MiB/qd32", w, MIB, 32, &[a], 2.9),
+            case("nvme_write/2drive/1MiB/qd32", w, MIB, 32, &[a, b], 5.8),
+        ];
+        let prov = Provenance {
+            tool: "hwceiling".into(),
+            date: "2026-11-30".into(),
+            ..Provenance::default()
+        };
+        let mut p = hwc_profile::build(&topo, &Plan::default(), &results, &[], &[], prov);
+        p.gpus.insert(
+            "gpu0".into(),
+            GpuProfile {
+                h2d_peak_numa_local_gbps: Some(5.0),
+                pci_bdf: "0000:06:00.0".into(),
+                ..GpuProfile::default()
+            },
+        );
+        let c = hwc_profile::ceilings_with_sources(&p);
+        (p.ceilings, p.ceiling_sources) = (c.values, c.sources);
+        p
+    }
+
+    #[test]
+    fn nvme_figures_take_spread_and_count_from_the_measurement_their_ceiling_names() {
+        let p = equal_medians_profile();
+        for (ceiling, source) in [
+            ("nvme_raw_1drive_read_gbps", "nvme_read/1drive/1MiB/qd32"),
+            ("nvme_raw_1drive_write_gbps", "nvme_write/1drive/1MiB/qd32"),
+        ] {
+            assert_eq!(
+                p.ceiling_sources[ceiling],
+                hwc_model::CeilingSource::measured(source),
+                "{ceiling}"
+            );
+        }
+        let md = render(&p);
+        let read = line_starting(&md, "| NVMe → Host read (1 drive)");
+        assert!(read.contains("| 3.51 (±2.0 %, N=5) |"), "{read}");
+        let write = line_starting(&md, "| NVMe → Host write (1 drive)");
+        assert!(write.contains("| 2.90 (±2.0 %, N=5) |"), "{write}");
+        // The 2-drive figures are the QD32 cases (no other median equals them).
+        let read2 = line_starting(&md, "| NVMe → Host read (2 drive)");
+        assert!(read2.contains("| 7.00 (±2.0 %, N=5) |"), "{read2}");
+        // Sub-table 3: the NVMe bound and the crossover's per-drive figure are the same ceiling.
+        let cold = line_starting(&md, "| 1 | gpu0 |");
+        assert!(
+            cold.contains("NVMe aggregate, below H2D (GB/s: 3.51 (±2.0 %, N=5))"),
+            "{cold}"
+        );
+        let cross = line_starting(&md, "Crossover: H2D");
+        assert!(cross.contains("/ 3.51 (±2.0 %, N=5) per drive"), "{cross}");
+        assert!(!summary(&md).contains("±9.0"), "{md}");
+    }
 }

@@ -4,7 +4,8 @@ use crate::{gbps, path_waiver, table};
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
 
-/// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`.
+/// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`:
+/// the rule when the profile names no source ([`ceiling_cell`]).
 fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> String {
     let m = p
         .measurements_of(path)
@@ -54,6 +55,21 @@ fn ceiling_cell(p: &Profile, key: &str, path: PathId, gpu: Option<&str>, v: f64)
 fn h2d_peak_key(gpu: &str) -> String {
     format!("warm_{gpu}_peak_gbps")
 }
+
+/// The key of the `nvme.raw_<dir>_gbps.<count>` ceiling (`1_drive` → `nvme_raw_1drive_read_gbps`).
+fn nvme_raw_key(count: &str, dir: &str) -> String {
+    format!(
+        "nvme_raw_{}drive_{dir}_gbps",
+        count.trim_end_matches("_drive")
+    )
+}
+
+/// Ceiling keys for the GDRCopy and GDS figures, named after their profile fields. The spec's
+/// `ceilings` has none and the profile builder writes none yet (both paths are always waived
+/// today): when they are measured, the builder should write these keys and their sources.
+const GDRCOPY_WRITE_KEY: &str = "gdrcopy_cpu_to_bar1_gbps";
+const GDRCOPY_READ_KEY: &str = "gdrcopy_bar1_to_cpu_gbps";
+const GDS_1DRIVE_KEY: &str = "gds_1drive_gbps";
 
 /// The cross-NUMA H2D peak `v` of `gpu` has no ceiling of its own: it is the cross-NUMA input
 /// of the derived penalty ceiling (the input whose host node is not the GPU's).
@@ -188,14 +204,22 @@ fn raw_paths(out: &mut String, p: &Profile) {
         );
     }
     let gdr = &p.gdrcopy;
-    for (label, v) in [
-        ("GDRCopy CPU→BAR1 write", gdr.cpu_to_bar1_gbps),
-        ("GDRCopy CPU←BAR1 read", gdr.bar1_to_cpu_gbps),
+    for (label, v, ceiling) in [
+        (
+            "GDRCopy CPU→BAR1 write",
+            gdr.cpu_to_bar1_gbps,
+            GDRCOPY_WRITE_KEY,
+        ),
+        (
+            "GDRCopy CPU←BAR1 read",
+            gdr.bar1_to_cpu_gbps,
+            GDRCOPY_READ_KEY,
+        ),
     ] {
         rows.push(match v {
             Some(v) => vec![
                 label.into(),
-                with_spread(p, PathId::Gdrcopy, None, v),
+                ceiling_cell(p, ceiling, PathId::Gdrcopy, None, v),
                 "BAR1".into(),
                 String::new(),
             ],
@@ -241,7 +265,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
     rows.push(match p.gds.one_drive_gbps {
         Some(v) => vec![
             "GDS NVMe → GPU".into(),
-            with_spread(p, PathId::Gds, None, v),
+            ceiling_cell(p, GDS_1DRIVE_KEY, PathId::Gds, None, v),
             "nvidia_fs / P2P DMA".into(),
             p.gds.mode.clone().unwrap_or_default(),
         ],
@@ -256,9 +280,19 @@ fn raw_paths(out: &mut String, p: &Profile) {
 
 fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
     let n = &p.nvme;
-    for (path, label, map) in [
-        (PathId::NvmeRead, "NVMe → Host read", &n.raw_read_gbps),
-        (PathId::NvmeWrite, "NVMe → Host write", &n.raw_write_gbps),
+    for (path, label, map, dir) in [
+        (
+            PathId::NvmeRead,
+            "NVMe → Host read",
+            &n.raw_read_gbps,
+            "read",
+        ),
+        (
+            PathId::NvmeWrite,
+            "NVMe → Host write",
+            &n.raw_write_gbps,
+            "write",
+        ),
     ] {
         if map.is_empty() {
             rows.push(waived_row(label, "drive PCIe link", p, path, ""));
@@ -266,7 +300,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
         for (k, v) in map {
             rows.push(vec![
                 format!("{label} ({})", k.replace('_', " ")),
-                with_spread(p, path, None, *v),
+                ceiling_cell(p, &nvme_raw_key(k, dir), path, None, *v),
                 "drive PCIe link / aggregate".into(),
                 String::new(),
             ]);
@@ -302,6 +336,11 @@ fn best_h2d(p: &Profile) -> Option<(String, f64)> {
         .iter()
         .filter_map(|(n, g)| Some((n.clone(), g.h2d_peak_numa_local_gbps?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// The `count` (`1_drive`, …) NVMe read figure `v` with its ceiling's spread and N.
+fn nvme_read_cell(p: &Profile, count: &str, v: f64) -> String {
+    ceiling_cell(p, &nvme_raw_key(count, "read"), PathId::NvmeRead, None, v)
 }
 
 fn warm_path(out: &mut String, p: &Profile) {
@@ -358,7 +397,7 @@ fn cold_paths(out: &mut String, p: &Profile) {
                     let bound = if *nvme < h2d {
                         format!(
                             "NVMe aggregate, below H2D (GB/s: {})",
-                            with_spread(p, PathId::NvmeRead, None, *nvme)
+                            nvme_read_cell(p, k, *nvme)
                         )
                     } else {
                         format!(
@@ -382,7 +421,7 @@ fn cold_paths(out: &mut String, p: &Profile) {
                     "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {} H2D / {} per drive).\n",
                     h2d / one,
                     ceiling_cell(p, &h2d_peak_key(&gpu), PathId::H2d, Some(&gpu), h2d),
-                    with_spread(p, PathId::NvmeRead, None, *one)
+                    nvme_read_cell(p, "1_drive", *one)
                 );
             }
         }

@@ -499,3 +499,47 @@ fn the_streaming_title_names_the_instruction_set_only_from_a_well_formed_note() 
     let t = title(&["copy: C library memcpy"]);
     assert!(t.starts_with(generic), "{t}");
 }
+
+#[test]
+fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
+    // Not measured by any backend yet: figures, measurements and ceilings set here as a
+    // profile builder would write them. Ahead of each named measurement, one of the same path
+    // and median with another spread.
+    let named = |key: &str, path: PathId, v: f64, spread_pct: f64, n: u32| {
+        let mut r = with_stats(copy(PathId::H2d, MIB, 1, v), spread_pct, n);
+        r.measurement.key = key.into();
+        r.measurement.path = path;
+        r.measurement.params = CaseParams::default();
+        r.measurement
+    };
+    let mut p = profile(true);
+    p.measurements.extend([
+        named("gdrcopy/write/other", PathId::Gdrcopy, 12.0, 7.0, 3),
+        named("gdrcopy/write", PathId::Gdrcopy, 12.0, 0.5, 10),
+        named("gdrcopy/read/other", PathId::Gdrcopy, 1.5, 7.0, 3),
+        named("gdrcopy/read", PathId::Gdrcopy, 1.5, 0.5, 10),
+        named("gds/1drive/other", PathId::Gds, 3.2, 7.0, 3),
+        named("gds/1drive", PathId::Gds, 3.2, 0.5, 10),
+    ]);
+    p.gdrcopy.cpu_to_bar1_gbps = Some(12.0);
+    p.gdrcopy.bar1_to_cpu_gbps = Some(1.5);
+    p.gds.one_drive_gbps = Some(3.2);
+    for (key, v, source) in [
+        ("gdrcopy_cpu_to_bar1_gbps", 12.0, "gdrcopy/write"),
+        ("gdrcopy_bar1_to_cpu_gbps", 1.5, "gdrcopy/read"),
+        ("gds_1drive_gbps", 3.2, "gds/1drive"),
+    ] {
+        p.ceilings.insert(key.into(), v);
+        p.ceiling_sources
+            .insert(key.into(), hwc_model::CeilingSource::measured(source));
+    }
+    let r = render(&p);
+    for (row, cell) in [
+        ("| GDRCopy CPU→BAR1 write", "| 12.00 (±0.5 %, N=10) |"),
+        ("| GDRCopy CPU←BAR1 read", "| 1.50 (±0.5 %, N=10) |"),
+        ("| GDS NVMe → GPU", "| 3.20 (±0.5 %, N=10) |"),
+    ] {
+        let line = line_starting(&r, row);
+        assert!(line.contains(cell), "{line}");
+    }
+}
