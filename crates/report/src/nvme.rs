@@ -849,7 +849,8 @@ mod tests {
                 ..GpuProfile::default()
             },
         );
-        p.ceilings = hwc_profile::ceilings(&p);
+        let c = hwc_profile::ceilings_with_sources(&p);
+        (p.ceilings, p.ceiling_sources) = (c.values, c.sources);
         assert_eq!(p.ceilings["dispatcher_cold_1drive_gbps"], 3.51);
         assert_eq!(p.ceilings["dispatcher_cold_2drive_gbps"], 5.0);
         assert!((p.ceilings["dispatcher_cold_crossover_drives"] - 5.0 / 3.51).abs() < 1e-9);
@@ -861,16 +862,20 @@ mod tests {
             "{md}"
         );
         // The bounding measurement's spread and count come with each cold-path ceiling; the
-        // H2D figure here is set by hand, not measured, so it says it is derived.
+        // H2D figure here is set by hand, not measured: the profile records sources and names
+        // none for it, so it says so and shows no spread.
         let row = md.lines().find(|l| l.starts_with("| 1 | gpu0 |")).unwrap();
         assert!(row.contains("N=5"), "{row}");
         let row = md.lines().find(|l| l.starts_with("| 2 | gpu0 |")).unwrap();
-        assert!(row.contains("(derived)"), "{row}");
+        assert!(row.contains("(GB/s: 5.00 (source not recorded))"), "{row}");
         let line = md
             .lines()
             .find(|l| l.starts_with("Crossover: H2D"))
             .unwrap();
-        assert!(line.contains("N=5") && line.contains("derived"), "{line}");
+        assert!(
+            line.contains("5.00 (source not recorded) H2D / 3.51 (±2.0 %, N=5) per drive"),
+            "{line}"
+        );
     }
 
     /// `r` with its spread and repetition count set.
@@ -968,5 +973,56 @@ mod tests {
         let cross = line_starting(&md, "Crossover: H2D");
         assert!(cross.contains("/ 3.51 (±2.0 %, N=5) per drive"), "{cross}");
         assert!(!summary(&md).contains("±9.0"), "{md}");
+    }
+
+    #[test]
+    fn an_nvme_figure_whose_source_is_not_recorded_shows_no_spread() {
+        let mut p = equal_medians_profile();
+        // No entry for the 1-drive read ceiling; the write ceiling names a measurement the
+        // profile does not hold.
+        p.ceiling_sources.remove("nvme_raw_1drive_read_gbps");
+        p.ceiling_sources.insert(
+            "nvme_raw_1drive_write_gbps".into(),
+            hwc_model::CeilingSource::measured("nvme_write/1drive/1MiB/qd64"),
+        );
+        let md = render(&p);
+        let read = line_starting(&md, "| NVMe → Host read (1 drive)");
+        assert!(read.contains("| 3.51 (source not recorded) |"), "{read}");
+        let write = line_starting(&md, "| NVMe → Host write (1 drive)");
+        assert!(write.contains("| 2.90 (source not recorded) |"), "{write}");
+        let cold = line_starting(&md, "| 1 | gpu0 |");
+        assert!(
+            cold.contains("(GB/s: 3.51 (source not recorded))"),
+            "{cold}"
+        );
+        let cross = line_starting(&md, "Crossover: H2D");
+        assert!(
+            cross.contains("/ 3.51 (source not recorded) per drive"),
+            "{cross}"
+        );
+        // Figures whose sources are named keep their spread.
+        let read2 = line_starting(&md, "| NVMe → Host read (2 drive)");
+        assert!(read2.contains("| 7.00 (±2.0 %, N=5) |"), "{read2}");
+        assert!(
+            !summary(&md).contains("±9.0"),
+            "no spread from a measurement guessed by value:\n{md}"
+        );
+    }
+
+    #[test]
+    fn a_profile_without_ceiling_sources_keeps_the_equal_median_search() {
+        // A profile written before `ceiling_sources`: the old rule, the first measurement of
+        // the path with the figure's median (here the 2-drive QD16 case, which it cannot tell
+        // from the 1-drive pick: the guess a profile with sources never makes).
+        let mut p = equal_medians_profile();
+        p.ceiling_sources.clear();
+        let md = render(&p);
+        let read = line_starting(&md, "| NVMe → Host read (1 drive)");
+        assert!(read.contains("| 3.51 (±9.0 %, N=3) |"), "{read}");
+        let read2 = line_starting(&md, "| NVMe → Host read (2 drive)");
+        assert!(read2.contains("| 7.00 (±2.0 %, N=5) |"), "{read2}");
+        let cross = line_starting(&md, "Crossover: H2D");
+        assert!(cross.contains("5.00 (derived) H2D"), "{cross}");
+        assert!(!md.contains("source not recorded"), "{md}");
     }
 }

@@ -5,7 +5,7 @@ use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
 
 /// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`:
-/// the rule when the profile names no source ([`ceiling_cell`]).
+/// the old rule, kept for profiles written before `ceiling_sources` ([`ceiling_cell`]).
 fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> String {
     let m = p
         .measurements_of(path)
@@ -23,8 +23,8 @@ enum Source<'a> {
     Measured(&'a Measurement),
     /// The ceiling is arithmetic on measured figures, not one measurement's median.
     Derived,
-    /// No usable name: no such ceiling (fields set by hand), a source the profile does not
-    /// hold, or a named measurement that is not this figure's.
+    /// No usable name: no such ceiling (fields set by hand), no `ceiling_sources` entry for it,
+    /// a source the profile does not hold, or a named measurement that is not this figure's.
     Unnamed,
 }
 
@@ -41,13 +41,30 @@ fn is_figure(m: &Measurement, path: PathId, gpu: Option<&str>, v: f64) -> bool {
     m.path == path && m.params.gpu.as_deref() == gpu && m.gbps.median == v
 }
 
+/// The profile says where its ceilings come from (`ceiling_sources`). One written before that
+/// field has none: only there may a figure's measurement be found by an equal median.
+fn records_sources(p: &Profile) -> bool {
+    !p.ceiling_sources.is_empty()
+}
+
+/// A figure with no usable source name: in a profile that records sources, the figure alone
+/// and the fact (`55.49 (source not recorded)`), never a spread from a measurement guessed by
+/// value ([`Profile::ceiling_source`]'s rule); in an older profile the equal-median search.
+fn unnamed_cell(p: &Profile, path: PathId, gpu: Option<&str>, v: f64) -> String {
+    if records_sources(p) {
+        format!("{} (source not recorded)", gbps(v))
+    } else {
+        with_spread(p, path, gpu, v)
+    }
+}
+
 /// `55.49 (±0.4 %, N=20)` from the measurement ceiling `key` names; `55.49 (derived)` for a
-/// derived ceiling; the equal-median search ([`with_spread`]) only when the profile names none.
+/// derived ceiling; [`unnamed_cell`] when the profile names no usable source.
 fn ceiling_cell(p: &Profile, key: &str, path: PathId, gpu: Option<&str>, v: f64) -> String {
     match source_of(p, key, path, gpu, v) {
         Source::Measured(m) => spread_of(m),
         Source::Derived => format!("{} (derived)", gbps(v)),
-        Source::Unnamed => with_spread(p, path, gpu, v),
+        Source::Unnamed => unnamed_cell(p, path, gpu, v),
     }
 }
 
@@ -66,7 +83,8 @@ fn nvme_raw_key(count: &str, dir: &str) -> String {
 
 /// Ceiling keys for the GDRCopy and GDS figures, named after their profile fields. The spec's
 /// `ceilings` has none and the profile builder writes none yet (both paths are always waived
-/// today): when they are measured, the builder should write these keys and their sources.
+/// today): when they are measured, the builder should write these keys and their sources, or a
+/// profile that records sources shows the figures as "source not recorded".
 const GDRCOPY_WRITE_KEY: &str = "gdrcopy_cpu_to_bar1_gbps";
 const GDRCOPY_READ_KEY: &str = "gdrcopy_bar1_to_cpu_gbps";
 const GDS_1DRIVE_KEY: &str = "gds_1drive_gbps";
@@ -82,7 +100,7 @@ fn cross_numa_cell(p: &Profile, gpu: &str, numa_node: Option<u32>, v: f64) -> St
     };
     match named {
         Some(m) => spread_of(m),
-        None => with_spread(p, PathId::H2d, Some(gpu), v),
+        None => unnamed_cell(p, PathId::H2d, Some(gpu), v),
     }
 }
 

@@ -501,6 +501,53 @@ fn the_streaming_title_names_the_instruction_set_only_from_a_well_formed_note() 
 }
 
 #[test]
+fn a_gpu_figure_whose_source_is_not_recorded_shows_no_spread() {
+    // The cross-NUMA peak equals the local one-stream peak (55.49), as in the test above.
+    let mut p = profile_with(true, |results| {
+        let mut r = with_stats(copy(PathId::H2d, 256 * MIB, 1, 55.49), 3.0, 9);
+        r.measurement.key = "h2d/gpu0/n1/256MiB/s1".into();
+        r.measurement.params.src_node = Some(1);
+        r.measurement.params.cpu_node = Some(1);
+        results.push(r);
+    });
+    // The profile records sources but none for the H2D peak or the penalty, and names a D2H
+    // measurement it does not hold; each figure still has a measurement of equal median.
+    p.ceiling_sources.remove("warm_gpu0_peak_gbps");
+    p.ceiling_sources
+        .remove("warm_gpu0_cross_numa_penalty_gbps");
+    p.ceiling_sources.insert(
+        "gpu0_d2h_peak_gbps".into(),
+        hwc_model::CeilingSource::measured("d2h/gpu0/local/1GiB/s1"),
+    );
+    let r = render(&p);
+    let h2d = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
+    assert!(h2d.contains("| 55.51 (source not recorded) |"), "{h2d}");
+    let cross = line_starting(&r, "| Host → gpu0 H2D (cross-NUMA, peak)");
+    assert!(cross.contains("| 55.49 (source not recorded) |"), "{cross}");
+    let d2h = line_starting(&r, "| gpu0 → Host D2H (peak)");
+    assert!(d2h.contains("| 55.35 (source not recorded) |"), "{d2h}");
+    let warm = line_starting(&r, "| gpu0 | 55.51");
+    assert!(warm.contains("55.51 (source not recorded)"), "{warm}");
+    let obs = line_starting(&r, "- gpu0 H2D peaks");
+    assert!(obs.contains("55.51 (source not recorded) GB/s"), "{obs}");
+    // The host RAM ceilings keep their named sources.
+    let ram = line_starting(&r, "| Host RAM same-NUMA (sustained)");
+    assert!(ram.contains("(±1.0 %, N=20)"), "{ram}");
+}
+
+#[test]
+fn a_gpu_profile_without_ceiling_sources_keeps_the_equal_median_search() {
+    let mut p = profile(true);
+    p.ceiling_sources.clear();
+    let r = render(&p);
+    let h2d = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
+    assert!(h2d.contains("| 55.51 (±1.0 %, N=20) |"), "{h2d}");
+    let d2h = line_starting(&r, "| gpu0 → Host D2H (peak)");
+    assert!(d2h.contains("| 55.35 (±1.0 %, N=20) |"), "{d2h}");
+    assert!(!r.contains("source not recorded"), "{r}");
+}
+
+#[test]
 fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
     // Not measured by any backend yet: figures, measurements and ceilings set here as a
     // profile builder would write them. Ahead of each named measurement, one of the same path
@@ -542,4 +589,10 @@ fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
         let line = line_starting(&r, row);
         assert!(line.contains(cell), "{line}");
     }
+    // Without a ceiling of its own, a profile that records sources says so.
+    p.ceilings.remove("gds_1drive_gbps");
+    p.ceiling_sources.remove("gds_1drive_gbps");
+    let r = render(&p);
+    let gds = line_starting(&r, "| GDS NVMe → GPU");
+    assert!(gds.contains("| 3.20 (source not recorded) |"), "{gds}");
 }
