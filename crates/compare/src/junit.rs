@@ -1,5 +1,8 @@
 //! JUnit XML for CI systems: one `<testsuite>` per qualify run, one `<testcase>` per check, a
-//! `<failure>` or `<skipped>` element where it did not pass.
+//! `<failure>` or `<skipped>` element where it did not pass. A `<failure>`'s `type` is the
+//! check's [`FailureKind`](crate::qualify::FailureKind) (`below-floor`, `missing-in-profile`,
+//! `not-comparable`, …; `docs/qualify-spec.md` lists them); its `message` and text are the
+//! detail. Every attribute value and text is escaped with [`escape`].
 
 use crate::qualify::{Group, Outcome, QualifyReport};
 use std::fmt::Write;
@@ -65,12 +68,13 @@ pub fn render(r: &QualifyReport) -> String {
                 let _ = writeln!(s, "      <system-out>{}</system-out>", escape(&c.detail));
                 let _ = writeln!(s, "    </testcase>");
             }
-            Outcome::Fail => {
+            Outcome::Fail(kind) => {
                 let _ = writeln!(s, "{open}>");
                 let _ = writeln!(
                     s,
-                    r#"      <failure message="{0}" type="below-floor">{0}</failure>"#,
-                    escape(&c.detail)
+                    r#"      <failure message="{0}" type="{1}">{0}</failure>"#,
+                    escape(&c.detail),
+                    escape(kind.as_str())
                 );
                 let _ = writeln!(s, "    </testcase>");
             }

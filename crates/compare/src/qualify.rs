@@ -218,27 +218,152 @@ pub enum Group {
     Link,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Why a check failed. Its name ([`FailureKind::as_str`]) is the JUnit `<failure type="…">`
+/// and the JSON/YAML `failure` field; the names are stable (CI systems triage on them) and
+/// documented in `docs/qualify-spec.md`. Only [`BelowFloor`](FailureKind::BelowFloor) (a figure
+/// under its floor) and [`LinkBelowTarget`](FailureKind::LinkBelowTarget) (a link short of its
+/// generation or width) say that something was read and falls short; every other kind says why
+/// no such comparison could be made, and a gate does not pass what it cannot confirm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureKind {
+    /// `below-floor`: the profile's figure is under the rule's floor.
+    BelowFloor,
+    /// `missing-in-profile`: a required rule's path is not among the profile's ceilings or
+    /// measurements.
+    MissingInProfile,
+    /// `missing-in-baseline`: a `min_pct_of_baseline` rule's path is not in the baseline profile.
+    MissingInBaseline,
+    /// `not-comparable`: a `min_pct_of_baseline` rule on a host RAM figure measured with another
+    /// copy kernel than the baseline's; re-baseline.
+    NotComparable,
+    /// `no-device`: a `min_pct_of_link` rule whose path names no device and that gives no `link:`.
+    NoDevice,
+    /// `no-link`: the profile records no PCIe link for the device a `min_pct_of_link` rule uses.
+    NoLink,
+    /// `no-floor`: the rule gives no floor (a spec not checked by [`parse_spec`]).
+    NoFloor,
+    /// `link-below-target`: a link check's generation or width is below the one required
+    /// (below the device's maximum for `max`, or below the number given).
+    LinkBelowTarget,
+    /// `max-unknown`: a `max` link check on a device whose maximum generation or width the
+    /// profile does not record: it cannot be confirmed.
+    MaxUnknown,
+    /// `no-matching-link`: a required link check's pattern matches no link of the profile.
+    NoMatchingLink,
+}
+
+impl FailureKind {
+    /// Every kind, in the order of the documentation.
+    pub const ALL: [FailureKind; 10] = [
+        FailureKind::BelowFloor,
+        FailureKind::MissingInProfile,
+        FailureKind::MissingInBaseline,
+        FailureKind::NotComparable,
+        FailureKind::NoDevice,
+        FailureKind::NoLink,
+        FailureKind::NoFloor,
+        FailureKind::LinkBelowTarget,
+        FailureKind::MaxUnknown,
+        FailureKind::NoMatchingLink,
+    ];
+
+    /// The stable name: JUnit's `<failure type>`, JSON/YAML's `failure`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::BelowFloor => "below-floor",
+            FailureKind::MissingInProfile => "missing-in-profile",
+            FailureKind::MissingInBaseline => "missing-in-baseline",
+            FailureKind::NotComparable => "not-comparable",
+            FailureKind::NoDevice => "no-device",
+            FailureKind::NoLink => "no-link",
+            FailureKind::NoFloor => "no-floor",
+            FailureKind::LinkBelowTarget => "link-below-target",
+            FailureKind::MaxUnknown => "max-unknown",
+            FailureKind::NoMatchingLink => "no-matching-link",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FailureKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A check's result; a failure says what kind it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Pass,
-    Fail,
+    Fail(FailureKind),
     Skip,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+impl Outcome {
+    /// `pass`, `fail` or `skip` (JSON/YAML's `outcome`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail(_) => "fail",
+            Outcome::Skip => "skip",
+        }
+    }
+
+    /// The kind of failure; `None` for a pass or a skip.
+    pub fn failure(self) -> Option<FailureKind> {
+        match self {
+            Outcome::Fail(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    pub fn is_fail(self) -> bool {
+        matches!(self, Outcome::Fail(_))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub group: Group,
     pub name: String,
     pub outcome: Outcome,
     /// The profile's value (GB/s for rules).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
     /// The floor it was held to.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub floor: Option<f64>,
     /// Why, in words.
     pub detail: String,
+}
+
+/// As data: `group`, `name`, `outcome` (`pass`, `fail`, `skip`), `failure` (the
+/// [`FailureKind`], only for a failed check), `value` and `floor` (when known), `detail`.
+impl Serialize for Check {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("Check", 7)?;
+        st.serialize_field("group", &self.group)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("outcome", self.outcome.as_str())?;
+        match self.outcome.failure() {
+            Some(k) => st.serialize_field("failure", &k)?,
+            None => st.skip_field("failure")?,
+        }
+        match self.value {
+            Some(v) => st.serialize_field("value", &v)?,
+            None => st.skip_field("value")?,
+        }
+        match self.floor {
+            Some(v) => st.serialize_field("floor", &v)?,
+            None => st.skip_field("floor")?,
+        }
+        st.serialize_field("detail", &self.detail)?;
+        st.end()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -368,7 +493,12 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             r.path
         );
         return if r.required {
-            check(Outcome::Fail, None, None, detail)
+            check(
+                Outcome::Fail(FailureKind::MissingInProfile),
+                None,
+                None,
+                detail,
+            )
         } else {
             check(Outcome::Skip, None, None, format!("{detail}; not required"))
         };
@@ -384,7 +514,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             .or_else(|| keys::drive_of(&r.path));
         let Some(device) = device else {
             return check(
-                Outcome::Fail,
+                Outcome::Fail(FailureKind::NoDevice),
                 Some(found.value),
                 None,
                 format!("no device in `{}`: name the link with `link:`", r.path),
@@ -392,7 +522,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
         };
         let Some(link) = p.topology.links.iter().find(|l| l.device == device) else {
             return check(
-                Outcome::Fail,
+                Outcome::Fail(FailureKind::NoLink),
                 Some(found.value),
                 None,
                 format!("the profile records no PCIe link for `{device}`"),
@@ -411,7 +541,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
     } else if let Some(pct) = r.min_pct_of_baseline {
         let Some(base) = baseline.and_then(|b| find(b, &r.path)) else {
             return check(
-                Outcome::Fail,
+                Outcome::Fail(FailureKind::MissingInBaseline),
                 Some(found.value),
                 None,
                 format!("the baseline profile has no `{}`", r.path),
@@ -421,7 +551,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
         // it, and do not pass what cannot be confirmed.
         if let Some((was, now)) = method::changed(base.kernel.as_deref(), found.kernel.as_deref()) {
             return check(
-                Outcome::Fail,
+                Outcome::Fail(FailureKind::NotComparable),
                 Some(found.value),
                 None,
                 format!(
@@ -445,7 +575,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
         )
     } else {
         return check(
-            Outcome::Fail,
+            Outcome::Fail(FailureKind::NoFloor),
             Some(found.value),
             None,
             "the rule gives no floor".into(),
@@ -466,7 +596,11 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
         detail.push_str(" (measured while the device was busy: a lower bound; rerun idle)");
     }
     check(
-        if pass { Outcome::Pass } else { Outcome::Fail },
+        if pass {
+            Outcome::Pass
+        } else {
+            Outcome::Fail(FailureKind::BelowFloor)
+        },
         Some(found.value),
         Some(floor),
         detail,
@@ -492,17 +626,24 @@ fn check_target(
     current: u32,
     max: Option<u32>,
     target: LinkTarget,
-) -> Result<String, String> {
+) -> Result<String, (FailureKind, String)> {
     match target {
         LinkTarget::Max => match max {
             Some(m) if current == m => Ok(format!("{what} {current} = max")),
-            Some(m) => Err(format!("{what} {current}, its maximum is {m}")),
-            None => Err(format!(
-                "{what} {current}, maximum unknown: cannot confirm `max`"
+            Some(m) => Err((
+                FailureKind::LinkBelowTarget,
+                format!("{what} {current}, its maximum is {m}"),
+            )),
+            None => Err((
+                FailureKind::MaxUnknown,
+                format!("{what} {current}, maximum unknown: cannot confirm `max`"),
             )),
         },
         LinkTarget::AtLeast(n) if current >= n => Ok(format!("{what} {current} >= {n}")),
-        LinkTarget::AtLeast(n) => Err(format!("{what} {current} < {n}")),
+        LinkTarget::AtLeast(n) => Err((
+            FailureKind::LinkBelowTarget,
+            format!("{what} {current} < {n}"),
+        )),
     }
 }
 
@@ -530,16 +671,25 @@ fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
             }
         }
     }
-    let pass = bad.is_empty();
+    // A link below its target is a fact about the node: it names the failure even when the
+    // other half could not be confirmed.
+    let outcome = if bad.is_empty() {
+        Outcome::Pass
+    } else if bad.iter().any(|(k, _)| *k == FailureKind::LinkBelowTarget) {
+        Outcome::Fail(FailureKind::LinkBelowTarget)
+    } else {
+        Outcome::Fail(FailureKind::MaxUnknown)
+    };
     Check {
         group: Group::Link,
         name: format!("{} link ({})", l.device, l.bdf),
-        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
+        outcome,
         value: None,
         floor: None,
         detail: format!(
             "Gen{gen} x{width} {source}: {}",
             bad.iter()
+                .map(|(_, m)| m)
                 .chain(&ok)
                 .cloned()
                 .collect::<Vec<_>>()
@@ -584,7 +734,7 @@ pub fn qualify(
                 group: Group::Link,
                 name: format!("{} link", rule.device),
                 outcome: if rule.required {
-                    Outcome::Fail
+                    Outcome::Fail(FailureKind::NoMatchingLink)
                 } else {
                     Outcome::Skip
                 },
@@ -603,7 +753,7 @@ pub fn qualify(
         }
         checks.extend(matched.into_iter().map(|l| check_link(profile, rule, l)));
     }
-    let count = |o: Outcome| checks.iter().filter(|c| c.outcome == o).count();
+    let count = |f: fn(&Outcome) -> bool| checks.iter().filter(|c| f(&c.outcome)).count();
     Ok(QualifyReport {
         spec: spec.name.clone().unwrap_or_else(|| spec_name.to_string()),
         profile: profile_name.to_string(),
@@ -613,9 +763,9 @@ pub fn qualify(
             .clone()
             .or(profile.provenance.hostname.clone()),
         measured_at: profile.provenance.finished_at.clone(),
-        passed: count(Outcome::Pass),
-        failed: count(Outcome::Fail),
-        skipped: count(Outcome::Skip),
+        passed: count(|o| *o == Outcome::Pass),
+        failed: count(|o| o.is_fail()),
+        skipped: count(|o| *o == Outcome::Skip),
         checks,
     })
 }
@@ -642,7 +792,7 @@ pub fn render(r: &QualifyReport) -> String {
     for c in &r.checks {
         let tag = match c.outcome {
             Outcome::Pass => "PASS",
-            Outcome::Fail => "FAIL",
+            Outcome::Fail(_) => "FAIL",
             Outcome::Skip => "SKIP",
         };
         let _ = writeln!(s, "{tag}  {:<width$}  {}", c.name, c.detail);

@@ -2,7 +2,9 @@
 
 mod common;
 use common::{host_ceiling, profile, with_link, with_measurement, with_source, with_stats};
-use hwc_compare::qualify::{glob, parse_spec, qualify, render, Group, Outcome, SpecError};
+use hwc_compare::qualify::{
+    glob, parse_spec, qualify, render, FailureKind, Group, Outcome, SpecError,
+};
 use hwc_model::CeilingSource;
 use proptest::prelude::*;
 
@@ -93,7 +95,7 @@ fn a_slow_node_with_a_downtrained_link_fails() {
     let fails: Vec<&str> = r
         .checks
         .iter()
-        .filter(|c| c.outcome == Outcome::Fail)
+        .filter(|c| c.outcome.is_fail())
         .map(|c| c.detail.as_str())
         .collect();
     assert_eq!(r.failed, 5, "{fails:#?}");
@@ -116,7 +118,10 @@ fn the_link_read_under_load_wins_over_the_idle_one() {
     // Detected idle at Gen1 (downtrained), Gen5 under load.
     let mut p = with_link(profile("n", &[]), "gpu0", (1, 16), (5, 16));
     let r = qualify(&spec, "s", &p, "p", None).unwrap();
-    assert_eq!(r.checks[0].outcome, Outcome::Fail);
+    assert_eq!(
+        r.checks[0].outcome,
+        Outcome::Fail(FailureKind::LinkBelowTarget)
+    );
     p.provenance
         .environment
         .insert("gpu0.pcie_link_load".into(), "gen5 x16".into());
@@ -362,7 +367,10 @@ fn a_baseline_rule_holds_figures_of_one_copy_kernel_to_each_other() {
     for kernel in ["memcpy", "streaming"] {
         let golden = host_ceiling("golden", Some(kernel), 58.0);
         // 90 % of 58.00 = 52.20 GB/s.
-        for (gbps, outcome, op) in [(55.0, Outcome::Pass, ">="), (50.0, Outcome::Fail, "<")] {
+        for (gbps, outcome, op) in [
+            (55.0, Outcome::Pass, ">="),
+            (50.0, Outcome::Fail(FailureKind::BelowFloor), "<"),
+        ] {
             let p = host_ceiling("node", Some(kernel), gbps);
             let r = qualify(&spec, "s", &p, "p", Some(&golden)).unwrap();
             let c = &r.checks[0];
@@ -399,7 +407,12 @@ fn a_baseline_rule_across_copy_kernels_is_not_comparable() {
         let p = host_ceiling("node", Some(now), gbps);
         let r = qualify(&spec, "s", &p, "p", Some(&golden)).unwrap();
         let c = &r.checks[0];
-        assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
+        assert_eq!(
+            c.outcome,
+            Outcome::Fail(FailureKind::NotComparable),
+            "{}",
+            c.detail
+        );
         assert_eq!(c.floor, None, "no floor was computed: {}", c.detail);
         assert_eq!(c.value, Some(gbps));
         let verdict =
@@ -440,7 +453,12 @@ fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comp
     for baseline in [&old, &older] {
         let r = qualify(&spec, "s", &p, "p", Some(baseline)).unwrap();
         let c = &r.checks[0];
-        assert_eq!(c.outcome, Outcome::Fail, "{}", c.detail);
+        assert_eq!(
+            c.outcome,
+            Outcome::Fail(FailureKind::NotComparable),
+            "{}",
+            c.detail
+        );
         assert!(
             c.detail
                 .starts_with("not comparable: copy kernel memcpy (baseline) → streaming (profile)"),
@@ -448,5 +466,228 @@ fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comp
             c.detail
         );
         assert!(!r.ok());
+    }
+}
+
+/// Each `<testcase>` of a JUnit document: its name, and its `<failure>`'s type and message
+/// (`None` when it did not fail).
+fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|tc| {
+            let failure = tc.children().find(|n| n.has_tag_name("failure")).map(|f| {
+                assert_eq!(f.text(), f.attribute("message"), "{xml}");
+                (
+                    f.attribute("type").expect("a failure type").to_string(),
+                    f.attribute("message").expect("a message").to_string(),
+                )
+            });
+            (tc.attribute("name").unwrap().to_string(), failure)
+        })
+        .collect()
+}
+
+/// One failure of every kind (and a pass and a skip): the JUnit `<failure type>` says which.
+#[test]
+fn junit_failure_types_say_what_happened() {
+    let mut spec = parse_spec(
+        r#"
+spec_version: 1
+rules:
+  - name: fast enough
+    path: warm_gpu0_peak_gbps
+    min_gbps: 20
+  - name: too slow
+    path: warm_gpu0_peak_gbps
+    min_gbps: 50
+  - name: absent
+    path: nope_gbps
+    min_gbps: 1
+  - name: absent, not required
+    path: nope_gbps
+    min_gbps: 1
+    required: false
+  - name: absent from the baseline
+    path: warm_gpu0_peak_gbps
+    min_pct_of_baseline: 90
+  - name: across copy kernels
+    path: host_ram_same_numa_gbps
+    min_pct_of_baseline: 90
+  - name: no device in the path
+    path: host_ram_same_numa_gbps
+    min_pct_of_link: 50
+  - name: no such link
+    path: warm_gpu0_peak_gbps
+    min_pct_of_link: 50
+    link: gpu7
+links:
+  - device: gpu0
+    gen: max
+  - device: gpu1
+    gen: max
+  - device: gpu2
+    gen: 4
+    width: max
+  - device: "nvme*"
+    gen: 4
+"#,
+    )
+    .unwrap();
+    // A spec built in code, not checked by parse_spec, can hold a rule without a floor.
+    let mut no_floor = spec.rules[0].clone();
+    no_floor.name = Some("no floor".into());
+    no_floor.min_gbps = None;
+    spec.rules.push(no_floor);
+
+    let mut p = host_ceiling("node", Some("streaming"), 58.0);
+    p.ceilings.insert("warm_gpu0_peak_gbps".into(), 26.0);
+    // gpu0 runs Gen4 of its Gen5; gpu1's maximum is unknown; gpu2 runs Gen3 (< 4) and its
+    // maximum width is unknown: the lower generation names the failure.
+    let p = with_link(p, "gpu0", (4, 16), (5, 16));
+    let mut p = with_link(p, "gpu1", (5, 16), (5, 16));
+    p.topology.links[1].max_gen = None;
+    let mut p = with_link(p, "gpu2", (3, 16), (5, 16));
+    p.topology.links[2].max_width = None;
+    let baseline = host_ceiling("golden", Some("memcpy"), 35.0);
+
+    let r = qualify(&spec, "s", &p, "p", Some(&baseline)).unwrap();
+    let expected: Vec<(&str, Option<&str>)> = vec![
+        ("fast enough", None),
+        ("too slow", Some("below-floor")),
+        ("absent", Some("missing-in-profile")),
+        ("absent, not required", None),
+        ("absent from the baseline", Some("missing-in-baseline")),
+        ("across copy kernels", Some("not-comparable")),
+        ("no device in the path", Some("no-device")),
+        ("no such link", Some("no-link")),
+        ("no floor", Some("no-floor")),
+        ("gpu0 link (0000:01:00.0)", Some("link-below-target")),
+        ("gpu1 link (0000:02:00.0)", Some("max-unknown")),
+        ("gpu2 link (0000:03:00.0)", Some("link-below-target")),
+        ("nvme* link", Some("no-matching-link")),
+    ];
+    let xml = hwc_compare::junit::render(&r);
+    let got = junit_cases(&xml);
+    let got_types: Vec<(&str, Option<&str>)> = got
+        .iter()
+        .map(|(n, f)| (n.as_str(), f.as_ref().map(|(t, _)| t.as_str())))
+        .collect();
+    assert_eq!(got_types, expected, "{}", render(&r));
+    // The report's checks carry the same kinds, and every kind was exercised.
+    for (c, (name, ty)) in r.checks.iter().zip(&expected) {
+        assert_eq!(c.name, *name);
+        assert_eq!(c.outcome.failure().map(|k| k.as_str()), *ty, "{}", c.detail);
+    }
+    let seen: std::collections::BTreeSet<&str> = expected.iter().filter_map(|e| e.1).collect();
+    let all: std::collections::BTreeSet<&str> =
+        FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(seen, all);
+    // The failure's message is the detail, and the detail says what happened.
+    let message = |name: &str| {
+        got.iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, f)| f.as_ref())
+            .map(|(_, m)| m.clone())
+            .unwrap()
+    };
+    assert!(message("too slow").contains("26.00 GB/s < the floor 50.00 GB/s"));
+    assert!(message("absent").contains("not among the profile's ceilings"));
+    assert!(message("absent from the baseline").contains("the baseline profile has no"));
+    assert!(message("across copy kernels").starts_with(
+        "not comparable: copy kernel memcpy (baseline) → streaming (profile); re-baseline"
+    ));
+    assert!(message("gpu2 link (0000:03:00.0)").contains("gen 3 < 4"));
+    assert!(message("gpu2 link (0000:03:00.0)").contains("maximum unknown"));
+    assert_eq!((r.passed, r.failed, r.skipped), (1, 11, 1));
+
+    // JSON/YAML: `outcome` stays pass/fail/skip; `failure` names the kind of a failed check.
+    let v = serde_json::to_value(&r).unwrap();
+    for (c, (_, ty)) in v["checks"].as_array().unwrap().iter().zip(&expected) {
+        match ty {
+            Some(t) => {
+                assert_eq!(c["outcome"], "fail", "{c}");
+                assert_eq!(c["failure"], *t, "{c}");
+            }
+            None => {
+                assert_ne!(c["outcome"], "fail", "{c}");
+                assert!(c.get("failure").is_none(), "{c}");
+            }
+        }
+    }
+    assert_eq!(v["checks"][0]["outcome"], "pass");
+    assert_eq!(v["checks"][3]["outcome"], "skip");
+    assert_eq!(v["checks"][0]["floor"], 20.0);
+    assert!(v["checks"][2].get("value").is_none());
+}
+
+/// Names, check names and details with markup characters come back out of the XML unchanged,
+/// and the raw document holds none of them unescaped.
+#[test]
+fn junit_escapes_attribute_values() {
+    let spec = parse_spec(
+        "spec_version: 1\nrules:\n  - name: 'x<y & \"z\"'\n    path: 'a<b&\"c\"'\n    min_gbps: 1\n",
+    )
+    .unwrap();
+    let r = qualify(&spec, "s", &profile("n", &[]), "p", None).unwrap();
+    let detail = &r.checks[0].detail;
+    assert!(
+        detail.contains(r#"`a<b&"c"`"#),
+        "the detail carries the path: {detail}"
+    );
+    let xml = hwc_compare::junit::render(&r);
+    assert_eq!(
+        junit_cases(&xml),
+        vec![(
+            r#"x<y & "z""#.to_string(),
+            Some(("missing-in-profile".to_string(), detail.clone()))
+        )]
+    );
+    assert!(
+        xml.contains(r#"name="x&lt;y &amp; &quot;z&quot;""#),
+        "{xml}"
+    );
+    assert!(xml.contains("`a&lt;b&amp;&quot;c&quot;`"), "{xml}");
+    assert!(!xml.contains("a<b") && !xml.contains("x<y"), "{xml}");
+
+    // A detail with an arrow, `<`, `&` and `"`, straight into the renderer.
+    let detail = r#"not comparable: copy kernel memcpy (baseline) → streaming (profile) < 1 & "2""#;
+    let mut r = r.clone();
+    r.checks[0].outcome = Outcome::Fail(FailureKind::NotComparable);
+    r.checks[0].detail = detail.to_string();
+    let xml = hwc_compare::junit::render(&r);
+    assert_eq!(
+        junit_cases(&xml)[0].1,
+        Some(("not-comparable".to_string(), detail.to_string()))
+    );
+    assert!(
+        xml.contains(
+            "message=\"not comparable: copy kernel memcpy (baseline) → streaming (profile) \
+             &lt; 1 &amp; &quot;2&quot;\" type=\"not-comparable\""
+        ),
+        "{xml}"
+    );
+}
+
+/// Every failure type is a stable kebab-case name, named once, and documented in the spec's
+/// documentation.
+#[test]
+fn every_failure_type_is_documented() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/qualify-spec.md"
+    ))
+    .unwrap();
+    let names: std::collections::BTreeSet<&str> =
+        FailureKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(names.len(), FailureKind::ALL.len());
+    for k in FailureKind::ALL {
+        let n = k.as_str();
+        assert!(n.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{n}");
+        assert_eq!(k.to_string(), n);
+        assert!(
+            doc.lines().any(|l| l.starts_with(&format!("| `{n}` |"))),
+            "docs/qualify-spec.md has no row for `{n}`"
+        );
     }
 }

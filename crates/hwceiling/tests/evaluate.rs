@@ -244,6 +244,190 @@ fn qualify_gates_a_node_and_writes_junit() {
     );
 }
 
+/// A profile whose `host_ram_same_numa_gbps` ceiling is the median of a host RAM measurement
+/// copied with `kernel` (`memcpy`, `streaming`), sourced by key as the profile builder writes it.
+fn host_profile(host: &str, kernel: &str, gbps: f64, ceilings: &[(&str, f64)]) -> Profile {
+    let key = format!("host_ram/n0-n0/1GiB/t16/{kernel}");
+    let m: hwc_model::Measurement = serde_json::from_value(serde_json::json!({
+        "key": key,
+        "path": "host_ram",
+        "params": { "size_bytes": 1u64 << 30, "threads": 16, "cpu_node": 0, "src_node": 0,
+                    "dst_node": 0, "copy_kernel": kernel },
+        "bytes_per_rep": 1u64 << 30,
+        "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
+        "warmup": 2,
+    }))
+    .unwrap();
+    let mut p = profile(host, ceilings);
+    p.ceilings.insert("host_ram_same_numa_gbps".into(), gbps);
+    p.measurements.push(m);
+    hwc_testkit::with_sources(
+        p,
+        &[(
+            "host_ram_same_numa_gbps",
+            hwc_model::CeilingSource::measured(key),
+        )],
+    )
+}
+
+/// An XML attribute value as written by the JUnit renderer, unescaped.
+fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The value of the attribute `name` of the tag that `tag` starts (up to its first `>`, which
+/// an escaped attribute value cannot hold).
+fn xml_attr(tag: &str, name: &str) -> Option<String> {
+    let tag = &tag[..tag.find('>')?];
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let len = tag[start..].find('"')?;
+    Some(xml_unescape(&tag[start..start + len]))
+}
+
+/// Each `<testcase>`: its name, and its `<failure>`'s type and message when it failed.
+fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
+    xml.split("<testcase ")
+        .skip(1)
+        .map(|case| {
+            let body = &case[..case.find("</testcase>").expect("a closed testcase")];
+            let failure = body.find("<failure ").map(|i| {
+                let tag = &body[i..];
+                (
+                    xml_attr(tag, "type").expect("a failure type"),
+                    xml_attr(tag, "message").expect("a failure message"),
+                )
+            });
+            (xml_attr(case, "name").expect("a testcase name"), failure)
+        })
+        .collect()
+}
+
+#[test]
+fn qualify_junit_failure_types_say_what_happened() {
+    let d = tempfile::tempdir().unwrap();
+    let node = write(
+        d.path(),
+        "node.yaml",
+        &host_profile("node", "streaming", 58.0, &[("warm_gpu0_peak_gbps", 30.0)]),
+    );
+    write(
+        d.path(),
+        "golden.yaml",
+        &host_profile("golden", "memcpy", 35.0, &[]),
+    );
+    let spec = d.path().join("spec.yaml");
+    std::fs::write(
+        &spec,
+        r#"spec_version: 1
+baseline: golden.yaml
+rules:
+  - name: GPU fast enough
+    path: warm_gpu0_peak_gbps
+    min_gbps: 20
+  - name: GPU at 50 GB/s
+    path: warm_gpu0_peak_gbps
+    min_gbps: 50
+  - name: 'NVMe "raw" <4 drives> & more'
+    path: nvme_raw_4drive_read_gbps
+    min_gbps: 20
+  - name: GPU as the baseline
+    path: warm_gpu0_peak_gbps
+    min_pct_of_baseline: 90
+  - name: host RAM as the baseline
+    path: host_ram_same_numa_gbps
+    min_pct_of_baseline: 90
+  - name: host RAM of the link
+    path: host_ram_same_numa_gbps
+    min_pct_of_link: 50
+  - name: GPU of another link
+    path: warm_gpu0_peak_gbps
+    min_pct_of_link: 50
+    link: gpu7
+links:
+  - device: "gpu*"
+    gen: max
+    width: max
+  - device: "nvme*"
+    gen: 4
+"#,
+    )
+    .unwrap();
+    let junit = d.path().join("junit.xml");
+    let o = run(&[
+        "qualify",
+        s(&node),
+        "--spec",
+        s(&spec),
+        "--junit",
+        s(&junit),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let cases = junit_cases(&xml);
+    let types: Vec<(&str, Option<&str>)> = cases
+        .iter()
+        .map(|(n, f)| (n.as_str(), f.as_ref().map(|(t, _)| t.as_str())))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            ("GPU fast enough", None),
+            ("GPU at 50 GB/s", Some("below-floor")),
+            (
+                r#"NVMe "raw" <4 drives> & more"#,
+                Some("missing-in-profile")
+            ),
+            ("GPU as the baseline", Some("missing-in-baseline")),
+            ("host RAM as the baseline", Some("not-comparable")),
+            ("host RAM of the link", Some("no-device")),
+            ("GPU of another link", Some("no-link")),
+            ("gpu0 link (0000:00:06.0)", None),
+            ("nvme* link", Some("no-matching-link")),
+        ],
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches("<failure ").count(),
+        7,
+        "every failure is counted once: {xml}"
+    );
+    let message = |i: usize| cases[i].1.as_ref().unwrap().1.as_str();
+    assert!(
+        message(1).contains("30.00 GB/s < the floor 50.00 GB/s"),
+        "{}",
+        message(1)
+    );
+    assert!(
+        message(4).starts_with(
+            "not comparable: copy kernel memcpy (baseline) → streaming (profile); re-baseline"
+        ),
+        "{}",
+        message(4)
+    );
+    assert!(
+        xml.contains(r#"name="NVMe &quot;raw&quot; &lt;4 drives&gt; &amp; more""#),
+        "{xml}"
+    );
+    // The same kinds in the JSON report, beside `outcome`.
+    let o = run(&["qualify", s(&node), "--spec", s(&spec), "--format", "json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let json: Vec<(&str, Option<&str>)> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["failure"].as_str()))
+        .collect();
+    assert_eq!(json, types);
+    assert_eq!(v["checks"][1]["outcome"], "fail");
+    assert_eq!(v["failed"], 7);
+}
+
 #[test]
 fn efficiency_from_a_profile_file() {
     let d = tempfile::tempdir().unwrap();
