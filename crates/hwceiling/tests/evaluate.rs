@@ -270,38 +270,25 @@ fn host_profile(host: &str, kernel: &str, gbps: f64, ceilings: &[(&str, f64)]) -
     )
 }
 
-/// An XML attribute value as written by the JUnit renderer, unescaped.
-fn xml_unescape(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&apos;", "'")
-        .replace("&amp;", "&")
-}
-
-/// The value of the attribute `name` of the tag that `tag` starts (up to its first `>`, which
-/// an escaped attribute value cannot hold).
-fn xml_attr(tag: &str, name: &str) -> Option<String> {
-    let tag = &tag[..tag.find('>')?];
-    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
-    let len = tag[start..].find('"')?;
-    Some(xml_unescape(&tag[start..start + len]))
-}
-
 /// Each `<testcase>`: its name, and its `<failure>`'s type and message when it failed.
 fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
-    xml.split("<testcase ")
-        .skip(1)
+    let doc = roxmltree::Document::parse(xml).expect("the JUnit file is well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
         .map(|case| {
-            let body = &case[..case.find("</testcase>").expect("a closed testcase")];
-            let failure = body.find("<failure ").map(|i| {
-                let tag = &body[i..];
-                (
-                    xml_attr(tag, "type").expect("a failure type"),
-                    xml_attr(tag, "message").expect("a failure message"),
-                )
-            });
-            (xml_attr(case, "name").expect("a testcase name"), failure)
+            let failure = case
+                .children()
+                .find(|n| n.has_tag_name("failure"))
+                .map(|f| {
+                    (
+                        f.attribute("type").expect("a failure type").to_string(),
+                        f.attribute("message")
+                            .expect("a failure message")
+                            .to_string(),
+                    )
+                });
+            let name = case.attribute("name").expect("a testcase name").to_string();
+            (name, failure)
         })
         .collect()
 }
