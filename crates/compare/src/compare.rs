@@ -4,6 +4,7 @@
 
 use crate::keys::{self, Direction};
 use crate::method;
+use crate::settings::{self, SettingDiff};
 use crate::source::Source;
 use crate::tolerance::Tolerance;
 use hwc_model::Profile;
@@ -184,6 +185,10 @@ pub struct PairReport {
     pub tolerance_pct: f64,
     pub rows: Vec<PairRow>,
     pub regressions: usize,
+    /// Settings the figures were taken under that differ between the two (driver, CUDA
+    /// hardware queues, …): shown beside the deltas, never a verdict of their own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<SettingDiff>,
 }
 
 /// Baseline → candidate.
@@ -242,6 +247,10 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
         tolerance_pct: opts.tolerance.fraction() * 100.0,
         regressions: rows.iter().filter(|r| r.regression).count(),
         rows,
+        settings: settings::differences(&[
+            (baseline.name, baseline.profile),
+            (candidate.name, candidate.profile),
+        ]),
     }
 }
 
@@ -299,6 +308,9 @@ pub struct FleetReport {
     pub rows: Vec<FleetRow>,
     /// Outliers that count as regressions (worse, or a ceiling missing on one node).
     pub regressions: usize,
+    /// Settings the figures were taken under that are not the same on every node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<SettingDiff>,
 }
 
 /// The median of a non-empty slice.
@@ -399,6 +411,12 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
             .filter(|o| o.regression)
             .count(),
         rows,
+        settings: settings::differences(
+            &nodes
+                .iter()
+                .map(|n| (n.name, n.profile))
+                .collect::<Vec<_>>(),
+        ),
     }
 }
 
@@ -492,6 +510,7 @@ pub fn render_pair(r: &PairReport) -> String {
             )
         }),
     );
+    settings::render(&mut s, &r.settings);
     let _ = write!(s, "\n{}", summary(r.regressions));
     s
 }
@@ -668,6 +687,7 @@ pub fn render_fleet(r: &FleetReport) -> String {
             )
         }),
     );
+    settings::render(&mut s, &r.settings);
     let _ = write!(s, "\n{}", summary(r.regressions));
     s
 }

@@ -11,6 +11,7 @@ pub mod junit;
 pub mod keys;
 pub mod method;
 pub mod qualify;
+pub mod settings;
 pub mod source;
 pub mod tolerance;
 

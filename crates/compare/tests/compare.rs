@@ -615,3 +615,84 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     assert_eq!(row.outliers[0].kind, OutlierKind::Differs);
     assert_eq!(f.regressions, 0);
 }
+
+#[test]
+fn settings_that_differ_are_listed_beside_the_deltas_without_changing_verdicts() {
+    let mut a = profile("a", &[("warm_gpu0_gbps", 53.4)]);
+    let mut b = profile("b", &[("warm_gpu0_gbps", 50.0)]);
+    a.provenance
+        .environment
+        .insert("nvidia.driver_version".into(), "580.159.04".into());
+    b.provenance
+        .environment
+        .insert("nvidia.driver_version".into(), "580.159.04".into());
+    b.provenance.environment.insert(
+        "cuda.device_max_connections".into(),
+        "32 (set by hwceiling)".into(),
+    );
+    let r = compare_pair(
+        Node {
+            name: "a",
+            profile: &a,
+        },
+        Node {
+            name: "b",
+            profile: &b,
+        },
+        &opts("5%"),
+    );
+    // The −6.4 % is still a regression: a new setting explains, it does not excuse.
+    assert_eq!(r.regressions, 1);
+    assert_eq!(r.settings.len(), 1, "{:?}", r.settings);
+    let text = render_pair(&r);
+    assert!(
+        text.contains(
+            "settings that differ (the figures may move with them):\n  \
+             cuda.device_max_connections\n    a: not recorded\n    b: 32 (set by hwceiling)\n"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json["settings"][0]["key"],
+        serde_json::json!("cuda.device_max_connections")
+    );
+    // Same settings: no section, and none in the JSON.
+    let r = compare_pair(
+        Node {
+            name: "a",
+            profile: &a,
+        },
+        Node {
+            name: "a2",
+            profile: &a,
+        },
+        &opts("5%"),
+    );
+    assert!(!render_pair(&r).contains("settings that differ"));
+    assert!(serde_json::to_value(&r).unwrap().get("settings").is_none());
+    // A fleet lists them too.
+    let c = a.clone();
+    let f = compare_fleet(
+        &[
+            Node {
+                name: "a",
+                profile: &a,
+            },
+            Node {
+                name: "b",
+                profile: &b,
+            },
+            Node {
+                name: "c",
+                profile: &c,
+            },
+        ],
+        &opts("5%"),
+    );
+    assert!(
+        render_fleet(&f).contains("    a, c: not recorded\n    b: 32 (set by hwceiling)\n"),
+        "{}",
+        render_fleet(&f)
+    );
+}
