@@ -6,7 +6,11 @@
 #
 # usage: compare.sh CUDA_BW_BINARY [ROUNDS] [OUT_DIR]
 # env:   SIZES (default 128K,...,256M), REPS (15), NVCC_ARCH (-arch=native),
-#        TESTS (h2d,d2h,duplex,d2d), EXTRA (1: also the 4-stream and pageable rows; 0: not)
+#        TESTS (h2d,d2h,duplex,d2d), EXTRA (1: also the 4-stream and pageable rows; 0: not),
+#        REF_CONNECTIONS (CUDA_DEVICE_MAX_CONNECTIONS for ref_bw; default: as this shell has it,
+#        normally unset, i.e. the driver's 8, as a plain CUDA program runs. cuda_bw, like
+#        `hwceiling profile`, asks for 32 unless the variable is set: REF_CONNECTIONS=32
+#        compares like for like)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 hwc=${1:?usage: compare.sh path/to/cuda_bw [rounds] [out_dir]}
@@ -23,13 +27,16 @@ nvcc -O2 -std=c++17 ${NVCC_ARCH:--arch=native} -o "$ref_bw" "$here/ref_bw.cu"
 nvidia-smi --query-gpu=name,pci.bus_id,driver_version,pstate,clocks.sm,clocks.mem,pcie.link.gen.current,pcie.link.width.current,utilization.gpu \
   --format=csv > "$out/gpu_state.csv" 2>&1 || true
 
+ref_env=()
+[ -n "${REF_CONNECTIONS:-}" ] && ref_env=(env "CUDA_DEVICE_MAX_CONNECTIONS=$REF_CONNECTIONS")
+echo "ref_bw CUDA_DEVICE_MAX_CONNECTIONS=${REF_CONNECTIONS:-${CUDA_DEVICE_MAX_CONNECTIONS:-unset}}" >>"$out/gpu_state.csv"
 run_ref() {
-  "$ref_bw" --sizes "$sizes" --reps "$reps" --tests "$tests" \
+  "${ref_env[@]}" "$ref_bw" --sizes "$sizes" --reps "$reps" --tests "$tests" \
     --methods latched/mallochost,latched/register,wall/mallochost || echo "ref_bw exited $?" >&2
   [ "$extra" = 1 ] || return 0
-  "$ref_bw" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 \
+  "${ref_env[@]}" "$ref_bw" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 \
     --methods latched/mallochost,latched/register || echo "ref_bw exited $?" >&2
-  "$ref_bw" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable \
+  "${ref_env[@]}" "$ref_bw" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable \
     --methods wall/pageable || echo "ref_bw exited $?" >&2
 }
 run_hwc() {

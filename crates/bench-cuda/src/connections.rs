@@ -29,9 +29,10 @@ pub enum Connections {
 }
 
 impl Connections {
-    /// The decision for the variable's current value (pure).
+    /// The decision for the variable's current value (pure). Empty counts as unset (`VAR=`
+    /// is the shell's way to clear it).
     pub fn decide(current: Option<&OsStr>) -> Self {
-        match current {
+        match current.filter(|v| !v.is_empty()) {
             Some(v) => Connections::FromEnvironment(v.to_string_lossy().into_owned()),
             None => Connections::Chosen(CONNECTIONS),
         }
@@ -44,10 +45,31 @@ impl Connections {
                 "{n} (set by hwceiling because {VAR} was unset; the driver's default is 8: more \
                  hardware queues measured faster small and duplex copies)"
             ),
-            Connections::FromEnvironment(v) => {
+            Connections::FromEnvironment(v) if in_range(v) => {
                 format!("{v} (from the environment, left as the user set it)")
             }
+            Connections::FromEnvironment(v) => format!(
+                "{v:?} (from the environment, left as the user set it; not a number from 1 to \
+                 32, so what the driver made of it is not known)"
+            ),
         }
+    }
+}
+
+/// A value the driver documents: a whole number from 1 to 32.
+fn in_range(v: &str) -> bool {
+    v.parse::<u32>().is_ok_and(|n| (1..=32).contains(&n))
+}
+
+/// The record for a process that [`configure`]d (`configured`) or did not, with the variable's
+/// current value (pure).
+pub fn record(configured: Option<&Connections>, current: Option<&OsStr>) -> String {
+    match (configured, current.filter(|v| !v.is_empty())) {
+        (Some(c), _) => c.describe(),
+        (None, Some(v)) => {
+            Connections::FromEnvironment(v.to_string_lossy().into_owned()).describe()
+        }
+        (None, None) => "unset: the driver's default (8); this process did not choose it".into(),
     }
 }
 
@@ -74,13 +96,7 @@ pub unsafe fn configure() -> Connections {
 /// The environment record's value: [`configure`]'s decision, or, when the process never called
 /// it (a library user), the variable as found.
 pub fn recorded() -> String {
-    match CONFIGURED.get() {
-        Some(c) => c.describe(),
-        None => match std::env::var_os(VAR) {
-            Some(v) => Connections::FromEnvironment(v.to_string_lossy().into_owned()).describe(),
-            None => "unset: the driver's default (8); this process did not choose it".into(),
-        },
-    }
+    record(CONFIGURED.get(), std::env::var_os(VAR).as_deref())
 }
 
 #[cfg(test)]
@@ -99,10 +115,37 @@ mod tests {
         let d = Connections::decide(Some(OsStr::new("1")));
         assert_eq!(d, Connections::FromEnvironment("1".into()));
         assert!(d.describe().starts_with("1 (from the environment"));
-        // Even a value the driver will reject is the user's to fix, not ours to replace.
+        // Even a value the driver will reject is the user's to fix, not ours to replace, and
+        // the record says it may not have taken effect.
+        for bad in ["abc", "64", "0"] {
+            let d = Connections::decide(Some(OsStr::new(bad)));
+            assert_eq!(d, Connections::FromEnvironment(bad.into()));
+            assert!(d.describe().contains("not a number from 1 to 32"), "{bad}");
+        }
+        assert!(!Connections::decide(Some(OsStr::new("32")))
+            .describe()
+            .contains("not a number"));
+    }
+
+    #[test]
+    fn an_empty_value_counts_as_unset() {
         assert_eq!(
-            Connections::decide(Some(OsStr::new("abc"))),
-            Connections::FromEnvironment("abc".into())
+            Connections::decide(Some(OsStr::new(""))),
+            Connections::Chosen(32)
         );
+        assert!(record(None, Some(OsStr::new(""))).starts_with("unset"));
+    }
+
+    #[test]
+    fn the_record_says_who_chose() {
+        let chosen = Connections::Chosen(32);
+        // A configured process reports its decision, whatever the variable reads now.
+        assert_eq!(
+            record(Some(&chosen), Some(OsStr::new("32"))),
+            chosen.describe()
+        );
+        // A library user that never configured: the variable as found, or the driver default.
+        assert!(record(None, Some(OsStr::new("8"))).starts_with("8 (from the environment"));
+        assert!(record(None, None).starts_with("unset: the driver's default (8)"));
     }
 }

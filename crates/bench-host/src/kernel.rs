@@ -223,6 +223,25 @@ mod x86 {
 mod tests {
     use super::*;
 
+    /// The report reads the instruction set back from the note `copy: <this text>`
+    /// (`hwc_report`'s `streaming_isa`): this wording is an interface, pinned here.
+    #[test]
+    fn the_kernel_names_keep_the_wording_the_report_reads() {
+        assert_eq!(
+            CopyKernel::Streaming(Isa::Avx512).to_string(),
+            "streaming copy (AVX-512 loads, non-temporal stores)"
+        );
+        assert_eq!(
+            CopyKernel::Streaming(Isa::Avx2).to_string(),
+            "streaming copy (AVX2 loads, non-temporal stores)"
+        );
+        assert_eq!(
+            CopyKernel::Streaming(Isa::Sse2).to_string(),
+            "streaming copy (SSE2 loads, non-temporal stores)"
+        );
+        assert_eq!(CopyKernel::Memcpy.to_string(), "C library memcpy");
+    }
+
     fn check(kernel: CopyKernel, src_off: usize, dst_off: usize, len: usize) {
         let src: Vec<u8> = (0..len + src_off + 64).map(|i| (i * 7 + 3) as u8).collect();
         let mut dst = vec![0xAAu8; len + dst_off + 64];

@@ -39,7 +39,7 @@ fn main() {
         }
         Err(e) => e.exit(),
     };
-    if matches!(args.command, cli::Command::Profile(_)) {
+    if asks_for_queues(&args.command) {
         // SAFETY: no other thread exists yet (argument parsing spawns none) and CUDA is not
         // initialised before `run`; only a measuring command asks for more hardware queues.
         unsafe { hwc_bench_cuda::connections::configure() };
@@ -66,10 +66,36 @@ fn run(args: cli::Cli) -> Result<i32> {
     }
 }
 
+/// Only a command that measures GPUs chooses the CUDA driver's hardware queue count
+/// (`hwc_bench_cuda::connections`); the daemon's profiles run as `hwceiling profile` children,
+/// which choose for themselves.
+fn asks_for_queues(command: &cli::Command) -> bool {
+    matches!(command, cli::Command::Profile(_))
+}
+
 /// An error chain on one line: `outer: inner: root`.
 fn one_line(e: &anyhow::Error) -> String {
     e.chain()
         .map(|c| c.to_string().replace('\n', " "))
         .collect::<Vec<_>>()
         .join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(args: &[&str]) -> cli::Command {
+        cli::Cli::try_parse_from(std::iter::once("hwceiling").chain(args.iter().copied()))
+            .expect("valid arguments")
+            .command
+    }
+
+    #[test]
+    fn only_profile_chooses_the_hardware_queue_count() {
+        assert!(asks_for_queues(&command(&["profile", "--dry-run"])));
+        assert!(!asks_for_queues(&command(&["serve"])));
+        assert!(!asks_for_queues(&command(&["detect"])));
+        assert!(!asks_for_queues(&command(&["report", "p.yaml"])));
+    }
 }
