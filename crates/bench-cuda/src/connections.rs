@@ -4,9 +4,9 @@
 //! Streams are multiplexed onto that many hardware queues. With 32 instead of the default 8,
 //! small copies ran faster on the H200 test machines: in interleaved A/B runs (6 and 3 rounds,
 //! two machines, `tools/gpu-reference` run 10) 128 KiB H2D +2.3–2.9 %, duplex 128 KiB–1 MiB
-//! +1–2.6 %, L2-resident D2D +4 %, with copies of 4 MiB and more within ±0.5 %. A ceiling is
-//! the best the hardware does, so a measuring process asks for 32 unless the user set the
-//! variable; the profile records which (`cuda.device_max_connections`).
+//! +1–2.6 %, L2-resident D2D +4 %; copies of 4 MiB and more 0.992–1.034, most within ±0.5 %.
+//! A ceiling is the best the hardware does, so a measuring process asks for 32 unless the user
+//! set the variable; the profile records which (`cuda.device_max_connections`).
 //!
 //! The driver reads the variable once, when it initialises, and the process environment is not
 //! thread-safe: [`configure`] must run first thing in `main`, before any other thread exists.
