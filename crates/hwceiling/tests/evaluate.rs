@@ -244,32 +244,6 @@ fn qualify_gates_a_node_and_writes_junit() {
     );
 }
 
-/// A profile whose `host_ram_same_numa_gbps` ceiling is the median of a host RAM measurement
-/// copied with `kernel` (`memcpy`, `streaming`), sourced by key as the profile builder writes it.
-fn host_profile(host: &str, kernel: &str, gbps: f64, ceilings: &[(&str, f64)]) -> Profile {
-    let key = format!("host_ram/n0-n0/1GiB/t16/{kernel}");
-    let m: hwc_model::Measurement = serde_json::from_value(serde_json::json!({
-        "key": key,
-        "path": "host_ram",
-        "params": { "size_bytes": 1u64 << 30, "threads": 16, "cpu_node": 0, "src_node": 0,
-                    "dst_node": 0, "copy_kernel": kernel },
-        "bytes_per_rep": 1u64 << 30,
-        "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
-        "warmup": 2,
-    }))
-    .unwrap();
-    let mut p = profile(host, ceilings);
-    p.ceilings.insert("host_ram_same_numa_gbps".into(), gbps);
-    p.measurements.push(m);
-    hwc_testkit::with_sources(
-        p,
-        &[(
-            "host_ram_same_numa_gbps",
-            hwc_model::CeilingSource::measured(key),
-        )],
-    )
-}
-
 /// Each `<testcase>`: its name, and its `<failure>`'s type and message when it failed.
 fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
     let doc = roxmltree::Document::parse(xml).expect("the JUnit file is well-formed XML");
@@ -299,12 +273,16 @@ fn qualify_junit_failure_types_say_what_happened() {
     let node = write(
         d.path(),
         "node.yaml",
-        &host_profile("node", "streaming", 58.0, &[("warm_gpu0_peak_gbps", 30.0)]),
+        &hwc_testkit::with_host_ram_ceiling(
+            profile("node", &[("warm_gpu0_peak_gbps", 30.0)]),
+            Some("streaming"),
+            58.0,
+        ),
     );
     write(
         d.path(),
         "golden.yaml",
-        &host_profile("golden", "memcpy", 35.0, &[]),
+        &hwc_testkit::with_host_ram_ceiling(profile("golden", &[]), Some("memcpy"), 35.0),
     );
     let spec = d.path().join("spec.yaml");
     std::fs::write(

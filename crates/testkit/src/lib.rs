@@ -64,6 +64,39 @@ pub fn h2d_measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measu
     .expect("a valid measurement")
 }
 
+/// `p` with a `host_ram_same_numa_gbps` ceiling (`gbps`) that is the median of a 1 GiB,
+/// 16-thread host RAM measurement copied with `kernel` (`None`: a profile from before the copy
+/// kernels were named, so memcpy; the key carries `/kernel` for any kernel but memcpy, as the
+/// planner writes it), named as its source.
+pub fn with_host_ram_ceiling(mut p: Profile, kernel: Option<&str>, gbps: f64) -> Profile {
+    let suffix = match kernel {
+        None | Some("memcpy") => String::new(),
+        Some(k) => format!("/{k}"),
+    };
+    let key = format!("host_ram/n0-n0/1GiB/t16{suffix}");
+    let mut params = serde_json::json!({
+        "size_bytes": 1u64 << 30, "threads": 16, "cpu_node": 0, "src_node": 0, "dst_node": 0,
+    });
+    if let Some(k) = kernel {
+        params["copy_kernel"] = k.into();
+    }
+    let m: Measurement = serde_json::from_value(serde_json::json!({
+        "key": key,
+        "path": "host_ram",
+        "params": params,
+        "bytes_per_rep": 1u64 << 30,
+        "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
+        "warmup": 2,
+    }))
+    .expect("a valid measurement");
+    p.ceilings.insert("host_ram_same_numa_gbps".into(), gbps);
+    p.measurements.push(m);
+    with_sources(
+        p,
+        &[("host_ram_same_numa_gbps", CeilingSource::measured(key))],
+    )
+}
+
 /// `p` with these `ceiling_sources` entries (as the profile builder writes them).
 pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profile {
     p.ceiling_sources

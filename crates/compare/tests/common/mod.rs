@@ -61,27 +61,5 @@ pub fn with_link(mut p: Profile, device: &str, cur: (u32, u32), max: (u32, u32))
 /// `None`: a measurement from before the streaming kernel, which names no `copy_kernel` (and
 /// was measured with memcpy).
 pub fn host_ceiling(host: &str, kernel: Option<&str>, gbps: f64) -> Profile {
-    let suffix = match kernel {
-        None | Some("memcpy") => String::new(),
-        Some(k) => format!("/{k}"),
-    };
-    let key = format!("host_ram/n0-n0/1GiB/t16{suffix}");
-    let mut params = serde_json::json!({
-        "size_bytes": 1u64 << 30, "threads": 16, "cpu_node": 0, "src_node": 0, "dst_node": 0,
-    });
-    if let Some(k) = kernel {
-        params["copy_kernel"] = k.into();
-    }
-    let m: Measurement = serde_json::from_value(serde_json::json!({
-        "key": key,
-        "path": "host_ram",
-        "params": params,
-        "bytes_per_rep": 1u64 << 30,
-        "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
-        "warmup": 2,
-    }))
-    .unwrap();
-    let mut p = profile(host, &[("host_ram_same_numa_gbps", gbps)]);
-    p.measurements.push(m);
-    with_source(p, "host_ram_same_numa_gbps", CeilingSource::measured(key))
+    hwc_testkit::with_host_ram_ceiling(profile(host, &[]), kernel, gbps)
 }
