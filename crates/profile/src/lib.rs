@@ -5,6 +5,7 @@
 //! Pure: nothing here touches the machine. Only measured values enter a profile; a field whose
 //! measurement is missing is omitted, never estimated.
 
+use hwc_model::ceiling_key;
 use hwc_model::profile::{GdsProfile, NvmeDriveProfile, NvmeProfile};
 use hwc_model::{
     CaseResult, CeilingSource, Failure, Measurement, Plan, Profile, Provenance, Topology, Waiver,
@@ -195,17 +196,17 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
     for (name, g) in &p.gpus {
         let k = derive::gpu_picks(name, g.numa_node, &p.measurements);
         c.measured(
-            format!("warm_{name}_gbps"),
+            ceiling_key::warm_h2d(name),
             g.h2d_4m_1stream_numa_local_gbps,
             k.h2d_4m_1stream_numa_local,
         );
         c.measured(
-            format!("warm_{name}_peak_gbps"),
+            ceiling_key::warm_h2d_peak(name),
             g.h2d_peak_numa_local_gbps,
             k.h2d_peak_numa_local,
         );
         c.derived(
-            format!("warm_{name}_cross_numa_penalty_gbps"),
+            ceiling_key::cross_numa_penalty(name),
             g.cross_numa_h2d_penalty_gbps,
             "best NUMA-local one-stream H2D median minus the worst cross-NUMA node's best \
              one-stream H2D median"
@@ -216,12 +217,12 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
                 .collect::<Vec<_>>(),
         );
         c.measured(
-            format!("{name}_d2h_peak_gbps"),
+            ceiling_key::d2h_peak(name),
             g.d2h_peak_numa_local_gbps,
             k.d2h_peak_numa_local,
         );
         c.measured(
-            format!("{name}_d2d_sustained_gbps"),
+            ceiling_key::d2d_sustained(name),
             g.d2d_1stream_gbps,
             k.d2d_1stream,
         );
@@ -236,8 +237,8 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
         c.measured("gpu_d2d_sustained_gbps".into(), Some(v), m);
     }
     for (key, same) in [
-        ("host_ram_same_numa_gbps", true),
-        ("host_ram_cross_numa_gbps", false),
+        (ceiling_key::HOST_RAM_SAME_NUMA, true),
+        (ceiling_key::HOST_RAM_CROSS_NUMA, false),
     ] {
         let pair = derive::best_pair(&p.host_ram.pairs, same);
         c.measured(

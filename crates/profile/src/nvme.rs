@@ -3,6 +3,7 @@
 //! is never a drive ceiling (its long tests are kept in `nvme.long_tests`, under its path).
 
 use crate::Ceilings;
+use hwc_model::ceiling_key::{self, NvmeDir};
 use hwc_model::long_tests::{
     cache_speedup, can_change_power_state_when_idle, has_read_cache, transition_at, IdleGap,
     NvmeLongTests, PowerStatesResult, ReadCacheResult, POWER_TRANSITION_FACTOR,
@@ -362,14 +363,14 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
     );
     for (k, v) in &n.raw_read_gbps {
         c.measured(
-            format!("nvme_raw_{}drive_read_gbps", num(k)),
+            ceiling_key::nvme_raw(k, NvmeDir::Read),
             Some(*v),
             read.get(k).copied(),
         );
     }
     for (k, v) in &n.raw_write_gbps {
         c.measured(
-            format!("nvme_raw_{}drive_write_gbps", num(k)),
+            ceiling_key::nvme_raw(k, NvmeDir::Write),
             Some(*v),
             write.get(k).copied(),
         );
@@ -408,11 +409,15 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
             format!("dispatcher_cold_{}drive_gbps", num(k)),
             Some(v.min(h2d)),
             format!(
-                "min of nvme_raw_{}drive_read_gbps and the best NUMA-local H2D peak (warm_{gpu}_peak_gbps): {} bounds it",
-                num(k),
+                "min of {} and the best NUMA-local H2D peak ({}): {} bounds it",
+                ceiling_key::nvme_raw(k, NvmeDir::Read),
+                ceiling_key::warm_h2d_peak(gpu),
                 if bound == "nvme" { "NVMe" } else { "H2D" }
             ),
-            &[read.get(k).copied(), h2d_pick].into_iter().flatten().collect::<Vec<_>>(),
+            &[read.get(k).copied(), h2d_pick]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>(),
         );
         bottleneck.insert(k.clone(), bound.to_string());
     }

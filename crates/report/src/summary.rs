@@ -1,6 +1,7 @@
 //! Section 7: the spec's four summary sub-tables and the crossover comparison.
 
 use crate::{gbps, path_waiver, table};
+use hwc_model::ceiling_key::{self, NvmeDir};
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
 
@@ -68,31 +69,10 @@ fn ceiling_cell(p: &Profile, key: &str, path: PathId, gpu: Option<&str>, v: f64)
     }
 }
 
-/// The key of GPU `gpu`'s NUMA-local H2D peak ceiling (`h2d_peak_numa_local_gbps`).
-fn h2d_peak_key(gpu: &str) -> String {
-    format!("warm_{gpu}_peak_gbps")
-}
-
-/// The key of the `nvme.raw_<dir>_gbps.<count>` ceiling (`1_drive` → `nvme_raw_1drive_read_gbps`).
-fn nvme_raw_key(count: &str, dir: &str) -> String {
-    format!(
-        "nvme_raw_{}drive_{dir}_gbps",
-        count.trim_end_matches("_drive")
-    )
-}
-
-/// Ceiling keys for the GDRCopy and GDS figures, named after their profile fields. The spec's
-/// `ceilings` has none and the profile builder writes none yet (both paths are always waived
-/// today): when they are measured, the builder should write these keys and their sources, or a
-/// profile that records sources shows the figures as "source not recorded".
-const GDRCOPY_WRITE_KEY: &str = "gdrcopy_cpu_to_bar1_gbps";
-const GDRCOPY_READ_KEY: &str = "gdrcopy_bar1_to_cpu_gbps";
-const GDS_1DRIVE_KEY: &str = "gds_1drive_gbps";
-
 /// The cross-NUMA H2D peak `v` of `gpu` has no ceiling of its own: it is the cross-NUMA input
 /// of the derived penalty ceiling (the input whose host node is not the GPU's).
 fn cross_numa_cell(p: &Profile, gpu: &str, numa_node: Option<u32>, v: f64) -> String {
-    let named = match p.ceiling_source(&format!("warm_{gpu}_cross_numa_penalty_gbps")) {
+    let named = match p.ceiling_source(&ceiling_key::cross_numa_penalty(gpu)) {
         Some(CeilingOrigin::Derived { inputs, .. }) => inputs
             .into_iter()
             .find(|m| is_figure(m, PathId::H2d, Some(gpu), v) && m.params.src_node != numa_node),
@@ -181,7 +161,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
             format!("Host → {name} H2D (NUMA-local, peak)"),
             format!("GPU PCIe {link}"),
             g.h2d_peak_numa_local_gbps
-                .map(|v| ceiling_cell(p, &h2d_peak_key(name), PathId::H2d, gpu, v)),
+                .map(|v| ceiling_cell(p, &ceiling_key::warm_h2d_peak(name), PathId::H2d, gpu, v)),
             PathId::H2d,
             String::new(),
         );
@@ -201,22 +181,15 @@ fn raw_paths(out: &mut String, p: &Profile) {
             format!("{name} → Host D2H (peak)"),
             format!("GPU PCIe {link}"),
             g.d2h_peak_numa_local_gbps
-                .map(|v| ceiling_cell(p, &format!("{name}_d2h_peak_gbps"), PathId::D2h, gpu, v)),
+                .map(|v| ceiling_cell(p, &ceiling_key::d2h_peak(name), PathId::D2h, gpu, v)),
             PathId::D2h,
             String::new(),
         );
         push(
             format!("{name} D2D (1-stream sustained)"),
             "HBM".into(),
-            g.d2d_1stream_gbps.map(|v| {
-                ceiling_cell(
-                    p,
-                    &format!("{name}_d2d_sustained_gbps"),
-                    PathId::D2d,
-                    gpu,
-                    v,
-                )
-            }),
+            g.d2d_1stream_gbps
+                .map(|v| ceiling_cell(p, &ceiling_key::d2d_sustained(name), PathId::D2d, gpu, v)),
             PathId::D2d,
             "largest size outside L2".into(),
         );
@@ -226,12 +199,12 @@ fn raw_paths(out: &mut String, p: &Profile) {
         (
             "GDRCopy CPU→BAR1 write",
             gdr.cpu_to_bar1_gbps,
-            GDRCOPY_WRITE_KEY,
+            ceiling_key::GDRCOPY_CPU_TO_BAR1,
         ),
         (
             "GDRCopy CPU←BAR1 read",
             gdr.bar1_to_cpu_gbps,
-            GDRCOPY_READ_KEY,
+            ceiling_key::GDRCOPY_BAR1_TO_CPU,
         ),
     ] {
         rows.push(match v {
@@ -249,13 +222,13 @@ fn raw_paths(out: &mut String, p: &Profile) {
             "Host RAM same-NUMA (sustained)",
             "memory controller",
             p.host_ram.same_numa_gbps,
-            "host_ram_same_numa_gbps",
+            ceiling_key::HOST_RAM_SAME_NUMA,
         ),
         (
             "Host RAM cross-NUMA (sustained)",
             "inter-socket link",
             p.host_ram.cross_numa_gbps,
-            "host_ram_cross_numa_gbps",
+            ceiling_key::HOST_RAM_CROSS_NUMA,
         ),
     ] {
         // The measurement the ceiling names (`ceiling_sources`) gives the spread, N and kernel.
@@ -283,7 +256,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
     rows.push(match p.gds.one_drive_gbps {
         Some(v) => vec![
             "GDS NVMe → GPU".into(),
-            ceiling_cell(p, GDS_1DRIVE_KEY, PathId::Gds, None, v),
+            ceiling_cell(p, ceiling_key::GDS_1DRIVE, PathId::Gds, None, v),
             "nvidia_fs / P2P DMA".into(),
             p.gds.mode.clone().unwrap_or_default(),
         ],
@@ -303,13 +276,13 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
             PathId::NvmeRead,
             "NVMe → Host read",
             &n.raw_read_gbps,
-            "read",
+            NvmeDir::Read,
         ),
         (
             PathId::NvmeWrite,
             "NVMe → Host write",
             &n.raw_write_gbps,
-            "write",
+            NvmeDir::Write,
         ),
     ] {
         if map.is_empty() {
@@ -318,7 +291,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
         for (k, v) in map {
             rows.push(vec![
                 format!("{label} ({})", k.replace('_', " ")),
-                ceiling_cell(p, &nvme_raw_key(k, dir), path, None, *v),
+                ceiling_cell(p, &ceiling_key::nvme_raw(k, dir), path, None, *v),
                 "drive PCIe link / aggregate".into(),
                 String::new(),
             ]);
@@ -358,7 +331,13 @@ fn best_h2d(p: &Profile) -> Option<(String, f64)> {
 
 /// The `count` (`1_drive`, …) NVMe read figure `v` with its ceiling's spread and N.
 fn nvme_read_cell(p: &Profile, count: &str, v: f64) -> String {
-    ceiling_cell(p, &nvme_raw_key(count, "read"), PathId::NvmeRead, None, v)
+    ceiling_cell(
+        p,
+        &ceiling_key::nvme_raw(count, NvmeDir::Read),
+        PathId::NvmeRead,
+        None,
+        v,
+    )
 }
 
 fn warm_path(out: &mut String, p: &Profile) {
@@ -379,7 +358,13 @@ fn warm_path(out: &mut String, p: &Profile) {
             match g.h2d_peak_numa_local_gbps {
                 Some(v) => vec![
                     name.clone(),
-                    ceiling_cell(p, &h2d_peak_key(name), PathId::H2d, Some(name), v),
+                    ceiling_cell(
+                        p,
+                        &ceiling_key::warm_h2d_peak(name),
+                        PathId::H2d,
+                        Some(name),
+                        v,
+                    ),
                     bound,
                 ],
                 None => vec![
@@ -421,7 +406,13 @@ fn cold_paths(out: &mut String, p: &Profile) {
                         format!(
                             "H2D PCIe {} (GB/s: {})",
                             link_of(p, &gpu),
-                            ceiling_cell(p, &h2d_peak_key(&gpu), PathId::H2d, Some(&gpu), h2d)
+                            ceiling_cell(
+                                p,
+                                &ceiling_key::warm_h2d_peak(&gpu),
+                                PathId::H2d,
+                                Some(&gpu),
+                                h2d
+                            )
                         )
                     };
                     (
@@ -438,7 +429,7 @@ fn cold_paths(out: &mut String, p: &Profile) {
                     out,
                     "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {} H2D / {} per drive).\n",
                     h2d / one,
-                    ceiling_cell(p, &h2d_peak_key(&gpu), PathId::H2d, Some(&gpu), h2d),
+                    ceiling_cell(p, &ceiling_key::warm_h2d_peak(&gpu), PathId::H2d, Some(&gpu), h2d),
                     nvme_read_cell(p, "1_drive", *one)
                 );
             }
@@ -485,7 +476,13 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
             v.push(format!(
                 "{name} H2D peaks at {} GB/s, {:.1} % of its Gen{} x{} link's theoretical {} GB/s \
                  (computed from the link, not measured).",
-                ceiling_cell(p, &h2d_peak_key(name), PathId::H2d, Some(name), peak),
+                ceiling_cell(
+                    p,
+                    &ceiling_key::warm_h2d_peak(name),
+                    PathId::H2d,
+                    Some(name),
+                    peak
+                ),
                 peak / l.theoretical_gbps * 100.0,
                 l.gen,
                 l.width,

@@ -1,0 +1,83 @@
+//! The names of the profile's `ceilings` (the public YAML API, `docs/profile-schema.md`): the
+//! profile builder writes them and every reader (report, compare, daemon) looks figures up by
+//! them, so they are spelled once, here.
+
+/// H2D, 4 MiB, one stream, NUMA-local (`gpus.<gpu>.h2d_4m_1stream_numa_local_gbps`).
+pub fn warm_h2d(gpu: &str) -> String {
+    format!("warm_{gpu}_gbps")
+}
+
+/// The NUMA-local H2D peak (`gpus.<gpu>.h2d_peak_numa_local_gbps`).
+pub fn warm_h2d_peak(gpu: &str) -> String {
+    format!("warm_{gpu}_peak_gbps")
+}
+
+/// NUMA-local minus cross-NUMA H2D (derived; `gpus.<gpu>.cross_numa_h2d_penalty_gbps`).
+pub fn cross_numa_penalty(gpu: &str) -> String {
+    format!("warm_{gpu}_cross_numa_penalty_gbps")
+}
+
+/// The NUMA-local D2H peak (`gpus.<gpu>.d2h_peak_numa_local_gbps`).
+pub fn d2h_peak(gpu: &str) -> String {
+    format!("{gpu}_d2h_peak_gbps")
+}
+
+/// D2D, one stream, the largest size outside L2 (`gpus.<gpu>.d2d_1stream_gbps`).
+pub fn d2d_sustained(gpu: &str) -> String {
+    format!("{gpu}_d2d_sustained_gbps")
+}
+
+pub const HOST_RAM_SAME_NUMA: &str = "host_ram_same_numa_gbps";
+pub const HOST_RAM_CROSS_NUMA: &str = "host_ram_cross_numa_gbps";
+
+/// Which NVMe direction a raw ceiling is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NvmeDir {
+    Read,
+    Write,
+}
+
+/// The raw NVMe ceiling of the `nvme.raw_<dir>_gbps` entry `count` (`1_drive` →
+/// `nvme_raw_1drive_read_gbps`).
+pub fn nvme_raw(count: &str, dir: NvmeDir) -> String {
+    let dir = match dir {
+        NvmeDir::Read => "read",
+        NvmeDir::Write => "write",
+    };
+    format!(
+        "nvme_raw_{}drive_{dir}_gbps",
+        count.trim_end_matches("_drive")
+    )
+}
+
+/// Reserved for the GDRCopy and GDS backends, which are not built (both paths are always
+/// waived today), named after their profile fields: when they are measured, the builder writes
+/// these with their sources, and the report already reads them.
+pub const GDRCOPY_CPU_TO_BAR1: &str = "gdrcopy_cpu_to_bar1_gbps";
+pub const GDRCOPY_BAR1_TO_CPU: &str = "gdrcopy_bar1_to_cpu_gbps";
+pub const GDS_1DRIVE: &str = "gds_1drive_gbps";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_spelled_as_the_schema_documents_them() {
+        assert_eq!(warm_h2d("gpu0"), "warm_gpu0_gbps");
+        assert_eq!(warm_h2d_peak("gpu1"), "warm_gpu1_peak_gbps");
+        assert_eq!(
+            cross_numa_penalty("gpu0"),
+            "warm_gpu0_cross_numa_penalty_gbps"
+        );
+        assert_eq!(d2h_peak("gpu0"), "gpu0_d2h_peak_gbps");
+        assert_eq!(d2d_sustained("gpu0"), "gpu0_d2d_sustained_gbps");
+        assert_eq!(
+            nvme_raw("1_drive", NvmeDir::Read),
+            "nvme_raw_1drive_read_gbps"
+        );
+        assert_eq!(
+            nvme_raw("4_drive", NvmeDir::Write),
+            "nvme_raw_4drive_write_gbps"
+        );
+    }
+}
