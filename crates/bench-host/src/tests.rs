@@ -41,6 +41,20 @@ fn case(size: u64, threads: u32) -> Case {
     }
 }
 
+/// `c` run by the host backend on [`this_machine`], as the runner runs a case.
+fn run_here(c: &Case) -> CaseOutcome {
+    let topo = this_machine();
+    let mut b = HostMemcpy::new(&topo, "/proc");
+    run_case(c, &mut b, &RunOptions::default(), &AtomicBool::new(false))
+}
+
+/// A `memcpy` of `size` bytes by one thread on `cpu`, with no NUMA node asked for and not
+/// cache-resident; it takes the buffers kept in `home` when they fit and leaves its own there.
+#[track_caller]
+fn memcpy_on(cpu: u32, size: usize, home: &mut Option<Buffers>) -> PreparedCopy<'_> {
+    PreparedCopy::new(size, &[cpu], CopyKernel::Memcpy, None, None, false, home).unwrap()
+}
+
 #[test]
 fn pinning_order_spreads_over_physical_cores_first() {
     let all: Vec<LogicalCpu> = (0..8)
@@ -85,15 +99,8 @@ fn split_covers_the_buffer_exactly() {
 
 #[test]
 fn a_real_copy_is_measured_verified_and_placed() {
-    let topo = this_machine();
     let threads = hwc_numa::current_affinity().len().min(2) as u32;
-    let mut b = HostMemcpy::new(&topo, "/proc");
-    let out = run_case(
-        &case(8 << 20, threads),
-        &mut b,
-        &RunOptions::default(),
-        &AtomicBool::new(false),
-    );
+    let out = run_here(&case(8 << 20, threads));
     let CaseOutcome::Measured(r) = out else {
         panic!("not measured: {out:?}")
     };
@@ -112,15 +119,8 @@ fn a_real_copy_is_measured_verified_and_placed() {
 
 #[test]
 fn too_many_threads_is_unavailable_not_a_crash() {
-    let topo = this_machine();
-    let mut b = HostMemcpy::new(&topo, "/proc");
     let n = hwc_numa::current_affinity().len() as u32 + 1;
-    let out = run_case(
-        &case(1 << 20, n),
-        &mut b,
-        &RunOptions::default(),
-        &AtomicBool::new(false),
-    );
+    let out = run_here(&case(1 << 20, n));
     assert!(
         matches!(out, CaseOutcome::Waived(ref w) if w.reason.contains("threads requested")),
         "{out:?}"
@@ -130,16 +130,7 @@ fn too_many_threads_is_unavailable_not_a_crash() {
 #[test]
 fn corrupted_copy_is_caught_by_verify() {
     let mut home = None;
-    let mut p = PreparedCopy::new(
-        1 << 20,
-        &hwc_numa::current_affinity()[..1],
-        CopyKernel::Memcpy,
-        None,
-        None,
-        false,
-        &mut home,
-    )
-    .unwrap();
+    let mut p = memcpy_on(hwc_numa::current_affinity()[0], 1 << 20, &mut home);
     p.run_once().unwrap();
     assert!(p.verify().is_ok());
     if let Some(b) = p.bufs.as_mut() {
@@ -151,34 +142,16 @@ fn corrupted_copy_is_caught_by_verify() {
 
 #[test]
 fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
-    let cpus = hwc_numa::current_affinity();
+    let cpu = hwc_numa::current_affinity()[0];
     let mut home = None;
     let first_src = {
-        let mut p = PreparedCopy::new(
-            1 << 20,
-            &cpus[..1],
-            CopyKernel::Memcpy,
-            None,
-            None,
-            false,
-            &mut home,
-        )
-        .unwrap();
+        let mut p = memcpy_on(cpu, 1 << 20, &mut home);
         p.run_once().unwrap();
         assert!(p.verify().is_ok());
         p.buffers().src.as_ptr() as usize
     };
     // Same size and nodes: the same buffers come back, with the last copy cleared from dst.
-    let mut again = PreparedCopy::new(
-        1 << 20,
-        &cpus[..1],
-        CopyKernel::Memcpy,
-        None,
-        None,
-        false,
-        &mut home,
-    )
-    .unwrap();
+    let mut again = memcpy_on(cpu, 1 << 20, &mut home);
     assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
     let e = again.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte"), "{e}");
@@ -186,16 +159,7 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     assert!(again.verify().is_ok());
     drop(again);
     // Another size: new buffers, a fresh pattern, and the check still holds.
-    let mut other = PreparedCopy::new(
-        3 << 20,
-        &cpus[..1],
-        CopyKernel::Memcpy,
-        None,
-        None,
-        false,
-        &mut home,
-    )
-    .unwrap();
+    let mut other = memcpy_on(cpu, 3 << 20, &mut home);
     assert_eq!(other.buffers().key.0, 3 << 20);
     other.run_once().unwrap();
     assert!(other.verify().is_ok());
@@ -203,12 +167,10 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
 
 #[test]
 fn the_streaming_kernel_is_measured_verified_and_named() {
-    let topo = this_machine();
     let threads = hwc_numa::current_affinity().len().min(2) as u32;
-    let mut b = HostMemcpy::new(&topo, "/proc");
     let mut c = case((8 << 20) + 4096 + 100, threads);
     c.params.copy_kernel = Some("streaming".into());
-    let out = run_case(&c, &mut b, &RunOptions::default(), &AtomicBool::new(false));
+    let out = run_here(&c);
     let Some(isa) = Isa::detect() else {
         assert!(matches!(out, CaseOutcome::Waived(_)), "{out:?}");
         return;
