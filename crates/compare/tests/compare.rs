@@ -1,10 +1,9 @@
 //! `compare`: pair deltas and regressions, fleet medians and outliers.
 
 mod common;
-use common::{host_ceiling, profile, with_measurement, with_source, with_stats};
+use common::{fleet, host_ceiling, pair, profile, with_measurement, with_source, with_stats};
 use hwc_compare::compare::{
-    compare_fleet, compare_pair, median, node_names, render_fleet, render_pair, Node, Options,
-    OutlierKind, Section, Verdict,
+    median, node_names, render_fleet, render_pair, Options, OutlierKind, Section, Verdict,
 };
 use hwc_compare::Tolerance;
 use hwc_model::CeilingSource;
@@ -38,17 +37,7 @@ fn pair_flags_drops_beyond_tolerance_and_lost_ceilings() {
             ("gpu0_d2h_peak_gbps", 55.3),                // new
         ],
     );
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
     let row = |k: &str| r.rows.iter().find(|x| x.key == k).unwrap();
     assert_eq!(row("warm_gpu0_gbps").verdict, Verdict::Worse);
     assert!(row("warm_gpu0_gbps").regression);
@@ -75,17 +64,7 @@ fn pair_flags_drops_beyond_tolerance_and_lost_ceilings() {
     assert!(text.ends_with("2 regression(s)\n"), "{text}");
 
     // At 10 % the drop is within tolerance; only the lost ceiling remains.
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &opts("0.10"),
-    );
+    let r = pair(("A", &a), ("B", &b), &opts("0.10"));
     assert_eq!(r.regressions, 1);
 }
 
@@ -93,29 +72,9 @@ fn pair_flags_drops_beyond_tolerance_and_lost_ceilings() {
 fn a_rising_penalty_is_a_regression_and_identical_profiles_pass() {
     let a = profile("a", &[("warm_gpu0_cross_numa_penalty_gbps", 3.0)]);
     let b = profile("b", &[("warm_gpu0_cross_numa_penalty_gbps", 4.0)]);
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
     assert_eq!(r.regressions, 1);
-    let same = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        &Options::default(),
-    );
+    let same = pair(("A", &a), ("A", &a), &Options::default());
     assert_eq!(same.regressions, 0);
     assert!(render_pair(&same).ends_with("no regression\n"));
 }
@@ -124,17 +83,7 @@ fn a_rising_penalty_is_a_regression_and_identical_profiles_pass() {
 fn measurements_are_compared_by_median_and_can_be_left_out() {
     let a = with_measurement(profile("a", &[]), "h2d/gpu0/local/4MiB/s1", 53.0, false);
     let b = with_measurement(profile("b", &[]), "h2d/gpu0/local/4MiB/s1", 40.0, true);
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
     let row = &r.rows[0];
     assert_eq!(
         (row.section, row.verdict, row.contended),
@@ -143,31 +92,11 @@ fn measurements_are_compared_by_median_and_can_be_left_out() {
     assert!(render_pair(&r).contains("REGRESSION (contended)"));
     let mut o = opts("5%");
     o.ceilings_only = true;
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &o,
-    );
+    let r = pair(("A", &a), ("B", &b), &o);
     assert!(r.rows.is_empty());
     // A measurement only the baseline has is reported, not counted as a regression.
     let c = profile("c", &[]);
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "C",
-            profile: &c,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("A", &a), ("C", &c), &opts("5%"));
     assert_eq!((r.rows[0].verdict, r.regressions), (Verdict::Missing, 0));
 }
 
@@ -189,14 +118,7 @@ fn fleet_reports_medians_and_outlier_nodes() {
         (h, profile(h, &c))
     })
     .collect();
-    let list: Vec<Node> = nodes
-        .iter()
-        .map(|(h, p)| Node {
-            name: h,
-            profile: p,
-        })
-        .collect();
-    let r = compare_fleet(&list, &opts("5%"));
+    let r = fleet(&nodes, &opts("5%"));
     let gpu = r
         .rows
         .iter()
@@ -280,15 +202,10 @@ proptest::proptest! {
         let pa = profile("a", &a.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
         let pb = profile("b", &b.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
         let pc = profile("c", &c.iter().map(|(k, v)| (k.as_str(), *v)).collect::<Vec<_>>());
-        let r = compare_pair(Node { name: "a", profile: &pa }, Node { name: "b", profile: &pb }, &opts("5%"));
+        let r = pair(("a", &pa), ("b", &pb), &opts("5%"));
         proptest::prop_assert_eq!(r.regressions, r.rows.iter().filter(|x| x.regression).count());
         let _ = render_pair(&r);
-        let nodes = [
-            Node { name: "a", profile: &pa },
-            Node { name: "b", profile: &pb },
-            Node { name: "c", profile: &pc },
-        ];
-        let f = compare_fleet(&nodes, &opts("5%"));
+        let f = fleet(&[("a", &pa), ("b", &pb), ("c", &pc)], &opts("5%"));
         let _ = render_fleet(&f);
         for row in &f.rows {
             proptest::prop_assert!(row.n >= 1 && row.n <= 3);
@@ -314,17 +231,7 @@ fn the_long_drive_tests_latency_reads_change_but_never_regress() {
     a = with_measurement(a, "nvme_write/gc-settle/nvme0", 1.4, false);
     b = with_measurement(b, "nvme_write/gc-settle/nvme0", 1.0, false);
     c = with_measurement(c, "nvme_write/gc-settle/nvme0", 1.4, false);
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
     for k in keys {
         let row = r.rows.iter().find(|x| x.key == k).unwrap();
         assert_eq!(row.verdict, Verdict::Changed, "{k}");
@@ -339,23 +246,7 @@ fn the_long_drive_tests_latency_reads_change_but_never_regress() {
     assert_eq!(r.regressions, 1);
     assert!(render_pair(&r).contains("changed"));
 
-    let f = compare_fleet(
-        &[
-            Node {
-                name: "A",
-                profile: &a,
-            },
-            Node {
-                name: "B",
-                profile: &b,
-            },
-            Node {
-                name: "C",
-                profile: &c,
-            },
-        ],
-        &opts("5%"),
-    );
+    let f = fleet(&[("A", &a), ("B", &b), ("C", &c)], &opts("5%"));
     for k in keys {
         let row = f.rows.iter().find(|x| x.key == k).unwrap();
         assert!(
@@ -377,17 +268,7 @@ fn a_ceiling_taken_from_a_contended_measurement_is_marked_contended() {
     b.ceilings.insert("warm_gpu0_gbps".into(), 40.0);
     let mut o = opts("5%");
     o.ceilings_only = true;
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &o,
-    );
+    let r = pair(("A", &a), ("B", &b), &o);
     let row = &r.rows[0];
     assert_eq!(row.key, "warm_gpu0_gbps");
     assert_eq!((row.verdict, row.contended), (Verdict::Worse, true));
@@ -425,17 +306,7 @@ fn sourced(host: &str, gbps: f64, spread: f64, penalty: f64) -> hwc_model::Profi
 fn the_pair_table_shows_each_values_spread_and_n_or_that_it_is_derived() {
     let a = sourced("a", 53.4, 1.25, 3.0);
     let b = sourced("b", 50.0, 0.8, 2.0);
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
     let expected = "\
 baseline   A
 candidate  B
@@ -481,16 +352,9 @@ fn the_fleet_table_shows_the_widest_spread_and_the_range_of_n() {
     let mut nodes = nodes;
     // n2's figure took fewer repetitions.
     nodes[1].1.measurements[1].gbps.n = 10;
-    let list: Vec<Node> = nodes
-        .iter()
-        .map(|(h, p)| Node {
-            name: h,
-            profile: p,
-        })
-        .collect();
     let mut o = opts("5%");
     o.ceilings_only = true;
-    let text = render_fleet(&compare_fleet(&list, &o));
+    let text = render_fleet(&fleet(&nodes, &o));
     let expected = "\
 fleet      3 nodes: n1, n2, n3
 tolerance  5% from the median
@@ -523,17 +387,7 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
     let (a, b) = (mk("a", 53.0), mk("b", 40.0));
     let mut o = opts("5%");
     o.ceilings_only = true;
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "B",
-            profile: &b,
-        },
-        &o,
-    );
+    let r = pair(("A", &a), ("B", &b), &o);
     assert_eq!(
         (r.rows[0].verdict, r.rows[0].contended),
         (Verdict::Worse, false)
@@ -544,17 +398,7 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
         "warm_gpu0_gbps",
         CeilingSource::derived("x", vec!["h2d/gpu0/local/256MiB/s1".into()]),
     );
-    let r = compare_pair(
-        Node {
-            name: "A",
-            profile: &a,
-        },
-        Node {
-            name: "C",
-            profile: &c,
-        },
-        &o,
-    );
+    let r = pair(("A", &a), ("C", &c), &o);
     assert!(r.rows[0].contended);
     assert!(render_pair(&r).contains("REGRESSION (contended)"));
 }
@@ -563,9 +407,8 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
 fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_regression() {
     let old = host_ceiling("old", Some("memcpy"), 58.0);
     let new = host_ceiling("new", Some("streaming"), 35.0);
-    let node = |name, profile| Node { name, profile };
     // Candidate measured with memcpy against a streaming baseline: 40 % lower, not a regression.
-    let r = compare_pair(node("new", &new), node("old", &old), &opts("5%"));
+    let r = pair(("new", &new), ("old", &old), &opts("5%"));
     let row = r
         .rows
         .iter()
@@ -581,7 +424,7 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     // A baseline from before the streaming kernel names none: it was measured with memcpy
     // (this streaming figure is 40 % lower, and still no regression).
     let older = host_ceiling("older", None, 58.0);
-    let r = compare_pair(node("older", &older), node("new", &new), &opts("5%"));
+    let r = pair(("older", &older), ("new", &new), &opts("5%"));
     let row = r
         .rows
         .iter()
@@ -594,7 +437,7 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     );
     // Same kernel on both sides: an ordinary regression.
     let worse = host_ceiling("worse", Some("streaming"), 30.0);
-    let r = compare_pair(node("new", &new), node("worse", &worse), &opts("5%"));
+    let r = pair(("new", &new), ("worse", &worse), &opts("5%"));
     let row = r
         .rows
         .iter()
@@ -605,7 +448,7 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     let a = host_ceiling("a", Some("streaming"), 58.0);
     let b = host_ceiling("b", Some("streaming"), 59.0);
     let c = host_ceiling("c", Some("memcpy"), 35.0);
-    let f = compare_fleet(&[node("a", &a), node("b", &b), node("c", &c)], &opts("5%"));
+    let f = fleet(&[("a", &a), ("b", &b), ("c", &c)], &opts("5%"));
     let row = f
         .rows
         .iter()
@@ -630,17 +473,7 @@ fn settings_that_differ_are_listed_beside_the_deltas_without_changing_verdicts()
         "cuda.device_max_connections".into(),
         "32 (set by hwceiling)".into(),
     );
-    let r = compare_pair(
-        Node {
-            name: "a",
-            profile: &a,
-        },
-        Node {
-            name: "b",
-            profile: &b,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("a", &a), ("b", &b), &opts("5%"));
     // The −6.4 % is still a regression: a new setting explains, it does not excuse.
     assert_eq!(r.regressions, 1);
     assert_eq!(r.settings.len(), 1, "{:?}", r.settings);
@@ -658,38 +491,12 @@ fn settings_that_differ_are_listed_beside_the_deltas_without_changing_verdicts()
         serde_json::json!("cuda.device_max_connections")
     );
     // Same settings: no section, and none in the JSON.
-    let r = compare_pair(
-        Node {
-            name: "a",
-            profile: &a,
-        },
-        Node {
-            name: "a2",
-            profile: &a,
-        },
-        &opts("5%"),
-    );
+    let r = pair(("a", &a), ("a2", &a), &opts("5%"));
     assert!(!render_pair(&r).contains("settings that differ"));
     assert!(serde_json::to_value(&r).unwrap().get("settings").is_none());
     // A fleet lists them too.
     let c = a.clone();
-    let f = compare_fleet(
-        &[
-            Node {
-                name: "a",
-                profile: &a,
-            },
-            Node {
-                name: "b",
-                profile: &b,
-            },
-            Node {
-                name: "c",
-                profile: &c,
-            },
-        ],
-        &opts("5%"),
-    );
+    let f = fleet(&[("a", &a), ("b", &b), ("c", &c)], &opts("5%"));
     assert!(
         render_fleet(&f).contains("    a, c: not recorded\n    b: 32 (set by hwceiling)\n"),
         "{}",

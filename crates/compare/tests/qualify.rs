@@ -3,7 +3,7 @@
 mod common;
 use common::{host_ceiling, profile, with_link, with_measurement, with_source, with_stats};
 use hwc_compare::qualify::{
-    glob, parse_spec, qualify, render, FailureKind, Group, Outcome, SpecError,
+    glob, parse_spec, qualify, render, FailureKind, Group, Outcome, Spec, SpecError,
 };
 use hwc_model::CeilingSource;
 use proptest::prelude::*;
@@ -284,19 +284,20 @@ proptest! {
     }
 }
 
+/// A spec of two rules, `warm_gpu0_peak_gbps` >= 50 GB/s and `path` >= `min_gbps`, and a
+/// profile of node9 with 55.5 GB/s for the first and `value` for `path`.
+fn gpu_and_second_rule(path: &str, min_gbps: u32, value: f64) -> (Spec, hwc_model::Profile) {
+    let spec = parse_spec(&format!(
+        "spec_version: 1\nrules:\n  - path: warm_gpu0_peak_gbps\n    min_gbps: 50\n  - path: {path}\n    min_gbps: {min_gbps}\n"
+    ))
+    .unwrap();
+    let p = profile("node9", &[("warm_gpu0_peak_gbps", 55.5), (path, value)]);
+    (spec, p)
+}
+
 #[test]
 fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
-    let spec = parse_spec(
-        "spec_version: 1\nrules:\n  - path: warm_gpu0_peak_gbps\n    min_gbps: 50\n  - path: host_ram_same_numa_gbps\n    min_gbps: 10\n",
-    )
-    .unwrap();
-    let p = profile(
-        "node9",
-        &[
-            ("warm_gpu0_peak_gbps", 55.5),
-            ("host_ram_same_numa_gbps", 30.0),
-        ],
-    );
+    let (spec, p) = gpu_and_second_rule("host_ram_same_numa_gbps", 10, 30.0);
     // The ceiling is this measurement's median, and it ran while the GPU was busy.
     let p = with_measurement(p, "h2d/gpu0/local/256MiB/s1", 55.5, true);
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
@@ -313,17 +314,7 @@ fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
 
 #[test]
 fn a_ceiling_source_is_read_by_key_with_its_derivation() {
-    let spec = parse_spec(
-        "spec_version: 1\nrules:\n  - path: warm_gpu0_peak_gbps\n    min_gbps: 50\n  - path: dispatcher_cold_1drive_gbps\n    min_gbps: 3\n",
-    )
-    .unwrap();
-    let p = profile(
-        "node9",
-        &[
-            ("warm_gpu0_peak_gbps", 55.5),
-            ("dispatcher_cold_1drive_gbps", 55.5),
-        ],
-    );
+    let (spec, p) = gpu_and_second_rule("dispatcher_cold_1drive_gbps", 3, 55.5);
     // A contended measurement with the same median comes first; the source is the other one.
     let p = with_measurement(p, "h2d/gpu0/local/4MiB/s4", 55.5, true);
     let p = with_stats(p, "h2d/gpu0/local/256MiB/s1", 55.5, 0.7, 12);

@@ -217,6 +217,25 @@ pub(crate) fn render(state: &AppState) -> String {
 mod tests {
     use super::*;
 
+    /// The text of the ceiling-source metrics that `register_sources` registers for `p`.
+    fn source_metrics(p: &hwc_model::Profile) -> String {
+        let mut reg = Registry::default();
+        register_sources(&mut reg, p);
+        let mut text = String::new();
+        encode(&mut text, &reg).unwrap();
+        text
+    }
+
+    /// Each of `lines` is a whole line of `text`.
+    fn assert_lines(text: &str, lines: &[&str]) {
+        for line in lines {
+            assert!(
+                text.lines().any(|l| l == *line),
+                "missing `{line}` in\n{text}"
+            );
+        }
+    }
+
     #[test]
     fn every_ceiling_says_its_spread_and_count_or_that_it_is_derived() {
         let mut p = hwc_testkit::ceilings_profile(
@@ -234,22 +253,17 @@ mod tests {
             1.8,
             20,
         ));
-        let mut reg = Registry::default();
-        register_sources(&mut reg, &p);
-        let mut text = String::new();
-        encode(&mut text, &reg).unwrap();
-        for line in [
-            r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
-            r#"hwceiling_ceiling_source_repetitions{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 20.0"#,
-            r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
-            // A size is never a measurement's median, whatever its value.
-            r#"hwceiling_ceiling_derived{path="nvme_optimal_read_chunk_bytes"} 1.0"#,
-        ] {
-            assert!(
-                text.lines().any(|l| l == line),
-                "missing `{line}` in\n{text}"
-            );
-        }
+        let text = source_metrics(&p);
+        assert_lines(
+            &text,
+            &[
+                r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
+                r#"hwceiling_ceiling_source_repetitions{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 20.0"#,
+                r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
+                // A size is never a measurement's median, whatever its value.
+                r#"hwceiling_ceiling_derived{path="nvme_optimal_read_chunk_bytes"} 1.0"#,
+            ],
+        );
     }
 
     #[test]
@@ -285,21 +299,16 @@ mod tests {
                 ),
             ],
         );
-        let mut reg = Registry::default();
-        register_sources(&mut reg, &p);
-        let mut text = String::new();
-        encode(&mut text, &reg).unwrap();
-        for line in [
-            r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
-            r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
-            // Not listed in a profile that has ceiling_sources: unknown, not guessed by value.
-            r#"hwceiling_ceiling_source_unknown{path="gpu0_d2h_peak_gbps"} 1.0"#,
-        ] {
-            assert!(
-                text.lines().any(|l| l == line),
-                "missing `{line}` in\n{text}"
-            );
-        }
+        let text = source_metrics(&p);
+        assert_lines(
+            &text,
+            &[
+                r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
+                r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
+                // Not listed in a profile that has ceiling_sources: unknown, not guessed by value.
+                r#"hwceiling_ceiling_source_unknown{path="gpu0_d2h_peak_gbps"} 1.0"#,
+            ],
+        );
         assert!(!text.contains("4MiB"), "{text}");
     }
 

@@ -2,8 +2,10 @@
 // Each test binary uses a part of these helpers.
 #![allow(dead_code)]
 
+use hwc_compare::compare::{compare_fleet, compare_pair, FleetReport, Node, Options, PairReport};
 use hwc_model::topology::LinkTheory;
 use hwc_model::{CeilingSource, Measurement, Profile};
+use std::borrow::Borrow;
 
 pub fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
     hwc_testkit::ceilings_profile(host, "2026-11-29T19:05:00+00:00", ceilings)
@@ -62,4 +64,22 @@ pub fn with_link(mut p: Profile, device: &str, cur: (u32, u32), max: (u32, u32))
 /// was measured with memcpy).
 pub fn host_ceiling(host: &str, kernel: Option<&str>, gbps: f64) -> Profile {
     hwc_testkit::with_host_ram_ceiling(profile(host, &[]), kernel, gbps)
+}
+
+/// `compare_pair` of a baseline and a candidate, each given as (name, profile).
+pub fn pair(baseline: (&str, &Profile), candidate: (&str, &Profile), o: &Options) -> PairReport {
+    let node = |(name, profile)| Node { name, profile };
+    compare_pair(node(baseline), node(candidate), o)
+}
+
+/// `compare_fleet` of nodes given as (name, profile); the profiles owned or borrowed.
+pub fn fleet<P: Borrow<Profile>>(nodes: &[(&str, P)], o: &Options) -> FleetReport {
+    let list: Vec<Node> = nodes
+        .iter()
+        .map(|(name, p)| Node {
+            name,
+            profile: p.borrow(),
+        })
+        .collect();
+    compare_fleet(&list, o)
 }
