@@ -3,10 +3,16 @@
 mod common;
 use common::{fleet, host_ceiling, pair, profile, with_measurement, with_source, with_stats};
 use hwc_compare::compare::{
-    median, node_names, render_fleet, render_pair, Options, OutlierKind, Section, Verdict,
+    median, node_names, render_fleet, render_pair, Options, OutlierKind, PairReport, PairRow,
+    Section, Verdict,
 };
 use hwc_compare::Tolerance;
 use hwc_model::CeilingSource;
+
+/// The row of `key` in a pair report.
+fn pair_row<'a>(r: &'a PairReport, key: &str) -> &'a PairRow {
+    r.rows.iter().find(|x| x.key == key).unwrap()
+}
 
 fn opts(tol: &str) -> Options {
     Options {
@@ -38,7 +44,7 @@ fn pair_flags_drops_beyond_tolerance_and_lost_ceilings() {
         ],
     );
     let r = pair(("A", &a), ("B", &b), &opts("5%"));
-    let row = |k: &str| r.rows.iter().find(|x| x.key == k).unwrap();
+    let row = |k: &str| pair_row(&r, k);
     assert_eq!(row("warm_gpu0_gbps").verdict, Verdict::Worse);
     assert!(row("warm_gpu0_gbps").regression);
     assert!((row("warm_gpu0_gbps").delta_pct.unwrap() + 6.367).abs() < 0.01);
@@ -233,15 +239,11 @@ fn the_long_drive_tests_latency_reads_change_but_never_regress() {
     c = with_measurement(c, "nvme_write/gc-settle/nvme0", 1.4, false);
     let r = pair(("A", &a), ("B", &b), &opts("5%"));
     for k in keys {
-        let row = r.rows.iter().find(|x| x.key == k).unwrap();
+        let row = pair_row(&r, k);
         assert_eq!(row.verdict, Verdict::Changed, "{k}");
         assert!(!row.regression, "{k}");
     }
-    let gc = r
-        .rows
-        .iter()
-        .find(|x| x.key == "nvme_write/gc-settle/nvme0")
-        .unwrap();
+    let gc = pair_row(&r, "nvme_write/gc-settle/nvme0");
     assert!(gc.regression);
     assert_eq!(r.regressions, 1);
     assert!(render_pair(&r).contains("changed"));
@@ -326,17 +328,13 @@ derived:
 3 regression(s)
 ";
     assert_eq!(render_pair(&r), expected);
-    let row = r.rows.iter().find(|x| x.key == "warm_gpu0_gbps").unwrap();
+    let row = pair_row(&r, "warm_gpu0_gbps");
     let json = serde_json::to_value(row).unwrap();
     assert_eq!(
         json["candidate_source"],
         serde_json::json!({"kind": "measured", "measurement": "h2d/gpu0/local/4MiB/s1", "spread_pct": 0.8, "n": 12})
     );
-    let row = r
-        .rows
-        .iter()
-        .find(|x| x.key == "warm_gpu0_cross_numa_penalty_gbps")
-        .unwrap();
+    let row = pair_row(&r, "warm_gpu0_cross_numa_penalty_gbps");
     assert_eq!(
         serde_json::to_value(row).unwrap()["baseline_source"],
         serde_json::json!({"kind": "derived", "how": "local minus cross one-stream H2D peak", "inputs": ["h2d/gpu0/local/256MiB/s1"]})
@@ -409,11 +407,7 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     let new = host_ceiling("new", Some("streaming"), 35.0);
     // Candidate measured with memcpy against a streaming baseline: 40 % lower, not a regression.
     let r = pair(("new", &new), ("old", &old), &opts("5%"));
-    let row = r
-        .rows
-        .iter()
-        .find(|r| r.key == "host_ram_same_numa_gbps")
-        .unwrap();
+    let row = pair_row(&r, "host_ram_same_numa_gbps");
     assert_eq!(row.verdict, Verdict::Changed);
     assert!(!row.regression);
     assert_eq!(
@@ -425,11 +419,7 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     // (this streaming figure is 40 % lower, and still no regression).
     let older = host_ceiling("older", None, 58.0);
     let r = pair(("older", &older), ("new", &new), &opts("5%"));
-    let row = r
-        .rows
-        .iter()
-        .find(|r| r.key == "host_ram_same_numa_gbps")
-        .unwrap();
+    let row = pair_row(&r, "host_ram_same_numa_gbps");
     assert_eq!(row.verdict, Verdict::Changed);
     assert_eq!(
         row.method_change.as_deref(),
@@ -438,11 +428,7 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     // Same kernel on both sides: an ordinary regression.
     let worse = host_ceiling("worse", Some("streaming"), 30.0);
     let r = pair(("new", &new), ("worse", &worse), &opts("5%"));
-    let row = r
-        .rows
-        .iter()
-        .find(|r| r.key == "host_ram_same_numa_gbps")
-        .unwrap();
+    let row = pair_row(&r, "host_ram_same_numa_gbps");
     assert!(row.regression && row.method_change.is_none());
     // A fleet where one node still measured memcpy: that node differs, it is not worse.
     let a = host_ceiling("a", Some("streaming"), 58.0);
