@@ -35,10 +35,7 @@ fn runnable_long_tests(a: &ProfileArgs) -> Result<(BTreeSet<LongTest>, LeftOut)>
     };
     let (mut kept, mut left_out) = (BTreeSet::new(), Vec::new());
     for &t in &req.tests {
-        let path = match t {
-            LongTest::ReadCache | LongTest::PowerStates => PathId::NvmeRead,
-            LongTest::GcSettle => PathId::NvmeWrite,
-        };
+        let path = t.path();
         if wants(a, path) {
             kept.insert(t);
         } else if req.named.contains(&t) {

@@ -38,6 +38,14 @@ impl LongTest {
             LongTest::GcSettle => "gc-settle",
         }
     }
+
+    /// The path whose cases the test is part of (reads, or gc-settle's writes).
+    pub fn path(self) -> crate::PathId {
+        match self {
+            LongTest::ReadCache | LongTest::PowerStates => crate::PathId::NvmeRead,
+            LongTest::GcSettle => crate::PathId::NvmeWrite,
+        }
+    }
 }
 
 impl fmt::Display for LongTest {

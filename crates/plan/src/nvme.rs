@@ -82,7 +82,8 @@ impl NvmePlanOptions {
 /// The read-only long tests of one drive or target (`label`: its name in keys; `key`: what the
 /// cases name in `drives`), or their waivers when not asked for.
 fn long_read_cases(p: &mut Plan, o: &NvmePlanOptions, reps: Reps, label: &str, key: &str) {
-    let path = PathId::NvmeRead;
+    // Both read tests are part of the read path.
+    let path = LongTest::ReadCache.path();
     let params = |pattern: &str| CaseParams {
         size_bytes: Some(LATENCY_BLOCK),
         queue_depth: Some(1),
@@ -156,7 +157,7 @@ fn long_read_waivers(p: &mut Plan, o: &NvmePlanOptions) {
 
 /// The gc-settle case of one write-approved drive or target.
 fn gc_settle_case(o: &NvmePlanOptions, label: &str, key: &str) -> Case {
-    let path = PathId::NvmeWrite;
+    let path = LongTest::GcSettle.path();
     let write_s = o.gc_write_s.unwrap_or(DEFAULT_GC_WRITE_S).max(1);
     // One-second intervals; the statistics are over the last third.
     let timed = u32::try_from(write_s.div_ceil(3)).unwrap_or(u32::MAX);
