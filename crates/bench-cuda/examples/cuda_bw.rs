@@ -190,6 +190,9 @@ fn main() -> ExitCode {
                 if m.cache_resident {
                     flags.push("cache");
                 }
+                for note in m.notes.iter().filter(|n| n.starts_with("device placement")) {
+                    eprintln!("note {name} {size} {streams}: {note}");
+                }
                 if m.contended {
                     flags.push("contended");
                 }

@@ -27,7 +27,7 @@ use hwc_runner::{BenchError, Prepared, Rep};
 use crate::affinity::AffinityGuard;
 use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
 use crate::error::{driver, CudaError};
-use crate::params::{CopySpec, Direction, HostMemory};
+use crate::params::{CopySpec, DevicePlacement, Direction, HostMemory, DEVICE_PLACEMENTS};
 use crate::pattern;
 use crate::pool::{DeviceKey, HostKey, Lent, Pool, Role};
 use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
@@ -124,6 +124,36 @@ pub enum CopyOp {
 }
 
 impl CopyOp {
+    /// The same copy with its device endpoints moved `at`'s offsets into their buffers (a host
+    /// endpoint, which always starts at its buffer's start, is left as it is).
+    fn placed(self, at: DevicePlacement) -> CopyOp {
+        let shift = |ptr: sys::CUdeviceptr, by: usize| ptr + by as sys::CUdeviceptr;
+        match self {
+            CopyOp::H2d { dst, src } => CopyOp::H2d {
+                dst: shift(dst, at.destination_offset_bytes),
+                src,
+            },
+            CopyOp::D2h { dst, src } => CopyOp::D2h {
+                dst,
+                src: shift(src, at.source_offset_bytes),
+            },
+            CopyOp::D2d { dst, src } => CopyOp::D2d {
+                dst: shift(dst, at.destination_offset_bytes),
+                src: shift(src, at.source_offset_bytes),
+            },
+        }
+    }
+
+    /// Offsets of (destination, source) into their buffers under `at`: `at`'s for a device
+    /// endpoint, 0 for a host one.
+    fn offsets(self, at: DevicePlacement) -> (usize, usize) {
+        match self {
+            CopyOp::H2d { .. } => (at.destination_offset_bytes, 0),
+            CopyOp::D2h { .. } => (0, at.source_offset_bytes),
+            CopyOp::D2d { .. } => (at.destination_offset_bytes, at.source_offset_bytes),
+        }
+    }
+
     /// Queue the copy of `len` bytes on `stream`.
     ///
     /// # Safety
@@ -192,10 +222,30 @@ impl Buffers {
 
 struct Lane {
     stream: Arc<CudaStream>,
+    /// The copy with its endpoints at their buffers' starts.
     op: CopyOp,
+    /// Where in its device buffers the copies lie (the first of [`DEVICE_PLACEMENTS`] unless
+    /// the case searched).
+    at: DevicePlacement,
     buffers: Buffers,
     seed: u64,
     index: u32,
+}
+
+impl Lane {
+    /// The copy as queued: at the lane's placement.
+    fn copy(&self) -> CopyOp {
+        self.op.placed(self.at)
+    }
+}
+
+/// What trying the device placements found.
+struct PlacementSearch {
+    /// Per placement tried: where, and GB/s of all flows together (each flow's
+    /// bytes over its own span, summed) in one repetition after one settling repetition.
+    tried: Vec<(DevicePlacement, f64)>,
+    /// Index of the fastest, where the case is measured.
+    chosen: usize,
 }
 
 /// The streams of one direction, joined into the lead stream's end event.
@@ -230,6 +280,8 @@ pub struct CopyCase<'a> {
     flushed: bool,
     cache_resident: bool,
     placement: Option<Placement>,
+    /// Set when the case tried the device placements.
+    search: Option<PlacementSearch>,
     notes: Vec<String>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
@@ -255,6 +307,9 @@ impl<'a> CopyCase<'a> {
         let ctx = rt.ctx.clone();
         ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))?;
         let size = spec.size_bytes;
+        let source_bytes = spec.device_source_bytes();
+        let destination_bytes = spec.device_destination_bytes();
+        let home = DEVICE_PLACEMENTS[0];
         let pool = &mut rt.pool;
         let mut flows = Vec::with_capacity(spec.flows.len());
         for f in &spec.flows {
@@ -271,7 +326,7 @@ impl<'a> CopyCase<'a> {
                 let (op, buffers, seed) = match f.direction {
                     Direction::H2d => {
                         let src = pool.take_host(&ctx, host(Role::Src), size)?;
-                        let dst = pool.take_device(&ctx, dev(Role::Dst), size)?;
+                        let dst = pool.take_device(&ctx, dev(Role::Dst), destination_bytes)?;
                         let op = CopyOp::H2d {
                             dst: dst.buf.ptr(),
                             src: src.buf.as_ptr(),
@@ -280,7 +335,7 @@ impl<'a> CopyCase<'a> {
                         (op, Buffers::H2d { src, dst }, seed)
                     }
                     Direction::D2h => {
-                        let src = pool.take_device(&ctx, dev(Role::Src), size)?;
+                        let src = pool.take_device(&ctx, dev(Role::Src), source_bytes)?;
                         let mut dst = pool.take_host(&ctx, host(Role::Dst), size)?;
                         let op = CopyOp::D2h {
                             dst: dst.buf.as_mut_ptr(),
@@ -290,8 +345,8 @@ impl<'a> CopyCase<'a> {
                         (op, Buffers::D2h { src, dst }, seed)
                     }
                     Direction::D2d => {
-                        let src = pool.take_device(&ctx, dev(Role::Src), size)?;
-                        let dst = pool.take_device(&ctx, dev(Role::Dst), size)?;
+                        let src = pool.take_device(&ctx, dev(Role::Src), source_bytes)?;
+                        let dst = pool.take_device(&ctx, dev(Role::Dst), destination_bytes)?;
                         let op = CopyOp::D2d {
                             dst: dst.buf.ptr(),
                             src: src.buf.ptr(),
@@ -303,6 +358,7 @@ impl<'a> CopyCase<'a> {
                 lanes.push(Lane {
                     stream,
                     op,
+                    at: home,
                     buffers,
                     seed,
                     index,
@@ -319,7 +375,7 @@ impl<'a> CopyCase<'a> {
                 end: new_event(&ctx, true)?,
             });
         }
-        let latched = spec.host_memory == HostMemory::Pinned || !spec.uses_host();
+        let latched = spec.latched();
         // The CPU just filled the sources and poisoned the destinations: out of its caches
         // with them, so the DMA meets memory, not modified lines (see `cache`). Pageable copies
         // go through the driver's staging buffer, which this cannot reach.
@@ -346,11 +402,15 @@ impl<'a> CopyCase<'a> {
             flushed,
             cache_resident,
             placement,
+            search: None,
             notes: Vec::new(),
             suspect: false,
             _affinity: affinity,
         };
         let first_gbps = case.calibrate()?;
+        if spec.searches_placement() {
+            case.search_placement()?;
+        }
         case.notes = case.describe(spec, &cx, first_gbps);
         Ok(case)
     }
@@ -387,6 +447,46 @@ impl<'a> CopyCase<'a> {
         Err(CudaError::LatchTimeout {
             timeout_ms: LATCH_TIMEOUT_NS / 1_000_000,
         })
+    }
+
+    /// Run the chosen K at each of [`DEVICE_PLACEMENTS`] (one settling repetition, one
+    /// timed) and leave the lanes at the fastest. The figures come from the repetitions the
+    /// runner times afterwards, not from these, so picking the best of a few placements does
+    /// not pick the luckiest repetition.
+    fn search_placement(&mut self) -> Result<(), CudaError> {
+        let mut tried = Vec::new();
+        for at in DEVICE_PLACEMENTS {
+            self.place(at);
+            self.run_rep(self.copies)?;
+            self.run_rep(self.copies)?;
+            tried.push((at, self.all_flows_gbps()?));
+        }
+        let best = tried.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|t| t.0);
+        let chosen = tried.iter().position(|t| Some(t.0) == best).unwrap_or(0);
+        self.place(tried[chosen].0);
+        self.search = Some(PlacementSearch { tried, chosen });
+        Ok(())
+    }
+
+    fn place(&mut self, at: DevicePlacement) {
+        for lane in self.flows.iter_mut().flat_map(|f| &mut f.lanes) {
+            lane.at = at;
+        }
+    }
+
+    /// The last repetition's throughput of every flow together: each flow's bytes over its own
+    /// event span, summed, in GB/s.
+    fn all_flows_gbps(&self) -> Result<f64, CudaError> {
+        let flow_bytes = f64::from(self.copies) * self.size_bytes as f64 * f64::from(self.streams);
+        let mut total = 0.0;
+        for flow in &self.flows {
+            let ms = flow
+                .start
+                .elapsed_ms(&flow.end)
+                .map_err(driver("cuEventElapsedTime"))?;
+            total += flow_bytes / (f64::from(ms) / 1e3) / 1e9;
+        }
+        Ok(total)
     }
 
     fn lead(&self) -> &Arc<CudaStream> {
@@ -427,10 +527,14 @@ impl<'a> CopyCase<'a> {
         for _ in 0..k {
             for flow in &self.flows {
                 for lane in &flow.lanes {
-                    // SAFETY: the lane owns both buffers (size_bytes each); the case drops them
+                    // SAFETY: the lane owns both buffers: a host one of size_bytes (copied from
+                    // its start), a device one of size_bytes plus the largest offset of
+                    // DEVICE_PLACEMENTS when the spec searches placement (prepare took
+                    // spec.device_source_bytes() / device_destination_bytes()), and lane.at
+                    // is one of those placements, or the first; the case drops the buffers
                     // only after synchronising every stream (run_rep's end, or Drop); the
                     // context was bound above.
-                    unsafe { lane.op.enqueue(self.size_bytes, &lane.stream) }?;
+                    unsafe { lane.copy().enqueue(self.size_bytes, &lane.stream) }?;
                 }
             }
         }
@@ -492,6 +596,9 @@ impl<'a> CopyCase<'a> {
             "first repetition of the case (K calibration; one repetition, so no spread, N=1): \
              {first_gbps:.2} GB/s"
         ));
+        if let Some(search) = &self.search {
+            notes.push(placement_note(search));
+        }
         if self.flushed {
             notes.push(
                 "host buffers flushed from the CPU caches before the case: the copies read and \
@@ -530,27 +637,33 @@ impl<'a> CopyCase<'a> {
 
     fn check_lane(&self, direction: Direction, lane: &Lane) -> Result<(), CudaError> {
         let size = self.size_bytes;
+        // Destination byte dst_at + i holds the source's byte src_at + i, whose pattern value
+        // depends on that offset.
+        let (dst_at, src_at) = lane.op.offsets(lane.at);
+        let expected_at = |dst_offset: usize| dst_offset - dst_at + src_at;
         let describe = |m: pattern::Mismatch| {
             CudaError::Mismatch(format!(
                 "{} stream {}: byte {} of {} is {:#04x}, expected {:#04x}",
                 direction.as_str(),
                 lane.index,
-                m.offset,
+                m.offset - src_at,
                 size,
                 m.found,
                 m.expected
             ))
         };
         let device_check = |dst: &DeviceBuffer, offset: usize, len: usize| {
-            dst.read_with(offset, len, |chunk, at| {
-                pattern::check(chunk, lane.seed, at).map_or(Ok(()), Err)
+            dst.read_with(dst_at + offset, len, |chunk, at| {
+                pattern::check(chunk, lane.seed, expected_at(at)).map_or(Ok(()), Err)
             })
             .and_then(|r| r.map_err(describe))
         };
         match &lane.buffers {
             Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
-            Buffers::D2h { dst, .. } => pattern::check(&dst.buf.as_slice()[..size], lane.seed, 0)
-                .map_or(Ok(()), |m| Err(describe(m))),
+            Buffers::D2h { dst, .. } => {
+                pattern::check(&dst.buf.as_slice()[..size], lane.seed, src_at)
+                    .map_or(Ok(()), |m| Err(describe(m)))
+            }
             Buffers::D2d { dst, .. } => {
                 for (offset, len) in d2d_windows(size) {
                     device_check(&dst.buf, offset, len)?;
@@ -559,6 +672,45 @@ impl<'a> CopyCase<'a> {
             }
         }
     }
+}
+
+/// The note a case that tried the device placements carries.
+fn placement_note(search: &PlacementSearch) -> String {
+    let tried: Vec<String> = search
+        .tried
+        .iter()
+        .map(|(at, gbps)| format!("{} → {gbps:.2}", placement_label(*at)))
+        .collect();
+    let gbps = || search.tried.iter().map(|t| t.1);
+    let fastest = gbps().fold(f64::NAN, f64::max);
+    let slowest = gbps().fold(f64::NAN, f64::min);
+    format!(
+        "device placement: {} placements of the copies in their device buffers tried \
+         (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
+         spread): {}; fastest over slowest {:+.1} %; measured at {} (where device buffers lie \
+         changes small duplex and D2D copies: the GPU hashes physical addresses onto its \
+         memory partitions)",
+        search.tried.len(),
+        tried.join(", "),
+        (fastest / slowest - 1.0) * 100.0,
+        placement_label(search.tried[search.chosen].0)
+    )
+}
+
+/// `0/512 KiB`: destination and source offsets.
+fn placement_label(at: DevicePlacement) -> String {
+    let kib = |b: usize| {
+        if b == 0 {
+            "0".to_string()
+        } else {
+            format!("{} KiB", b >> 10)
+        }
+    };
+    format!(
+        "{}/{}",
+        kib(at.destination_offset_bytes),
+        kib(at.source_offset_bytes)
+    )
 }
 
 /// Where the D2D destination is read back: all of it when small, else 1 MiB at its start,
@@ -687,7 +839,92 @@ impl Drop for CopyCase<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::d2d_windows;
+    use super::*;
+
+    const KIB: usize = 1 << 10;
+
+    #[test]
+    fn a_placement_moves_device_endpoints_and_leaves_host_ones() {
+        let at = DevicePlacement {
+            destination_offset_bytes: 192 * KIB,
+            source_offset_bytes: 4160 * KIB,
+        };
+        let host = 0x1000usize as *mut c_void;
+        match (CopyOp::H2d {
+            dst: 1 << 32,
+            src: host,
+        })
+        .placed(at)
+        {
+            CopyOp::H2d { dst, src } => {
+                assert_eq!(dst, (1 << 32) + (192 << 10));
+                assert_eq!(src, host.cast_const());
+            }
+            _ => panic!("direction changed"),
+        }
+        match (CopyOp::D2h {
+            dst: host,
+            src: 1 << 32,
+        })
+        .placed(at)
+        {
+            CopyOp::D2h { dst, src } => {
+                assert_eq!(dst, host);
+                assert_eq!(src, (1 << 32) + (4160 << 10));
+            }
+            _ => panic!("direction changed"),
+        }
+        match (CopyOp::D2d {
+            dst: 1 << 33,
+            src: 1 << 32,
+        })
+        .placed(at)
+        {
+            CopyOp::D2d { dst, src } => {
+                assert_eq!(dst, (1 << 33) + (192 << 10));
+                assert_eq!(src, (1 << 32) + (4160 << 10));
+            }
+            _ => panic!("direction changed"),
+        }
+    }
+
+    #[test]
+    fn the_check_reads_where_the_copy_wrote_and_expects_what_it_read() {
+        let at = DEVICE_PLACEMENTS[9];
+        let (dst, src) = (at.destination_offset_bytes, at.source_offset_bytes);
+        let host = std::ptr::null_mut::<c_void>();
+        let h2d = CopyOp::H2d {
+            dst: 0,
+            src: host.cast_const(),
+        };
+        assert_eq!(h2d.offsets(at), (dst, 0));
+        assert_eq!(CopyOp::D2h { dst: host, src: 0 }.offsets(at), (0, src));
+        assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.offsets(at), (dst, src));
+        // Home: every copy starts at its buffers' starts.
+        assert_eq!(
+            CopyOp::D2d { dst: 0, src: 0 }.offsets(DEVICE_PLACEMENTS[0]),
+            (0, 0)
+        );
+    }
+
+    #[test]
+    fn the_placement_note_names_every_try_and_the_one_measured() {
+        let tried = vec![
+            (DEVICE_PLACEMENTS[0], 70.88),
+            (DEVICE_PLACEMENTS[9], 75.21),
+            (DEVICE_PLACEMENTS[11], 72.41),
+        ];
+        let note = placement_note(&PlacementSearch { tried, chosen: 1 });
+        assert!(note.starts_with("device placement: 3 placements"), "{note}");
+        assert!(
+            note.contains("0/0 → 70.88, 704 KiB/2112 KiB → 75.21, 192 KiB/4160 KiB → 72.41"),
+            "{note}"
+        );
+        assert!(note.contains("(N=1, no spread)"), "{note}");
+        // 75.21 / 70.88 = 1.0611.
+        assert!(note.contains("fastest over slowest +6.1 %"), "{note}");
+        assert!(note.contains("measured at 704 KiB/2112 KiB"), "{note}");
+    }
 
     #[test]
     fn d2d_windows_cover_small_buffers_and_sample_large_ones() {

@@ -183,19 +183,99 @@ impl CopySpec {
         self.flows.iter().any(|f| f.direction != Direction::D2d)
     }
 
+    /// True when the copies wait behind the latch (pinned host memory, or none).
+    pub fn latched(&self) -> bool {
+        self.host_memory == HostMemory::Pinned || !self.uses_host()
+    }
+
+    /// True when the case tries each of [`DEVICE_PLACEMENTS`] and measures at the fastest:
+    /// small latched copies with a device-memory read and a device-memory write in flight at
+    /// once (duplex, D2D). See [`DEVICE_PLACEMENTS`] for why.
+    pub fn searches_placement(&self) -> bool {
+        let concurrent = self.flows.len() > 1 || self.flows[0].direction == Direction::D2d;
+        concurrent && self.latched() && self.size_bytes <= PLACEMENT_SEARCH_MAX_BYTES
+    }
+
+    /// Bytes each device source buffer must hold: the copy, plus the largest offset it may be
+    /// placed at.
+    pub fn device_source_bytes(&self) -> usize {
+        self.size_bytes + self.largest_offset(|p| p.source_offset_bytes)
+    }
+
+    /// Bytes each device destination buffer must hold, as [`CopySpec::device_source_bytes`].
+    pub fn device_destination_bytes(&self) -> usize {
+        self.size_bytes + self.largest_offset(|p| p.destination_offset_bytes)
+    }
+
+    fn largest_offset(&self, of: impl Fn(&DevicePlacement) -> usize) -> usize {
+        if self.searches_placement() {
+            DEVICE_PLACEMENTS.iter().map(of).max().unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
     /// Device memory the case allocates, in bytes.
     pub fn device_bytes(&self) -> u64 {
-        let per_flow: u64 = self
-            .flows
-            .iter()
-            .map(|f| match f.direction {
-                Direction::D2d => 2,
-                Direction::H2d | Direction::D2h => 1,
-            })
-            .sum();
-        per_flow * self.size_bytes as u64 * u64::from(self.streams)
+        let (sources, destinations) =
+            self.flows
+                .iter()
+                .fold((0u64, 0u64), |(s, d), f| match f.direction {
+                    Direction::D2d => (s + 1, d + 1),
+                    Direction::H2d => (s, d + 1),
+                    Direction::D2h => (s + 1, d),
+                });
+        (sources * self.device_source_bytes() as u64
+            + destinations * self.device_destination_bytes() as u64)
+            * u64::from(self.streams)
     }
 }
+
+/// Where a case's copies start in its device buffers, in bytes from each buffer's start (a
+/// host buffer's copies always start at its start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DevicePlacement {
+    pub destination_offset_bytes: usize,
+    pub source_offset_bytes: usize,
+}
+
+const fn at(destination_kib: usize, source_kib: usize) -> DevicePlacement {
+    DevicePlacement {
+        destination_offset_bytes: destination_kib << 10,
+        source_offset_bytes: source_kib << 10,
+    }
+}
+
+/// The placements a case that [searches placement](CopySpec::searches_placement) tries, as
+/// (destination, source) offsets in KiB; the first is where every other case's copies lie.
+///
+/// Why: on H200s (driver 580), small duplex and D2D copies change speed with where their
+/// device buffers lie (tools/gpu-reference/README.md, session 5). A 512 KiB duplex pair read
+/// 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 placements of its D2H source
+/// against its H2D destination, most placements steady within ±0.5 % from process to process;
+/// 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB read 49.5 at every placement tried. The GPU hashes
+/// physical addresses onto its memory partitions, which software neither sees nor chooses, so
+/// which placement is fast is not known in advance: the search keeps the fastest of these. The
+/// destination moves as well as the source, because its position mattered as well as the
+/// distance between the two. Offsets are multiples of 64 KiB (the pattern check needs 8).
+pub const DEVICE_PLACEMENTS: [DevicePlacement; 12] = [
+    at(0, 0),
+    at(0, 512),
+    at(0, 1536),
+    at(0, 3264),
+    at(1088, 0),
+    at(1088, 512),
+    at(1088, 1536),
+    at(2368, 3264),
+    at(2368, 0),
+    at(704, 2112),
+    at(3200, 320),
+    at(192, 4160),
+];
+
+/// Largest copy size that searches placement: from 4 MiB on no placement differed (above),
+/// and a case's extra repetitions stay short (12 × 2 at K ≤ 256 copies of ≤ 2 MiB).
+pub const PLACEMENT_SEARCH_MAX_BYTES: usize = 2 << 20;
 
 /// The L2 rule: a D2D copy's working set (source and destination of every stream) that fits
 /// in the L2 cache measures the cache, not device memory.
@@ -318,6 +398,77 @@ mod tests {
             CopySpec::from_case(&case(PathId::HostRam, base())).unwrap_err(),
             ParamError::NotACopyPath(PathId::HostRam)
         );
+    }
+
+    fn spec_of(path: PathId, size_bytes: u64, host_memory: &str) -> CopySpec {
+        let mut p = base();
+        p.size_bytes = Some(size_bytes);
+        p.host_memory = Some(host_memory.into());
+        if path == PathId::Duplex {
+            p.direction = Some("h2d".into());
+        }
+        CopySpec::from_case(&case(path, p)).unwrap()
+    }
+
+    #[test]
+    fn small_duplex_and_d2d_search_placement_and_nothing_else_does() {
+        let searches = |path, size, memory| spec_of(path, size, memory).searches_placement();
+        for size in [128 << 10, 512 << 10, 1 << 20, 2 << 20] {
+            assert!(searches(PathId::Duplex, size, "pinned"), "duplex {size}");
+            assert!(searches(PathId::D2d, size, "pinned"), "d2d {size}");
+            assert!(!searches(PathId::H2d, size, "pinned"), "h2d {size}");
+            assert!(!searches(PathId::D2h, size, "pinned"), "d2h {size}");
+            assert!(!searches(PathId::H2d, size, "pageable"), "pageable {size}");
+        }
+        // One byte past the limit: placement made no difference there.
+        assert!(!searches(PathId::Duplex, (2 << 20) + 1, "pinned"));
+        assert!(!searches(PathId::D2d, 4 << 20, "pinned"));
+        assert!(!searches(PathId::Duplex, 256 << 20, "pinned"));
+    }
+
+    #[test]
+    fn a_searching_case_allocates_room_for_its_farthest_placement() {
+        let size = 512usize << 10;
+        let largest_dst = DEVICE_PLACEMENTS
+            .iter()
+            .map(|p| p.destination_offset_bytes)
+            .max()
+            .unwrap();
+        let largest_src = DEVICE_PLACEMENTS
+            .iter()
+            .map(|p| p.source_offset_bytes)
+            .max()
+            .unwrap();
+        assert_eq!((largest_dst, largest_src), (3200 << 10, 4160 << 10));
+        // base() asks for 2 streams: one H2D destination and one D2H source per stream.
+        let s = spec_of(PathId::Duplex, size as u64, "pinned");
+        assert_eq!(s.device_destination_bytes(), size + largest_dst);
+        assert_eq!(s.device_source_bytes(), size + largest_src);
+        assert_eq!(
+            s.device_bytes(),
+            2 * ((size + largest_dst) + (size + largest_src)) as u64
+        );
+        // Every placement fits what was allocated.
+        for p in DEVICE_PLACEMENTS {
+            assert!(p.destination_offset_bytes + size <= s.device_destination_bytes());
+            assert!(p.source_offset_bytes + size <= s.device_source_bytes());
+        }
+        // A case that does not search takes exactly its size.
+        let h2d = spec_of(PathId::H2d, size as u64, "pinned");
+        assert_eq!(
+            (h2d.device_destination_bytes(), h2d.device_source_bytes()),
+            (size, size)
+        );
+    }
+
+    #[test]
+    fn placements_start_at_home_are_distinct_and_keep_the_pattern_aligned() {
+        assert_eq!(DEVICE_PLACEMENTS[0], at(0, 0));
+        for (i, p) in DEVICE_PLACEMENTS.iter().enumerate() {
+            assert_eq!(p.destination_offset_bytes % (64 << 10), 0, "{p:?}");
+            assert_eq!(p.source_offset_bytes % (64 << 10), 0, "{p:?}");
+            assert!(!DEVICE_PLACEMENTS[..i].contains(p), "{p:?} twice");
+        }
     }
 
     #[test]

@@ -240,8 +240,12 @@ impl Pool {
                 *e = (*e).max(spec.size_bytes);
             }
             for k in device {
+                let bytes = match k.role {
+                    Role::Src => spec.device_source_bytes(),
+                    Role::Dst => spec.device_destination_bytes(),
+                };
                 let e = self.device_hint.entry(k).or_default();
-                *e = (*e).max(spec.size_bytes);
+                *e = (*e).max(bytes);
             }
         }
     }
@@ -496,5 +500,37 @@ mod tests {
         };
         assert_eq!(pool.host_hint[&host0], 256 << 20);
         assert_eq!(pool.host_hint[&HostKey { lane: 5, ..host0 }], 1 << 20);
+    }
+
+    #[test]
+    fn hints_leave_room_for_the_placements_a_small_duplex_tries() {
+        let mut pool = Pool::default();
+        let duplex = spec(
+            vec![flow(Direction::H2d, Some(0)), flow(Direction::D2h, Some(0))],
+            1,
+            512 << 10,
+        );
+        assert!(duplex.searches_placement());
+        pool.expect([&duplex]);
+        let lane0 = |role| DeviceKey { role, lane: 0 };
+        // The H2D destination and the D2H source, each with room for its farthest offset.
+        assert_eq!(
+            pool.device_hint[&lane0(Role::Dst)],
+            duplex.device_destination_bytes()
+        );
+        assert_eq!(
+            pool.device_hint[&lane0(Role::Src)],
+            duplex.device_source_bytes()
+        );
+        assert!(duplex.device_source_bytes() > 512 << 10);
+        // Host buffers are copied from their start: no room needed.
+        let host = |role| HostKey {
+            role,
+            node: Some(0),
+            memory: HostMemory::Pinned,
+            lane: 0,
+        };
+        assert_eq!(pool.host_hint[&host(Role::Src)], 512 << 10);
+        assert_eq!(pool.host_hint[&host(Role::Dst)], 512 << 10);
     }
 }

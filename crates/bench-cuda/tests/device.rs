@@ -92,20 +92,22 @@ fn cases_for(gpu: &str) -> Vec<Case> {
         host("pageable", None),
     ));
     for dir in ["h2d", "d2h"] {
-        let params = CaseParams {
-            direction: Some(dir.into()),
-            ..host("pinned", Some(0))
-        };
-        v.push(case(
-            gpu,
-            &format!("duplex-{dir}"),
-            PathId::Duplex,
-            64 * MIB,
-            1,
-            params,
-        ));
+        for size in [512 << 10, 64 * MIB] {
+            let params = CaseParams {
+                direction: Some(dir.into()),
+                ..host("pinned", Some(0))
+            };
+            v.push(case(
+                gpu,
+                &format!("duplex-{dir}"),
+                PathId::Duplex,
+                size,
+                1,
+                params,
+            ));
+        }
     }
-    for (size, streams) in [(16 * MIB, 1), (256 * MIB, 1), (4 * MIB, 4)] {
+    for (size, streams) in [(MIB, 2), (16 * MIB, 1), (256 * MIB, 1), (4 * MIB, 4)] {
         v.push(case(
             gpu,
             "d2d",
@@ -208,6 +210,19 @@ fn copies_on_every_gpu() {
                         if !verified {
                             problems.push(format!("{}: node 0 placement not verified", c.key));
                         }
+                    }
+                    // Small duplex and D2D cases try the device placements (and their data
+                    // check ran at the one measured); no other case does.
+                    let searched = matches!(c.path, PathId::Duplex | PathId::D2d)
+                        && c.params.size_bytes <= Some(2 * MIB);
+                    let note = m.notes.iter().find(|n| n.starts_with("device placement"));
+                    match (searched, note) {
+                        (true, Some(n)) if n.contains("12 placements") => {}
+                        (true, n) => problems.push(format!("{}: placement note {n:?}", c.key)),
+                        (false, Some(n)) => {
+                            problems.push(format!("{}: unexpected placement note {n}", c.key))
+                        }
+                        (false, None) => {}
                     }
                     if c.path == PathId::D2d {
                         let expect = hwc_bench_cuda::l2_resident(
