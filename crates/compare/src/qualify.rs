@@ -250,11 +250,14 @@ pub enum FailureKind {
     MaxUnknown,
     /// `no-matching-link`: a required link check's pattern matches no link of the profile.
     NoMatchingLink,
+    /// `not-finite`: the figure, or the floor computed from a baseline or link, is not a finite
+    /// number (a profile read from a file cannot hold one; a profile built in code can).
+    NotFinite,
 }
 
 impl FailureKind {
     /// Every kind, in the order of the documentation.
-    pub const ALL: [FailureKind; 10] = [
+    pub const ALL: [FailureKind; 11] = [
         FailureKind::BelowFloor,
         FailureKind::MissingInProfile,
         FailureKind::MissingInBaseline,
@@ -265,6 +268,7 @@ impl FailureKind {
         FailureKind::LinkBelowTarget,
         FailureKind::MaxUnknown,
         FailureKind::NoMatchingLink,
+        FailureKind::NotFinite,
     ];
 
     /// The stable name: JUnit's `<failure type>`, JSON/YAML's `failure`.
@@ -280,6 +284,7 @@ impl FailureKind {
             FailureKind::LinkBelowTarget => "link-below-target",
             FailureKind::MaxUnknown => "max-unknown",
             FailureKind::NoMatchingLink => "no-matching-link",
+            FailureKind::NotFinite => "not-finite",
         }
     }
 }
@@ -581,6 +586,18 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             "the rule gives no floor".into(),
         );
     };
+    // NaN compares false either way and infinity passes every floor: neither is a reading.
+    if !(found.value.is_finite() && floor.is_finite()) {
+        return check(
+            Outcome::Fail(FailureKind::NotFinite),
+            None,
+            None,
+            format!(
+                "not a finite number: {} {} against {basis}",
+                found.what, found.value
+            ),
+        );
+    }
     let pass = found.value >= floor;
     let mut detail = format!(
         "{} {} {} {basis} ({})",

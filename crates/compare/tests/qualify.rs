@@ -530,9 +530,16 @@ links:
     no_floor.name = Some("no floor".into());
     no_floor.min_gbps = None;
     spec.rules.push(no_floor);
+    // A profile built in code (not read from a file, which refuses it) can hold infinity.
+    let mut infinite = spec.rules[0].clone();
+    infinite.name = Some("not a number".into());
+    infinite.path = "warm_gpu1_peak_gbps".into();
+    spec.rules.push(infinite);
 
     let mut p = host_ceiling("node", Some("streaming"), 58.0);
     p.ceilings.insert("warm_gpu0_peak_gbps".into(), 26.0);
+    p.ceilings
+        .insert("warm_gpu1_peak_gbps".into(), f64::INFINITY);
     // gpu0 runs Gen4 of its Gen5; gpu1's maximum is unknown; gpu2 runs Gen3 (< 4) and its
     // maximum width is unknown: the lower generation names the failure.
     let p = with_link(p, "gpu0", (4, 16), (5, 16));
@@ -553,6 +560,7 @@ links:
         ("no device in the path", Some("no-device")),
         ("no such link", Some("no-link")),
         ("no floor", Some("no-floor")),
+        ("not a number", Some("not-finite")),
         ("gpu0 link (0000:01:00.0)", Some("link-below-target")),
         ("gpu1 link (0000:02:00.0)", Some("max-unknown")),
         ("gpu2 link (0000:03:00.0)", Some("link-below-target")),
@@ -590,7 +598,8 @@ links:
     ));
     assert!(message("gpu2 link (0000:03:00.0)").contains("gen 3 < 4"));
     assert!(message("gpu2 link (0000:03:00.0)").contains("maximum unknown"));
-    assert_eq!((r.passed, r.failed, r.skipped), (1, 11, 1));
+    assert!(message("not a number").starts_with("not a finite number: ceiling inf"));
+    assert_eq!((r.passed, r.failed, r.skipped), (1, 12, 1));
 
     // JSON/YAML: `outcome` stays pass/fail/skip; `failure` names the kind of a failed check.
     let v = serde_json::to_value(&r).unwrap();
