@@ -915,6 +915,7 @@ mod tests {
             (DEVICE_PLACEMENTS[11], 72.41),
         ];
         let note = placement_note(&PlacementSearch { tried, chosen: 1 });
+        // The report finds these figures by this prefix (PLACEMENT_NOTE in hwc-report).
         assert!(note.starts_with("device placement: 3 placements"), "{note}");
         assert!(
             note.contains("0/0 → 70.88, 704 KiB/2112 KiB → 75.21, 192 KiB/4160 KiB → 72.41"),

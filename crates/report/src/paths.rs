@@ -223,6 +223,32 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         ],
         &rows,
     );
+    placement_footnote(out, &ms);
+}
+
+/// How the CUDA backend's note begins on a figure measured at the fastest of several device
+/// placements (`placement_note` in crates/bench-cuda/src/copy.rs, whose test pins it).
+const PLACEMENT_NOTE: &str = "device placement:";
+
+/// Under a duplex or D2D table: the sizes whose figures were measured at the fastest device
+/// placement tried, when there are any.
+fn placement_footnote(out: &mut String, ms: &[&Measurement]) {
+    let sizes: BTreeSet<u64> = ms
+        .iter()
+        .filter(|m| m.notes.iter().any(|n| n.starts_with(PLACEMENT_NOTE)))
+        .filter_map(|m| m.params.size_bytes)
+        .collect();
+    if sizes.is_empty() {
+        return;
+    }
+    let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
+    let _ = writeln!(
+        out,
+        "*{}*: measured at the fastest of the placements in device memory their copies tried \
+         first (where device buffers lie moves small duplex and D2D copies); every \
+         placement's rate is in the measurement's notes in the YAML profile.\n",
+        labels.join(", ")
+    );
 }
 
 fn d2d(out: &mut String, p: &Profile) {
@@ -239,10 +265,13 @@ fn d2d(out: &mut String, p: &Profile) {
             continue;
         }
         let _ = writeln!(out, "#### {gpu}\n");
-        matrix(out, "Size", mine.into_iter(), |m| streams_label("D2D", m));
+        matrix(out, "Size", mine.iter().copied(), |m| {
+            streams_label("D2D", m)
+        });
         out.push_str(
             "*cache*: source and destination fit in the GPU's L2 — a cache figure, not HBM.\n\n",
         );
+        placement_footnote(out, &mine);
     }
     waivers(out, p, PathId::D2d);
     out.push('\n');

@@ -596,3 +596,76 @@ fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
     let gds = line_starting(&r, "| GDS NVMe → GPU");
     assert!(gds.contains("| 3.20 (source not recorded) |"), "{gds}");
 }
+
+/// A duplex or D2D case of `size` on gpu0, with the CUDA backend's placement note when
+/// `searched`.
+fn placed(path: PathId, size: u64, direction: Option<&str>, v: f64, searched: bool) -> CaseResult {
+    let mut r = copy(path, size, 1, v);
+    let m = &mut r.measurement;
+    m.params.direction = direction.map(str::to_string);
+    if let Some(d) = direction {
+        m.key.push_str(&format!("/{d}"));
+    }
+    if path == PathId::D2d {
+        m.key = format!("d2d/gpu0/{}/s1", size_label(size));
+        m.params.host_memory = None;
+        m.params.src_node = None;
+        m.params.cpu_node = None;
+        m.placement = None;
+    }
+    if searched {
+        m.notes.push(
+            "device placement: 12 placements of the copies in their device buffers tried \
+             (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
+             spread): 0/0 → 73.43, 704 KiB/2112 KiB → 74.51; fastest over slowest +1.5 %; \
+             measured at 704 KiB/2112 KiB"
+                .into(),
+        );
+    }
+    r
+}
+
+#[test]
+fn duplex_and_d2d_tables_say_which_rows_were_measured_at_the_fastest_placement() {
+    let p = profile_with(true, |r| {
+        r.extend([
+            placed(PathId::Duplex, 512 << 10, Some("h2d"), 37.4, true),
+            placed(PathId::Duplex, 512 << 10, Some("d2h"), 37.44, true),
+            placed(PathId::Duplex, 64 * MIB, Some("h2d"), 51.2, false),
+            placed(PathId::Duplex, 64 * MIB, Some("d2h"), 51.3, false),
+            placed(PathId::D2d, 2 * MIB, None, 898.2, true),
+            placed(PathId::D2d, 256 * MIB, None, 2086.8, false),
+        ]);
+    });
+    let md = render(&p);
+    let notes: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("fastest of the placements"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{md}");
+    // Only the searched sizes are named: the duplex table's, then the D2D table's.
+    assert!(
+        notes[0].starts_with("*512KiB*: measured at the fastest"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[1].starts_with("*2MiB*: measured at the fastest"),
+        "{}",
+        notes[1]
+    );
+    // Each follows its own table.
+    let duplex_at = md.find("— duplex (H2D and D2H").unwrap();
+    let d2d_at = md.find("### Path 4").unwrap();
+    let first = md.find(notes[0]).unwrap();
+    let second = md.find(notes[1]).unwrap();
+    assert!(
+        duplex_at < first && first < d2d_at && d2d_at < second,
+        "{md}"
+    );
+    // No note when no figure searched.
+    let plain = render(&profile_with(true, |r| {
+        r.push(placed(PathId::Duplex, 64 * MIB, Some("h2d"), 51.2, false))
+    }));
+    assert!(!plain.contains("fastest of the placements"), "{plain}");
+}
