@@ -49,6 +49,8 @@ pub use backend::{CudaBackend, BUSY_UTILISATION_PCT};
 pub use bdf::normalize_bdf;
 pub use error::CudaError;
 pub use nvml::NvmlFacts;
-pub use params::{l2_resident, DevicePlacement, ParamError, DEVICE_PLACEMENTS};
+pub use params::{
+    l2_resident, DevicePlacement, ParamError, DEVICE_PLACEMENTS, PLACEMENT_SEARCH_MAX_BYTES,
+};
 pub use probe::{probe, CudaDevice, CudaProbe};
 pub use timing::{copies_per_rep, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};

@@ -246,7 +246,7 @@ const fn at(destination_kib: usize, source_kib: usize) -> DevicePlacement {
     }
 }
 
-/// The placements a case that [searches placement](CopySpec::searches_placement) tries, as
+/// The placements a duplex or D2D case of at most [`PLACEMENT_SEARCH_MAX_BYTES`] tries, as
 /// (destination, source) offsets in KiB; the first is where every other case's copies lie.
 ///
 /// Why: on H200s (driver 580), small duplex and D2D copies change speed with where their
