@@ -63,7 +63,7 @@ const HINT_NO_CUDA: &str =
 /// The `cuda.device_placement` environment value: which copies search placement, and over what.
 fn device_placement_setting() -> String {
     format!(
-        "duplex and D2D copies of {} or less: measured at the fastest of {} placements in \
+        "duplex copies of {} or less: measured at the fastest of {} placements in \
          their device buffers, tried first; other copies at their buffers' start",
         size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
         crate::params::DEVICE_PLACEMENTS.len()
@@ -545,7 +545,7 @@ mod tests {
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
         assert_eq!(
             device_placement_setting(),
-            "duplex and D2D copies of 2MiB or less: measured at the fastest of 12 placements in \
+            "duplex copies of 2MiB or less: measured at the fastest of 12 placements in \
              their device buffers, tried first; other copies at their buffers' start"
         );
     }

@@ -144,14 +144,15 @@ impl CopyOp {
         }
     }
 
-    /// Offsets of (destination, source) into their buffers under `at`: `at`'s for a device
-    /// endpoint, 0 for a host one.
-    fn offsets(self, at: DevicePlacement) -> (usize, usize) {
-        match self {
+    /// Where this copy lies in its buffers under `at`: `at`'s offset for a device endpoint, 0
+    /// for a host one.
+    fn shift(self, at: DevicePlacement) -> Shift {
+        let (dst_at, src_at) = match self {
             CopyOp::H2d { .. } => (at.destination_offset_bytes, 0),
             CopyOp::D2h { .. } => (0, at.source_offset_bytes),
             CopyOp::D2d { .. } => (at.destination_offset_bytes, at.source_offset_bytes),
-        }
+        };
+        Shift { dst_at, src_at }
     }
 
     /// Queue the copy of `len` bytes on `stream`.
@@ -202,6 +203,18 @@ impl Buffers {
         }
     }
 
+    /// `Ok` when a copy of `size` bytes at `shift` stays inside the device buffers.
+    fn fit(&self, shift: Shift, size: usize) -> Result<(), CudaError> {
+        match self {
+            Buffers::H2d { dst, .. } => dst.buf.check_range(shift.dst_at, size),
+            Buffers::D2h { src, .. } => src.buf.check_range(shift.src_at, size),
+            Buffers::D2d { src, dst } => {
+                dst.buf.check_range(shift.dst_at, size)?;
+                src.buf.check_range(shift.src_at, size)
+            }
+        }
+    }
+
     fn give_back(self, pool: &mut Pool) {
         match self {
             Buffers::H2d { src, dst } => {
@@ -236,6 +249,32 @@ impl Lane {
     /// The copy as queued: at the lane's placement.
     fn copy(&self) -> CopyOp {
         self.op.placed(self.at)
+    }
+}
+
+/// Where a copy lies in its buffers, as the data check reads it: the destination's byte
+/// `dst_at + i` must hold the source's byte `src_at + i`, whose pattern value depends on that
+/// offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shift {
+    dst_at: usize,
+    src_at: usize,
+}
+
+impl Shift {
+    /// The destination buffer offset of the copy's byte `i`: where reading back starts.
+    fn destination(self, i: usize) -> usize {
+        self.dst_at + i
+    }
+
+    /// Check a piece of the destination read back from buffer offset `at`; a mismatch's
+    /// offset is the byte's index in the copy.
+    fn check(self, chunk: &[u8], at: usize, seed: u64) -> Option<pattern::Mismatch> {
+        let expected_at = at - self.dst_at + self.src_at;
+        pattern::check(chunk, seed, expected_at).map(|m| pattern::Mismatch {
+            offset: m.offset - self.src_at,
+            ..m
+        })
     }
 }
 
@@ -456,22 +495,29 @@ impl<'a> CopyCase<'a> {
     fn search_placement(&mut self) -> Result<(), CudaError> {
         let mut tried = Vec::new();
         for at in DEVICE_PLACEMENTS {
-            self.place(at);
+            self.place(at)?;
             self.run_rep(self.copies)?;
             self.run_rep(self.copies)?;
             tried.push((at, self.all_flows_gbps()?));
         }
-        let best = tried.iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|t| t.0);
-        let chosen = tried.iter().position(|t| Some(t.0) == best).unwrap_or(0);
-        self.place(tried[chosen].0);
+        // A non-finite rate (an event span read as zero) is no reading: it never wins.
+        let chosen = (0..tried.len())
+            .filter(|&i| tried[i].1.is_finite())
+            .max_by(|&a, &b| tried[a].1.total_cmp(&tried[b].1))
+            .unwrap_or(0);
+        self.place(tried[chosen].0)?;
         self.search = Some(PlacementSearch { tried, chosen });
         Ok(())
     }
 
-    fn place(&mut self, at: DevicePlacement) {
+    /// Move every lane's copies to `at`, after checking that they stay inside the buffers.
+    fn place(&mut self, at: DevicePlacement) -> Result<(), CudaError> {
+        let size = self.size_bytes;
         for lane in self.flows.iter_mut().flat_map(|f| &mut f.lanes) {
+            lane.buffers.fit(lane.op.shift(at), size)?;
             lane.at = at;
         }
+        Ok(())
     }
 
     /// The last repetition's throughput of every flow together: each flow's bytes over its own
@@ -527,13 +573,11 @@ impl<'a> CopyCase<'a> {
         for _ in 0..k {
             for flow in &self.flows {
                 for lane in &flow.lanes {
-                    // SAFETY: the lane owns both buffers: a host one of size_bytes (copied from
-                    // its start), a device one of size_bytes plus the largest offset of
-                    // DEVICE_PLACEMENTS when the spec searches placement (prepare took
-                    // spec.device_source_bytes() / device_destination_bytes()), and lane.at
-                    // is one of those placements, or the first; the case drops the buffers
-                    // only after synchronising every stream (run_rep's end, or Drop); the
-                    // context was bound above.
+                    // SAFETY: the lane owns both buffers: a host one of at least size_bytes
+                    // (copied from its start), a device one of at least size_bytes from
+                    // lane.at's offset (the home placement at offset 0, or one place() checked
+                    // fits); the case drops the buffers only after synchronising every stream
+                    // (run_rep's end, or Drop); the context was bound above.
                     unsafe { lane.copy().enqueue(self.size_bytes, &lane.stream) }?;
                 }
             }
@@ -637,33 +681,29 @@ impl<'a> CopyCase<'a> {
 
     fn check_lane(&self, direction: Direction, lane: &Lane) -> Result<(), CudaError> {
         let size = self.size_bytes;
-        // Destination byte dst_at + i holds the source's byte src_at + i, whose pattern value
-        // depends on that offset.
-        let (dst_at, src_at) = lane.op.offsets(lane.at);
-        let expected_at = |dst_offset: usize| dst_offset - dst_at + src_at;
+        let shift = lane.op.shift(lane.at);
         let describe = |m: pattern::Mismatch| {
             CudaError::Mismatch(format!(
                 "{} stream {}: byte {} of {} is {:#04x}, expected {:#04x}",
                 direction.as_str(),
                 lane.index,
-                m.offset - src_at,
+                m.offset,
                 size,
                 m.found,
                 m.expected
             ))
         };
         let device_check = |dst: &DeviceBuffer, offset: usize, len: usize| {
-            dst.read_with(dst_at + offset, len, |chunk, at| {
-                pattern::check(chunk, lane.seed, expected_at(at)).map_or(Ok(()), Err)
+            dst.read_with(shift.destination(offset), len, |chunk, at| {
+                shift.check(chunk, at, lane.seed).map_or(Ok(()), Err)
             })
             .and_then(|r| r.map_err(describe))
         };
         match &lane.buffers {
             Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
-            Buffers::D2h { dst, .. } => {
-                pattern::check(&dst.buf.as_slice()[..size], lane.seed, src_at)
-                    .map_or(Ok(()), |m| Err(describe(m)))
-            }
+            Buffers::D2h { dst, .. } => shift
+                .check(&dst.buf.as_slice()[..size], 0, lane.seed)
+                .map_or(Ok(()), |m| Err(describe(m))),
             Buffers::D2d { dst, .. } => {
                 for (offset, len) in d2d_windows(size) {
                     device_check(&dst.buf, offset, len)?;
@@ -688,7 +728,7 @@ fn placement_note(search: &PlacementSearch) -> String {
         "device placement: {} placements of the copies in their device buffers tried \
          (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
          spread): {}; fastest over slowest {:+.1} %; measured at {} (where device buffers lie \
-         changes small duplex and D2D copies: the GPU hashes physical addresses onto its \
+         changes small duplex copies: the GPU hashes physical addresses onto its \
          memory partitions)",
         search.tried.len(),
         tried.join(", "),
@@ -889,22 +929,80 @@ mod tests {
     }
 
     #[test]
-    fn the_check_reads_where_the_copy_wrote_and_expects_what_it_read() {
+    fn each_direction_shifts_only_its_device_ends() {
         let at = DEVICE_PLACEMENTS[9];
         let (dst, src) = (at.destination_offset_bytes, at.source_offset_bytes);
         let host = std::ptr::null_mut::<c_void>();
+        let shift = |dst_at, src_at| Shift { dst_at, src_at };
         let h2d = CopyOp::H2d {
             dst: 0,
             src: host.cast_const(),
         };
-        assert_eq!(h2d.offsets(at), (dst, 0));
-        assert_eq!(CopyOp::D2h { dst: host, src: 0 }.offsets(at), (0, src));
-        assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.offsets(at), (dst, src));
+        assert_eq!(h2d.shift(at), shift(dst, 0));
+        assert_eq!(CopyOp::D2h { dst: host, src: 0 }.shift(at), shift(0, src));
+        assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.shift(at), shift(dst, src));
         // Home: every copy starts at its buffers' starts.
-        assert_eq!(
-            CopyOp::D2d { dst: 0, src: 0 }.offsets(DEVICE_PLACEMENTS[0]),
-            (0, 0)
-        );
+        let home = DEVICE_PLACEMENTS[0];
+        assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.shift(home), shift(0, 0));
+    }
+
+    /// `dst` read back as the device check reads it: from `shift.dst_at + offset`, in pieces of
+    /// an odd number of 8-byte words, each checked at its buffer offset.
+    fn check_read_back(dst: &[u8], shift: Shift, offset: usize, len: usize) -> Option<usize> {
+        let start = shift.destination(offset);
+        let piece = 8 * 1021;
+        (start..start + len).step_by(piece).find_map(|at| {
+            let end = (at + piece).min(start + len);
+            shift.check(&dst[at..end], at, 7).map(|m| m.offset)
+        })
+    }
+
+    #[test]
+    fn the_data_check_passes_a_copy_at_its_placement_and_fails_one_elsewhere() {
+        let size = 64 * KIB;
+        let room = size + 4160 * KIB;
+        let mut src = vec![0u8; room];
+        pattern::fill(&mut src, 7, 0);
+        for at in DEVICE_PLACEMENTS {
+            let shift = CopyOp::D2d { dst: 0, src: 0 }.shift(at);
+            let copy = |from: usize, to: usize| {
+                let mut dst = vec![crate::pool::POISON; room];
+                dst[to..to + size].copy_from_slice(&src[from..from + size]);
+                dst
+            };
+            // The copy the placement queues: it passes, whole and in windows.
+            let right = copy(shift.src_at, shift.dst_at);
+            assert_eq!(check_read_back(&right, shift, 0, size), None, "{at:?}");
+            assert_eq!(check_read_back(&right, shift, 8 * KIB, 16 * KIB), None);
+            // A corrupted byte is reported by its index in the copy.
+            let mut bad = right.clone();
+            bad[shift.dst_at + 1000] ^= 0xFF;
+            assert_eq!(check_read_back(&bad, shift, 0, size), Some(1000), "{at:?}");
+            // A copy that ignored the placement fails where the placement moved an end.
+            if shift.src_at != 0 {
+                let from_start = copy(0, shift.dst_at);
+                assert!(
+                    check_read_back(&from_start, shift, 0, size).is_some(),
+                    "{at:?}"
+                );
+            }
+            if shift.dst_at != 0 {
+                let to_start = copy(shift.src_at, 0);
+                assert!(
+                    check_read_back(&to_start, shift, 0, size).is_some(),
+                    "{at:?}"
+                );
+            }
+        }
+        // A D2H destination in host memory starts at 0 and is checked whole.
+        let shift = CopyOp::D2h {
+            dst: std::ptr::null_mut(),
+            src: 0,
+        }
+        .shift(DEVICE_PLACEMENTS[3]);
+        let host = src[shift.src_at..shift.src_at + size].to_vec();
+        assert_eq!(shift.check(&host, 0, 7), None);
+        assert!(shift.check(&src[..size], 0, 7).is_some());
     }
 
     #[test]

@@ -48,11 +48,23 @@ impl DeviceBuffer {
         self.len
     }
 
+    /// `Ok` when `[offset, offset + len)` lies inside the buffer.
+    pub fn check_range(&self, offset: usize, len: usize) -> Result<(), CudaError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            end => Err(CudaError::OutOfRange {
+                offset,
+                end: end.unwrap_or(usize::MAX),
+                capacity: self.len,
+            }),
+        }
+    }
+
     /// Set the first `len` bytes to `value` (synchronous).
     pub fn fill_prefix(&self, len: usize, value: u8) -> Result<(), CudaError> {
+        self.check_range(0, len)?;
         bind(&self.ctx)?;
-        let len = len.min(self.len);
-        // SAFETY: ptr..ptr+len is inside this allocation.
+        // SAFETY: ptr..ptr+len is inside this allocation (checked above).
         unsafe { result::memset_d8_sync(self.ptr, value, len) }.map_err(driver("cuMemsetD8"))
     }
 
@@ -64,14 +76,15 @@ impl DeviceBuffer {
         len: usize,
         mut make: impl FnMut(&mut [u8], usize),
     ) -> Result<(), CudaError> {
+        self.check_range(offset, len)?;
         bind(&self.ctx)?;
-        let end = offset.saturating_add(len).min(self.len);
+        let end = offset + len;
         let mut staging = vec![0u8; STAGING_BYTES.min(end.saturating_sub(offset))];
         let mut at = offset;
         while at < end {
             let n = STAGING_BYTES.min(end - at);
             make(&mut staging[..n], at);
-            // SAFETY: at + n <= len, so the destination range is inside this allocation.
+            // SAFETY: at + n <= end <= self.len (check_range above): inside this allocation.
             unsafe { result::memcpy_htod_sync(self.ptr + at as u64, &staging[..n]) }
                 .map_err(driver("cuMemcpyHtoD"))?;
             at += n;
@@ -87,13 +100,14 @@ impl DeviceBuffer {
         len: usize,
         mut inspect: impl FnMut(&[u8], usize) -> Result<(), E>,
     ) -> Result<Result<(), E>, CudaError> {
+        self.check_range(offset, len)?;
         bind(&self.ctx)?;
-        let end = offset.saturating_add(len).min(self.len);
+        let end = offset + len;
         let mut staging = vec![0u8; STAGING_BYTES.min(end.saturating_sub(offset))];
         let mut at = offset;
         while at < end {
             let n = STAGING_BYTES.min(end - at);
-            // SAFETY: at + n <= len, so the source range is inside this allocation.
+            // SAFETY: at + n <= end <= self.len (check_range above): inside this allocation.
             unsafe { result::memcpy_dtoh_sync(&mut staging[..n], self.ptr + at as u64) }
                 .map_err(driver("cuMemcpyDtoH"))?;
             if let Err(e) = inspect(&staging[..n], at) {

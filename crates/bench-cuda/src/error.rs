@@ -25,6 +25,14 @@ pub enum CudaError {
          not hidden from the timer"
     )]
     LatchTimeout { timeout_ms: u64 },
+    /// A read, write or copy would reach past a device buffer (a bug of ours, refused rather
+    /// than clamped: a clamped check would pass on fewer bytes than were copied).
+    #[error("bytes {offset}..{end} are past the end of a {capacity}-byte device buffer")]
+    OutOfRange {
+        offset: usize,
+        end: usize,
+        capacity: usize,
+    },
     /// The copied data is not what was sent.
     #[error("data check failed: {0}")]
     Mismatch(String),

@@ -19,10 +19,10 @@
 //!   shorter: see [`MAX_COPIES`]);
 //! - a measuring process asks the driver for 32 hardware work queues (`connections`) unless
 //!   the user set `CUDA_DEVICE_MAX_CONNECTIONS`;
-//! - duplex and D2D cases of 2 MiB or less first try each of [`DEVICE_PLACEMENTS`] (where in
-//!   their device buffers the copies lie) and are measured at the fastest: where device
-//!   buffers lie moves those copies by several per cent, and no placement is known in advance
-//!   to be the fast one;
+//! - duplex cases of 2 MiB or less first try each of [`DEVICE_PLACEMENTS`] (where in their
+//!   device buffers the copies lie) and are measured at the fastest: where device buffers lie
+//!   moves those copies by several per cent, and no placement is known in advance to be the
+//!   fast one;
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;
 //! - the idle guard refuses a GPU that another process uses;

@@ -4,7 +4,9 @@
 //! much device memory, costs more than the timed part of a case of that size (a 256 MiB, 8-stream
 //! case spent about 4 of its 6 s there). So each buffer a case uses is taken from this pool and
 //! given back when the case ends: one buffer per role (source or destination), lane (stream
-//! index) and, for host memory, node and kind. A case of size S uses the first S bytes.
+//! index) and, for host memory, node and kind. A case of size S uses S bytes from a buffer's
+//! start, or, for a small duplex case's device buffers, from one of the offsets it tries
+//! (`DEVICE_PLACEMENTS`; the case asks for room for the farthest).
 //!
 //! Keeping the data check honest:
 //! - a source is only ever read by copies, so its pattern (a function of the buffer's seed and the

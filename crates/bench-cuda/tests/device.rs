@@ -6,7 +6,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use hwc_bench_cuda::{probe, CudaBackend};
+use hwc_bench_cuda::{probe, CudaBackend, DEVICE_PLACEMENTS, PLACEMENT_SEARCH_MAX_BYTES};
 use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
 use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
 
@@ -211,13 +211,14 @@ fn copies_on_every_gpu() {
                             problems.push(format!("{}: node 0 placement not verified", c.key));
                         }
                     }
-                    // Small duplex and D2D cases try the device placements (and their data
+                    // Small duplex cases try the device placements (and their data
                     // check ran at the one measured); no other case does.
-                    let searched = matches!(c.path, PathId::Duplex | PathId::D2d)
-                        && c.params.size_bytes <= Some(2 * MIB);
+                    let searched = c.path == PathId::Duplex
+                        && c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64);
+                    let tried = format!("{} placements", DEVICE_PLACEMENTS.len());
                     let note = m.notes.iter().find(|n| n.starts_with("device placement"));
                     match (searched, note) {
-                        (true, Some(n)) if n.contains("12 placements") => {}
+                        (true, Some(n)) if n.contains(&tried) => {}
                         (true, n) => problems.push(format!("{}: placement note {n:?}", c.key)),
                         (false, Some(n)) => {
                             problems.push(format!("{}: unexpected placement note {n}", c.key))

@@ -508,6 +508,18 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             check(Outcome::Skip, None, None, format!("{detail}; not required"))
         };
     };
+    // NaN compares false either way and infinity passes every floor: neither is a reading.
+    if !found.value.is_finite() {
+        return check(
+            Outcome::Fail(FailureKind::NotFinite),
+            None,
+            None,
+            format!(
+                "the profile's {} is not a finite number ({})",
+                found.what, found.value
+            ),
+        );
+    }
     let (floor, basis) = if let Some(g) = r.min_gbps {
         (g, format!("the floor {}", fmt_gbps(g)))
     } else if let Some(pct) = r.min_pct_of_link {
@@ -586,15 +598,15 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             "the rule gives no floor".into(),
         );
     };
-    // NaN compares false either way and infinity passes every floor: neither is a reading.
-    if !(found.value.is_finite() && floor.is_finite()) {
+    if !floor.is_finite() {
         return check(
             Outcome::Fail(FailureKind::NotFinite),
-            None,
+            Some(found.value),
             None,
             format!(
-                "not a finite number: {} {} against {basis}",
-                found.what, found.value
+                "the floor is not a finite number ({basis}); the profile's {} is {}",
+                found.what,
+                fmt_gbps(found.value)
             ),
         );
     }

@@ -230,8 +230,8 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
 /// placements (`placement_note` in crates/bench-cuda/src/copy.rs, whose test pins it).
 const PLACEMENT_NOTE: &str = "device placement:";
 
-/// Under a duplex or D2D table: the sizes whose figures were measured at the fastest device
-/// placement tried, when there are any.
+/// Under a duplex table: the sizes whose figures were measured at the fastest device placement
+/// tried, when there are any.
 fn placement_footnote(out: &mut String, ms: &[&Measurement]) {
     let sizes: BTreeSet<u64> = ms
         .iter()
@@ -245,8 +245,10 @@ fn placement_footnote(out: &mut String, ms: &[&Measurement]) {
     let _ = writeln!(
         out,
         "*{}*: measured at the fastest of the placements in device memory their copies tried \
-         first (where device buffers lie moves small duplex and D2D copies); every \
-         placement's rate is in the measurement's notes in the YAML profile.\n",
+         first (where device buffers lie moves small duplex copies); the H2D and D2H figures \
+         of a size are two cases, each of which chose its own; the one-way figures the \
+         penalties compare with were not searched. Every placement's rate is in the \
+         measurement's notes in the YAML profile.\n",
         labels.join(", ")
     );
 }
@@ -265,13 +267,10 @@ fn d2d(out: &mut String, p: &Profile) {
             continue;
         }
         let _ = writeln!(out, "#### {gpu}\n");
-        matrix(out, "Size", mine.iter().copied(), |m| {
-            streams_label("D2D", m)
-        });
+        matrix(out, "Size", mine.into_iter(), |m| streams_label("D2D", m));
         out.push_str(
             "*cache*: source and destination fit in the GPU's L2 — a cache figure, not HBM.\n\n",
         );
-        placement_footnote(out, &mine);
     }
     waivers(out, p, PathId::D2d);
     out.push('\n');
