@@ -32,33 +32,10 @@ fn with_day1(dir: &std::path::Path, _: &mut hwc_daemon::Config) {
 #[test]
 fn efficiency_says_where_the_ceiling_comes_from_by_key() {
     let d = Daemon::tcp(|dir, _| {
-        let mut p = hwc_testkit::ceilings_profile(
-            "node1",
-            "2026-11-28T10:00:00+00:00",
-            &[
-                ("warm_gpu0_peak_gbps", 55.6),
-                ("dispatcher_cold_1drive_gbps", 55.6),
-            ],
-        );
-        for (key, spread) in [
-            ("h2d/gpu0/local/4MiB/s4", 0.2),
-            ("h2d/gpu0/local/256MiB/s1", 1.8),
-        ] {
-            p.measurements
-                .push(hwc_testkit::h2d_measurement(key, 55.6, spread, 12));
-        }
-        let p = hwc_testkit::with_sources(
-            p,
-            &[
-                (
-                    "warm_gpu0_peak_gbps",
-                    hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-                ),
-                (
-                    "dispatcher_cold_1drive_gbps",
-                    hwc_model::CeilingSource::derived("min of NVMe and H2D", vec![]),
-                ),
-            ],
+        let p = hwc_testkit::with_equal_median_gpu_ceilings(
+            hwc_testkit::ceilings_profile("node1", "2026-11-28T10:00:00+00:00", &[]),
+            55.6,
+            "min of NVMe and H2D",
         );
         write_profile(dir, DAY1, &hwc_profile::to_yaml(&p).unwrap());
     });

@@ -481,32 +481,10 @@ fn efficiency_from_a_profile_file() {
 #[test]
 fn efficiency_prints_the_ceilings_spread_and_n_or_how_it_was_derived() {
     let d = tempfile::tempdir().unwrap();
-    let mut p = profile(
-        "n",
-        &[
-            ("warm_gpu0_peak_gbps", 50.0),
-            ("dispatcher_cold_1drive_gbps", 50.0),
-        ],
-    );
-    for (key, spread) in [
-        ("h2d/gpu0/local/4MiB/s4", 0.2),
-        ("h2d/gpu0/local/256MiB/s1", 1.8),
-    ] {
-        p.measurements
-            .push(hwc_testkit::h2d_measurement(key, 50.0, spread, 12));
-    }
-    let p = hwc_testkit::with_sources(
-        p,
-        &[
-            (
-                "warm_gpu0_peak_gbps",
-                hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-            ),
-            (
-                "dispatcher_cold_1drive_gbps",
-                hwc_model::CeilingSource::derived("min of NVMe and H2D: H2D bounds it", vec![]),
-            ),
-        ],
+    let p = hwc_testkit::with_equal_median_gpu_ceilings(
+        profile("n", &[]),
+        50.0,
+        "min of NVMe and H2D: H2D bounds it",
     );
     let f = write(d.path(), "p.yaml", &p);
     let ask = |path: &str| {

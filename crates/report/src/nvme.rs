@@ -943,6 +943,28 @@ mod tests {
         p
     }
 
+    /// The 1-drive read and write rows, the cold sub-table's NVMe bound and the crossover's
+    /// per-drive figure show `read` / `write` (figure and source), and the 2-drive read row keeps
+    /// its named source; no spread is borrowed from the 9 %-spread measurement of equal median.
+    fn assert_nvme_figures(md: &str, read: &str, write: &str) {
+        let row = line_starting(md, "| NVMe → Host read (1 drive)");
+        assert!(row.contains(&format!("| {read} |")), "{row}");
+        let row = line_starting(md, "| NVMe → Host write (1 drive)");
+        assert!(row.contains(&format!("| {write} |")), "{row}");
+        // The 2-drive figures are the QD32 cases (no other median equals them).
+        let read2 = line_starting(md, "| NVMe → Host read (2 drive)");
+        assert!(read2.contains("| 7.00 (±2.0 %, N=5) |"), "{read2}");
+        // Sub-table 3: the NVMe bound and the crossover's per-drive figure are the same ceiling.
+        let cold = line_starting(md, "| 1 | gpu0 |");
+        assert!(cold.contains(&format!("(GB/s: {read})")), "{cold}");
+        let cross = line_starting(md, "Crossover: H2D");
+        assert!(cross.contains(&format!("/ {read} per drive")), "{cross}");
+        assert!(
+            !summary(md).contains("±9.0"),
+            "no spread from a measurement guessed by value:\n{md}"
+        );
+    }
+
     #[test]
     fn nvme_figures_take_spread_and_count_from_the_measurement_their_ceiling_names() {
         let p = equal_medians_profile();
@@ -957,22 +979,12 @@ mod tests {
             );
         }
         let md = render(&p);
-        let read = line_starting(&md, "| NVMe → Host read (1 drive)");
-        assert!(read.contains("| 3.51 (±2.0 %, N=5) |"), "{read}");
-        let write = line_starting(&md, "| NVMe → Host write (1 drive)");
-        assert!(write.contains("| 2.90 (±2.0 %, N=5) |"), "{write}");
-        // The 2-drive figures are the QD32 cases (no other median equals them).
-        let read2 = line_starting(&md, "| NVMe → Host read (2 drive)");
-        assert!(read2.contains("| 7.00 (±2.0 %, N=5) |"), "{read2}");
-        // Sub-table 3: the NVMe bound and the crossover's per-drive figure are the same ceiling.
+        assert_nvme_figures(&md, "3.51 (±2.0 %, N=5)", "2.90 (±2.0 %, N=5)");
         let cold = line_starting(&md, "| 1 | gpu0 |");
         assert!(
             cold.contains("NVMe aggregate, below H2D (GB/s: 3.51 (±2.0 %, N=5))"),
             "{cold}"
         );
-        let cross = line_starting(&md, "Crossover: H2D");
-        assert!(cross.contains("/ 3.51 (±2.0 %, N=5) per drive"), "{cross}");
-        assert!(!summary(&md).contains("±9.0"), "{md}");
     }
 
     #[test]
@@ -985,27 +997,11 @@ mod tests {
             "nvme_raw_1drive_write_gbps".into(),
             hwc_model::CeilingSource::measured("nvme_write/1drive/1MiB/qd64"),
         );
-        let md = render(&p);
-        let read = line_starting(&md, "| NVMe → Host read (1 drive)");
-        assert!(read.contains("| 3.51 (source not recorded) |"), "{read}");
-        let write = line_starting(&md, "| NVMe → Host write (1 drive)");
-        assert!(write.contains("| 2.90 (source not recorded) |"), "{write}");
-        let cold = line_starting(&md, "| 1 | gpu0 |");
-        assert!(
-            cold.contains("(GB/s: 3.51 (source not recorded))"),
-            "{cold}"
-        );
-        let cross = line_starting(&md, "Crossover: H2D");
-        assert!(
-            cross.contains("/ 3.51 (source not recorded) per drive"),
-            "{cross}"
-        );
-        // Figures whose sources are named keep their spread.
-        let read2 = line_starting(&md, "| NVMe → Host read (2 drive)");
-        assert!(read2.contains("| 7.00 (±2.0 %, N=5) |"), "{read2}");
-        assert!(
-            !summary(&md).contains("±9.0"),
-            "no spread from a measurement guessed by value:\n{md}"
+        // Figures whose sources are named (the 2-drive read) keep their spread.
+        assert_nvme_figures(
+            &render(&p),
+            "3.51 (source not recorded)",
+            "2.90 (source not recorded)",
         );
     }
 

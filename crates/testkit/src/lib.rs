@@ -97,6 +97,35 @@ pub fn with_host_ram_ceiling(mut p: Profile, kernel: Option<&str>, gbps: f64) ->
     )
 }
 
+/// `p` with `warm_gpu0_peak_gbps` and `dispatcher_cold_1drive_gbps` ceilings of `gbps`, and
+/// two gpu0 H2D measurements of that same median (4 MiB × 4 streams ±0.2 %, 256 MiB ±1.8 %,
+/// N=12): the peak's source names the 256 MiB one, the cold ceiling is derived (`how`). Looking
+/// a ceiling's source up by value instead of by key would pick the wrong measurement.
+pub fn with_equal_median_gpu_ceilings(mut p: Profile, gbps: f64, how: &str) -> Profile {
+    p.ceilings.insert("warm_gpu0_peak_gbps".into(), gbps);
+    p.ceilings
+        .insert("dispatcher_cold_1drive_gbps".into(), gbps);
+    for (key, spread) in [
+        ("h2d/gpu0/local/4MiB/s4", 0.2),
+        ("h2d/gpu0/local/256MiB/s1", 1.8),
+    ] {
+        p.measurements.push(h2d_measurement(key, gbps, spread, 12));
+    }
+    with_sources(
+        p,
+        &[
+            (
+                "warm_gpu0_peak_gbps",
+                CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+            ),
+            (
+                "dispatcher_cold_1drive_gbps",
+                CeilingSource::derived(how, vec![]),
+            ),
+        ],
+    )
+}
+
 /// `p` with these `ceiling_sources` entries (as the profile builder writes them).
 pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profile {
     p.ceiling_sources
