@@ -48,21 +48,24 @@ fn has_clflushopt() -> bool {
 #[cfg(target_arch = "x86_64")]
 const LINE: usize = 64;
 
+/// The address of every cache line holding a byte of `[ptr, ptr + len)`.
+#[cfg(target_arch = "x86_64")]
+fn lines(ptr: *const u8, len: usize) -> impl Iterator<Item = usize> {
+    let start = ptr as usize & !(LINE - 1);
+    (start..ptr as usize + len).step_by(LINE)
+}
+
 /// # Safety
 /// `ptr` valid for `len` bytes; the CPU has clflushopt ([`has_clflushopt`]).
 #[cfg(target_arch = "x86_64")]
 unsafe fn flush_opt(ptr: *const u8, len: usize) {
     use std::arch::x86_64::_mm_sfence;
-    let start = ptr as usize & !(LINE - 1);
-    let end = ptr as usize + len;
-    let mut a = start;
-    while a < end {
+    for a in lines(ptr, len) {
         // SAFETY: `a` lies in a line that holds bytes of the caller's valid range; clflushopt
         // writes the line back and invalidates it, changing no data (the CPU has it: caller).
         unsafe {
             std::arch::asm!("clflushopt [{0}]", in(reg) a, options(nostack, preserves_flags))
         };
-        a += LINE;
     }
     // clflushopt is ordered only by a fence.
     // SAFETY: a fence has no memory operands.
@@ -74,13 +77,9 @@ unsafe fn flush_opt(ptr: *const u8, len: usize) {
 #[cfg(target_arch = "x86_64")]
 unsafe fn flush_plain(ptr: *const u8, len: usize) {
     use std::arch::x86_64::{_mm_clflush, _mm_mfence};
-    let start = ptr as usize & !(LINE - 1);
-    let end = ptr as usize + len;
-    let mut a = start;
-    while a < end {
+    for a in lines(ptr, len) {
         // SAFETY: as in `flush_opt`.
         unsafe { _mm_clflush(a as *const u8) };
-        a += LINE;
     }
     // SAFETY: a fence has no memory operands.
     unsafe { _mm_mfence() };
@@ -89,6 +88,19 @@ unsafe fn flush_plain(ptr: *const u8, len: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_line_touched_is_flushed_once() {
+        let at = |a: usize| a as *const u8;
+        let got = |p, len| lines(at(p), len).collect::<Vec<_>>();
+        assert_eq!(got(640, 64), [640]);
+        // Five bytes into a line, 60 bytes long: ends one byte into the next line.
+        assert_eq!(got(645, 60), [640, 704]);
+        assert_eq!(got(645, 59), [640]);
+        assert_eq!(got(640, 0), Vec::<usize>::new());
+        assert_eq!(got(0, 129), [0, 64, 128]);
+    }
 
     #[test]
     fn flushing_keeps_the_data_and_says_whether_it_ran() {
