@@ -63,10 +63,12 @@ const HINT_NO_CUDA: &str =
 /// The `cuda.device_placement` environment value: which copies search placement, and over what.
 fn device_placement_setting() -> String {
     format!(
-        "duplex copies of {} or less: measured at the fastest of {} placements in \
-         their device buffers, tried first; other copies at their buffers' start",
-        size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
-        crate::params::DEVICE_PLACEMENTS.len()
+        "duplex copies of {max} or less: measured at the fastest of {} placements in their \
+         device buffers, tried first; one-stream D2H copies of {max} or less: at the fastest \
+         of {} source placements; other copies at their buffers' start",
+        crate::params::DUPLEX_PLACEMENTS.len(),
+        crate::params::D2H_PLACEMENTS.len(),
+        max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
     )
 }
 
@@ -545,8 +547,9 @@ mod tests {
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
         assert_eq!(
             device_placement_setting(),
-            "duplex copies of 2MiB or less: measured at the fastest of 12 placements in \
-             their device buffers, tried first; other copies at their buffers' start"
+            "duplex copies of 2MiB or less: measured at the fastest of 20 placements in their \
+             device buffers, tried first; one-stream D2H copies of 2MiB or less: at the fastest \
+             of 15 source placements; other copies at their buffers' start"
         );
     }
 

@@ -27,7 +27,7 @@ use hwc_runner::{BenchError, Prepared, Rep};
 use crate::affinity::AffinityGuard;
 use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
 use crate::error::{driver, CudaError};
-use crate::params::{CopySpec, DevicePlacement, Direction, HostMemory, DEVICE_PLACEMENTS};
+use crate::params::{CopySpec, DevicePlacement, Direction, HostMemory, HOME_PLACEMENT};
 use crate::pattern;
 use crate::pool::{DeviceKey, HostKey, Lent, Pool, Role};
 use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
@@ -237,8 +237,8 @@ struct Lane {
     stream: Arc<CudaStream>,
     /// The copy with its endpoints at their buffers' starts.
     op: CopyOp,
-    /// Where in its device buffers the copies lie (the first of [`DEVICE_PLACEMENTS`] unless
-    /// the case searched).
+    /// Where in its device buffers the copies lie ([`HOME_PLACEMENT`] unless the case
+    /// searched).
     at: DevicePlacement,
     buffers: Buffers,
     seed: u64,
@@ -348,7 +348,7 @@ impl<'a> CopyCase<'a> {
         let size = spec.size_bytes;
         let source_bytes = spec.device_source_bytes();
         let destination_bytes = spec.device_destination_bytes();
-        let home = DEVICE_PLACEMENTS[0];
+        let home = HOME_PLACEMENT;
         let pool = &mut rt.pool;
         let mut flows = Vec::with_capacity(spec.flows.len());
         for f in &spec.flows {
@@ -448,7 +448,7 @@ impl<'a> CopyCase<'a> {
         };
         let first_gbps = case.calibrate()?;
         if spec.searches_placement() {
-            case.search_placement()?;
+            case.search_placement(spec.placements())?;
         }
         case.notes = case.describe(spec, &cx, first_gbps);
         Ok(case)
@@ -488,13 +488,13 @@ impl<'a> CopyCase<'a> {
         })
     }
 
-    /// Run the chosen K at each of [`DEVICE_PLACEMENTS`] (one settling repetition, one
-    /// timed) and leave the lanes at the fastest. The figures come from the repetitions the
+    /// Run the chosen K at each of `placements` (one settling repetition, one timed) and
+    /// leave the lanes at the fastest. The figures come from the repetitions the
     /// runner times afterwards, not from these, so picking the best of a few placements does
     /// not pick the luckiest repetition.
-    fn search_placement(&mut self) -> Result<(), CudaError> {
+    fn search_placement(&mut self, placements: &[DevicePlacement]) -> Result<(), CudaError> {
         let mut tried = Vec::new();
-        for at in DEVICE_PLACEMENTS {
+        for &at in placements {
             self.place(at)?;
             self.run_rep(self.copies)?;
             self.run_rep(self.copies)?;
@@ -728,8 +728,8 @@ fn placement_note(search: &PlacementSearch) -> String {
         "device placement: {} placements of the copies in their device buffers tried \
          (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
          spread): {}; fastest over slowest {:+.1} %; measured at {} (where device buffers lie \
-         changes small duplex copies: the GPU hashes physical addresses onto its \
-         memory partitions)",
+         changes small copies that read device memory: the GPU hashes physical addresses onto \
+         its memory partitions)",
         search.tried.len(),
         tried.join(", "),
         (fastest / slowest - 1.0) * 100.0,
@@ -930,7 +930,7 @@ mod tests {
 
     #[test]
     fn each_direction_shifts_only_its_device_ends() {
-        let at = DEVICE_PLACEMENTS[9];
+        let at = crate::params::DUPLEX_PLACEMENTS[9];
         let (dst, src) = (at.destination_offset_bytes, at.source_offset_bytes);
         let host = std::ptr::null_mut::<c_void>();
         let shift = |dst_at, src_at| Shift { dst_at, src_at };
@@ -942,7 +942,7 @@ mod tests {
         assert_eq!(CopyOp::D2h { dst: host, src: 0 }.shift(at), shift(0, src));
         assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.shift(at), shift(dst, src));
         // Home: every copy starts at its buffers' starts.
-        let home = DEVICE_PLACEMENTS[0];
+        let home = crate::params::DUPLEX_PLACEMENTS[0];
         assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.shift(home), shift(0, 0));
     }
 
@@ -963,7 +963,7 @@ mod tests {
         let room = size + 4160 * KIB;
         let mut src = vec![0u8; room];
         pattern::fill(&mut src, 7, 0);
-        for at in DEVICE_PLACEMENTS {
+        for at in crate::params::DUPLEX_PLACEMENTS {
             let shift = CopyOp::D2d { dst: 0, src: 0 }.shift(at);
             let copy = |from: usize, to: usize| {
                 let mut dst = vec![crate::pool::POISON; room];
@@ -999,7 +999,7 @@ mod tests {
             dst: std::ptr::null_mut(),
             src: 0,
         }
-        .shift(DEVICE_PLACEMENTS[3]);
+        .shift(crate::params::DUPLEX_PLACEMENTS[3]);
         let host = src[shift.src_at..shift.src_at + size].to_vec();
         assert_eq!(shift.check(&host, 0, 7), None);
         assert!(shift.check(&src[..size], 0, 7).is_some());
@@ -1008,9 +1008,9 @@ mod tests {
     #[test]
     fn the_placement_note_names_every_try_and_the_one_measured() {
         let tried = vec![
-            (DEVICE_PLACEMENTS[0], 70.88),
-            (DEVICE_PLACEMENTS[9], 75.21),
-            (DEVICE_PLACEMENTS[11], 72.41),
+            (crate::params::DUPLEX_PLACEMENTS[0], 70.88),
+            (crate::params::DUPLEX_PLACEMENTS[9], 75.21),
+            (crate::params::DUPLEX_PLACEMENTS[11], 72.41),
         ];
         let note = placement_note(&PlacementSearch { tried, chosen: 1 });
         // The report finds these figures by this prefix (PLACEMENT_NOTE in hwc-report).

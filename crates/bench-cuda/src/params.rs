@@ -188,12 +188,25 @@ impl CopySpec {
         self.host_memory == HostMemory::Pinned || !self.uses_host()
     }
 
-    /// True when the case tries each of [`DEVICE_PLACEMENTS`] and measures at the fastest:
-    /// duplex (a device-memory write and a device-memory read in flight at once) of at most
-    /// [`PLACEMENT_SEARCH_MAX_BYTES`]. See [`DEVICE_PLACEMENTS`] for why, and for why not D2D
-    /// or one-way copies.
+    /// The placements the case tries, fastest kept: [`DUPLEX_PLACEMENTS`] for duplex (a
+    /// device-memory write and a device-memory read in flight at once) and
+    /// [`D2H_PLACEMENTS`] for one-stream D2H, both latched and of at most
+    /// [`PLACEMENT_SEARCH_MAX_BYTES`]; every other case only [`HOME_PLACEMENT`]. See
+    /// [`DUPLEX_PLACEMENTS`] for why, and for why not D2D, H2D or several D2H streams.
+    pub fn placements(&self) -> &'static [DevicePlacement] {
+        if !self.latched() || self.size_bytes > PLACEMENT_SEARCH_MAX_BYTES {
+            return &[HOME_PLACEMENT];
+        }
+        match self.flows.as_slice() {
+            [_, _] => &DUPLEX_PLACEMENTS,
+            [one] if one.direction == Direction::D2h && self.streams == 1 => &D2H_PLACEMENTS,
+            _ => &[HOME_PLACEMENT],
+        }
+    }
+
+    /// True when the case tries several placements and measures at the fastest.
     pub fn searches_placement(&self) -> bool {
-        self.flows.len() > 1 && self.latched() && self.size_bytes <= PLACEMENT_SEARCH_MAX_BYTES
+        self.placements().len() > 1
     }
 
     /// Bytes each device source buffer must hold: the copy, plus the largest offset it may be
@@ -208,11 +221,7 @@ impl CopySpec {
     }
 
     fn largest_offset(&self, of: impl Fn(&DevicePlacement) -> usize) -> usize {
-        if self.searches_placement() {
-            DEVICE_PLACEMENTS.iter().map(of).max().unwrap_or(0)
-        } else {
-            0
-        }
+        self.placements().iter().map(of).max().unwrap_or(0)
     }
 
     /// Device memory the case allocates, in bytes.
@@ -246,24 +255,30 @@ const fn at(destination_kib: usize, source_kib: usize) -> DevicePlacement {
     }
 }
 
+/// Where every case that does not search lies: at its buffers' starts.
+pub const HOME_PLACEMENT: DevicePlacement = at(0, 0);
+
 /// The placements a duplex case of at most [`PLACEMENT_SEARCH_MAX_BYTES`] tries, as
-/// (destination, source) offsets in KiB; the first is where every other case's copies lie.
+/// (destination, source) offsets in KiB; the first is [`HOME_PLACEMENT`].
 ///
-/// Why: on H200s (driver 580), small duplex copies change speed with where their device
-/// buffers lie (tools/gpu-reference/README.md, session 5). A 512 KiB duplex pair read
-/// 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 placements of its D2H source
-/// against its H2D destination, most placements steady within ±0.5 % from process to process;
-/// 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB read 49.5 at every placement tried. The GPU hashes
-/// physical addresses onto its memory partitions, which software neither sees nor chooses, so
-/// which placement is fast is not known in advance: the search keeps the fastest of these. The
-/// destination moves as well as the source, because its position mattered as well as the
-/// distance between the two. Offsets are multiples of 64 KiB (the pattern check needs 8).
+/// Why: on H200s (driver 580), small copies that read device memory change speed with where
+/// their device buffers lie (tools/gpu-reference/README.md, sessions 5 and 6). A 512 KiB duplex
+/// pair read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 placements of its
+/// D2H source against its H2D destination, most placements steady within ±0.5 % from process
+/// to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB read 49.5 at every placement tried.
+/// The GPU hashes physical addresses onto its memory partitions, which software neither sees
+/// nor chooses, so which placement is fast is not known in advance: the search keeps the
+/// fastest of these. The source's position moved the figure most, so the last eight vary only
+/// it; the destination moves as well in the first twelve, because its position mattered as
+/// well as the distance between the two. Offsets are multiples of 64 KiB (the pattern check
+/// needs 8).
 ///
 /// Not searched: L2-resident D2D, whose placements differed by 0.1–1.8 % in single
-/// repetitions, as much as repetitions differ, and one-way H2D and D2H, where a build that
-/// searched them measured no higher than one that did not (runs 5 and 17 there).
-pub const DEVICE_PLACEMENTS: [DevicePlacement; 12] = [
-    at(0, 0),
+/// repetitions, as much as repetitions differ; one-way H2D, whose 128 KiB and 1 MiB copies read
+/// the same (±0.3 %) at 8 destination offsets; and D2H on several streams, where each stream's
+/// buffer lies elsewhere and a common offset has no one effect (not measured).
+pub const DUPLEX_PLACEMENTS: [DevicePlacement; 20] = [
+    HOME_PLACEMENT,
     at(0, 512),
     at(0, 1536),
     at(0, 3264),
@@ -275,10 +290,40 @@ pub const DEVICE_PLACEMENTS: [DevicePlacement; 12] = [
     at(704, 2112),
     at(3200, 320),
     at(192, 4160),
+    at(0, 64),
+    at(0, 128),
+    at(0, 832),
+    at(0, 1600),
+    at(0, 2368),
+    at(0, 2880),
+    at(0, 3200),
+    at(0, 3712),
+];
+
+/// The placements a one-stream D2H case of at most [`PLACEMENT_SEARCH_MAX_BYTES`] tries: the
+/// source offsets of [`DUPLEX_PLACEMENTS`], each once (its destination is host memory, which
+/// does not move). Why: alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8 source offsets
+/// and 1 MiB 49.85–50.87, each offset within ±0.2 % in two processes (session 6, probe sd).
+pub const D2H_PLACEMENTS: [DevicePlacement; 15] = [
+    HOME_PLACEMENT,
+    at(0, 512),
+    at(0, 1536),
+    at(0, 3264),
+    at(0, 2112),
+    at(0, 320),
+    at(0, 4160),
+    at(0, 64),
+    at(0, 128),
+    at(0, 832),
+    at(0, 1600),
+    at(0, 2368),
+    at(0, 2880),
+    at(0, 3200),
+    at(0, 3712),
 ];
 
 /// Largest copy size that searches placement: from 4 MiB on no placement differed (above),
-/// and a case's extra repetitions stay short (12 × 2 at K ≤ 256 copies of ≤ 2 MiB).
+/// and a case's extra repetitions stay short (at most 20 × 2 at K ≤ 256 copies of ≤ 2 MiB).
 pub const PLACEMENT_SEARCH_MAX_BYTES: usize = 2 << 20;
 
 /// The L2 rule: a D2D copy's working set (source and destination of every stream) that fits
@@ -415,34 +460,66 @@ mod tests {
     }
 
     #[test]
-    fn small_duplex_searches_placement_and_nothing_else_does() {
-        let searches = |path, size, memory| spec_of(path, size, memory).searches_placement();
+    fn small_duplex_and_one_stream_d2h_search_placement_and_nothing_else_does() {
+        let placements = |path, size, memory, streams| {
+            let mut p = base();
+            p.size_bytes = Some(size);
+            p.host_memory = Some(String::from(memory));
+            p.streams = Some(streams);
+            if path == PathId::Duplex {
+                p.direction = Some("h2d".into());
+            }
+            CopySpec::from_case(&case(path, p)).unwrap().placements()
+        };
         for size in [128 << 10, 512 << 10, 1 << 20, 2 << 20] {
-            assert!(searches(PathId::Duplex, size, "pinned"), "duplex {size}");
-            assert!(!searches(PathId::D2d, size, "pinned"), "d2d {size}");
-            assert!(!searches(PathId::H2d, size, "pinned"), "h2d {size}");
-            assert!(!searches(PathId::D2h, size, "pinned"), "d2h {size}");
-            assert!(!searches(PathId::H2d, size, "pageable"), "pageable {size}");
+            for streams in [1, 2] {
+                let duplex = placements(PathId::Duplex, size, "pinned", streams);
+                assert_eq!(duplex, &DUPLEX_PLACEMENTS[..], "duplex {size}");
+            }
+            let d2h = placements(PathId::D2h, size, "pinned", 1);
+            assert_eq!(d2h, &D2H_PLACEMENTS[..], "d2h {size}");
+            let home = &[HOME_PLACEMENT][..];
+            assert_eq!(
+                placements(PathId::D2h, size, "pinned", 2),
+                home,
+                "d2h x2 {size}"
+            );
+            assert_eq!(
+                placements(PathId::D2d, size, "pinned", 1),
+                home,
+                "d2d {size}"
+            );
+            assert_eq!(
+                placements(PathId::H2d, size, "pinned", 1),
+                home,
+                "h2d {size}"
+            );
+            assert_eq!(
+                placements(PathId::D2h, size, "pageable", 1),
+                home,
+                "pageable"
+            );
+            assert!(!spec_of(PathId::H2d, size, "pageable").searches_placement());
         }
         // One byte past the limit: placement made no difference there.
-        assert!(!searches(PathId::Duplex, (2 << 20) + 1, "pinned"));
-        assert!(!searches(PathId::D2d, 256 << 20, "pinned"));
-        assert!(!searches(PathId::Duplex, 256 << 20, "pinned"));
+        assert!(!spec_of(PathId::Duplex, (2 << 20) + 1, "pinned").searches_placement());
+        assert_eq!(placements(PathId::D2h, (2 << 20) + 1, "pinned", 1).len(), 1);
+        assert!(!spec_of(PathId::D2d, 256 << 20, "pinned").searches_placement());
+        assert!(spec_of(PathId::Duplex, 2 << 20, "pinned").searches_placement());
     }
 
     #[test]
     fn a_searching_case_allocates_room_for_its_farthest_placement() {
         let size = 512usize << 10;
-        let largest_dst = DEVICE_PLACEMENTS
-            .iter()
-            .map(|p| p.destination_offset_bytes)
-            .max()
-            .unwrap();
-        let largest_src = DEVICE_PLACEMENTS
-            .iter()
-            .map(|p| p.source_offset_bytes)
-            .max()
-            .unwrap();
+        let largest = |of: fn(&DevicePlacement) -> usize, set: &[DevicePlacement]| {
+            set.iter().map(of).max().unwrap()
+        };
+        let dst = |p: &DevicePlacement| p.destination_offset_bytes;
+        let src = |p: &DevicePlacement| p.source_offset_bytes;
+        let (largest_dst, largest_src) = (
+            largest(dst, &DUPLEX_PLACEMENTS),
+            largest(src, &DUPLEX_PLACEMENTS),
+        );
         assert_eq!((largest_dst, largest_src), (3200 << 10, 4160 << 10));
         // base() asks for 2 streams: one H2D destination and one D2H source per stream.
         let s = spec_of(PathId::Duplex, size as u64, "pinned");
@@ -453,10 +530,20 @@ mod tests {
             2 * ((size + largest_dst) + (size + largest_src)) as u64
         );
         // Every placement fits what was allocated.
-        for p in DEVICE_PLACEMENTS {
+        for p in DUPLEX_PLACEMENTS {
             assert!(p.destination_offset_bytes + size <= s.device_destination_bytes());
             assert!(p.source_offset_bytes + size <= s.device_source_bytes());
         }
+        // A one-stream D2H case: room behind its source only; its destination is host memory.
+        let mut p = base();
+        p.size_bytes = Some(size as u64);
+        p.streams = Some(1);
+        let d2h = CopySpec::from_case(&case(PathId::D2h, p)).unwrap();
+        assert_eq!(
+            d2h.device_source_bytes(),
+            size + largest(src, &D2H_PLACEMENTS)
+        );
+        assert_eq!(d2h.device_bytes(), (size + (4160 << 10)) as u64);
         // A case that does not search takes exactly its size.
         let h2d = spec_of(PathId::H2d, size as u64, "pinned");
         assert_eq!(
@@ -467,12 +554,35 @@ mod tests {
 
     #[test]
     fn placements_start_at_home_are_distinct_and_keep_the_pattern_aligned() {
-        assert_eq!(DEVICE_PLACEMENTS[0], at(0, 0));
-        for (i, p) in DEVICE_PLACEMENTS.iter().enumerate() {
-            assert_eq!(p.destination_offset_bytes % (64 << 10), 0, "{p:?}");
-            assert_eq!(p.source_offset_bytes % (64 << 10), 0, "{p:?}");
-            assert!(!DEVICE_PLACEMENTS[..i].contains(p), "{p:?} twice");
+        for set in [&DUPLEX_PLACEMENTS[..], &D2H_PLACEMENTS[..]] {
+            assert_eq!(set[0], HOME_PLACEMENT);
+            for (i, p) in set.iter().enumerate() {
+                assert_eq!(p.destination_offset_bytes % (64 << 10), 0, "{p:?}");
+                assert_eq!(p.source_offset_bytes % (64 << 10), 0, "{p:?}");
+                assert!(!set[..i].contains(p), "{p:?} twice");
+            }
         }
+        assert_eq!(HOME_PLACEMENT, at(0, 0));
+    }
+
+    #[test]
+    fn d2h_tries_each_source_offset_of_the_duplex_set_once() {
+        let mut duplex_sources: Vec<usize> = DUPLEX_PLACEMENTS
+            .iter()
+            .map(|p| p.source_offset_bytes)
+            .collect();
+        duplex_sources.sort_unstable();
+        duplex_sources.dedup();
+        let mut d2h_sources: Vec<usize> = D2H_PLACEMENTS
+            .iter()
+            .map(|p| p.source_offset_bytes)
+            .collect();
+        d2h_sources.sort_unstable();
+        assert_eq!(d2h_sources, duplex_sources);
+        // Its destination is host memory: never moved.
+        assert!(D2H_PLACEMENTS
+            .iter()
+            .all(|p| p.destination_offset_bytes == 0));
     }
 
     #[test]

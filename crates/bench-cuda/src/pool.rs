@@ -5,8 +5,9 @@
 //! case spent about 4 of its 6 s there). So each buffer a case uses is taken from this pool and
 //! given back when the case ends: one buffer per role (source or destination), lane (stream
 //! index) and, for host memory, node and kind. A case of size S uses S bytes from a buffer's
-//! start, or, for a small duplex case's device buffers, from one of the offsets it tries
-//! (`DEVICE_PLACEMENTS`; the case asks for room for the farthest).
+//! start, or, for the device buffers of a case that searches placement (small duplex and
+//! one-stream D2H), from one of the offsets it tries (`CopySpec::placements`; the case asks for
+//! room for the farthest).
 //!
 //! Keeping the data check honest:
 //! - a source is only ever read by copies, so its pattern (a function of the buffer's seed and the

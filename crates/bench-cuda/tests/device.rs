@@ -6,7 +6,9 @@
 
 use std::sync::atomic::AtomicBool;
 
-use hwc_bench_cuda::{probe, CudaBackend, DEVICE_PLACEMENTS, PLACEMENT_SEARCH_MAX_BYTES};
+use hwc_bench_cuda::{
+    probe, CudaBackend, D2H_PLACEMENTS, DUPLEX_PLACEMENTS, PLACEMENT_SEARCH_MAX_BYTES,
+};
 use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
 use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
 
@@ -74,6 +76,15 @@ fn cases_for(gpu: &str) -> Vec<Case> {
         4 * MIB,
         4,
         host("pinned", None),
+    ));
+    // Small D2H on two streams: does not search placement (one stream does).
+    v.push(case(
+        gpu,
+        "d2h",
+        PathId::D2h,
+        MIB,
+        2,
+        host("pinned", Some(0)),
     ));
     v.push(case(
         gpu,
@@ -211,19 +222,26 @@ fn copies_on_every_gpu() {
                             problems.push(format!("{}: node 0 placement not verified", c.key));
                         }
                     }
-                    // Small duplex cases try the device placements (and their data
-                    // check ran at the one measured); no other case does.
-                    let searched = c.path == PathId::Duplex
-                        && c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64);
-                    let tried = format!("{} placements", DEVICE_PLACEMENTS.len());
+                    // Small pinned duplex and one-stream D2H cases try the device
+                    // placements (and their data check ran at the one measured); no other
+                    // case does.
+                    let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
+                        && c.params.host_memory.as_deref() == Some("pinned");
+                    let searched = match c.path {
+                        PathId::Duplex if small => Some(DUPLEX_PLACEMENTS.len()),
+                        PathId::D2h if small && c.params.streams == Some(1) => {
+                            Some(D2H_PLACEMENTS.len())
+                        }
+                        _ => None,
+                    };
                     let note = m.notes.iter().find(|n| n.starts_with("device placement"));
                     match (searched, note) {
-                        (true, Some(n)) if n.contains(&tried) => {}
-                        (true, n) => problems.push(format!("{}: placement note {n:?}", c.key)),
-                        (false, Some(n)) => {
+                        (Some(k), Some(n)) if n.contains(&format!("{k} placements")) => {}
+                        (Some(_), n) => problems.push(format!("{}: placement note {n:?}", c.key)),
+                        (None, Some(n)) => {
                             problems.push(format!("{}: unexpected placement note {n}", c.key))
                         }
-                        (false, None) => {}
+                        (None, None) => {}
                     }
                     if c.path == PathId::D2d {
                         let expect = hwc_bench_cuda::l2_resident(

@@ -146,10 +146,21 @@ fn gpu_copies(out: &mut String, p: &Profile) {
         let labels: BTreeSet<String> = mine.iter().map(|m| placement_label(m)).collect();
         for label in labels {
             let _ = writeln!(out, "#### {gpu} — host memory {label}\n");
-            let rows = mine.iter().copied().filter(|m| placement_label(m) == label);
-            matrix(out, "Size", rows, |m| {
+            let rows: Vec<&Measurement> = mine
+                .iter()
+                .copied()
+                .filter(|m| placement_label(m) == label)
+                .collect();
+            let column = |m: &Measurement| {
                 streams_label(if m.path == PathId::H2d { "H2D" } else { "D2H" }, m)
-            });
+            };
+            matrix(out, "Size", rows.iter().copied(), column);
+            placement_footnote(
+                out,
+                &rows,
+                |m| format!("{} at ", column(m)),
+                "where device buffers lie moves small copies that read device memory",
+            );
         }
         duplex(out, p, gpu);
     }
@@ -223,34 +234,48 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         ],
         &rows,
     );
-    placement_footnote(out, &ms);
+    placement_footnote(
+        out,
+        &ms,
+        |_| String::new(),
+        "where device buffers lie moves small duplex copies; the H2D and D2H figures of a \
+         size are two cases, each of which chose its own; of the one-way figures the penalties \
+         compare with, only those footnoted so above searched",
+    );
 }
 
 /// How the CUDA backend's note begins on a figure measured at the fastest of several device
 /// placements (`placement_note` in crates/bench-cuda/src/copy.rs, whose test pins it).
 const PLACEMENT_NOTE: &str = "device placement:";
 
-/// Under a duplex table: the sizes whose figures were measured at the fastest device placement
-/// tried, when there are any.
-fn placement_footnote(out: &mut String, ms: &[&Measurement]) {
-    let sizes: BTreeSet<u64> = ms
+/// Under a table: per `subject` (`D2H 1-stream at `; empty under a duplex table), the sizes
+/// whose figures were measured at the fastest device placement tried, when there are any,
+/// with `why`.
+fn placement_footnote(
+    out: &mut String,
+    ms: &[&Measurement],
+    subject: impl Fn(&Measurement) -> String,
+    why: &str,
+) {
+    let mut searched: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for m in ms
         .iter()
         .filter(|m| m.notes.iter().any(|n| n.starts_with(PLACEMENT_NOTE)))
-        .filter_map(|m| m.params.size_bytes)
-        .collect();
-    if sizes.is_empty() {
-        return;
+    {
+        if let Some(size) = m.params.size_bytes {
+            searched.entry(subject(m)).or_default().insert(size);
+        }
     }
-    let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
-    let _ = writeln!(
-        out,
-        "*{}*: measured at the fastest of the placements in device memory their copies tried \
-         first (where device buffers lie moves small duplex copies); the H2D and D2H figures \
-         of a size are two cases, each of which chose its own; the one-way figures the \
-         penalties compare with were not searched. Every placement's rate is in the \
-         measurement's notes in the YAML profile.\n",
-        labels.join(", ")
-    );
+    for (subject, sizes) in searched {
+        let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
+        let _ = writeln!(
+            out,
+            "*{subject}{}*: measured at the fastest of the placements in device memory their \
+             copies tried first ({why}). Every placement's rate is in the measurement's notes \
+             in the YAML profile.\n",
+            labels.join(", ")
+        );
+    }
 }
 
 fn d2d(out: &mut String, p: &Profile) {

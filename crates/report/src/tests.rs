@@ -665,3 +665,40 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
     }));
     assert!(!plain.contains("fastest of the placements"), "{plain}");
 }
+
+#[test]
+fn the_copy_table_says_which_one_way_rows_were_measured_at_the_fastest_placement() {
+    let p = profile_with(true, |r| {
+        r.extend([
+            placed(PathId::D2h, 128 << 10, None, 31.2, true),
+            placed(PathId::D2h, 2 * MIB, None, 52.9, true),
+            placed(PathId::D2h, 4 * MIB, None, 54.2, false),
+            placed(PathId::H2d, 128 << 10, None, 26.3, false),
+            placed(PathId::Duplex, 512 << 10, Some("h2d"), 37.4, true),
+        ]);
+    });
+    let md = render(&p);
+    let notes: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("fastest of the placements"))
+        .collect();
+    assert_eq!(notes.len(), 2, "{md}");
+    // Under the host ↔ GPU table: the searched one-way rows by column, sizes in order.
+    assert!(
+        notes[0].starts_with("*D2H 1-stream at 128KiB, 2MiB*: measured at the fastest"),
+        "{}",
+        notes[0]
+    );
+    assert!(notes[0].contains("small copies that read device memory"));
+    let table_at = md.find("#### gpu0 — host memory local").unwrap();
+    let note_at = md.find(notes[0]).unwrap();
+    let duplex_at = md.find("— duplex (H2D and D2H").unwrap();
+    assert!(table_at < note_at && note_at < duplex_at, "{md}");
+    // Under the duplex table, pointing back at it for the penalties' one-way figures.
+    assert!(
+        notes[1].starts_with("*512KiB*: measured at the fastest"),
+        "{}",
+        notes[1]
+    );
+    assert!(notes[1].contains("only those footnoted so above searched"));
+}
