@@ -63,11 +63,10 @@ const HINT_NO_CUDA: &str =
 /// The `cuda.device_placement` environment value: which copies search placement, and over what.
 fn device_placement_setting() -> String {
     format!(
-        "duplex copies of {max} or less: measured at the fastest of {} placements in their \
-         device buffers, tried first; one-stream D2H copies of {max} or less: at the fastest \
-         of {} source placements; other copies at their buffers' start",
-        crate::params::DUPLEX_PLACEMENTS.len(),
-        crate::params::D2H_PLACEMENTS.len(),
+        "duplex and one-stream D2H copies of {max} or less: measured at the fastest of {} \
+         offsets of the D2H source in its device buffer, tried first (the 3 fastest of one \
+         repetition each tried again, median of 3); other copies at their buffers' start",
+        crate::params::SEARCH_PLACEMENTS.len(),
         max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
     )
 }
@@ -547,9 +546,9 @@ mod tests {
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
         assert_eq!(
             device_placement_setting(),
-            "duplex copies of 2MiB or less: measured at the fastest of 20 placements in their \
-             device buffers, tried first; one-stream D2H copies of 2MiB or less: at the fastest \
-             of 15 source placements; other copies at their buffers' start"
+            "duplex and one-stream D2H copies of 2MiB or less: measured at the fastest of 24 \
+             offsets of the D2H source in its device buffer, tried first (the 3 fastest of one \
+             repetition each tried again, median of 3); other copies at their buffers' start"
         );
     }
 

@@ -188,18 +188,18 @@ impl CopySpec {
         self.host_memory == HostMemory::Pinned || !self.uses_host()
     }
 
-    /// The placements the case tries, fastest kept: [`DUPLEX_PLACEMENTS`] for duplex (a
-    /// device-memory write and a device-memory read in flight at once) and
-    /// [`D2H_PLACEMENTS`] for one-stream D2H, both latched and of at most
-    /// [`PLACEMENT_SEARCH_MAX_BYTES`]; every other case only [`HOME_PLACEMENT`]. See
-    /// [`DUPLEX_PLACEMENTS`] for why, and for why not D2D, H2D or several D2H streams.
+    /// The placements the case tries, fastest kept: [`SEARCH_PLACEMENTS`] for duplex (a
+    /// device-memory write and a device-memory read in flight at once) and one-stream D2H,
+    /// both latched and of at most [`PLACEMENT_SEARCH_MAX_BYTES`]; every other case only
+    /// [`HOME_PLACEMENT`]. See [`SEARCH_PLACEMENTS`] for why, and for why not D2D, H2D or
+    /// several D2H streams.
     pub fn placements(&self) -> &'static [DevicePlacement] {
         if !self.latched() || self.size_bytes > PLACEMENT_SEARCH_MAX_BYTES {
             return &[HOME_PLACEMENT];
         }
         match self.flows.as_slice() {
-            [_, _] => &DUPLEX_PLACEMENTS,
-            [one] if one.direction == Direction::D2h && self.streams == 1 => &D2H_PLACEMENTS,
+            [_, _] => &SEARCH_PLACEMENTS,
+            [one] if one.direction == Direction::D2h && self.streams == 1 => &SEARCH_PLACEMENTS,
             _ => &[HOME_PLACEMENT],
         }
     }
@@ -248,82 +248,66 @@ pub struct DevicePlacement {
     pub source_offset_bytes: usize,
 }
 
-const fn at(destination_kib: usize, source_kib: usize) -> DevicePlacement {
+const fn source_at(source_kib: usize) -> DevicePlacement {
     DevicePlacement {
-        destination_offset_bytes: destination_kib << 10,
+        destination_offset_bytes: 0,
         source_offset_bytes: source_kib << 10,
     }
 }
 
 /// Where every case that does not search lies: at its buffers' starts.
-pub const HOME_PLACEMENT: DevicePlacement = at(0, 0);
+pub const HOME_PLACEMENT: DevicePlacement = source_at(0);
 
-/// The placements a duplex case of at most [`PLACEMENT_SEARCH_MAX_BYTES`] tries, as
-/// (destination, source) offsets in KiB; the first is [`HOME_PLACEMENT`].
+/// The placements a duplex or one-stream D2H case of at most [`PLACEMENT_SEARCH_MAX_BYTES`]
+/// tries: 24 offsets of the D2H source in its device buffer, in KiB (the first is
+/// [`HOME_PLACEMENT`]); an H2D destination stays at its buffer's start.
 ///
 /// Why: on H200s (driver 580), small copies that read device memory change speed with where
-/// their device buffers lie (tools/gpu-reference/README.md, sessions 5 and 6). A 512 KiB duplex
-/// pair read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 placements of its
-/// D2H source against its H2D destination, most placements steady within ±0.5 % from process
-/// to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB read 49.5 at every placement tried.
-/// The GPU hashes physical addresses onto its memory partitions, which software neither sees
-/// nor chooses, so which placement is fast is not known in advance: the search keeps the
-/// fastest of these. The source's position moved the figure most, so the last eight vary only
-/// it; the destination moves as well in the first twelve, because its position mattered as
-/// well as the distance between the two. Offsets are multiples of 64 KiB (the pattern check
-/// needs 8).
+/// their source lies (tools/gpu-reference/README.md, sessions 5 and 6). A 512 KiB duplex pair
+/// read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 placements, most
+/// steady within ±0.5 % from process to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB read
+/// 49.5 at every placement tried. Alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8
+/// source offsets and 1 MiB 49.85–50.87, each offset within ±0.2 % in two processes. The GPU
+/// hashes physical addresses onto its memory partitions, which software neither sees nor
+/// chooses, so which offset is fast is not known in advance: the search keeps the fastest.
+/// Only the source moves: over 20 placements of a 512 KiB duplex pair (69.5–75.0 GB/s both
+/// directions together), moving the H2D destination by 1–2.3 MiB changed the sum by less than
+/// 1 % at a given source offset, moving the source by up to 8 %. Offsets are multiples of
+/// 64 KiB (the pattern check needs 8).
 ///
 /// Not searched: L2-resident D2D, whose placements differed by 0.1–1.8 % in single
 /// repetitions, as much as repetitions differ; one-way H2D, whose 128 KiB and 1 MiB copies read
 /// the same (±0.3 %) at 8 destination offsets; and D2H on several streams, where each stream's
 /// buffer lies elsewhere and a common offset has no one effect (not measured).
-pub const DUPLEX_PLACEMENTS: [DevicePlacement; 20] = [
+pub const SEARCH_PLACEMENTS: [DevicePlacement; 24] = [
     HOME_PLACEMENT,
-    at(0, 512),
-    at(0, 1536),
-    at(0, 3264),
-    at(1088, 0),
-    at(1088, 512),
-    at(1088, 1536),
-    at(2368, 3264),
-    at(2368, 0),
-    at(704, 2112),
-    at(3200, 320),
-    at(192, 4160),
-    at(0, 64),
-    at(0, 128),
-    at(0, 832),
-    at(0, 1600),
-    at(0, 2368),
-    at(0, 2880),
-    at(0, 3200),
-    at(0, 3712),
-];
-
-/// The placements a one-stream D2H case of at most [`PLACEMENT_SEARCH_MAX_BYTES`] tries: the
-/// source offsets of [`DUPLEX_PLACEMENTS`], each once (its destination is host memory, which
-/// does not move). Why: alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8 source offsets
-/// and 1 MiB 49.85–50.87, each offset within ±0.2 % in two processes (session 6, probe sd).
-pub const D2H_PLACEMENTS: [DevicePlacement; 15] = [
-    HOME_PLACEMENT,
-    at(0, 512),
-    at(0, 1536),
-    at(0, 3264),
-    at(0, 2112),
-    at(0, 320),
-    at(0, 4160),
-    at(0, 64),
-    at(0, 128),
-    at(0, 832),
-    at(0, 1600),
-    at(0, 2368),
-    at(0, 2880),
-    at(0, 3200),
-    at(0, 3712),
+    source_at(64),
+    source_at(128),
+    source_at(192),
+    source_at(320),
+    source_at(512),
+    source_at(704),
+    source_at(832),
+    source_at(1088),
+    source_at(1280),
+    source_at(1536),
+    source_at(1600),
+    source_at(1856),
+    source_at(2112),
+    source_at(2368),
+    source_at(2560),
+    source_at(2880),
+    source_at(3008),
+    source_at(3200),
+    source_at(3264),
+    source_at(3520),
+    source_at(3712),
+    source_at(3968),
+    source_at(4160),
 ];
 
 /// Largest copy size that searches placement: from 4 MiB on no placement differed (above),
-/// and a case's extra repetitions stay short (at most 20 × 2 at K ≤ 256 copies of ≤ 2 MiB).
+/// and a case's extra repetitions stay short (24 × 2 + 3 × 4 at K ≤ 256 copies of ≤ 2 MiB).
 pub const PLACEMENT_SEARCH_MAX_BYTES: usize = 2 << 20;
 
 /// The L2 rule: a D2D copy's working set (source and destination of every stream) that fits
@@ -471,14 +455,14 @@ mod tests {
             }
             CopySpec::from_case(&case(path, p)).unwrap().placements()
         };
+        let home = &[HOME_PLACEMENT][..];
         for size in [128 << 10, 512 << 10, 1 << 20, 2 << 20] {
             for streams in [1, 2] {
                 let duplex = placements(PathId::Duplex, size, "pinned", streams);
-                assert_eq!(duplex, &DUPLEX_PLACEMENTS[..], "duplex {size}");
+                assert_eq!(duplex, &SEARCH_PLACEMENTS[..], "duplex {size}");
             }
             let d2h = placements(PathId::D2h, size, "pinned", 1);
-            assert_eq!(d2h, &D2H_PLACEMENTS[..], "d2h {size}");
-            let home = &[HOME_PLACEMENT][..];
+            assert_eq!(d2h, &SEARCH_PLACEMENTS[..], "d2h {size}");
             assert_eq!(
                 placements(PathId::D2h, size, "pinned", 2),
                 home,
@@ -503,47 +487,35 @@ mod tests {
         }
         // One byte past the limit: placement made no difference there.
         assert!(!spec_of(PathId::Duplex, (2 << 20) + 1, "pinned").searches_placement());
-        assert_eq!(placements(PathId::D2h, (2 << 20) + 1, "pinned", 1).len(), 1);
+        assert_eq!(placements(PathId::D2h, (2 << 20) + 1, "pinned", 1), home);
         assert!(!spec_of(PathId::D2d, 256 << 20, "pinned").searches_placement());
         assert!(spec_of(PathId::Duplex, 2 << 20, "pinned").searches_placement());
     }
 
     #[test]
-    fn a_searching_case_allocates_room_for_its_farthest_placement() {
+    fn a_searching_case_allocates_room_behind_its_source_for_its_farthest_placement() {
         let size = 512usize << 10;
-        let largest = |of: fn(&DevicePlacement) -> usize, set: &[DevicePlacement]| {
-            set.iter().map(of).max().unwrap()
-        };
-        let dst = |p: &DevicePlacement| p.destination_offset_bytes;
-        let src = |p: &DevicePlacement| p.source_offset_bytes;
-        let (largest_dst, largest_src) = (
-            largest(dst, &DUPLEX_PLACEMENTS),
-            largest(src, &DUPLEX_PLACEMENTS),
-        );
-        assert_eq!((largest_dst, largest_src), (3200 << 10, 4160 << 10));
-        // base() asks for 2 streams: one H2D destination and one D2H source per stream.
+        let largest_src = SEARCH_PLACEMENTS
+            .iter()
+            .map(|p| p.source_offset_bytes)
+            .max()
+            .unwrap();
+        assert_eq!(largest_src, 4160 << 10);
+        // base() asks for 2 streams: one H2D destination and one D2H source per stream; only
+        // the source moves.
         let s = spec_of(PathId::Duplex, size as u64, "pinned");
-        assert_eq!(s.device_destination_bytes(), size + largest_dst);
+        assert_eq!(s.device_destination_bytes(), size);
         assert_eq!(s.device_source_bytes(), size + largest_src);
-        assert_eq!(
-            s.device_bytes(),
-            2 * ((size + largest_dst) + (size + largest_src)) as u64
-        );
-        // Every placement fits what was allocated.
-        for p in DUPLEX_PLACEMENTS {
-            assert!(p.destination_offset_bytes + size <= s.device_destination_bytes());
+        assert_eq!(s.device_bytes(), 2 * (size + size + largest_src) as u64);
+        for p in SEARCH_PLACEMENTS {
             assert!(p.source_offset_bytes + size <= s.device_source_bytes());
         }
-        // A one-stream D2H case: room behind its source only; its destination is host memory.
+        // A one-stream D2H case: room behind its source; its destination is host memory.
         let mut p = base();
         p.size_bytes = Some(size as u64);
         p.streams = Some(1);
         let d2h = CopySpec::from_case(&case(PathId::D2h, p)).unwrap();
-        assert_eq!(
-            d2h.device_source_bytes(),
-            size + largest(src, &D2H_PLACEMENTS)
-        );
-        assert_eq!(d2h.device_bytes(), (size + (4160 << 10)) as u64);
+        assert_eq!(d2h.device_bytes(), (size + largest_src) as u64);
         // A case that does not search takes exactly its size.
         let h2d = spec_of(PathId::H2d, size as u64, "pinned");
         assert_eq!(
@@ -553,36 +525,14 @@ mod tests {
     }
 
     #[test]
-    fn placements_start_at_home_are_distinct_and_keep_the_pattern_aligned() {
-        for set in [&DUPLEX_PLACEMENTS[..], &D2H_PLACEMENTS[..]] {
-            assert_eq!(set[0], HOME_PLACEMENT);
-            for (i, p) in set.iter().enumerate() {
-                assert_eq!(p.destination_offset_bytes % (64 << 10), 0, "{p:?}");
-                assert_eq!(p.source_offset_bytes % (64 << 10), 0, "{p:?}");
-                assert!(!set[..i].contains(p), "{p:?} twice");
-            }
+    fn placements_start_at_home_are_distinct_move_only_the_source_and_keep_the_pattern_aligned() {
+        assert_eq!(SEARCH_PLACEMENTS[0], HOME_PLACEMENT);
+        assert_eq!(HOME_PLACEMENT.source_offset_bytes, 0);
+        for (i, p) in SEARCH_PLACEMENTS.iter().enumerate() {
+            assert_eq!(p.destination_offset_bytes, 0, "{p:?}");
+            assert_eq!(p.source_offset_bytes % (64 << 10), 0, "{p:?}");
+            assert!(!SEARCH_PLACEMENTS[..i].contains(p), "{p:?} twice");
         }
-        assert_eq!(HOME_PLACEMENT, at(0, 0));
-    }
-
-    #[test]
-    fn d2h_tries_each_source_offset_of_the_duplex_set_once() {
-        let mut duplex_sources: Vec<usize> = DUPLEX_PLACEMENTS
-            .iter()
-            .map(|p| p.source_offset_bytes)
-            .collect();
-        duplex_sources.sort_unstable();
-        duplex_sources.dedup();
-        let mut d2h_sources: Vec<usize> = D2H_PLACEMENTS
-            .iter()
-            .map(|p| p.source_offset_bytes)
-            .collect();
-        d2h_sources.sort_unstable();
-        assert_eq!(d2h_sources, duplex_sources);
-        // Its destination is host memory: never moved.
-        assert!(D2H_PLACEMENTS
-            .iter()
-            .all(|p| p.destination_offset_bytes == 0));
     }
 
     #[test]

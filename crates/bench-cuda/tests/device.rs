@@ -6,9 +6,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use hwc_bench_cuda::{
-    probe, CudaBackend, D2H_PLACEMENTS, DUPLEX_PLACEMENTS, PLACEMENT_SEARCH_MAX_BYTES,
-};
+use hwc_bench_cuda::{probe, CudaBackend, PLACEMENT_SEARCH_MAX_BYTES, SEARCH_PLACEMENTS};
 use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
 use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
 
@@ -228,9 +226,9 @@ fn copies_on_every_gpu() {
                     let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
                         && c.params.host_memory.as_deref() == Some("pinned");
                     let searched = match c.path {
-                        PathId::Duplex if small => Some(DUPLEX_PLACEMENTS.len()),
+                        PathId::Duplex if small => Some(SEARCH_PLACEMENTS.len()),
                         PathId::D2h if small && c.params.streams == Some(1) => {
-                            Some(D2H_PLACEMENTS.len())
+                            Some(SEARCH_PLACEMENTS.len())
                         }
                         _ => None,
                     };
