@@ -63,7 +63,7 @@ const HINT_NO_CUDA: &str =
 /// The `cuda.device_placement` environment value: which copies search placement, and over what.
 fn device_placement_setting() -> String {
     format!(
-        "duplex and one-stream D2H copies of {max} or less: measured at the fastest of {} \
+        "one-stream duplex and D2H copies of {max} or less: measured at the fastest of {} \
          offsets of the D2H source in its device buffer, tried first (the 3 fastest of one \
          repetition each tried again, median of 3); other copies at their buffers' start",
         crate::params::SEARCH_PLACEMENTS.len(),
@@ -546,7 +546,7 @@ mod tests {
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
         assert_eq!(
             device_placement_setting(),
-            "duplex and one-stream D2H copies of 2MiB or less: measured at the fastest of 24 \
+            "one-stream duplex and D2H copies of 2MiB or less: measured at the fastest of 24 \
              offsets of the D2H source in its device buffer, tried first (the 3 fastest of one \
              repetition each tried again, median of 3); other copies at their buffers' start"
         );

@@ -220,21 +220,21 @@ fn copies_on_every_gpu() {
                             problems.push(format!("{}: node 0 placement not verified", c.key));
                         }
                     }
-                    // Small pinned duplex and one-stream D2H cases try the device
-                    // placements (and their data check ran at the one measured); no other
-                    // case does.
+                    // Small pinned one-stream duplex and D2H cases try the device placements,
+                    // then the 3 fastest again (and their data check ran at the one
+                    // measured); no other case does.
                     let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
-                        && c.params.host_memory.as_deref() == Some("pinned");
+                        && c.params.host_memory.as_deref() == Some("pinned")
+                        && c.params.streams == Some(1);
                     let searched = match c.path {
-                        PathId::Duplex if small => Some(SEARCH_PLACEMENTS.len()),
-                        PathId::D2h if small && c.params.streams == Some(1) => {
-                            Some(SEARCH_PLACEMENTS.len())
-                        }
+                        PathId::Duplex | PathId::D2h if small => Some(SEARCH_PLACEMENTS.len()),
                         _ => None,
                     };
                     let note = m.notes.iter().find(|n| n.starts_with("device placement"));
                     match (searched, note) {
-                        (Some(k), Some(n)) if n.contains(&format!("{k} placements")) => {}
+                        (Some(k), Some(n))
+                            if n.contains(&format!("{k} placements"))
+                                && n.contains("the 3 fastest again") => {}
                         (Some(_), n) => problems.push(format!("{}: placement note {n:?}", c.key)),
                         (None, Some(n)) => {
                             problems.push(format!("{}: unexpected placement note {n}", c.key))
