@@ -462,37 +462,27 @@ mod tests {
             CopySpec::from_case(&case(path, p)).unwrap().placements()
         };
         let home = &[HOME_PLACEMENT][..];
+        // (path, host memory, streams, searches)
+        let expected = [
+            (PathId::Duplex, "pinned", 1, true),
+            (PathId::Duplex, "pinned", 2, false),
+            (PathId::D2h, "pinned", 1, true),
+            (PathId::D2h, "pinned", 2, false),
+            (PathId::D2d, "pinned", 1, false),
+            (PathId::H2d, "pinned", 1, false),
+            (PathId::D2h, "pageable", 1, false),
+            (PathId::H2d, "pageable", 1, false),
+        ];
         for size in [128 << 10, 512 << 10, 1 << 20, 2 << 20] {
-            let duplex = placements(PathId::Duplex, size, "pinned", 1);
-            assert_eq!(duplex, &SEARCH_PLACEMENTS[..], "duplex {size}");
-            assert_eq!(
-                placements(PathId::Duplex, size, "pinned", 2),
-                home,
-                "duplex x2"
-            );
-            let d2h = placements(PathId::D2h, size, "pinned", 1);
-            assert_eq!(d2h, &SEARCH_PLACEMENTS[..], "d2h {size}");
-            assert_eq!(
-                placements(PathId::D2h, size, "pinned", 2),
-                home,
-                "d2h x2 {size}"
-            );
-            assert_eq!(
-                placements(PathId::D2d, size, "pinned", 1),
-                home,
-                "d2d {size}"
-            );
-            assert_eq!(
-                placements(PathId::H2d, size, "pinned", 1),
-                home,
-                "h2d {size}"
-            );
-            assert_eq!(
-                placements(PathId::D2h, size, "pageable", 1),
-                home,
-                "pageable"
-            );
-            assert!(!spec_of(PathId::H2d, size, "pageable").searches_placement());
+            for (path, memory, streams, searches) in expected {
+                let want = if searches {
+                    &SEARCH_PLACEMENTS[..]
+                } else {
+                    home
+                };
+                let got = placements(path, size, memory, streams);
+                assert_eq!(got, want, "{path:?} {memory} ×{streams} {size}");
+            }
         }
         // One byte past the limit: placement made no difference there.
         assert!(!spec_of(PathId::Duplex, (2 << 20) + 1, "pinned").searches_placement());
