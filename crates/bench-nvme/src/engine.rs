@@ -105,8 +105,9 @@ pub fn percentile(v: &mut [u32], q: f64) -> Option<u32> {
 enum Limit {
     /// After this many I/Os.
     Ios(u64),
-    /// At this instant (after at least one I/O).
-    Until(Instant),
+    /// Once this long has passed since the first submission (after at least one I/O), so
+    /// that the run's measured span is never shorter than asked.
+    For(Duration),
 }
 
 /// One drive's ring, buffers and position.
@@ -282,7 +283,7 @@ impl Engine {
         duration: Duration,
         cancel: &AtomicBool,
     ) -> Result<RunStats, EngineError> {
-        self.drive(op, pattern, Limit::Until(Instant::now() + duration), cancel)
+        self.drive(op, pattern, Limit::For(duration), cancel)
     }
 
     fn drive(
@@ -292,13 +293,9 @@ impl Engine {
         limit: Limit,
         cancel: &AtomicBool,
     ) -> Result<RunStats, EngineError> {
-        let enough = |submitted: u64| match limit {
-            Limit::Ios(n) => submitted >= n,
-            Limit::Until(t) => submitted > 0 && Instant::now() >= t,
-        };
         let total_ios = match limit {
             Limit::Ios(n) => n,
-            Limit::Until(_) => u64::from(self.qd),
+            Limit::For(_) => u64::from(self.qd),
         };
         let slots = self.qd as usize;
         let mut issued_at = vec![Instant::now(); slots];
@@ -313,6 +310,10 @@ impl Engine {
             return Err(EngineError::Interrupted);
         }
         let started = Instant::now();
+        let enough = |submitted: u64| match limit {
+            Limit::Ios(n) => submitted >= n,
+            Limit::For(d) => submitted > 0 && started.elapsed() >= d,
+        };
         for slot in 0..slots.min(usize::try_from(total_ios).unwrap_or(slots)) {
             let offset = self.next_offset(pattern);
             let e = self.entry(op, slot, offset);
