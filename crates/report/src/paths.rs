@@ -164,9 +164,17 @@ fn gpu_copies(out: &mut String, p: &Profile) {
         }
         duplex(out, p, gpu);
     }
-    waivers(out, p, PathId::H2d);
-    waivers(out, p, PathId::D2h);
-    waivers(out, p, PathId::Duplex);
+    // Three paths share this section: each waiver says which it is.
+    for (path, label) in [
+        (PathId::H2d, "H2D"),
+        (PathId::D2h, "D2H"),
+        (PathId::Duplex, "duplex"),
+    ] {
+        for w in p.waivers_of(path) {
+            let sep = if w.scope.is_some() { "," } else { ":" };
+            let _ = writeln!(out, "- **Waived** — {label}{sep} {}", crate::waiver_text(w));
+        }
+    }
     out.push('\n');
 }
 

@@ -702,3 +702,23 @@ fn the_copy_table_says_which_one_way_rows_were_measured_at_the_fastest_placement
     );
     assert!(notes[1].contains("only those footnoted so above searched"));
 }
+
+#[test]
+fn each_host_gpu_waiver_names_its_direction() {
+    let mut p = profile(true);
+    for path in [PathId::H2d, PathId::D2h] {
+        p.waived.push(Waiver {
+            path,
+            scope: Some("gpu0 cross-NUMA".into()),
+            reason: "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
+            hint: None,
+        });
+    }
+    let md = render(&p);
+    // H2D, D2H and duplex share Path 3: two waivers with the same scope and reason must
+    // not read as one line printed twice.
+    for dir in ["H2D", "D2H"] {
+        let line = format!("- **Waived** — {dir}, gpu0 cross-NUMA: one NUMA node with CPUs");
+        assert_eq!(md.matches(&line).count(), 1, "{dir}\n{md}");
+    }
+}
