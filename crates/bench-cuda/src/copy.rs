@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
-use hwc_model::{size_label, Placement};
+use hwc_model::{size_label, Placement, Stats};
 use hwc_numa::PlacementCheck;
 use hwc_runner::{BenchError, Prepared, Rep};
 
@@ -283,9 +283,10 @@ struct PlacementSearch {
     /// Per placement tried: where, and GB/s of all flows together (each flow's
     /// bytes over its own span, summed) in one repetition after one settling repetition.
     tried: Vec<(DevicePlacement, f64)>,
-    /// The [`FINALISTS`] fastest of `tried` (indices into it), each tried again: the median
-    /// GB/s of [`FINAL_REPS`] repetitions after one settling repetition.
-    finals: Vec<(usize, f64)>,
+    /// The [`FINALISTS`] fastest of `tried` (indices into it), each tried again: GB/s over
+    /// [`FINAL_REPS`] repetitions after one settling repetition (`None`: a repetition gave no
+    /// reading).
+    finals: Vec<(usize, Option<Stats>)>,
     /// Index into `tried` of the placement the case is measured at: the finalist with the
     /// highest median.
     chosen: usize,
@@ -544,10 +545,13 @@ impl<'a> CopyCase<'a> {
                 reps.push(self.all_flows_gbps()?);
             }
             // A repetition that is no reading (not finite) makes the finalist no reading.
-            let median = hwc_stats::summarize(&reps).map_or(f64::NAN, |s| s.median);
-            finals.push((i, median));
+            finals.push((i, hwc_stats::summarize(&reps).ok()));
         }
-        let chosen = choose(&tried, &finals);
+        let medians: Vec<(usize, f64)> = finals
+            .iter()
+            .map(|(i, s)| (*i, s.as_ref().map_or(f64::NAN, |s| s.median)))
+            .collect();
+        let chosen = choose(&tried, &medians);
         self.place(tried[chosen].0)?;
         self.search = Some(PlacementSearch {
             tried,
@@ -771,7 +775,13 @@ fn placement_note(search: &PlacementSearch) -> String {
     let finals: Vec<String> = search
         .finals
         .iter()
-        .map(|&(i, gbps)| format!("{} → {gbps:.2}", placement_label(search.tried[i].0)))
+        .map(|(i, stats)| {
+            let at = placement_label(search.tried[*i].0);
+            match stats {
+                Some(s) => format!("{at} → {:.2} (±{:.1} %, N={})", s.median, s.spread_pct, s.n),
+                None => format!("{at} → no reading"),
+            }
+        })
         .collect();
     let gbps = || search.tried.iter().map(|t| t.1);
     let fastest = gbps().fold(f64::NAN, f64::max);
@@ -780,7 +790,7 @@ fn placement_note(search: &PlacementSearch) -> String {
         "device placement: {} placements of the copies in their device buffers tried \
          (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
          spread): {}; fastest over slowest {:+.1} %; the {} fastest again, median of {} \
-         repetitions each (no spread kept): {}; measured at {} (where device buffers lie \
+         repetitions each: {}; measured at {} (where device buffers lie \
          changes small copies that read device memory: the GPU hashes physical addresses onto \
          its memory partitions)",
         search.tried.len(),
@@ -1113,7 +1123,18 @@ mod tests {
             (at(704, 2112), 75.21),
             (at(192, 4160), 72.41),
         ];
-        let finals = vec![(1, 74.83), (2, 72.64)];
+        let stats = |median: f64, spread_pct: f64| Stats {
+            median,
+            min: median * 0.998,
+            max: median * (0.998 + spread_pct / 100.0),
+            spread_pct,
+            n: 3,
+        };
+        let finals = vec![
+            (1, Some(stats(74.83, 0.4))),
+            (2, None),
+            (0, Some(stats(70.9, 1.2))),
+        ];
         let note = placement_note(&PlacementSearch {
             tried,
             finals,
@@ -1130,8 +1151,9 @@ mod tests {
         assert!(note.contains("fastest over slowest +6.1 %"), "{note}");
         assert!(
             note.contains(
-                "the 2 fastest again, median of 3 repetitions each (no spread kept): \
-                 704 KiB/2112 KiB → 74.83, 192 KiB/4160 KiB → 72.64; measured at 704 KiB/2112 KiB"
+                "the 3 fastest again, median of 3 repetitions each: 704 KiB/2112 KiB → 74.83 \
+                 (±0.4 %, N=3), 192 KiB/4160 KiB → no reading, 0/0 → 70.90 (±1.2 %, N=3); \
+                 measured at 704 KiB/2112 KiB"
             ),
             "{note}"
         );

@@ -625,6 +625,13 @@ fn placed(path: PathId, size: u64, direction: Option<&str>, v: f64, searched: bo
     r
 }
 
+/// The report's lines that footnote figures measured at the fastest device placement.
+fn placement_footnotes(md: &str) -> Vec<&str> {
+    md.lines()
+        .filter(|l| l.contains("fastest of the placements"))
+        .collect()
+}
+
 #[test]
 fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
     let p = profile_with(true, |r| {
@@ -638,10 +645,7 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
         ]);
     });
     let md = render(&p);
-    let notes: Vec<&str> = md
-        .lines()
-        .filter(|l| l.contains("fastest of the placements"))
-        .collect();
+    let notes = placement_footnotes(&md);
     // Only the searched size is named, under the duplex table; D2D does not search (a note
     // there, as on this hand-made D2D figure, is not a duplex row and is not footnoted).
     assert_eq!(notes.len(), 1, "{md}");
@@ -678,10 +682,7 @@ fn the_copy_table_says_which_one_way_rows_were_measured_at_the_fastest_placement
         ]);
     });
     let md = render(&p);
-    let notes: Vec<&str> = md
-        .lines()
-        .filter(|l| l.contains("fastest of the placements"))
-        .collect();
+    let notes = placement_footnotes(&md);
     assert_eq!(notes.len(), 2, "{md}");
     // Under the host ↔ GPU table: the searched one-way rows by column, sizes in order.
     assert!(
