@@ -64,9 +64,11 @@ const HINT_NO_CUDA: &str =
 fn device_placement_setting() -> String {
     format!(
         "one-stream duplex and D2H copies of {max} or less: measured at the fastest of {} \
-         offsets of the D2H source in its device buffer, tried first (the 3 fastest of one \
-         repetition each tried again, median of 3); other copies at their buffers' start",
+         offsets of the D2H source in its device buffer, tried first (the {} fastest of one \
+         repetition each tried again, median of {}); other copies at their buffers' start",
         crate::params::SEARCH_PLACEMENTS.len(),
+        crate::copy::FINALISTS,
+        crate::copy::FINAL_REPS,
         max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
     )
 }

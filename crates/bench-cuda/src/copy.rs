@@ -295,9 +295,9 @@ struct PlacementSearch {
 /// How many of the fastest placements of the first round are tried again. The fastest single
 /// repetition of 24 is partly the luckiest: a placement whose one repetition ran high by the
 /// repetitions' own spread (1–3 % for small duplex copies) could beat a truly faster one.
-const FINALISTS: usize = 3;
+pub(crate) const FINALISTS: usize = 3;
 /// Timed repetitions per finalist; their median decides.
-const FINAL_REPS: usize = 3;
+pub(crate) const FINAL_REPS: usize = 3;
 
 /// Index into `tried` of the placement to measure at: the finalist with the highest median;
 /// if no finalist gave a reading, the fastest of the first round; if none did either, home
