@@ -30,8 +30,34 @@ pub const NOT_RECORDED: &str = "not recorded";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SettingDiff {
     pub key: String,
-    /// Each distinct value (or [`NOT_RECORDED`]) with the nodes that have it, in node order.
-    pub values: Vec<(String, Vec<String>)>,
+    /// Each distinct value, in the order the nodes first show it.
+    pub values: Vec<SettingValue>,
+}
+
+/// One value of a setting and the nodes that have it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SettingValue {
+    /// As the first of `nodes` recorded it (or [`NOT_RECORDED`]).
+    pub value: String,
+    /// In node order.
+    pub nodes: Vec<String>,
+}
+
+/// What decides whether two records of `key` are the same setting: the queue count for
+/// `cuda.device_max_connections` (`32 (set by hwceiling …)` and `32 (from the environment …)`
+/// are one setting, recorded with who chose it), the whole text otherwise.
+fn comparable<'a>(key: &str, value: &'a str) -> &'a str {
+    match key {
+        "cuda.device_max_connections" => {
+            let first = value.split_once(' ').map_or(value, |(n, _)| n);
+            if first.parse::<u32>().is_ok() {
+                first
+            } else {
+                value
+            }
+        }
+        _ => value,
+    }
 }
 
 /// The settings of [`KEYS`] that differ between `nodes` (name, profile). A key no node records
@@ -39,7 +65,7 @@ pub struct SettingDiff {
 pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
     KEYS.iter()
         .filter_map(|key| {
-            let mut values: Vec<(String, Vec<String>)> = Vec::new();
+            let mut values: Vec<SettingValue> = Vec::new();
             let mut recorded = false;
             for (name, p) in nodes {
                 let v = match p.provenance.environment.get(*key) {
@@ -49,9 +75,13 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
                     }
                     None => NOT_RECORDED.to_string(),
                 };
-                match values.iter_mut().find(|(x, _)| *x == v) {
-                    Some((_, names)) => names.push(name.to_string()),
-                    None => values.push((v, vec![name.to_string()])),
+                let same = |x: &SettingValue| comparable(key, &x.value) == comparable(key, &v);
+                match values.iter_mut().find(|x| same(x)) {
+                    Some(x) => x.nodes.push(name.to_string()),
+                    None => values.push(SettingValue {
+                        value: v,
+                        nodes: vec![name.to_string()],
+                    }),
                 }
             }
             (recorded && values.len() > 1).then(|| SettingDiff {
@@ -74,8 +104,8 @@ pub fn render(s: &mut String, diffs: &[SettingDiff]) {
     );
     for d in diffs {
         let _ = writeln!(s, "  {}", d.key);
-        for (value, nodes) in &d.values {
-            let _ = writeln!(s, "    {}: {value}", nodes.join(", "));
+        for v in &d.values {
+            let _ = writeln!(s, "    {}: {}", v.nodes.join(", "), v.value);
         }
     }
 }
@@ -83,6 +113,13 @@ pub fn render(s: &mut String, diffs: &[SettingDiff]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn value(v: &str, nodes: &[&str]) -> SettingValue {
+        SettingValue {
+            value: v.into(),
+            nodes: nodes.iter().map(|n| n.to_string()).collect(),
+        }
+    }
 
     fn with(env: &[(&str, &str)]) -> Profile {
         let mut p = hwc_testkit::ceilings_profile("node", "2026-11-30T00:00:00Z", &[]);
@@ -107,8 +144,8 @@ mod tests {
             vec![SettingDiff {
                 key: "cuda.device_max_connections".into(),
                 values: vec![
-                    (NOT_RECORDED.into(), vec!["old".into()]),
-                    ("32 (set by hwceiling …)".into(), vec!["new".into()]),
+                    value(NOT_RECORDED, &["old"]),
+                    value("32 (set by hwceiling …)", &["new"]),
                 ],
             }]
         );
@@ -138,10 +175,42 @@ mod tests {
         let d = differences(&[("n1", &a), ("n2", &b), ("n3", &a)]);
         assert_eq!(
             d[0].values,
-            vec![
-                ("580".into(), vec!["n1".into(), "n3".into()]),
-                ("575".into(), vec!["n2".into()]),
-            ]
+            vec![value("580", &["n1", "n3"]), value("575", &["n2"])]
         );
+    }
+
+    #[test]
+    fn the_same_queue_count_chosen_by_someone_else_is_the_same_setting() {
+        let key = "cuda.device_max_connections";
+        let ours = with(&[(
+            key,
+            "32 (set by hwceiling because CUDA_DEVICE_MAX_CONNECTIONS was unset; …)",
+        )]);
+        let users = with(&[(key, "32 (from the environment, left as the user set it)")]);
+        assert!(differences(&[("a", &ours), ("b", &users)]).is_empty());
+        let eight = with(&[(key, "8 (from the environment, left as the user set it)")]);
+        let d = differences(&[("a", &ours), ("b", &eight), ("c", &users)]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].values[0].nodes, ["a", "c"]);
+        assert_eq!(d[0].values[1].nodes, ["b"]);
+        // Unset (the driver's default) and an unreadable value are not taken for a number.
+        let unset = with(&[(
+            key,
+            "unset: the driver's default (8); this process did not choose it",
+        )]);
+        let bad = with(&[(
+            key,
+            "\"abc\" (from the environment, …; not a number from 1 to 32, …)",
+        )]);
+        assert_eq!(
+            differences(&[("a", &eight), ("b", &unset), ("c", &bad)])[0]
+                .values
+                .len(),
+            3
+        );
+        // Other keys compare their whole text.
+        let a = with(&[("cuda.timing", "events (spin-kernel latch)")]);
+        let b = with(&[("cuda.timing", "events (wall clock)")]);
+        assert_eq!(differences(&[("a", &a), ("b", &b)]).len(), 1);
     }
 }
