@@ -100,9 +100,6 @@ impl CudaBackend {
             crate::connections::recorded(),
         );
         environment.insert("cuda.device_placement".into(), device_placement_setting());
-        if let Ok(thp) = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
-            environment.insert("host.transparent_hugepage".into(), thp.trim().to_string());
-        }
         let slots = gpus
             .iter()
             .map(|(name, bdf)| {

@@ -220,6 +220,15 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     provenance.finished_at = chrono::Local::now().to_rfc3339();
     provenance.interrupted = outcome.interrupted;
     provenance.environment = outcome.environment.clone();
+    // Pinned GPU buffers and host RAM copies both use transparent huge pages: a fact of the
+    // machine measured (a real profile never has --fsroot), recorded for every run, not only
+    // GPU ones (`compare` lists it when two profiles differ).
+    const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+    if let Ok(thp) = std::fs::read_to_string(THP) {
+        provenance
+            .environment
+            .insert("host.transparent_hugepage".into(), thp.trim().to_string());
+    }
     let mut profile = hwc_profile::build(
         &topo,
         &plan,

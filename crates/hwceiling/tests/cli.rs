@@ -111,6 +111,15 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
     for m in &profile.measurements {
         assert!(m.gbps.median > 0.0 && m.gbps.n >= 5 && m.cold_gbps.is_some());
     }
+    // A host-only run records the transparent huge page setting too, where the kernel has it.
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok();
+    assert_eq!(
+        profile
+            .provenance
+            .environment
+            .get("host.transparent_hugepage"),
+        thp.map(|t| t.trim().to_string()).as_ref()
+    );
     let pair = &profile.host_ram.pairs["n0-n0"];
     assert_eq!(pair.kernel_sweeps_gbps.len(), 2, "{pair:?}");
     assert!(profile
