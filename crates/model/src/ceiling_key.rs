@@ -1,6 +1,7 @@
 //! The names of the profile's `ceilings` (the public YAML API, `docs/profile-schema.md`): the
-//! profile builder writes them and every reader (report, compare, daemon) looks figures up by
-//! them, so they are spelled once, here.
+//! profile builder writes every one of them from here, and the report looks figures up by
+//! them. (`compare` and the daemon take the names from the profile they read, so they spell
+//! none; tests spell keys out on purpose, as the schema documents them.)
 
 /// H2D, 4 MiB, one stream, NUMA-local (`gpus.<gpu>.h2d_4m_1stream_numa_local_gbps`).
 pub fn warm_h2d(gpu: &str) -> String {
@@ -27,6 +28,9 @@ pub fn d2d_sustained(gpu: &str) -> String {
     format!("{gpu}_d2d_sustained_gbps")
 }
 
+/// D2D sustained, the best over the GPUs (`gpu_d2d_sustained_gbps`).
+pub const GPU_D2D_SUSTAINED: &str = "gpu_d2d_sustained_gbps";
+
 pub const HOST_RAM_SAME_NUMA: &str = "host_ram_same_numa_gbps";
 pub const HOST_RAM_CROSS_NUMA: &str = "host_ram_cross_numa_gbps";
 
@@ -37,18 +41,39 @@ pub enum NvmeDir {
     Write,
 }
 
+impl NvmeDir {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NvmeDir::Read => "read",
+            NvmeDir::Write => "write",
+        }
+    }
+}
+
+/// `1_drive` → `1`: the drive count as the ceiling names spell it.
+fn drives(count: &str) -> &str {
+    count.trim_end_matches("_drive")
+}
+
 /// The raw NVMe ceiling of the `nvme.raw_<dir>_gbps` entry `count` (`1_drive` →
 /// `nvme_raw_1drive_read_gbps`).
 pub fn nvme_raw(count: &str, dir: NvmeDir) -> String {
-    let dir = match dir {
-        NvmeDir::Read => "read",
-        NvmeDir::Write => "write",
-    };
-    format!(
-        "nvme_raw_{}drive_{dir}_gbps",
-        count.trim_end_matches("_drive")
-    )
+    format!("nvme_raw_{}drive_{}_gbps", drives(count), dir.as_str())
 }
+
+/// The knee of the one-drive block-size sweep (`nvme_optimal_read_chunk_bytes`).
+pub fn nvme_optimal_chunk(dir: NvmeDir) -> String {
+    format!("nvme_optimal_{}_chunk_bytes", dir.as_str())
+}
+
+/// The dispatcher cold path for the `nvme.raw_read_gbps` entry `count` (`2_drive` →
+/// `dispatcher_cold_2drive_gbps`).
+pub fn dispatcher_cold(count: &str) -> String {
+    format!("dispatcher_cold_{}drive_gbps", drives(count))
+}
+
+/// The drive count from which H2D caps the cold path.
+pub const DISPATCHER_COLD_CROSSOVER: &str = "dispatcher_cold_crossover_drives";
 
 /// Reserved for the GDRCopy and GDS backends, which are not built (both paths are always
 /// waived today), named after their profile fields: when they are measured, the builder writes
@@ -78,6 +103,16 @@ mod tests {
         assert_eq!(
             nvme_raw("4_drive", NvmeDir::Write),
             "nvme_raw_4drive_write_gbps"
+        );
+        assert_eq!(
+            nvme_optimal_chunk(NvmeDir::Write),
+            "nvme_optimal_write_chunk_bytes"
+        );
+        assert_eq!(dispatcher_cold("2_drive"), "dispatcher_cold_2drive_gbps");
+        assert_eq!(GPU_D2D_SUSTAINED, "gpu_d2d_sustained_gbps");
+        assert_eq!(
+            DISPATCHER_COLD_CROSSOVER,
+            "dispatcher_cold_crossover_drives"
         );
     }
 }

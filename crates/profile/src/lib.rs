@@ -234,7 +234,7 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
     }
     // The slowest GPU's D2D figure: that GPU's measurement.
     if let Some((v, m)) = d2d_slowest {
-        c.measured("gpu_d2d_sustained_gbps".into(), Some(v), m);
+        c.measured(ceiling_key::GPU_D2D_SUSTAINED.into(), Some(v), m);
     }
     for (key, same) in [
         (ceiling_key::HOST_RAM_SAME_NUMA, true),

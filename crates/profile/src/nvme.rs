@@ -356,7 +356,6 @@ pub fn best_h2d_peak(p: &Profile) -> Option<f64> {
 pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
     let n = &p.nvme;
     let ms = &p.measurements;
-    let num = |k: &str| k.trim_end_matches("_drive").to_string();
     let (read, write) = (
         raw_picks(ms, PathId::NvmeRead),
         raw_picks(ms, PathId::NvmeWrite),
@@ -376,8 +375,12 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
         );
     }
     for (path, sweep, dir) in [
-        (PathId::NvmeRead, &n.io_size_sweep_read_gbps, "read"),
-        (PathId::NvmeWrite, &n.io_size_sweep_write_gbps, "write"),
+        (PathId::NvmeRead, &n.io_size_sweep_read_gbps, NvmeDir::Read),
+        (
+            PathId::NvmeWrite,
+            &n.io_size_sweep_write_gbps,
+            NvmeDir::Write,
+        ),
     ] {
         let points = size_sweep_points(ms, path);
         let qd = points
@@ -386,10 +389,11 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
             .map(|q| format!(" at QD {q}"))
             .unwrap_or_default();
         c.derived(
-            format!("nvme_optimal_{dir}_chunk_bytes"),
+            ceiling_key::nvme_optimal_chunk(dir),
             sweep.as_ref().and_then(|s| s.optimal_bytes).map(|b| b as f64),
             format!(
-                "knee of the 1-drive {dir} size sweep{qd}: the smallest block size reaching {:.0} % of its peak median",
+                "knee of the 1-drive {} size sweep{qd}: the smallest block size reaching {:.0} % of its peak median",
+                dir.as_str(),
                 KNEE_FRACTION * 100.0
             ),
             &points,
@@ -406,7 +410,7 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
     for (k, v) in &n.raw_read_gbps {
         let bound = if *v < h2d { "nvme" } else { "h2d" };
         c.derived(
-            format!("dispatcher_cold_{}drive_gbps", num(k)),
+            ceiling_key::dispatcher_cold(k),
             Some(v.min(h2d)),
             format!(
                 "min of {} and the best NUMA-local H2D peak ({}): {} bounds it",
@@ -423,10 +427,12 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
     }
     if let Some(per_drive) = n.raw_read_gbps.get("1_drive").filter(|v| **v > 0.0) {
         c.derived(
-            "dispatcher_cold_crossover_drives".into(),
+            ceiling_key::DISPATCHER_COLD_CROSSOVER.into(),
             Some(h2d / per_drive),
             format!(
-                "the best NUMA-local H2D peak (warm_{gpu}_peak_gbps) / nvme_raw_1drive_read_gbps: the drive count from which H2D caps the cold path"
+                "the best NUMA-local H2D peak ({}) / {}: the drive count from which H2D caps the cold path",
+                ceiling_key::warm_h2d_peak(gpu),
+                ceiling_key::nvme_raw("1_drive", NvmeDir::Read)
             ),
             &[h2d_pick, read.get("1_drive").copied()]
                 .into_iter()
