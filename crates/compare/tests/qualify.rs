@@ -522,25 +522,6 @@ fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comp
     }
 }
 
-/// Each `<testcase>` of a JUnit document: its name, and its `<failure>`'s type and message
-/// (`None` when it did not fail).
-fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
-    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
-    doc.descendants()
-        .filter(|n| n.has_tag_name("testcase"))
-        .map(|tc| {
-            let failure = tc.children().find(|n| n.has_tag_name("failure")).map(|f| {
-                assert_eq!(f.text(), f.attribute("message"), "{xml}");
-                (
-                    f.attribute("type").expect("a failure type").to_string(),
-                    f.attribute("message").expect("a message").to_string(),
-                )
-            });
-            (tc.attribute("name").unwrap().to_string(), failure)
-        })
-        .collect()
-}
-
 /// One failure of every kind (and a pass and a skip): the JUnit `<failure type>` says which.
 #[test]
 fn junit_failure_types_say_what_happened() {
@@ -629,7 +610,7 @@ links:
         ("nvme* link", Some("no-matching-link")),
     ];
     let xml = hwc_compare::junit::render(&r);
-    let got = junit_cases(&xml);
+    let got = hwc_testkit::junit_cases(&xml);
     let got_types: Vec<(&str, Option<&str>)> = got
         .iter()
         .map(|(n, f)| (n.as_str(), f.as_ref().map(|(t, _)| t.as_str())))
@@ -702,7 +683,7 @@ fn junit_escapes_attribute_values() {
     );
     let xml = hwc_compare::junit::render(&r);
     assert_eq!(
-        junit_cases(&xml),
+        hwc_testkit::junit_cases(&xml),
         vec![(
             r#"x<y & "z""#.to_string(),
             Some(("missing-in-profile".to_string(), detail.clone()))
@@ -722,7 +703,7 @@ fn junit_escapes_attribute_values() {
     r.checks[0].detail = detail.to_string();
     let xml = hwc_compare::junit::render(&r);
     assert_eq!(
-        junit_cases(&xml)[0].1,
+        hwc_testkit::junit_cases(&xml)[0].1,
         Some(("not-comparable".to_string(), detail.to_string()))
     );
     assert!(

@@ -244,29 +244,6 @@ fn qualify_gates_a_node_and_writes_junit() {
     );
 }
 
-/// Each `<testcase>`: its name, and its `<failure>`'s type and message when it failed.
-fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
-    let doc = roxmltree::Document::parse(xml).expect("the JUnit file is well-formed XML");
-    doc.descendants()
-        .filter(|n| n.has_tag_name("testcase"))
-        .map(|case| {
-            let failure = case
-                .children()
-                .find(|n| n.has_tag_name("failure"))
-                .map(|f| {
-                    (
-                        f.attribute("type").expect("a failure type").to_string(),
-                        f.attribute("message")
-                            .expect("a failure message")
-                            .to_string(),
-                    )
-                });
-            let name = case.attribute("name").expect("a testcase name").to_string();
-            (name, failure)
-        })
-        .collect()
-}
-
 #[test]
 fn qualify_junit_failure_types_say_what_happened() {
     let d = tempfile::tempdir().unwrap();
@@ -333,7 +310,7 @@ links:
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
     let xml = std::fs::read_to_string(&junit).unwrap();
-    let cases = junit_cases(&xml);
+    let cases = hwc_testkit::junit_cases(&xml);
     let types: Vec<(&str, Option<&str>)> = cases
         .iter()
         .map(|(n, f)| (n.as_str(), f.as_ref().map(|(t, _)| t.as_str())))

@@ -132,3 +132,30 @@ pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profil
         .extend(sources.iter().map(|(k, s)| (k.to_string(), s.clone())));
     p
 }
+
+/// Each `<testcase>` of a JUnit document: its name, and its `<failure>`'s type and message
+/// (`None` when it did not fail). Panics on XML that is not well formed, on a testcase without
+/// a name or a failure without a type or message, and on a failure whose text is not its
+/// message (the writer puts the message in both).
+pub fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("{e}: {xml}"));
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|case| {
+            let failure = case
+                .children()
+                .find(|n| n.has_tag_name("failure"))
+                .map(|f| {
+                    assert_eq!(f.text(), f.attribute("message"), "{xml}");
+                    (
+                        f.attribute("type").expect("a failure type").to_string(),
+                        f.attribute("message")
+                            .expect("a failure message")
+                            .to_string(),
+                    )
+                });
+            let name = case.attribute("name").expect("a testcase name").to_string();
+            (name, failure)
+        })
+        .collect()
+}
