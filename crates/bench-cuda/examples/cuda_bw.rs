@@ -190,7 +190,11 @@ fn main() -> ExitCode {
                 if m.cache_resident {
                     flags.push("cache");
                 }
-                for note in m.notes.iter().filter(|n| n.starts_with("device placement")) {
+                for note in m
+                    .notes
+                    .iter()
+                    .filter(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX))
+                {
                     eprintln!("note {name} {size} {streams}: {note}");
                 }
                 if m.contended {

@@ -60,11 +60,12 @@ pub struct CudaBackend {
 const HINT_NO_CUDA: &str =
     "install the NVIDIA driver (libcuda.so.1) and check that nvidia-smi lists the GPU";
 
-/// The `cuda.device_placement` environment value: which copies search placement, and over what.
-fn device_placement_setting() -> String {
+/// The `cuda.copy_placement` environment value: which copies search placement, and over what.
+fn copy_placement_setting() -> String {
     format!(
         "one-stream duplex and D2H copies of {max} or less: measured at the fastest of {} \
-         offsets of the D2H source in its device buffer, tried first (the {} fastest of one \
+         placements in their buffers (offsets of the D2H device source, the H2D host source \
+         and the D2H host destination together), tried first (the {} fastest of one \
          repetition each tried again, median of {}); other copies at their buffers' start",
         crate::params::SEARCH_PLACEMENTS.len(),
         crate::copy::FINALISTS,
@@ -99,7 +100,7 @@ impl CudaBackend {
             "cuda.device_max_connections".into(),
             crate::connections::recorded(),
         );
-        environment.insert("cuda.device_placement".into(), device_placement_setting());
+        environment.insert("cuda.copy_placement".into(), copy_placement_setting());
         let slots = gpus
             .iter()
             .map(|(name, bdf)| {
@@ -539,14 +540,15 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{device_placement_setting, stalled_clock_note};
+    use super::{copy_placement_setting, stalled_clock_note};
 
     #[test]
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
         assert_eq!(
-            device_placement_setting(),
+            copy_placement_setting(),
             "one-stream duplex and D2H copies of 2MiB or less: measured at the fastest of 24 \
-             offsets of the D2H source in its device buffer, tried first (the 3 fastest of one \
+             placements in their buffers (offsets of the D2H device source, the H2D host \
+             source and the D2H host destination together), tried first (the 3 fastest of one \
              repetition each tried again, median of 3); other copies at their buffers' start"
         );
     }

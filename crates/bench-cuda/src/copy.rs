@@ -20,14 +20,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
-use hwc_model::{size_label, Placement, Stats};
-use hwc_numa::PlacementCheck;
+use hwc_model::{size_label, Placement, Stats, PLACEMENT_NOTE_PREFIX};
+use hwc_numa::{Pages, PlacementCheck};
 use hwc_runner::{BenchError, Prepared, Rep};
 
 use crate::affinity::AffinityGuard;
 use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
 use crate::error::{driver, CudaError};
-use crate::params::{CopySpec, DevicePlacement, Direction, HostMemory, HOME_PLACEMENT};
+use crate::params::{CopyPlacement, CopySpec, Direction, HostMemory, HOME_PLACEMENT};
 use crate::pattern;
 use crate::pool::{DeviceKey, HostKey, Lent, Pool, Role};
 use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
@@ -74,7 +74,13 @@ impl WarmKit {
             spin: stream()?,
             h2d: stream()?,
             d2d: stream()?,
-            host: HostBuffer::new(ctx, WARMUP_BUFFER_BYTES, None, HostMemory::Pinned)?,
+            host: HostBuffer::new(
+                ctx,
+                WARMUP_BUFFER_BYTES,
+                None,
+                HostMemory::Pinned,
+                Pages::Huge,
+            )?,
             a: DeviceBuffer::new(ctx, WARMUP_BUFFER_BYTES)?,
             b: DeviceBuffer::new(ctx, WARMUP_BUFFER_BYTES)?,
         })
@@ -124,33 +130,41 @@ pub enum CopyOp {
 }
 
 impl CopyOp {
-    /// The same copy with its device endpoints moved `at`'s offsets into their buffers (a host
-    /// endpoint, which always starts at its buffer's start, is left as it is).
-    fn placed(self, at: DevicePlacement) -> CopyOp {
+    /// The same copy with each end moved by `at`'s offset for its kind of buffer (see
+    /// [`CopyPlacement`]).
+    fn placed(self, at: CopyPlacement) -> CopyOp {
         let shift = |ptr: sys::CUdeviceptr, by: usize| ptr + by as sys::CUdeviceptr;
         match self {
             CopyOp::H2d { dst, src } => CopyOp::H2d {
-                dst: shift(dst, at.destination_offset_bytes),
-                src,
+                dst: shift(dst, at.device_destination_offset_bytes),
+                src: src.wrapping_byte_add(at.host_source_offset_bytes),
             },
             CopyOp::D2h { dst, src } => CopyOp::D2h {
-                dst,
-                src: shift(src, at.source_offset_bytes),
+                dst: dst.wrapping_byte_add(at.host_destination_offset_bytes),
+                src: shift(src, at.device_source_offset_bytes),
             },
             CopyOp::D2d { dst, src } => CopyOp::D2d {
-                dst: shift(dst, at.destination_offset_bytes),
-                src: shift(src, at.source_offset_bytes),
+                dst: shift(dst, at.device_destination_offset_bytes),
+                src: shift(src, at.device_source_offset_bytes),
             },
         }
     }
 
-    /// Where this copy lies in its buffers under `at`: `at`'s offset for a device endpoint, 0
-    /// for a host one.
-    fn shift(self, at: DevicePlacement) -> Shift {
+    /// Where this copy lies in its buffers under `at`: the offsets of its two ends.
+    fn shift(self, at: CopyPlacement) -> Shift {
         let (dst_at, src_at) = match self {
-            CopyOp::H2d { .. } => (at.destination_offset_bytes, 0),
-            CopyOp::D2h { .. } => (0, at.source_offset_bytes),
-            CopyOp::D2d { .. } => (at.destination_offset_bytes, at.source_offset_bytes),
+            CopyOp::H2d { .. } => (
+                at.device_destination_offset_bytes,
+                at.host_source_offset_bytes,
+            ),
+            CopyOp::D2h { .. } => (
+                at.host_destination_offset_bytes,
+                at.device_source_offset_bytes,
+            ),
+            CopyOp::D2d { .. } => (
+                at.device_destination_offset_bytes,
+                at.device_source_offset_bytes,
+            ),
         };
         Shift { dst_at, src_at }
     }
@@ -194,20 +208,27 @@ enum Buffers {
 }
 
 impl Buffers {
-    /// The host side of the copy, if it has one.
-    fn host(&self) -> Option<&HostBuffer> {
+    /// The host side of the copy, if it has one, with the bytes of it the case may use (the
+    /// copy and room for the farthest placement).
+    fn host(&self, spec: &CopySpec) -> Option<(&HostBuffer, usize)> {
         match self {
-            Buffers::H2d { src, .. } => Some(&src.buf),
-            Buffers::D2h { dst, .. } => Some(&dst.buf),
+            Buffers::H2d { src, .. } => Some((&src.buf, spec.host_source_bytes())),
+            Buffers::D2h { dst, .. } => Some((&dst.buf, spec.host_destination_bytes())),
             Buffers::D2d { .. } => None,
         }
     }
 
-    /// `Ok` when a copy of `size` bytes at `shift` stays inside the device buffers.
+    /// `Ok` when a copy of `size` bytes at `shift` stays inside both its buffers.
     fn fit(&self, shift: Shift, size: usize) -> Result<(), CudaError> {
         match self {
-            Buffers::H2d { dst, .. } => dst.buf.check_range(shift.dst_at, size),
-            Buffers::D2h { src, .. } => src.buf.check_range(shift.src_at, size),
+            Buffers::H2d { src, dst } => {
+                dst.buf.check_range(shift.dst_at, size)?;
+                src.buf.check_range(shift.src_at, size)
+            }
+            Buffers::D2h { src, dst } => {
+                dst.buf.check_range(shift.dst_at, size)?;
+                src.buf.check_range(shift.src_at, size)
+            }
             Buffers::D2d { src, dst } => {
                 dst.buf.check_range(shift.dst_at, size)?;
                 src.buf.check_range(shift.src_at, size)
@@ -237,9 +258,8 @@ struct Lane {
     stream: Arc<CudaStream>,
     /// The copy with its endpoints at their buffers' starts.
     op: CopyOp,
-    /// Where in its device buffers the copies lie ([`HOME_PLACEMENT`] unless the case
-    /// searched).
-    at: DevicePlacement,
+    /// Where in their buffers the copies lie ([`HOME_PLACEMENT`] unless the case searched).
+    at: CopyPlacement,
     buffers: Buffers,
     seed: u64,
     index: u32,
@@ -282,7 +302,7 @@ impl Shift {
 struct PlacementSearch {
     /// Per placement tried: where, and GB/s of all flows together (each flow's
     /// bytes over its own span, summed) in one repetition after one settling repetition.
-    tried: Vec<(DevicePlacement, f64)>,
+    tried: Vec<(CopyPlacement, f64)>,
     /// The [`FINALISTS`] fastest of `tried` (indices into it), each tried again: GB/s over
     /// [`FINAL_REPS`] repetitions after one settling repetition (`None`: a repetition gave no
     /// reading).
@@ -302,7 +322,7 @@ pub(crate) const FINAL_REPS: usize = 3;
 /// Index into `tried` of the placement to measure at: the finalist with the highest median;
 /// if no finalist gave a reading, the fastest of the first round; if none did either, home
 /// (index 0).
-fn choose(tried: &[(DevicePlacement, f64)], finals: &[(usize, f64)]) -> usize {
+fn choose(tried: &[(CopyPlacement, f64)], finals: &[(usize, f64)]) -> usize {
     let best_final = fastest(finals.iter().map(|f| f.1), 1);
     match best_final.first() {
         Some(&f) => finals[f].0,
@@ -389,16 +409,12 @@ impl<'a> CopyCase<'a> {
             let mut lanes = Vec::with_capacity(spec.streams as usize);
             for index in 0..spec.streams {
                 let stream = ctx.new_stream().map_err(driver("cuStreamCreate"))?;
-                let host = |role| HostKey {
-                    role,
-                    node: f.host_node,
-                    memory: spec.host_memory,
-                    lane: index,
-                };
+                let host = |role| HostKey::of(spec, f.host_node, index, role);
                 let dev = |role| DeviceKey { role, lane: index };
                 let (op, buffers, seed) = match f.direction {
                     Direction::H2d => {
-                        let src = pool.take_host(&ctx, host(Role::Src), size)?;
+                        let src =
+                            pool.take_host(&ctx, host(Role::Src), spec.host_source_bytes())?;
                         let dst = pool.take_device(&ctx, dev(Role::Dst), destination_bytes)?;
                         let op = CopyOp::H2d {
                             dst: dst.buf.ptr(),
@@ -409,7 +425,8 @@ impl<'a> CopyCase<'a> {
                     }
                     Direction::D2h => {
                         let src = pool.take_device(&ctx, dev(Role::Src), source_bytes)?;
-                        let mut dst = pool.take_host(&ctx, host(Role::Dst), size)?;
+                        let mut dst =
+                            pool.take_host(&ctx, host(Role::Dst), spec.host_destination_bytes())?;
                         let op = CopyOp::D2h {
                             dst: dst.buf.as_mut_ptr(),
                             src: src.buf.ptr(),
@@ -455,9 +472,9 @@ impl<'a> CopyCase<'a> {
         let mut flushed = spec.host_memory == HostMemory::Pinned && spec.uses_host();
         if flushed {
             for lane in flows.iter().flat_map(|f| &f.lanes) {
-                if let Some(h) = lane.buffers.host() {
-                    // SAFETY: the pool lent a buffer of at least `size` bytes (`take_host`).
-                    flushed &= unsafe { crate::cache::flush(h.as_ptr().cast(), size) };
+                if let Some((h, len)) = lane.buffers.host(spec) {
+                    // SAFETY: the pool lent a buffer of at least `len` bytes (`take_host`).
+                    flushed &= unsafe { crate::cache::flush(h.as_ptr().cast(), len) };
                 }
             }
         }
@@ -527,7 +544,7 @@ impl<'a> CopyCase<'a> {
     /// lanes at the finalist with the highest median. The figures come from the repetitions
     /// the runner times afterwards, not from these, so picking the best of a few placements
     /// does not pick the luckiest repetition.
-    fn search_placement(&mut self, placements: &[DevicePlacement]) -> Result<(), CudaError> {
+    fn search_placement(&mut self, placements: &[CopyPlacement]) -> Result<(), CudaError> {
         let mut tried = Vec::new();
         for &at in placements {
             self.place(at)?;
@@ -562,7 +579,7 @@ impl<'a> CopyCase<'a> {
     }
 
     /// Move every lane's copies to `at`, after checking that they stay inside the buffers.
-    fn place(&mut self, at: DevicePlacement) -> Result<(), CudaError> {
+    fn place(&mut self, at: CopyPlacement) -> Result<(), CudaError> {
         let size = self.size_bytes;
         for lane in self.flows.iter_mut().flat_map(|f| &mut f.lanes) {
             lane.buffers.fit(lane.op.shift(at), size)?;
@@ -624,11 +641,10 @@ impl<'a> CopyCase<'a> {
         for _ in 0..k {
             for flow in &self.flows {
                 for lane in &flow.lanes {
-                    // SAFETY: the lane owns both buffers: a host one of at least size_bytes
-                    // (copied from its start), a device one of at least size_bytes from
-                    // lane.at's offset (the home placement at offset 0, or one place() checked
-                    // fits); the case drops the buffers only after synchronising every stream
-                    // (run_rep's end, or Drop); the context was bound above.
+                    // SAFETY: the lane owns both buffers, each of at least size_bytes from
+                    // lane.at's offset for it (the home placement at offset 0, or one place()
+                    // checked fits); the case drops the buffers only after synchronising every
+                    // stream (run_rep's end, or Drop); the context was bound above.
                     unsafe { lane.copy().enqueue(self.size_bytes, &lane.stream) }?;
                 }
             }
@@ -691,8 +707,20 @@ impl<'a> CopyCase<'a> {
             "first repetition of the case (K calibration; one repetition, so no spread, N=1): \
              {first_gbps:.2} GB/s"
         ));
+        if spec.uses_host() && spec.host_memory == HostMemory::Pinned {
+            notes.push(match spec.host_pages() {
+                Pages::Small => "host buffers in small pages (MADV_NOHUGEPAGE), scattered over \
+                                 physical memory: small duplex copies run faster from them"
+                    .into(),
+                _ => "host buffers in transparent huge pages where the kernel gave them \
+                      (MADV_HUGEPAGE)"
+                    .into(),
+            });
+        }
         if let Some(search) = &self.search {
-            notes.push(placement_note(search));
+            let directions: Vec<Direction> = spec.flows.iter().map(|f| f.direction).collect();
+            let ends = moved_ends(&directions, spec.placements());
+            notes.push(placement_note(search, &ends));
         }
         if self.flushed {
             notes.push(
@@ -752,9 +780,13 @@ impl<'a> CopyCase<'a> {
         };
         match &lane.buffers {
             Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
-            Buffers::D2h { dst, .. } => shift
-                .check(&dst.buf.as_slice()[..size], 0, lane.seed)
-                .map_or(Ok(()), |m| Err(describe(m))),
+            Buffers::D2h { dst, .. } => {
+                let at = shift.destination(0);
+                dst.buf.check_range(at, size)?;
+                shift
+                    .check(&dst.buf.as_slice()[at..at + size], at, lane.seed)
+                    .map_or(Ok(()), |m| Err(describe(m)))
+            }
             Buffers::D2d { dst, .. } => {
                 for (offset, len) in d2d_windows(size) {
                     device_check(&dst.buf, offset, len)?;
@@ -765,18 +797,20 @@ impl<'a> CopyCase<'a> {
     }
 }
 
-/// The note a case that tried the device placements carries.
-fn placement_note(search: &PlacementSearch) -> String {
+/// The note a case that tried several placements carries. `ends` are the buffer ends the
+/// placements move, in the order each placement's label lists their offsets.
+fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
+    let label = |at: CopyPlacement| placement_label(at, ends);
     let tried: Vec<String> = search
         .tried
         .iter()
-        .map(|(at, gbps)| format!("{} → {gbps:.2}", placement_label(*at)))
+        .map(|(at, gbps)| format!("{} → {gbps:.2}", label(*at)))
         .collect();
     let finals: Vec<String> = search
         .finals
         .iter()
         .map(|(i, stats)| {
-            let at = placement_label(search.tried[*i].0);
+            let at = label(search.tried[*i].0);
             match stats {
                 Some(s) => format!("{at} → {:.2} (±{:.1} %, N={})", s.median, s.spread_pct, s.n),
                 None => format!("{at} → no reading"),
@@ -786,37 +820,85 @@ fn placement_note(search: &PlacementSearch) -> String {
     let gbps = || search.tried.iter().map(|t| t.1);
     let fastest = gbps().fold(f64::NAN, f64::max);
     let slowest = gbps().fold(f64::NAN, f64::min);
+    let names: Vec<&str> = ends.iter().map(|e| e.name()).collect();
     format!(
-        "device placement: {} placements of the copies in their device buffers tried \
-         (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
-         spread): {}; fastest over slowest {:+.1} %; the {} fastest again, median of {} \
-         repetitions each: {}; measured at {} (where device buffers lie \
-         changes small copies that read device memory: the GPU hashes physical addresses onto \
-         its memory partitions)",
+        "{PLACEMENT_NOTE_PREFIX} {} placements of the copies in their buffers tried (offsets \
+         in KiB: {}), all flows' GB/s in one repetition each (N=1, no spread): {}; fastest \
+         over slowest {:+.1} %; the {} fastest again, median of {} repetitions each: {}; \
+         measured at {} (where the buffers lie changes small copies: the GPU and the host map \
+         physical addresses onto memory channels that software neither sees nor chooses)",
         search.tried.len(),
+        names.join("/"),
         tried.join(", "),
         (fastest / slowest - 1.0) * 100.0,
         search.finals.len(),
         FINAL_REPS,
         finals.join(", "),
-        placement_label(search.tried[search.chosen].0)
+        label(search.tried[search.chosen].0)
     )
 }
 
-/// `0/512 KiB`: destination and source offsets.
-fn placement_label(at: DevicePlacement) -> String {
-    let kib = |b: usize| {
-        if b == 0 {
-            "0".to_string()
-        } else {
-            format!("{} KiB", b >> 10)
+/// One end of a copy: which buffer, and how a [`CopyPlacement`] moves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    DeviceSource,
+    DeviceDestination,
+    HostSource,
+    HostDestination,
+}
+
+impl End {
+    const ALL: [End; 4] = [
+        End::DeviceSource,
+        End::DeviceDestination,
+        End::HostSource,
+        End::HostDestination,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            End::DeviceSource => "D2H device source",
+            End::DeviceDestination => "H2D device destination",
+            End::HostSource => "H2D host source",
+            End::HostDestination => "D2H host destination",
         }
-    };
-    format!(
-        "{}/{}",
-        kib(at.destination_offset_bytes),
-        kib(at.source_offset_bytes)
-    )
+    }
+
+    fn offset(self, at: CopyPlacement) -> usize {
+        match self {
+            End::DeviceSource => at.device_source_offset_bytes,
+            End::DeviceDestination => at.device_destination_offset_bytes,
+            End::HostSource => at.host_source_offset_bytes,
+            End::HostDestination => at.host_destination_offset_bytes,
+        }
+    }
+
+    /// The ends the copies of `directions` have.
+    fn of(direction: Direction) -> [End; 2] {
+        match direction {
+            Direction::H2d => [End::HostSource, End::DeviceDestination],
+            Direction::D2h => [End::DeviceSource, End::HostDestination],
+            Direction::D2d => [End::DeviceSource, End::DeviceDestination],
+        }
+    }
+}
+
+/// The ends of a case's copies that some of `placements` move, in [`End::ALL`]'s order.
+fn moved_ends(directions: &[Direction], placements: &[CopyPlacement]) -> Vec<End> {
+    End::ALL
+        .into_iter()
+        .filter(|e| directions.iter().any(|d| End::of(*d).contains(e)))
+        .filter(|e| placements.iter().any(|p| e.offset(*p) != 0))
+        .collect()
+}
+
+/// `704/2688/1024`: the offsets of `ends`, in KiB.
+fn placement_label(at: CopyPlacement, ends: &[End]) -> String {
+    let kib: Vec<String> = ends
+        .iter()
+        .map(|e| (e.offset(at) >> 10).to_string())
+        .collect();
+    kib.join("/")
 }
 
 /// Where the D2D destination is read back: all of it when small, else 1 MiB at its start,
@@ -950,16 +1032,28 @@ mod tests {
 
     const KIB: usize = 1 << 10;
 
-    fn at(destination_kib: usize, source_kib: usize) -> DevicePlacement {
-        DevicePlacement {
-            destination_offset_bytes: destination_kib * KIB,
-            source_offset_bytes: source_kib * KIB,
+    /// A placement that moves the device ends only.
+    fn at(destination_kib: usize, source_kib: usize) -> CopyPlacement {
+        CopyPlacement {
+            device_destination_offset_bytes: destination_kib * KIB,
+            device_source_offset_bytes: source_kib * KIB,
+            ..HOME_PLACEMENT
         }
     }
 
-    /// The placements searched, and some that move the destination or both ends: the shift
-    /// arithmetic is general.
-    fn shifts() -> Vec<DevicePlacement> {
+    /// A placement that moves every end.
+    fn all_at(device: (usize, usize), host: (usize, usize)) -> CopyPlacement {
+        CopyPlacement {
+            device_destination_offset_bytes: device.0 * KIB,
+            device_source_offset_bytes: device.1 * KIB,
+            host_destination_offset_bytes: host.0 * KIB,
+            host_source_offset_bytes: host.1 * KIB,
+        }
+    }
+
+    /// The placements searched, and some that move the device destination or both device
+    /// ends: the shift arithmetic is general.
+    fn shifts() -> Vec<CopyPlacement> {
         let mut v = SEARCH_PLACEMENTS.to_vec();
         v.extend([at(1088, 0), at(704, 2112), at(3200, 320), at(192, 4160)]);
         v
@@ -967,7 +1061,7 @@ mod tests {
 
     #[test]
     fn the_finalist_with_the_best_median_is_measured_else_the_best_first_round() {
-        let tried: Vec<(DevicePlacement, f64)> = [70.1, 75.4, 74.9, 75.0]
+        let tried: Vec<(CopyPlacement, f64)> = [70.1, 75.4, 74.9, 75.0]
             .into_iter()
             .enumerate()
             .map(|(i, gbps)| (at(0, 64 * i), gbps))
@@ -995,11 +1089,8 @@ mod tests {
     }
 
     #[test]
-    fn a_placement_moves_device_endpoints_and_leaves_host_ones() {
-        let at = DevicePlacement {
-            destination_offset_bytes: 192 * KIB,
-            source_offset_bytes: 4160 * KIB,
-        };
+    fn a_placement_moves_each_end_by_its_own_offset() {
+        let at = all_at((192, 4160), (1024, 2688));
         let host = 0x1000usize as *mut c_void;
         match (CopyOp::H2d {
             dst: 1 << 32,
@@ -1009,7 +1100,7 @@ mod tests {
         {
             CopyOp::H2d { dst, src } => {
                 assert_eq!(dst, (1 << 32) + (192 << 10));
-                assert_eq!(src, host.cast_const());
+                assert_eq!(src as usize, 0x1000 + (2688 << 10));
             }
             _ => panic!("direction changed"),
         }
@@ -1020,7 +1111,7 @@ mod tests {
         .placed(at)
         {
             CopyOp::D2h { dst, src } => {
-                assert_eq!(dst, host);
+                assert_eq!(dst as usize, 0x1000 + (1024 << 10));
                 assert_eq!(src, (1 << 32) + (4160 << 10));
             }
             _ => panic!("direction changed"),
@@ -1037,24 +1128,35 @@ mod tests {
             }
             _ => panic!("direction changed"),
         }
+        // Home moves nothing.
+        match (CopyOp::H2d { dst: 7, src: host }).placed(HOME_PLACEMENT) {
+            CopyOp::H2d { dst, src } => assert_eq!((dst, src), (7, host.cast_const())),
+            _ => panic!("direction changed"),
+        }
     }
 
     #[test]
-    fn each_direction_shifts_only_its_device_ends() {
-        let at = at(704, 2112);
-        let (dst, src) = (at.destination_offset_bytes, at.source_offset_bytes);
+    fn each_direction_shifts_its_own_ends() {
+        let at = all_at((704, 2112), (1024, 2688));
         let host = std::ptr::null_mut::<c_void>();
         let shift = |dst_at, src_at| Shift { dst_at, src_at };
         let h2d = CopyOp::H2d {
             dst: 0,
             src: host.cast_const(),
         };
-        assert_eq!(h2d.shift(at), shift(dst, 0));
-        assert_eq!(CopyOp::D2h { dst: host, src: 0 }.shift(at), shift(0, src));
-        assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.shift(at), shift(dst, src));
+        assert_eq!(h2d.shift(at), shift(704 * KIB, 2688 * KIB));
+        assert_eq!(
+            CopyOp::D2h { dst: host, src: 0 }.shift(at),
+            shift(1024 * KIB, 2112 * KIB)
+        );
+        assert_eq!(
+            CopyOp::D2d { dst: 0, src: 0 }.shift(at),
+            shift(704 * KIB, 2112 * KIB)
+        );
         // Home: every copy starts at its buffers' starts.
         let home = HOME_PLACEMENT;
         assert_eq!(CopyOp::D2d { dst: 0, src: 0 }.shift(home), shift(0, 0));
+        assert_eq!(h2d.shift(home), shift(0, 0));
     }
 
     /// `dst` read back as the device check reads it: from `shift.dst_at + offset`, in pieces of
@@ -1105,23 +1207,39 @@ mod tests {
                 );
             }
         }
-        // A D2H destination in host memory starts at 0 and is checked whole.
-        let shift = CopyOp::D2h {
-            dst: std::ptr::null_mut(),
-            src: 0,
+        // A host end moves as a device end does: an H2D copy from a moved host source, a D2H
+        // copy into a moved host destination.
+        for at in SEARCH_PLACEMENTS {
+            for op in [
+                CopyOp::H2d {
+                    dst: 0,
+                    src: std::ptr::null(),
+                },
+                CopyOp::D2h {
+                    dst: std::ptr::null_mut(),
+                    src: 0,
+                },
+            ] {
+                let shift = op.shift(at);
+                let mut dst = vec![crate::pool::POISON; room];
+                dst[shift.dst_at..shift.dst_at + size]
+                    .copy_from_slice(&src[shift.src_at..shift.src_at + size]);
+                let d = shift.dst_at;
+                assert_eq!(shift.check(&dst[d..d + size], d, 7), None, "{at:?}");
+                if shift.src_at != 0 {
+                    let from_start = &src[..size];
+                    assert!(shift.check(from_start, d, 7).is_some(), "{at:?}");
+                }
+            }
         }
-        .shift(at(0, 3264));
-        let host = src[shift.src_at..shift.src_at + size].to_vec();
-        assert_eq!(shift.check(&host, 0, 7), None);
-        assert!(shift.check(&src[..size], 0, 7).is_some());
     }
 
     #[test]
     fn the_placement_note_names_every_try_and_the_one_measured() {
         let tried = vec![
             (HOME_PLACEMENT, 70.88),
-            (at(704, 2112), 75.21),
-            (at(192, 4160), 72.41),
+            (all_at((0, 704), (1024, 2688)), 75.21),
+            (all_at((0, 192), (64, 3200)), 72.41),
         ];
         let stats = |median: f64, spread_pct: f64| Stats {
             median,
@@ -1135,15 +1253,24 @@ mod tests {
             (2, None),
             (0, Some(stats(70.9, 1.2))),
         ];
-        let note = placement_note(&PlacementSearch {
+        let search = PlacementSearch {
             tried,
             finals,
             chosen: 1,
-        });
-        // The report finds these figures by this prefix (PLACEMENT_NOTE in hwc-report).
-        assert!(note.starts_with("device placement: 3 placements"), "{note}");
+        };
+        let duplex = moved_ends(&[Direction::H2d, Direction::D2h], &SEARCH_PLACEMENTS);
+        let note = placement_note(&search, &duplex);
+        // The report finds these figures by this prefix.
+        assert!(note.starts_with("copy placement: 3 placements"), "{note}");
+        assert!(note.starts_with(PLACEMENT_NOTE_PREFIX));
         assert!(
-            note.contains("0/0 → 70.88, 704 KiB/2112 KiB → 75.21, 192 KiB/4160 KiB → 72.41"),
+            note.contains(
+                "(offsets in KiB: D2H device source/H2D host source/D2H host destination)"
+            ),
+            "{note}"
+        );
+        assert!(
+            note.contains("0/0/0 → 70.88, 704/2688/1024 → 75.21, 192/3200/64 → 72.41"),
             "{note}"
         );
         assert!(note.contains("(N=1, no spread)"), "{note}");
@@ -1151,11 +1278,41 @@ mod tests {
         assert!(note.contains("fastest over slowest +6.1 %"), "{note}");
         assert!(
             note.contains(
-                "the 3 fastest again, median of 3 repetitions each: 704 KiB/2112 KiB → 74.83 \
-                 (±0.4 %, N=3), 192 KiB/4160 KiB → no reading, 0/0 → 70.90 (±1.2 %, N=3); \
-                 measured at 704 KiB/2112 KiB"
+                "the 3 fastest again, median of 3 repetitions each: 704/2688/1024 → 74.83 \
+                 (±0.4 %, N=3), 192/3200/64 → no reading, 0/0/0 → 70.90 (±1.2 %, N=3); \
+                 measured at 704/2688/1024"
             ),
             "{note}"
+        );
+        // A one-way D2H case names only its own ends.
+        let d2h = moved_ends(&[Direction::D2h], &SEARCH_PLACEMENTS);
+        let note = placement_note(&search, &d2h);
+        assert!(
+            note.contains("(offsets in KiB: D2H device source/D2H host destination)"),
+            "{note}"
+        );
+        assert!(note.contains("0/0 → 70.88, 704/1024 → 75.21"), "{note}");
+    }
+
+    #[test]
+    fn only_the_ends_a_case_has_and_some_placement_moves_are_named() {
+        use End::*;
+        let searched = &SEARCH_PLACEMENTS[..];
+        let h2d_d2h = [Direction::H2d, Direction::D2h];
+        assert_eq!(
+            moved_ends(&h2d_d2h, searched),
+            vec![DeviceSource, HostSource, HostDestination]
+        );
+        assert_eq!(
+            moved_ends(&[Direction::D2h], searched),
+            vec![DeviceSource, HostDestination]
+        );
+        assert_eq!(moved_ends(&[Direction::D2d], searched), vec![DeviceSource]);
+        assert!(moved_ends(&h2d_d2h, &[HOME_PLACEMENT]).is_empty());
+        let both = [at(704, 0), at(0, 0)];
+        assert_eq!(
+            moved_ends(&[Direction::D2d], &both),
+            vec![DeviceDestination]
         );
     }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
-use hwc_numa::{NumaBuffer, PlacementCheck};
+use hwc_numa::{NumaBuffer, Pages, PlacementCheck};
 
 use crate::error::{driver, CudaError};
 use crate::params::HostMemory;
@@ -50,14 +50,7 @@ impl DeviceBuffer {
 
     /// `Ok` when `[offset, offset + len)` lies inside the buffer.
     pub fn check_range(&self, offset: usize, len: usize) -> Result<(), CudaError> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(()),
-            end => Err(CudaError::OutOfRange {
-                offset,
-                end: end.unwrap_or(usize::MAX),
-                capacity: self.len,
-            }),
-        }
+        check_range(offset, len, self.len)
     }
 
     /// Set the first `len` bytes to `value` (synchronous).
@@ -129,6 +122,18 @@ impl Drop for DeviceBuffer {
     }
 }
 
+/// `Ok` when `[offset, offset + len)` lies inside a buffer of `capacity` bytes.
+fn check_range(offset: usize, len: usize, capacity: usize) -> Result<(), CudaError> {
+    match offset.checked_add(len) {
+        Some(end) if end <= capacity => Ok(()),
+        end => Err(CudaError::OutOfRange {
+            offset,
+            end: end.unwrap_or(usize::MAX),
+            capacity,
+        }),
+    }
+}
+
 /// A page-aligned host buffer, pre-faulted and optionally bound to a NUMA node
 /// (`hwc_numa::NumaBuffer`), registered with the driver when pinned.
 pub struct HostBuffer {
@@ -143,9 +148,9 @@ impl HostBuffer {
         len: usize,
         node: Option<u32>,
         memory: HostMemory,
+        pages: Pages,
     ) -> Result<Self, CudaError> {
-        // Transparent huge pages: fewer, larger pieces for the DMA engine to walk.
-        let buf = NumaBuffer::new(len, node, true)?;
+        let buf = NumaBuffer::with_pages(len, node, pages)?;
         let mut host = HostBuffer {
             buf,
             registered: None,
@@ -182,6 +187,10 @@ impl HostBuffer {
     }
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         self.buf.as_mut_slice()
+    }
+    /// `Ok` when `[offset, offset + len)` lies inside the buffer.
+    pub fn check_range(&self, offset: usize, len: usize) -> Result<(), CudaError> {
+        check_range(offset, len, self.len())
     }
     pub fn placement(&self) -> &PlacementCheck {
         self.buf.placement()

@@ -25,9 +25,9 @@ pub enum CudaError {
          not hidden from the timer"
     )]
     LatchTimeout { timeout_ms: u64 },
-    /// A read, write or copy would reach past a device buffer (a bug of ours, refused rather
-    /// than clamped: a clamped check would pass on fewer bytes than were copied).
-    #[error("bytes {offset}..{end} are past the end of a {capacity}-byte device buffer")]
+    /// A read, write or copy would reach past a buffer (a bug of ours, refused rather than
+    /// clamped: a clamped check would pass on fewer bytes than were copied).
+    #[error("bytes {offset}..{end} are past the end of a {capacity}-byte buffer")]
     OutOfRange {
         offset: usize,
         end: usize,

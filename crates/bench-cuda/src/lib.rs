@@ -20,9 +20,10 @@
 //! - a measuring process asks the driver for 32 hardware work queues (`connections`) unless
 //!   the user set `CUDA_DEVICE_MAX_CONNECTIONS`;
 //! - one-stream duplex and D2H cases of 2 MiB or less first try each of
-//!   [`SEARCH_PLACEMENTS`] (where in its device buffer the D2H source lies), try the 3 fastest
-//!   again and are measured at the fastest of those: where device buffers lie moves those
-//!   copies by several per cent, and no placement is known in advance to be the fast one;
+//!   [`SEARCH_PLACEMENTS`] (where in their buffers the D2H device source and the host buffers
+//!   lie), try the 3 fastest again and are measured at the fastest of those: where the buffers
+//!   lie moves those copies by several per cent, and no placement is known in advance to be
+//!   the fast one;
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;
 //! - the idle guard refuses a GPU that another process uses;
@@ -50,7 +51,7 @@ pub use bdf::normalize_bdf;
 pub use error::CudaError;
 pub use nvml::NvmlFacts;
 pub use params::{
-    l2_resident, DevicePlacement, ParamError, HOME_PLACEMENT, PLACEMENT_SEARCH_MAX_BYTES,
+    l2_resident, CopyPlacement, ParamError, HOME_PLACEMENT, PLACEMENT_SEARCH_MAX_BYTES,
     SEARCH_PLACEMENTS,
 };
 pub use probe::{probe, CudaDevice, CudaProbe};

@@ -7,6 +7,7 @@
 //! copies. Duplex: `direction` names the direction whose throughput is reported.
 
 use hwc_model::{Case, PathId};
+use hwc_numa::Pages;
 
 /// The most streams one case may ask for.
 pub const MAX_STREAMS: u32 = 64;
@@ -193,7 +194,7 @@ impl CopySpec {
     /// per direction, latched and of at most [`PLACEMENT_SEARCH_MAX_BYTES`]; every other case
     /// only [`HOME_PLACEMENT`]. See [`SEARCH_PLACEMENTS`] for why, and for why not D2D, H2D or
     /// several streams.
-    pub fn placements(&self) -> &'static [DevicePlacement] {
+    pub fn placements(&self) -> &'static [CopyPlacement] {
         if !self.latched() || self.size_bytes > PLACEMENT_SEARCH_MAX_BYTES || self.streams != 1 {
             return &[HOME_PLACEMENT];
         }
@@ -209,18 +210,46 @@ impl CopySpec {
         self.placements().len() > 1
     }
 
+    /// The pages of the case's host buffers: small (4 KiB) where the case searches placement,
+    /// transparent huge pages elsewhere.
+    ///
+    /// Why: 512 KiB duplex pairs read faster from host buffers in small pages, which lie in
+    /// pieces scattered over physical memory, than from the same offsets in huge pages, which
+    /// are contiguous (tools/gpu-reference/README.md, session 7: per process, the fastest of 24
+    /// placements 76.3–76.9 GB/s both directions together from small pages, 75.0–75.7 from
+    /// huge ones, each over 4 processes). Large copies keep huge pages: fewer, larger pieces
+    /// for the DMA engine to walk.
+    pub fn host_pages(&self) -> Pages {
+        if self.searches_placement() {
+            Pages::Small
+        } else {
+            Pages::Huge
+        }
+    }
+
     /// Bytes each device source buffer must hold: the copy, plus the largest offset it may be
     /// placed at.
     pub fn device_source_bytes(&self) -> usize {
-        self.size_bytes + self.largest_offset(|p| p.source_offset_bytes)
+        self.size_bytes + self.largest_offset(|p| p.device_source_offset_bytes)
     }
 
     /// Bytes each device destination buffer must hold, as [`CopySpec::device_source_bytes`].
     pub fn device_destination_bytes(&self) -> usize {
-        self.size_bytes + self.largest_offset(|p| p.destination_offset_bytes)
+        self.size_bytes + self.largest_offset(|p| p.device_destination_offset_bytes)
     }
 
-    fn largest_offset(&self, of: impl Fn(&DevicePlacement) -> usize) -> usize {
+    /// Bytes each host source buffer (H2D) must hold, as [`CopySpec::device_source_bytes`].
+    pub fn host_source_bytes(&self) -> usize {
+        self.size_bytes + self.largest_offset(|p| p.host_source_offset_bytes)
+    }
+
+    /// Bytes each host destination buffer (D2H) must hold, as
+    /// [`CopySpec::device_source_bytes`].
+    pub fn host_destination_bytes(&self) -> usize {
+        self.size_bytes + self.largest_offset(|p| p.host_destination_offset_bytes)
+    }
+
+    fn largest_offset(&self, of: impl Fn(&CopyPlacement) -> usize) -> usize {
         self.placements().iter().map(of).max().unwrap_or(0)
     }
 
@@ -240,74 +269,90 @@ impl CopySpec {
     }
 }
 
-/// Where a case's copies start in its device buffers, in bytes from each buffer's start (a
-/// host buffer's copies always start at its start). Every placement searched moves only the
-/// source (see [`SEARCH_PLACEMENTS`]); the destination offset is kept, with its arithmetic and
-/// data check tested, because the next placement question (where host buffers lie, which also
-/// moves small duplex copies: tools/gpu-reference/README.md, session 6) is still open.
+/// Where a case's copies start in each of their buffers, in bytes from the buffer's start.
+/// Every copy has one source and one destination, each in device or host memory, so one
+/// offset per kind of endpoint places every flow of a case: an H2D copy reads its host source
+/// and writes its device destination, a D2H copy reads its device source and writes its host
+/// destination, a D2D copy reads and writes device memory. Every placement searched leaves the
+/// device destination at 0 (see [`SEARCH_PLACEMENTS`]); that offset is kept, with its
+/// arithmetic and data check tested, for D2D and H2D, which do not search yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DevicePlacement {
-    pub destination_offset_bytes: usize,
-    pub source_offset_bytes: usize,
+pub struct CopyPlacement {
+    pub device_source_offset_bytes: usize,
+    pub device_destination_offset_bytes: usize,
+    pub host_source_offset_bytes: usize,
+    pub host_destination_offset_bytes: usize,
 }
 
-const fn source_at(source_kib: usize) -> DevicePlacement {
-    DevicePlacement {
-        destination_offset_bytes: 0,
-        source_offset_bytes: source_kib << 10,
+/// A searched placement: the device source, host source and host destination offsets, in KiB.
+const fn at(
+    device_source_kib: usize,
+    host_source_kib: usize,
+    host_destination_kib: usize,
+) -> CopyPlacement {
+    CopyPlacement {
+        device_source_offset_bytes: device_source_kib << 10,
+        device_destination_offset_bytes: 0,
+        host_source_offset_bytes: host_source_kib << 10,
+        host_destination_offset_bytes: host_destination_kib << 10,
     }
 }
 
 /// Where every case that does not search lies: at its buffers' starts.
-pub const HOME_PLACEMENT: DevicePlacement = source_at(0);
+pub const HOME_PLACEMENT: CopyPlacement = at(0, 0, 0);
 
 /// The placements a duplex or one-stream D2H case of at most [`PLACEMENT_SEARCH_MAX_BYTES`]
-/// tries: 24 offsets of the D2H source in its device buffer, in KiB (the first is
-/// [`HOME_PLACEMENT`]); an H2D destination stays at its buffer's start.
+/// tries (the first is [`HOME_PLACEMENT`]): 24 offsets of the D2H device source, each with
+/// its own offsets of the H2D host source and the D2H host destination (a one-way D2H case
+/// uses the first and the last), all below 4.1 MiB and multiples of 64 KiB (the pattern check
+/// needs 8). The host offsets were drawn at random once, so that the 24 tries sample both the
+/// device and the host side together; the device destination stays at its buffer's start.
 ///
 /// Why: on H200s (driver 580), small copies that read device memory change speed with where
-/// their source lies (tools/gpu-reference/README.md, sessions 5 and 6). A 512 KiB duplex pair
-/// read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 placements, most
-/// steady within ±0.5 % from process to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB read
-/// 49.5 at every placement tried. Alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8
-/// source offsets and 1 MiB 49.85–50.87, each offset within ±0.2 % in two processes. The GPU
-/// hashes physical addresses onto its memory partitions, which software neither sees nor
-/// chooses, so which offset is fast is not known in advance: the search keeps the fastest.
-/// Only the source moves: over 20 placements of a 512 KiB duplex pair (69.5–75.0 GB/s both
-/// directions together), moving the H2D destination by 1–2.3 MiB changed the sum by less than
-/// 1 % at a given source offset, moving the source by up to 8 %. Offsets are multiples of
-/// 64 KiB (the pattern check needs 8).
+/// their source lies (tools/gpu-reference/README.md, sessions 5 to 7). A 512 KiB duplex pair
+/// read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 device placements,
+/// most steady within ±0.5 % from process to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB
+/// read 49.5 at every placement tried. Alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8
+/// source offsets and 1 MiB 49.85–50.87. Where the host buffers lie moves small duplex too:
+/// at one device offset, six pairs of host offsets in the same transparent huge pages read
+/// 72.4–74.4 GB/s (both directions together), and separately allocated buffer pairs
+/// 69.0–76.1, while the order the copies were queued in, the latch and K changed nothing
+/// (±0.3 %). The GPU and the host's memory controllers map physical addresses onto channels
+/// that software neither sees nor chooses, so which placement is fast is not known in advance:
+/// the search keeps the fastest. The device destination does not move: over 20 placements of
+/// a 512 KiB duplex pair, moving it by 1–2.3 MiB changed the sum by less than 1 % at a given
+/// source offset, moving the source by up to 8 %.
 ///
 /// Not searched: L2-resident D2D, whose placements differed by 0.1–1.8 % in single
 /// repetitions, as much as repetitions differ; one-way H2D, whose 128 KiB and 1 MiB copies read
 /// the same (±0.3 %) at 8 destination offsets; and several streams per direction (D2H or
 /// duplex), where each stream's buffer lies elsewhere and a common offset has no one effect
 /// (not measured; the plan's duplex cases have one stream per direction).
-pub const SEARCH_PLACEMENTS: [DevicePlacement; 24] = [
+pub const SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
     HOME_PLACEMENT,
-    source_at(64),
-    source_at(128),
-    source_at(192),
-    source_at(320),
-    source_at(512),
-    source_at(704),
-    source_at(832),
-    source_at(1088),
-    source_at(1280),
-    source_at(1536),
-    source_at(1600),
-    source_at(1856),
-    source_at(2112),
-    source_at(2368),
-    source_at(2560),
-    source_at(2880),
-    source_at(3008),
-    source_at(3200),
-    source_at(3264),
-    source_at(3520),
-    source_at(3712),
-    source_at(3968),
-    source_at(4160),
+    at(64, 512, 2048),
+    at(128, 1344, 3136),
+    at(192, 2112, 3200),
+    at(320, 3904, 2432),
+    at(512, 2112, 1856),
+    at(704, 2688, 1024),
+    at(832, 3584, 64),
+    at(1088, 3904, 2560),
+    at(1280, 448, 384),
+    at(1536, 3648, 512),
+    at(1600, 960, 1216),
+    at(1856, 3712, 3392),
+    at(2112, 2496, 448),
+    at(2368, 2560, 1856),
+    at(2560, 2304, 64),
+    at(2880, 1728, 3392),
+    at(3008, 3264, 3712),
+    at(3200, 2368, 2816),
+    at(3264, 2304, 2048),
+    at(3520, 3456, 2816),
+    at(3712, 3008, 1344),
+    at(3968, 3200, 896),
+    at(4160, 3200, 1664),
 ];
 
 /// Largest copy size that searches placement: from 4 MiB on no placement differed (above),
@@ -492,45 +537,105 @@ mod tests {
     }
 
     #[test]
-    fn a_searching_case_allocates_room_behind_its_source_for_its_farthest_placement() {
+    fn a_searching_case_allocates_room_behind_each_moved_end_for_its_farthest_placement() {
         let size = 512usize << 10;
-        let largest_src = SEARCH_PLACEMENTS
-            .iter()
-            .map(|p| p.source_offset_bytes)
-            .max()
-            .unwrap();
-        assert_eq!(largest_src, 4160 << 10);
-        // One H2D destination and one D2H source; only the source moves.
+        let largest =
+            |of: fn(&CopyPlacement) -> usize| SEARCH_PLACEMENTS.iter().map(of).max().unwrap();
+        let device_src = largest(|p| p.device_source_offset_bytes);
+        let host_src = largest(|p| p.host_source_offset_bytes);
+        let host_dst = largest(|p| p.host_destination_offset_bytes);
+        assert_eq!(
+            (device_src, host_src, host_dst),
+            (4160 << 10, 3904 << 10, 3712 << 10)
+        );
+        // One H2D destination and one D2H source in device memory; the destination stays.
         let s = spec_of(PathId::Duplex, size as u64, "pinned");
         assert_eq!(s.device_destination_bytes(), size);
-        assert_eq!(s.device_source_bytes(), size + largest_src);
-        assert_eq!(s.device_bytes(), (size + size + largest_src) as u64);
+        assert_eq!(s.device_source_bytes(), size + device_src);
+        assert_eq!(s.device_bytes(), (size + size + device_src) as u64);
+        assert_eq!(s.host_source_bytes(), size + host_src);
+        assert_eq!(s.host_destination_bytes(), size + host_dst);
         for p in SEARCH_PLACEMENTS {
-            assert!(p.source_offset_bytes + size <= s.device_source_bytes());
+            assert!(p.device_source_offset_bytes + size <= s.device_source_bytes());
+            assert!(p.host_source_offset_bytes + size <= s.host_source_bytes());
+            assert!(p.host_destination_offset_bytes + size <= s.host_destination_bytes());
         }
-        // A one-stream D2H case: room behind its source; its destination is host memory.
+        // A one-stream D2H case: room behind its device source and its host destination.
         let mut p = base();
         p.size_bytes = Some(size as u64);
         p.streams = Some(1);
         let d2h = CopySpec::from_case(&case(PathId::D2h, p)).unwrap();
-        assert_eq!(d2h.device_bytes(), (size + largest_src) as u64);
+        assert_eq!(d2h.device_bytes(), (size + device_src) as u64);
+        assert_eq!(d2h.host_destination_bytes(), size + host_dst);
         // A case that does not search takes exactly its size.
         let h2d = spec_of(PathId::H2d, size as u64, "pinned");
         assert_eq!(
-            (h2d.device_destination_bytes(), h2d.device_source_bytes()),
-            (size, size)
+            (
+                h2d.device_destination_bytes(),
+                h2d.device_source_bytes(),
+                h2d.host_source_bytes(),
+                h2d.host_destination_bytes()
+            ),
+            (size, size, size, size)
         );
     }
 
     #[test]
-    fn placements_start_at_home_are_distinct_move_only_the_source_and_keep_the_pattern_aligned() {
+    fn placements_start_at_home_are_distinct_leave_the_device_destination_and_keep_the_pattern_aligned(
+    ) {
         assert_eq!(SEARCH_PLACEMENTS[0], HOME_PLACEMENT);
-        assert_eq!(HOME_PLACEMENT.source_offset_bytes, 0);
+        assert_eq!(
+            HOME_PLACEMENT,
+            CopyPlacement {
+                device_source_offset_bytes: 0,
+                device_destination_offset_bytes: 0,
+                host_source_offset_bytes: 0,
+                host_destination_offset_bytes: 0,
+            }
+        );
+        let device_sources: Vec<usize> = SEARCH_PLACEMENTS
+            .iter()
+            .map(|p| p.device_source_offset_bytes)
+            .collect();
         for (i, p) in SEARCH_PLACEMENTS.iter().enumerate() {
-            assert_eq!(p.destination_offset_bytes, 0, "{p:?}");
-            assert_eq!(p.source_offset_bytes % (64 << 10), 0, "{p:?}");
-            assert!(!SEARCH_PLACEMENTS[..i].contains(p), "{p:?} twice");
+            assert_eq!(p.device_destination_offset_bytes, 0, "{p:?}");
+            for off in [
+                p.device_source_offset_bytes,
+                p.host_source_offset_bytes,
+                p.host_destination_offset_bytes,
+            ] {
+                assert_eq!(off % (64 << 10), 0, "{p:?}");
+            }
+            // Every try moves the device source somewhere new: a one-way D2H case, which
+            // ignores the host source, never tries the same placement twice.
+            assert!(
+                !device_sources[..i].contains(&p.device_source_offset_bytes),
+                "{p:?}"
+            );
         }
+    }
+
+    #[test]
+    fn cases_that_search_placement_take_small_host_pages_and_the_others_huge_ones() {
+        for size in [128u64 << 10, 2 << 20, (2 << 20) + 1, 256 << 20] {
+            for path in [PathId::Duplex, PathId::D2h, PathId::H2d] {
+                let s = spec_of(path, size, "pinned");
+                let want = if s.searches_placement() {
+                    Pages::Small
+                } else {
+                    Pages::Huge
+                };
+                assert_eq!(s.host_pages(), want, "{path:?} {size}");
+            }
+        }
+        assert_eq!(
+            spec_of(PathId::Duplex, 512 << 10, "pinned").host_pages(),
+            Pages::Small
+        );
+        assert_eq!(
+            spec_of(PathId::H2d, 512 << 10, "pinned").host_pages(),
+            Pages::Huge
+        );
     }
 
     #[test]

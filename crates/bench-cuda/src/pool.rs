@@ -29,6 +29,7 @@ use crate::driver::{DeviceBuffer, HostBuffer};
 use crate::error::CudaError;
 use crate::params::{CopySpec, Direction, HostMemory};
 use crate::pattern;
+use hwc_numa::Pages;
 
 /// Which end of a copy a buffer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -45,7 +46,22 @@ pub struct HostKey {
     pub role: Role,
     pub node: Option<u32>,
     pub memory: HostMemory,
+    pub pages: Pages,
     pub lane: u32,
+}
+
+impl HostKey {
+    /// The host buffer of `role` that lane `lane` of `spec`'s flow with host memory on `node`
+    /// copies from or to.
+    pub fn of(spec: &CopySpec, node: Option<u32>, lane: u32, role: Role) -> HostKey {
+        HostKey {
+            role,
+            node,
+            memory: spec.host_memory,
+            pages: spec.host_pages(),
+            lane,
+        }
+    }
 }
 
 /// A device buffer's identity in the pool.
@@ -84,12 +100,7 @@ pub fn keys_of(spec: &CopySpec) -> (Vec<HostKey>, Vec<DeviceKey>) {
     let mut device = Vec::new();
     for flow in &spec.flows {
         for lane in 0..spec.streams {
-            let host_key = |role| HostKey {
-                role,
-                node: flow.host_node,
-                memory: spec.host_memory,
-                lane,
-            };
+            let host_key = |role| HostKey::of(spec, flow.host_node, lane, role);
             let dev = |role| DeviceKey { role, lane };
             match flow.direction {
                 Direction::H2d => {
@@ -120,7 +131,7 @@ fn role_tag(role: Role) -> u8 {
 fn host_seed(k: &HostKey) -> u64 {
     let node = k.node.map_or("any".to_string(), |n| n.to_string());
     pattern::seed(
-        &format!("host/{node}/{}", k.memory.as_str()),
+        &format!("host/{node}/{}/{:?}", k.memory.as_str(), k.pages),
         k.lane,
         role_tag(k.role),
     )
@@ -154,7 +165,7 @@ impl Poolable for HostBuffer {
         host_seed(key)
     }
     fn alloc(ctx: &Arc<CudaContext>, key: &HostKey, len: usize) -> Result<Self, CudaError> {
-        HostBuffer::new(ctx, len, key.node, key.memory)
+        HostBuffer::new(ctx, len, key.node, key.memory, key.pages)
     }
     fn capacity(&self) -> usize {
         self.len()
@@ -239,8 +250,12 @@ impl Pool {
         for spec in specs {
             let (host, device) = keys_of(spec);
             for k in host {
+                let bytes = match k.role {
+                    Role::Src => spec.host_source_bytes(),
+                    Role::Dst => spec.host_destination_bytes(),
+                };
                 let e = self.host_hint.entry(k).or_default();
-                *e = (*e).max(spec.size_bytes);
+                *e = (*e).max(bytes);
             }
             for k in device {
                 let bytes = match k.role {
@@ -349,6 +364,7 @@ mod tests {
             role: Role::Src,
             node: Some(0),
             memory: HostMemory::Pinned,
+            pages: Pages::Huge,
             lane: 0,
         };
         let others = [
@@ -361,6 +377,10 @@ mod tests {
             HostKey { node: None, ..k },
             HostKey {
                 memory: HostMemory::Pageable,
+                ..k
+            },
+            HostKey {
+                pages: Pages::Small,
                 ..k
             },
         ];
@@ -499,6 +519,7 @@ mod tests {
             role: Role::Src,
             node: Some(0),
             memory: HostMemory::Pinned,
+            pages: Pages::Huge,
             lane: 0,
         };
         assert_eq!(pool.host_hint[&host0], 256 << 20);
@@ -523,14 +544,21 @@ mod tests {
             duplex.device_source_bytes()
         );
         assert!(duplex.device_source_bytes() > 512 << 10);
-        // Host buffers are copied from their start: no room needed.
+        // The host source and destination with room for theirs, in small pages: not the
+        // huge-page buffers of the large copies.
         let host = |role| HostKey {
             role,
             node: Some(0),
             memory: HostMemory::Pinned,
+            pages: Pages::Small,
             lane: 0,
         };
-        assert_eq!(pool.host_hint[&host(Role::Src)], 512 << 10);
-        assert_eq!(pool.host_hint[&host(Role::Dst)], 512 << 10);
+        assert_eq!(pool.host_hint[&host(Role::Src)], duplex.host_source_bytes());
+        assert_eq!(
+            pool.host_hint[&host(Role::Dst)],
+            duplex.host_destination_bytes()
+        );
+        assert!(duplex.host_source_bytes() > 512 << 10);
+        assert!(duplex.host_destination_bytes() > 512 << 10);
     }
 }

@@ -220,7 +220,7 @@ fn copies_on_every_gpu() {
                             problems.push(format!("{}: node 0 placement not verified", c.key));
                         }
                     }
-                    // Small pinned one-stream duplex and D2H cases try the device placements,
+                    // Small pinned one-stream duplex and D2H cases try the placements,
                     // then the 3 fastest again (and their data check ran at the one
                     // measured); no other case does.
                     let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
@@ -230,7 +230,10 @@ fn copies_on_every_gpu() {
                         PathId::Duplex | PathId::D2h if small => Some(SEARCH_PLACEMENTS.len()),
                         _ => None,
                     };
-                    let note = m.notes.iter().find(|n| n.starts_with("device placement"));
+                    let note = m
+                        .notes
+                        .iter()
+                        .find(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX));
                     match (searched, note) {
                         (Some(k), Some(n))
                             if n.contains(&format!("{k} placements"))

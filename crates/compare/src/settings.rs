@@ -16,6 +16,7 @@ pub const KEYS: &[&str] = &[
     "nvidia.driver_version",
     "cuda.driver_api_version",
     "cuda.device_max_connections",
+    "cuda.copy_placement",
     "cuda.device_placement",
     "cuda.timing",
     "cuda.pinned_memory",

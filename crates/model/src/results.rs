@@ -27,6 +27,10 @@ pub struct Placement {
     pub detail: String,
 }
 
+/// How a note begins that says a figure was measured at the fastest of several placements of
+/// its copies in their buffers (the CUDA backend writes it, the report footnotes such figures).
+pub const PLACEMENT_NOTE_PREFIX: &str = "copy placement:";
+
 /// One measured case, as the profile keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {

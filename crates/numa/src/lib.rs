@@ -62,6 +62,19 @@ impl PlacementCheck {
     }
 }
 
+/// Which pages a [`NumaBuffer`] asks the kernel for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pages {
+    /// Transparent huge pages (`MADV_HUGEPAGE`): physically contiguous 2 MiB pieces where the
+    /// kernel has them.
+    Huge,
+    /// Base pages only (`MADV_NOHUGEPAGE`), even where THP is `always`: the buffer lies in
+    /// page-sized pieces scattered over physical memory.
+    Small,
+    /// No advice: whatever the system's THP setting gives.
+    Default,
+}
+
 /// An anonymous, page-aligned, pre-faulted buffer, optionally bound to one NUMA node.
 pub struct NumaBuffer {
     ptr: NonNull<u8>,
@@ -82,8 +95,15 @@ fn page_size() -> usize {
 
 impl NumaBuffer {
     /// Map `len` bytes (rounded up to a page), bind them to `node` when given, ask for
-    /// transparent huge pages when `huge`, touch every page, and check where the pages are.
+    /// transparent huge pages when `huge` (else leave the system's setting), touch every page,
+    /// and check where the pages are.
     pub fn new(len: usize, node: Option<u32>, huge: bool) -> Result<Self, NumaError> {
+        let pages = if huge { Pages::Huge } else { Pages::Default };
+        Self::with_pages(len, node, pages)
+    }
+
+    /// As [`NumaBuffer::new`], asking for `pages`.
+    pub fn with_pages(len: usize, node: Option<u32>, pages: Pages) -> Result<Self, NumaError> {
         let page = page_size();
         let len = len.max(1).div_ceil(page) * page;
         // SAFETY: anonymous private mapping with no address hint; checked for MAP_FAILED.
@@ -112,9 +132,15 @@ impl NumaBuffer {
             len,
             placement: PlacementCheck::Unverified("no node requested".into()),
         };
-        if huge {
-            // SAFETY: advice on our own mapping; failure only means no huge pages.
-            unsafe { libc::madvise(raw, len, libc::MADV_HUGEPAGE) };
+        let advice = match pages {
+            Pages::Huge => Some(libc::MADV_HUGEPAGE),
+            Pages::Small => Some(libc::MADV_NOHUGEPAGE),
+            Pages::Default => None,
+        };
+        if let Some(advice) = advice {
+            // SAFETY: advice on our own mapping, before any page is touched; failure only
+            // means the kernel's default pages.
+            unsafe { libc::madvise(raw, len, advice) };
         }
         let bind_error = match node {
             Some(n) => bind(raw, len, n)?.err(),
@@ -452,5 +478,16 @@ AnonHugePages:         0 kB
             .huge_page_bytes()
             .expect("/proc/self/smaps is readable on Linux");
         assert!(huge <= b.len() as u64, "{huge} > {}", b.len());
+    }
+
+    #[test]
+    fn a_buffer_of_small_pages_has_no_huge_ones_even_where_thp_is_always() {
+        let b = NumaBuffer::with_pages(8 << 20, None, Pages::Small).unwrap();
+        assert_eq!(b.len(), 8 << 20);
+        let huge = b
+            .huge_page_bytes()
+            .expect("/proc/self/smaps is readable on Linux");
+        assert_eq!(huge, 0, "MADV_NOHUGEPAGE was not honoured");
+        assert!(b.as_slice().iter().all(|&x| x == 0));
     }
 }

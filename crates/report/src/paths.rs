@@ -1,7 +1,7 @@
 //! Section 5: one matrix per data path (spec Paths 1–8), or the path's waivers.
 
 use crate::{cell, gbps, table, waivers};
-use hwc_model::{size_label, Measurement, PathId, Profile};
+use hwc_model::{size_label, Measurement, PathId, Profile, PLACEMENT_NOTE_PREFIX};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -159,7 +159,7 @@ fn gpu_copies(out: &mut String, p: &Profile) {
                 out,
                 &rows,
                 |m| format!("{} at ", column(m)),
-                "where device buffers lie moves small copies that read device memory",
+                "where the device and host buffers lie moves small copies that read device memory",
             );
         }
         duplex(out, p, gpu);
@@ -246,18 +246,17 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         out,
         &ms,
         |_| String::new(),
-        "where device buffers lie moves small duplex copies; the H2D and D2H figures of a \
+        "where the device and host buffers lie moves small duplex copies; the H2D and D2H figures of a \
          size are two cases, each of which chose its own; of the one-way figures the penalties \
          compare with, only those footnoted so above searched",
     );
 }
 
-/// How the CUDA backend's note begins on a figure measured at the fastest of several device
-/// placements (`placement_note` in crates/bench-cuda/src/copy.rs, whose test pins it).
-const PLACEMENT_NOTE: &str = "device placement:";
+/// How that note began in profiles written before host buffers were searched too.
+const DEVICE_PLACEMENT_NOTE: &str = "device placement:";
 
 /// Under a table: per `subject` (`D2H 1-stream at `; empty under a duplex table), the sizes
-/// whose figures were measured at the fastest device placement tried, when there are any,
+/// whose figures were measured at the fastest placement tried, when there are any,
 /// with `why`.
 fn placement_footnote(
     out: &mut String,
@@ -266,10 +265,11 @@ fn placement_footnote(
     why: &str,
 ) {
     let mut searched: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    for m in ms
-        .iter()
-        .filter(|m| m.notes.iter().any(|n| n.starts_with(PLACEMENT_NOTE)))
-    {
+    for m in ms.iter().filter(|m| {
+        m.notes
+            .iter()
+            .any(|n| n.starts_with(PLACEMENT_NOTE_PREFIX) || n.starts_with(DEVICE_PLACEMENT_NOTE))
+    }) {
         if let Some(size) = m.params.size_bytes {
             searched.entry(subject(m)).or_default().insert(size);
         }
@@ -278,7 +278,7 @@ fn placement_footnote(
         let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
         let _ = writeln!(
             out,
-            "*{subject}{}*: measured at the fastest of the placements in device memory their \
+            "*{subject}{}*: measured at the fastest of the placements in their buffers the \
              copies tried first ({why}). Every placement's rate is in the measurement's notes \
              in the YAML profile.\n",
             labels.join(", ")

@@ -615,10 +615,10 @@ fn placed(path: PathId, size: u64, direction: Option<&str>, v: f64, searched: bo
     }
     if searched {
         m.notes.push(
-            "device placement: 12 placements of the copies in their device buffers tried \
-             (destination/source offset), all flows' GB/s in one repetition each (N=1, no \
-             spread): 0/0 → 73.43, 704 KiB/2112 KiB → 74.51; fastest over slowest +1.5 %; \
-             measured at 704 KiB/2112 KiB"
+            "copy placement: 12 placements of the copies in their buffers tried (offsets in \
+             KiB: D2H device source/H2D host source/D2H host destination), all flows' GB/s in \
+             one repetition each (N=1, no spread): 0/0/0 → 73.43, 704/2688/1024 → 74.51; \
+             fastest over slowest +1.5 %; measured at 704/2688/1024"
                 .into(),
         );
     }
@@ -702,6 +702,22 @@ fn the_copy_table_says_which_one_way_rows_were_measured_at_the_fastest_placement
         notes[1]
     );
     assert!(notes[1].contains("only those footnoted so above searched"));
+}
+
+#[test]
+fn figures_searched_before_host_buffers_were_are_footnoted_too() {
+    // Profiles written before session 7 began the note "device placement:".
+    let mut old = placed(PathId::D2h, 128 << 10, None, 31.2, true);
+    let note = &mut old.measurement.notes[0];
+    *note = note.replacen("copy placement:", "device placement:", 1);
+    let md = render(&profile_with(true, |r| r.push(old)));
+    let notes = placement_footnotes(&md);
+    assert_eq!(notes.len(), 1, "{md}");
+    assert!(
+        notes[0].starts_with("*D2H 1-stream at 128KiB*"),
+        "{}",
+        notes[0]
+    );
 }
 
 #[test]
