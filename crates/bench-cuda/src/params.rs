@@ -213,12 +213,13 @@ impl CopySpec {
     /// The pages of the case's host buffers: small (4 KiB) where the case searches placement,
     /// transparent huge pages elsewhere.
     ///
-    /// Why: 512 KiB duplex pairs read faster from host buffers in small pages, which lie in
-    /// pieces scattered over physical memory, than from the same offsets in huge pages, which
-    /// are contiguous (tools/gpu-reference/README.md, session 7: per process, the fastest of 24
-    /// placements 76.3–76.9 GB/s both directions together from small pages, 75.0–75.7 from
-    /// huge ones, each over 4 processes). Large copies keep huge pages: fewer, larger pieces
-    /// for the DMA engine to walk.
+    /// Why: 512 KiB duplex pairs reach faster placements in host buffers of small pages, which
+    /// lie in pieces scattered over physical memory, than in huge pages, which are contiguous
+    /// (tools/gpu-reference/README.md, session 7: per process, the fastest of 24 random
+    /// placements read 76.3–76.9 GB/s both directions together with small-page host buffers,
+    /// 75.0–75.7 at offsets in huge pages, over 4 processes each; with this search, 75.2–76.7
+    /// over 5 processes where the device-only search in huge pages read 74.1–74.4). Large copies
+    /// keep huge pages: fewer, larger pieces for the DMA engine to walk.
     pub fn host_pages(&self) -> Pages {
         if self.searches_placement() {
             Pages::Small
