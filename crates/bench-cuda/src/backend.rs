@@ -63,10 +63,11 @@ const HINT_NO_CUDA: &str =
 /// The `cuda.copy_placement` environment value: which copies search placement, and over what.
 fn copy_placement_setting() -> String {
     format!(
-        "one-stream duplex and D2H copies of {max} or less: measured at the fastest of {} \
-         placements in their buffers (offsets of the D2H device source, the H2D host source \
-         and the D2H host destination together), tried first (the {} fastest of one \
-         repetition each tried again, median of {}); other copies at their buffers' start",
+        "one-stream duplex and D2H copies of {max} or less: host buffers in small pages, \
+         measured at the fastest of {} placements in their buffers (offsets of the D2H device \
+         source, the H2D host source and the D2H host destination together), tried first (the \
+         {} fastest of one repetition each tried again, median of {}); other copies at their \
+         buffers' start",
         crate::params::SEARCH_PLACEMENTS.len(),
         crate::copy::FINALISTS,
         crate::copy::FINAL_REPS,
@@ -92,8 +93,10 @@ impl CudaBackend {
         );
         environment.insert(
             "cuda.pinned_memory".into(),
-            "mmap + mbind + pre-faulted, transparent huge pages requested, registered with \
-             cuMemHostRegister(PORTABLE) (not write-combined)"
+            "mmap + mbind + pre-faulted, transparent huge pages requested (small pages, \
+             MADV_NOHUGEPAGE, for the copies that search placement: see \
+             cuda.copy_placement), registered with cuMemHostRegister(PORTABLE) (not \
+             write-combined)"
                 .into(),
         );
         environment.insert(
@@ -546,10 +549,11 @@ mod tests {
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
         assert_eq!(
             copy_placement_setting(),
-            "one-stream duplex and D2H copies of 2MiB or less: measured at the fastest of 24 \
-             placements in their buffers (offsets of the D2H device source, the H2D host \
-             source and the D2H host destination together), tried first (the 3 fastest of one \
-             repetition each tried again, median of 3); other copies at their buffers' start"
+            "one-stream duplex and D2H copies of 2MiB or less: host buffers in small pages, \
+             measured at the fastest of 24 placements in their buffers (offsets of the D2H \
+             device source, the H2D host source and the D2H host destination together), tried \
+             first (the 3 fastest of one repetition each tried again, median of 3); other \
+             copies at their buffers' start"
         );
     }
 

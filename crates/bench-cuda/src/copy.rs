@@ -298,7 +298,7 @@ impl Shift {
     }
 }
 
-/// What trying the device placements found.
+/// What trying the placements found.
 struct PlacementSearch {
     /// Per placement tried: where, and GB/s of all flows together (each flow's
     /// bytes over its own span, summed) in one repetition after one settling repetition.
@@ -373,7 +373,7 @@ pub struct CopyCase<'a> {
     flushed: bool,
     cache_resident: bool,
     placement: Option<Placement>,
-    /// Set when the case tried the device placements.
+    /// Set when the case tried several placements.
     search: Option<PlacementSearch>,
     notes: Vec<String>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
@@ -710,7 +710,8 @@ impl<'a> CopyCase<'a> {
         if spec.uses_host() && spec.host_memory == HostMemory::Pinned {
             notes.push(match spec.host_pages() {
                 Pages::Small => "host buffers in small pages (MADV_NOHUGEPAGE), scattered over \
-                                 physical memory: small duplex copies run faster from them"
+                                 physical memory, as every case that searches placement takes \
+                                 them: small duplex pairs reach faster placements in them"
                     .into(),
                 _ => "host buffers in transparent huge pages where the kernel gave them \
                       (MADV_HUGEPAGE)"
@@ -781,10 +782,7 @@ impl<'a> CopyCase<'a> {
         match &lane.buffers {
             Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
             Buffers::D2h { dst, .. } => {
-                let at = shift.destination(0);
-                dst.buf.check_range(at, size)?;
-                shift
-                    .check(&dst.buf.as_slice()[at..at + size], at, lane.seed)
+                check_host_destination(dst.buf.as_slice(), shift, size, lane.seed)?
                     .map_or(Ok(()), |m| Err(describe(m)))
             }
             Buffers::D2d { dst, .. } => {
@@ -795,6 +793,19 @@ impl<'a> CopyCase<'a> {
             }
         }
     }
+}
+
+/// Check a D2H copy's host destination `dst` (the whole buffer) for `size` bytes at `shift`;
+/// a mismatch's offset is the byte's index in the copy.
+fn check_host_destination(
+    dst: &[u8],
+    shift: Shift,
+    size: usize,
+    seed: u64,
+) -> Result<Option<pattern::Mismatch>, CudaError> {
+    let at = shift.destination(0);
+    crate::driver::check_range(at, size, dst.len())?;
+    Ok(shift.check(&dst[at..at + size], at, seed))
 }
 
 /// The note a case that tried several placements carries. `ends` are the buffer ends the
@@ -855,12 +866,14 @@ impl End {
         End::HostDestination,
     ];
 
+    /// The end's name in a note. A case has at most one end of each kind (an H2D copy's
+    /// host source, a D2H copy's device source, …), so the kind names it.
     fn name(self) -> &'static str {
         match self {
-            End::DeviceSource => "D2H device source",
-            End::DeviceDestination => "H2D device destination",
-            End::HostSource => "H2D host source",
-            End::HostDestination => "D2H host destination",
+            End::DeviceSource => "device source",
+            End::DeviceDestination => "device destination",
+            End::HostSource => "host source",
+            End::HostDestination => "host destination",
         }
     }
 
@@ -1207,30 +1220,78 @@ mod tests {
                 );
             }
         }
-        // A host end moves as a device end does: an H2D copy from a moved host source, a D2H
-        // copy into a moved host destination.
+        // An H2D copy from a moved host source is read back from device memory as above.
         for at in SEARCH_PLACEMENTS {
-            for op in [
-                CopyOp::H2d {
-                    dst: 0,
-                    src: std::ptr::null(),
-                },
-                CopyOp::D2h {
-                    dst: std::ptr::null_mut(),
-                    src: 0,
-                },
-            ] {
-                let shift = op.shift(at);
-                let mut dst = vec![crate::pool::POISON; room];
-                dst[shift.dst_at..shift.dst_at + size]
-                    .copy_from_slice(&src[shift.src_at..shift.src_at + size]);
-                let d = shift.dst_at;
-                assert_eq!(shift.check(&dst[d..d + size], d, 7), None, "{at:?}");
-                if shift.src_at != 0 {
-                    let from_start = &src[..size];
-                    assert!(shift.check(from_start, d, 7).is_some(), "{at:?}");
-                }
+            let shift = CopyOp::H2d {
+                dst: 0,
+                src: std::ptr::null(),
             }
+            .shift(at);
+            let mut dst = vec![crate::pool::POISON; room];
+            dst[..size].copy_from_slice(&src[shift.src_at..shift.src_at + size]);
+            assert_eq!(check_read_back(&dst, shift, 0, size), None, "{at:?}");
+            if shift.src_at != 0 {
+                dst[..size].copy_from_slice(&src[..size]);
+                assert!(check_read_back(&dst, shift, 0, size).is_some(), "{at:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_host_destination_check_reads_a_d2h_copy_where_its_placement_put_it() {
+        let size = 64 * KIB;
+        let room = size + 4160 * KIB;
+        let mut src = vec![0u8; room];
+        pattern::fill(&mut src, 7, 0);
+        let d2h = CopyOp::D2h {
+            dst: std::ptr::null_mut(),
+            src: 0,
+        };
+        for at in SEARCH_PLACEMENTS {
+            let shift = d2h.shift(at);
+            let host_room = size + shift.dst_at;
+            let copy = |from: usize, to: usize| {
+                let mut dst = vec![crate::pool::POISON; host_room];
+                dst[to..to + size].copy_from_slice(&src[from..from + size]);
+                dst
+            };
+            let right = copy(shift.src_at, shift.dst_at);
+            assert_eq!(
+                check_host_destination(&right, shift, size, 7).unwrap(),
+                None,
+                "{at:?}"
+            );
+            // A corrupted byte is reported by its index in the copy.
+            let mut bad = right.clone();
+            bad[shift.dst_at + 4321] ^= 0x5A;
+            let m = check_host_destination(&bad, shift, size, 7).unwrap();
+            assert_eq!(m.map(|m| m.offset), Some(4321), "{at:?}");
+            // Written to the buffer's start although the placement moved it: fails.
+            if shift.dst_at != 0 {
+                let to_start = copy(shift.src_at, 0);
+                assert!(
+                    check_host_destination(&to_start, shift, size, 7)
+                        .unwrap()
+                        .is_some(),
+                    "{at:?}"
+                );
+            }
+            // Read from the device buffer's start although the placement moved it: fails.
+            if shift.src_at != 0 {
+                let from_start = copy(0, shift.dst_at);
+                assert!(
+                    check_host_destination(&from_start, shift, size, 7)
+                        .unwrap()
+                        .is_some(),
+                    "{at:?}"
+                );
+            }
+            // A buffer too small for the placement is an error, not a panic.
+            let short = &right[..host_room - 1];
+            assert!(matches!(
+                check_host_destination(short, shift, size, 7),
+                Err(CudaError::OutOfRange { .. })
+            ));
         }
     }
 
@@ -1264,9 +1325,7 @@ mod tests {
         assert!(note.starts_with("copy placement: 3 placements"), "{note}");
         assert!(note.starts_with(PLACEMENT_NOTE_PREFIX));
         assert!(
-            note.contains(
-                "(offsets in KiB: D2H device source/H2D host source/D2H host destination)"
-            ),
+            note.contains("(offsets in KiB: device source/host source/host destination)"),
             "{note}"
         );
         assert!(
@@ -1288,7 +1347,7 @@ mod tests {
         let d2h = moved_ends(&[Direction::D2h], &SEARCH_PLACEMENTS);
         let note = placement_note(&search, &d2h);
         assert!(
-            note.contains("(offsets in KiB: D2H device source/D2H host destination)"),
+            note.contains("(offsets in KiB: device source/host destination)"),
             "{note}"
         );
         assert!(note.contains("0/0 → 70.88, 704/1024 → 75.21"), "{note}");

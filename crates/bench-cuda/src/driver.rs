@@ -123,7 +123,7 @@ impl Drop for DeviceBuffer {
 }
 
 /// `Ok` when `[offset, offset + len)` lies inside a buffer of `capacity` bytes.
-fn check_range(offset: usize, len: usize, capacity: usize) -> Result<(), CudaError> {
+pub(crate) fn check_range(offset: usize, len: usize, capacity: usize) -> Result<(), CudaError> {
     match offset.checked_add(len) {
         Some(end) if end <= capacity => Ok(()),
         end => Err(CudaError::OutOfRange {
@@ -390,5 +390,32 @@ impl Drop for Latch {
             // synchronise their streams first).
             let _ = unsafe { result::module::unload(self.module) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_fits_only_inside_its_buffer() {
+        assert!(check_range(0, 10, 10).is_ok());
+        assert!(check_range(10, 0, 10).is_ok());
+        assert!(matches!(
+            check_range(1, 10, 10),
+            Err(CudaError::OutOfRange {
+                offset: 1,
+                end: 11,
+                capacity: 10
+            })
+        ));
+        // An end past usize::MAX is out of range, not a wrap to a small number.
+        assert!(matches!(
+            check_range(usize::MAX, 2, 10),
+            Err(CudaError::OutOfRange {
+                end: usize::MAX,
+                ..
+            })
+        ));
     }
 }

@@ -4,9 +4,9 @@
 //! much device memory, costs more than the timed part of a case of that size (a 256 MiB, 8-stream
 //! case spent about 4 of its 6 s there). So each buffer a case uses is taken from this pool and
 //! given back when the case ends: one buffer per role (source or destination), lane (stream
-//! index) and, for host memory, node and kind. A case of size S uses S bytes from a buffer's
-//! start, or, for the device buffers of a case that searches placement (small duplex and
-//! one-stream D2H), from one of the offsets it tries (`CopySpec::placements`; the case asks for
+//! index) and, for host memory, node, kind and pages. A case of size S uses S bytes from a
+//! buffer's start, or, for a case that searches placement (small duplex and one-stream D2H),
+//! from one of the offsets it tries in each buffer (`CopySpec::placements`; the case asks for
 //! room for the farthest).
 //!
 //! Keeping the data check honest:
@@ -359,7 +359,7 @@ mod tests {
     }
 
     #[test]
-    fn seeds_differ_by_role_lane_node_and_memory() {
+    fn seeds_differ_by_role_lane_node_memory_and_pages() {
         let k = HostKey {
             role: Role::Src,
             node: Some(0),

@@ -244,6 +244,17 @@ fn copies_on_every_gpu() {
                         }
                         (None, None) => {}
                     }
+                    // The host buffers' pages: small where the case searched, huge elsewhere.
+                    if c.params.host_memory.as_deref() == Some("pinned") {
+                        let want = if searched.is_some() {
+                            "host buffers in small pages"
+                        } else {
+                            "host buffers in transparent huge pages"
+                        };
+                        if !m.notes.iter().any(|n| n.starts_with(want)) {
+                            problems.push(format!("{}: no note \"{want}\"", c.key));
+                        }
+                    }
                     if c.path == PathId::D2d {
                         let expect = hwc_bench_cuda::l2_resident(
                             c.params.size_bytes.unwrap_or(0),

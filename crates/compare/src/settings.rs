@@ -2,8 +2,9 @@
 //! figures move with them: the driver, the CUDA hardware work queues
 //! (`CUDA_DEVICE_MAX_CONNECTIONS`: 32 from 2026-11-30 unless the user set it, the driver's 8
 //! before, moving 128 KiB–1 MiB copies by 1–3 %), transparent huge pages, the timing and
-//! buffer methods of the GPU and NVMe backends, and where small duplex copies lie in device
-//! memory (searched from 2026-11-30; where they lie moves 512 KiB duplex by several per cent).
+//! buffer methods of the GPU and NVMe backends, and where small duplex and D2H copies lie in
+//! their buffers (searched from 2026-11-30; where they lie moves 512 KiB duplex by several per
+//! cent).
 //! `compare` lists the ones that differ under the table, so a delta is read with its cause
 //! beside it; it does not change a verdict (a real regression under a new setting is still a
 //! regression).

@@ -220,7 +220,8 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     provenance.finished_at = chrono::Local::now().to_rfc3339();
     provenance.interrupted = outcome.interrupted;
     provenance.environment = outcome.environment.clone();
-    // Pinned GPU buffers and host RAM copies both use transparent huge pages: a fact of the
+    // Pinned GPU buffers (but those of small copies that search placement) and host RAM
+    // copies both use transparent huge pages: a fact of the
     // machine measured (a real profile never has --fsroot), recorded for every run, not only
     // GPU ones (`compare` lists it when two profiles differ).
     const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";

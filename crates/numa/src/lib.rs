@@ -480,14 +480,61 @@ AnonHugePages:         0 kB
         assert!(huge <= b.len() as u64, "{huge} > {}", b.len());
     }
 
+    /// The `VmFlags` of the mapping of `smaps` that holds `addr`.
+    fn vm_flags_at(smaps: &str, addr: u64) -> Option<Vec<String>> {
+        let mut inside = false;
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            if let Some((a, b)) = first.split_once('-') {
+                if let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) {
+                    inside = a <= addr && addr < b;
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return Some(flags.split_whitespace().map(String::from).collect());
+                }
+            }
+        }
+        None
+    }
+
     #[test]
-    fn a_buffer_of_small_pages_has_no_huge_ones_even_where_thp_is_always() {
-        let b = NumaBuffer::with_pages(8 << 20, None, Pages::Small).unwrap();
-        assert_eq!(b.len(), 8 << 20);
-        let huge = b
-            .huge_page_bytes()
-            .expect("/proc/self/smaps is readable on Linux");
-        assert_eq!(huge, 0, "MADV_NOHUGEPAGE was not honoured");
-        assert!(b.as_slice().iter().all(|&x| x == 0));
+    fn the_flags_of_the_mapping_holding_an_address_are_found() {
+        let smaps = "7f0000000000-7f0000800000 rw-p 00000000 00:00 0\nVmFlags: rd wr mr hg\n\
+                     7f0000800000-7f0000a00000 rw-p 00000000 00:00 0\nVmFlags: rd wr nh\n";
+        let flags = |addr| vm_flags_at(smaps, addr);
+        assert!(flags(0x7f00_0000_1000).unwrap().contains(&"hg".to_string()));
+        assert!(flags(0x7f00_0080_0000).unwrap().contains(&"nh".to_string()));
+        assert_eq!(flags(0x1000), None);
+    }
+
+    /// The kernel's flags of `b`'s mapping (`hg`: MADV_HUGEPAGE, `nh`: MADV_NOHUGEPAGE).
+    fn live_flags(b: &NumaBuffer) -> Vec<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("readable on Linux");
+        vm_flags_at(&smaps, b.as_ptr() as u64).expect("the buffer is mapped")
+    }
+
+    #[test]
+    fn each_kind_of_pages_gives_its_advice_to_the_kernel() {
+        let small = NumaBuffer::with_pages(8 << 20, None, Pages::Small).unwrap();
+        assert_eq!(small.len(), 8 << 20);
+        let flags = live_flags(&small);
+        assert!(flags.contains(&"nh".to_string()), "{flags:?}");
+        assert!(!flags.contains(&"hg".to_string()), "{flags:?}");
+        // Whatever the system's THP mode, a buffer advised so has no huge pages.
+        assert_eq!(small.huge_page_bytes(), Some(0));
+        assert!(small.as_slice().iter().all(|&x| x == 0));
+
+        let huge = NumaBuffer::with_pages(8 << 20, None, Pages::Huge).unwrap();
+        let flags = live_flags(&huge);
+        assert!(flags.contains(&"hg".to_string()), "{flags:?}");
+        assert!(!flags.contains(&"nh".to_string()), "{flags:?}");
+
+        let default = NumaBuffer::with_pages(8 << 20, None, Pages::Default).unwrap();
+        let flags = live_flags(&default);
+        assert!(!flags.contains(&"hg".to_string()), "{flags:?}");
+        assert!(!flags.contains(&"nh".to_string()), "{flags:?}");
     }
 }

@@ -159,7 +159,7 @@ fn gpu_copies(out: &mut String, p: &Profile) {
                 out,
                 &rows,
                 |m| format!("{} at ", column(m)),
-                "where the device and host buffers lie moves small copies that read device memory",
+                "where their buffers lie moves small copies that read device memory",
             );
         }
         duplex(out, p, gpu);
@@ -246,7 +246,7 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         out,
         &ms,
         |_| String::new(),
-        "where the device and host buffers lie moves small duplex copies; the H2D and D2H figures of a \
+        "where their buffers lie moves small duplex copies; the H2D and D2H figures of a \
          size are two cases, each of which chose its own; of the one-way figures the penalties \
          compare with, only those footnoted so above searched",
     );
@@ -278,9 +278,9 @@ fn placement_footnote(
         let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
         let _ = writeln!(
             out,
-            "*{subject}{}*: measured at the fastest of the placements in their buffers the \
-             copies tried first ({why}). Every placement's rate is in the measurement's notes \
-             in the YAML profile.\n",
+            "*{subject}{}*: measured at the fastest of several placements in their buffers \
+             tried first ({why}). Which ends moved and every placement's rate are in the \
+             measurement's notes in the YAML profile.\n",
             labels.join(", ")
         );
     }
