@@ -15,6 +15,7 @@
 //! buffer and may block the submitting thread until the copy ran), so its copies are timed by
 //! the same events without the latch, staging included.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,6 +52,9 @@ pub struct DeviceRuntime {
     pub pool: Pool,
     /// The clock warm-up's streams and buffers, once made.
     pub warm_kit: Option<WarmKit>,
+    /// Each small duplex search's outcome, by the size and the buffers it ran on: the case of
+    /// the other direction of that size, on the same buffers, is measured at its choice.
+    duplex_searches: HashMap<(usize, Vec<u64>), PlacementSearch>,
 }
 
 /// Bytes of each warm-up buffer.
@@ -107,6 +111,7 @@ impl DeviceRuntime {
             last_active: None,
             pool: Pool::default(),
             warm_kit: None,
+            duplex_searches: HashMap::new(),
         })
     }
 }
@@ -236,6 +241,15 @@ impl Buffers {
         }
     }
 
+    /// The [`Lent::serial`]s of the two buffers.
+    fn serials(&self) -> [u64; 2] {
+        match self {
+            Buffers::H2d { src, dst } => [src.serial, dst.serial],
+            Buffers::D2h { src, dst } => [src.serial, dst.serial],
+            Buffers::D2d { src, dst } => [src.serial, dst.serial],
+        }
+    }
+
     fn give_back(self, pool: &mut Pool) {
         match self {
             Buffers::H2d { src, dst } => {
@@ -299,6 +313,7 @@ impl Shift {
 }
 
 /// What trying the placements found.
+#[derive(Clone)]
 struct PlacementSearch {
     /// Per placement tried: where, and GB/s of all flows together (each flow's
     /// bytes over its own span, summed) in one repetition after one settling repetition.
@@ -373,8 +388,11 @@ pub struct CopyCase<'a> {
     flushed: bool,
     cache_resident: bool,
     placement: Option<Placement>,
-    /// Set when the case tried several placements.
+    /// Set when the case tried several placements, or was measured at the choice of the
+    /// search the other direction's case of its duplex size ran on the same buffers.
     search: Option<PlacementSearch>,
+    /// The search was that other case's.
+    search_shared: bool,
     notes: Vec<String>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
@@ -493,13 +511,14 @@ impl<'a> CopyCase<'a> {
             cache_resident,
             placement,
             search: None,
+            search_shared: false,
             notes: Vec::new(),
             suspect: false,
             _affinity: affinity,
         };
         let first_gbps = case.calibrate()?;
         if spec.searches_placement() {
-            case.search_placement(spec.placements())?;
+            case.search_or_share(spec)?;
         }
         case.notes = case.describe(spec, &cx, first_gbps);
         Ok(case)
@@ -537,6 +556,34 @@ impl<'a> CopyCase<'a> {
         Err(CudaError::LatchTimeout {
             timeout_ms: LATCH_TIMEOUT_NS / 1_000_000,
         })
+    }
+
+    /// Search `spec`'s placements, or, for a duplex case whose other direction's case already
+    /// searched on these same buffers, take that search's choice: both directions of a duplex
+    /// size are then measured in one configuration, and the search runs once.
+    fn search_or_share(&mut self, spec: &CopySpec) -> Result<(), CudaError> {
+        let duplex = spec.flows.len() > 1;
+        let key = (
+            self.size_bytes,
+            self.flows
+                .iter()
+                .flat_map(|f| &f.lanes)
+                .flat_map(|l| l.buffers.serials())
+                .collect::<Vec<u64>>(),
+        );
+        if duplex {
+            if let Some(earlier) = self.rt.duplex_searches.get(&key).cloned() {
+                self.place(earlier.tried[earlier.chosen].0)?;
+                self.search = Some(earlier);
+                self.search_shared = true;
+                return Ok(());
+            }
+        }
+        self.search_placement(spec.placements())?;
+        if let (true, Some(search)) = (duplex, &self.search) {
+            self.rt.duplex_searches.insert(key, search.clone());
+        }
+        Ok(())
     }
 
     /// Run the chosen K at each of `placements` (one settling repetition, one timed), try
@@ -721,7 +768,7 @@ impl<'a> CopyCase<'a> {
         if let Some(search) = &self.search {
             let directions: Vec<Direction> = spec.flows.iter().map(|f| f.direction).collect();
             let ends = moved_ends(&directions, spec.placements());
-            notes.push(placement_note(search, &ends));
+            notes.push(placement_note(search, &ends, self.search_shared));
         }
         if self.flushed {
             notes.push(
@@ -810,7 +857,7 @@ fn check_host_destination(
 
 /// The note a case that tried several placements carries. `ends` are the buffer ends the
 /// placements move, in the order each placement's label lists their offsets.
-fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
+fn placement_note(search: &PlacementSearch, ends: &[End], shared: bool) -> String {
     let label = |at: CopyPlacement| placement_label(at, ends);
     let tried: Vec<String> = search
         .tried
@@ -836,7 +883,7 @@ fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
         "{PLACEMENT_NOTE_PREFIX} {} placements of the copies in their buffers tried (offsets \
          in KiB: {}), all flows' GB/s in one repetition each (N=1, no spread): {}; fastest \
          over slowest {:+.1} %; the {} fastest again, median of {} repetitions each: {}; \
-         measured at {} (where the buffers lie changes small copies: the GPU and the host map \
+         measured at {}{} (where the buffers lie changes small copies: the GPU and the host map \
          physical addresses onto memory channels that software neither sees nor chooses)",
         search.tried.len(),
         names.join("/"),
@@ -845,7 +892,14 @@ fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
         search.finals.len(),
         FINAL_REPS,
         finals.join(", "),
-        label(search.tried[search.chosen].0)
+        label(search.tried[search.chosen].0),
+        if shared {
+            "; one search for both directions of this duplex size: the other direction's \
+             case ran it, on these same buffers, and this case was measured at its choice \
+             without searching again"
+        } else {
+            ""
+        }
     )
 }
 
@@ -1320,7 +1374,7 @@ mod tests {
             chosen: 1,
         };
         let duplex = moved_ends(&[Direction::H2d, Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &duplex);
+        let note = placement_note(&search, &duplex, false);
         // The report finds these figures by this prefix.
         assert!(note.starts_with("copy placement: 3 placements"), "{note}");
         assert!(note.starts_with(PLACEMENT_NOTE_PREFIX));
@@ -1343,9 +1397,21 @@ mod tests {
             ),
             "{note}"
         );
+        assert!(!note.contains("one search for both directions"), "{note}");
+        // The other direction's case of the same duplex size says whose search it took, and
+        // carries the same figures.
+        let shared = placement_note(&search, &duplex, true);
+        assert!(shared.starts_with(&note[..note.find("measured at").unwrap()]));
+        assert!(
+            shared.contains(
+                "measured at 704/2688/1024; one search for both directions of this duplex \
+                 size: the other direction's case ran it, on these same buffers"
+            ),
+            "{shared}"
+        );
         // A one-way D2H case names only its own ends.
         let d2h = moved_ends(&[Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &d2h);
+        let note = placement_note(&search, &d2h, false);
         assert!(
             note.contains("(offsets in KiB: device source/host destination)"),
             "{note}"

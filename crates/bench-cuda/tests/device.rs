@@ -162,7 +162,11 @@ fn copies_on_every_gpu() {
         "{:<34} {:>9} {:>9} {:>9} {:>7} {:>3} {:>8}  notes",
         "case", "median", "min", "max", "spread%", "n", "cold"
     );
+    // As the runner does: the pools learn every case first, so each buffer is allocated once.
+    let all: Vec<Case> = gpus.iter().flat_map(|g| cases_for(&g.0)).collect();
+    backend.expect(&all.iter().collect::<Vec<_>>());
     for (gpu, device) in gpus.iter().map(|g| &g.0).zip(&probe.devices) {
+        let mut shared_duplex_searches = 0;
         let first = cases_for(gpu)[0].clone();
         assert_eq!(
             backend.idle_check(&first),
@@ -234,6 +238,9 @@ fn copies_on_every_gpu() {
                         .notes
                         .iter()
                         .find(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX));
+                    if note.is_some_and(|n| n.contains("one search for both directions")) {
+                        shared_duplex_searches += 1;
+                    }
                     match (searched, note) {
                         (Some(k), Some(n))
                             if n.contains(&format!("{k} placements"))
@@ -269,6 +276,13 @@ fn copies_on_every_gpu() {
                 CaseOutcome::Waived(w) => problems.push(format!("{} waived: {}", c.key, w.reason)),
                 CaseOutcome::Failed(f) => problems.push(format!("{} failed: {}", c.key, f.error)),
             }
+        }
+        // The 512 KiB duplex pair searched once: the second direction's case took the first's
+        // choice on the same buffers (the 64 MiB duplex cases do not search).
+        if shared_duplex_searches != 1 {
+            problems.push(format!(
+                "{gpu}: {shared_duplex_searches} duplex cases took another's search, expected 1"
+            ));
         }
         // A GPU name the backend was not given is waived, not a crash.
         let stray = case("gpu99", "h2d", PathId::H2d, MIB, 1, host("pinned", None));

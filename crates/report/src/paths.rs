@@ -247,8 +247,9 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         &ms,
         |_| String::new(),
         "where their buffers lie moves small duplex copies; the H2D and D2H figures of a \
-         size are two cases, each of which chose its own; of the one-way figures the penalties \
-         compare with, only those footnoted so above searched",
+         size are two cases, and their notes say where each was measured and whose search \
+         chose it; of the one-way figures the penalties compare with, only those footnoted so \
+         above searched",
     );
 }
 
