@@ -66,8 +66,9 @@ fn copy_placement_setting() -> String {
         "one-stream duplex and D2H copies of {max} or less: host buffers in small pages, \
          measured at the fastest of {} placements in their buffers (offsets of the D2H device \
          source, the H2D host source and the D2H host destination together), tried first (the \
-         {} fastest of one repetition each tried again, median of {}; one search per duplex \
-         size, both directions measured at its choice); other copies at their buffers' start",
+         {} fastest of one repetition each tried again, median of {}; the second direction's \
+         case of a duplex size, on the same pooled buffers, measured at the first's choice); \
+         other copies at their buffers' start",
         crate::params::SEARCH_PLACEMENTS.len(),
         crate::copy::FINALISTS,
         crate::copy::FINAL_REPS,
@@ -552,9 +553,9 @@ mod tests {
             "one-stream duplex and D2H copies of 2MiB or less: host buffers in small pages, \
              measured at the fastest of 24 placements in their buffers (offsets of the D2H \
              device source, the H2D host source and the D2H host destination together), tried \
-             first (the 3 fastest of one repetition each tried again, median of 3; one search \
-             per duplex size, both directions measured at its choice); other copies at their \
-             buffers' start"
+             first (the 3 fastest of one repetition each tried again, median of 3; the second \
+             direction's case of a duplex size, on the same pooled buffers, measured at the \
+             first's choice); other copies at their buffers' start"
         );
     }
 

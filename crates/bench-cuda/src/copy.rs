@@ -52,9 +52,9 @@ pub struct DeviceRuntime {
     pub pool: Pool,
     /// The clock warm-up's streams and buffers, once made.
     pub warm_kit: Option<WarmKit>,
-    /// Each small duplex search's outcome, by the size and the buffers it ran on: the case of
-    /// the other direction of that size, on the same buffers, is measured at its choice.
-    duplex_searches: HashMap<(usize, Vec<u64>), PlacementSearch>,
+    /// Each small duplex search's outcome: the case of the other direction of that size, on
+    /// the same buffers, is measured at its choice.
+    duplex_searches: DuplexSearches,
 }
 
 /// Bytes of each warm-up buffer.
@@ -111,7 +111,7 @@ impl DeviceRuntime {
             last_active: None,
             pool: Pool::default(),
             warm_kit: None,
-            duplex_searches: HashMap::new(),
+            duplex_searches: DuplexSearches::default(),
         })
     }
 }
@@ -391,8 +391,8 @@ pub struct CopyCase<'a> {
     /// Set when the case tried several placements, or was measured at the choice of the
     /// search the other direction's case of its duplex size ran on the same buffers.
     search: Option<PlacementSearch>,
-    /// The search was that other case's.
-    search_shared: bool,
+    /// When the search was that other case's: its direction and K.
+    search_by: Option<(Direction, u32)>,
     notes: Vec<String>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
@@ -511,7 +511,7 @@ impl<'a> CopyCase<'a> {
             cache_resident,
             placement,
             search: None,
-            search_shared: false,
+            search_by: None,
             notes: Vec::new(),
             suspect: false,
             _affinity: affinity,
@@ -562,26 +562,34 @@ impl<'a> CopyCase<'a> {
     /// searched on these same buffers, take that search's choice: both directions of a duplex
     /// size are then measured in one configuration, and the search runs once.
     fn search_or_share(&mut self, spec: &CopySpec) -> Result<(), CudaError> {
-        let duplex = spec.flows.len() > 1;
-        let key = (
-            self.size_bytes,
-            self.flows
-                .iter()
-                .flat_map(|f| &f.lanes)
-                .flat_map(|l| l.buffers.serials())
-                .collect::<Vec<u64>>(),
-        );
-        if duplex {
-            if let Some(earlier) = self.rt.duplex_searches.get(&key).cloned() {
-                self.place(earlier.tried[earlier.chosen].0)?;
-                self.search = Some(earlier);
-                self.search_shared = true;
-                return Ok(());
-            }
+        let serials = self
+            .flows
+            .iter()
+            .flat_map(|f| &f.lanes)
+            .flat_map(|l| l.buffers.serials())
+            .collect();
+        let key = DuplexSearchKey::of(spec, serials);
+        let measured = spec.flows[spec.measured].direction;
+        if let Some(earlier) = key
+            .as_ref()
+            .and_then(|k| self.rt.duplex_searches.by_other(k, measured))
+            .cloned()
+        {
+            self.place(earlier.search.tried[earlier.search.chosen].0)?;
+            self.search = Some(earlier.search);
+            self.search_by = Some((earlier.searched_by, earlier.copies));
+            return Ok(());
         }
         self.search_placement(spec.placements())?;
-        if let (true, Some(search)) = (duplex, &self.search) {
-            self.rt.duplex_searches.insert(key, search.clone());
+        if let (Some(key), Some(search)) = (key, &self.search) {
+            self.rt.duplex_searches.remember(
+                key,
+                SharedSearch {
+                    searched_by: measured,
+                    copies: self.copies,
+                    search: search.clone(),
+                },
+            );
         }
         Ok(())
     }
@@ -768,7 +776,7 @@ impl<'a> CopyCase<'a> {
         if let Some(search) = &self.search {
             let directions: Vec<Direction> = spec.flows.iter().map(|f| f.direction).collect();
             let ends = moved_ends(&directions, spec.placements());
-            notes.push(placement_note(search, &ends, self.search_shared));
+            notes.push(placement_note(search, &ends, self.search_by));
         }
         if self.flushed {
             notes.push(
@@ -857,7 +865,11 @@ fn check_host_destination(
 
 /// The note a case that tried several placements carries. `ends` are the buffer ends the
 /// placements move, in the order each placement's label lists their offsets.
-fn placement_note(search: &PlacementSearch, ends: &[End], shared: bool) -> String {
+fn placement_note(
+    search: &PlacementSearch,
+    ends: &[End],
+    searched_by: Option<(Direction, u32)>,
+) -> String {
     let label = |at: CopyPlacement| placement_label(at, ends);
     let tried: Vec<String> = search
         .tried
@@ -879,12 +891,21 @@ fn placement_note(search: &PlacementSearch, ends: &[End], shared: bool) -> Strin
     let fastest = gbps().fold(f64::NAN, f64::max);
     let slowest = gbps().fold(f64::NAN, f64::min);
     let names: Vec<&str> = ends.iter().map(|e| e.name()).collect();
+    let whose = match searched_by {
+        Some((direction, k)) => format!(
+            " searched by the {} case of this duplex size, on these same buffers, not by this \
+             case (that case's repetitions: {k} copies per stream); this case was measured at \
+             that search's choice without searching again:",
+            direction.as_str().to_uppercase()
+        ),
+        None => String::new(),
+    };
     format!(
-        "{PLACEMENT_NOTE_PREFIX} {} placements of the copies in their buffers tried (offsets \
-         in KiB: {}), all flows' GB/s in one repetition each (N=1, no spread): {}; fastest \
-         over slowest {:+.1} %; the {} fastest again, median of {} repetitions each: {}; \
-         measured at {}{} (where the buffers lie changes small copies: the GPU and the host map \
-         physical addresses onto memory channels that software neither sees nor chooses)",
+        "{PLACEMENT_NOTE_PREFIX}{whose} {} placements of the copies in their buffers tried \
+         (offsets in KiB: {}), all flows' GB/s in one repetition each (N=1, no spread): {}; \
+         fastest over slowest {:+.1} %; the {} fastest again, median of {} repetitions each: \
+         {}; measured at {} (where the buffers lie changes small copies: the GPU and the host \
+         map physical addresses onto memory channels that software neither sees nor chooses)",
         search.tried.len(),
         names.join("/"),
         tried.join(", "),
@@ -893,14 +914,53 @@ fn placement_note(search: &PlacementSearch, ends: &[End], shared: bool) -> Strin
         FINAL_REPS,
         finals.join(", "),
         label(search.tried[search.chosen].0),
-        if shared {
-            "; one search for both directions of this duplex size: the other direction's \
-             case ran it, on these same buffers, and this case was measured at its choice \
-             without searching again"
-        } else {
-            ""
-        }
     )
+}
+
+/// What identifies a small duplex search for sharing: the size, where the issuing thread is
+/// pinned, and the allocations of every lane's buffers (their [`Lent::serial`]s, which also
+/// stand for the host node, memory kind and pages of the pool key they were taken under).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct DuplexSearchKey {
+    size_bytes: usize,
+    cpu_node: Option<u32>,
+    serials: Vec<u64>,
+}
+
+impl DuplexSearchKey {
+    /// The key of `spec`'s search on buffers `serials`, or `None` when it is not a duplex
+    /// case (a one-way D2H case searches for itself).
+    fn of(spec: &CopySpec, serials: Vec<u64>) -> Option<Self> {
+        (spec.flows.len() > 1).then_some(DuplexSearchKey {
+            size_bytes: spec.size_bytes,
+            cpu_node: spec.cpu_node,
+            serials,
+        })
+    }
+}
+
+/// A duplex search, with the direction of the case that ran it and that case's K.
+#[derive(Clone)]
+struct SharedSearch {
+    searched_by: Direction,
+    copies: u32,
+    search: PlacementSearch,
+}
+
+/// The small duplex searches a GPU's cases ran.
+#[derive(Default)]
+struct DuplexSearches(HashMap<DuplexSearchKey, SharedSearch>);
+
+impl DuplexSearches {
+    /// The search with `key` that a case reporting the *other* direction than `measured` ran:
+    /// a case of the same direction again (a repeated case) searches for itself.
+    fn by_other(&self, key: &DuplexSearchKey, measured: Direction) -> Option<&SharedSearch> {
+        self.0.get(key).filter(|s| s.searched_by != measured)
+    }
+
+    fn remember(&mut self, key: DuplexSearchKey, search: SharedSearch) {
+        self.0.insert(key, search);
+    }
 }
 
 /// One end of a copy: which buffer, and how a [`CopyPlacement`] moves it.
@@ -1374,7 +1434,7 @@ mod tests {
             chosen: 1,
         };
         let duplex = moved_ends(&[Direction::H2d, Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &duplex, false);
+        let note = placement_note(&search, &duplex, None);
         // The report finds these figures by this prefix.
         assert!(note.starts_with("copy placement: 3 placements"), "{note}");
         assert!(note.starts_with(PLACEMENT_NOTE_PREFIX));
@@ -1397,26 +1457,102 @@ mod tests {
             ),
             "{note}"
         );
-        assert!(!note.contains("one search for both directions"), "{note}");
-        // The other direction's case of the same duplex size says whose search it took, and
-        // carries the same figures.
-        let shared = placement_note(&search, &duplex, true);
-        assert!(shared.starts_with(&note[..note.find("measured at").unwrap()]));
+        assert!(!note.contains("searched by"), "{note}");
+        // The other direction's case of the same duplex size says first whose search it took
+        // (and at what K), then carries the same figures.
+        let shared = placement_note(&search, &duplex, Some((Direction::H2d, 240)));
         assert!(
-            shared.contains(
-                "measured at 704/2688/1024; one search for both directions of this duplex \
-                 size: the other direction's case ran it, on these same buffers"
+            shared.starts_with(
+                "copy placement: searched by the H2D case of this duplex size, on these same \
+                 buffers, not by this case (that case's repetitions: 240 copies per stream); \
+                 this case was measured at that search's choice without searching again: 3 \
+                 placements"
             ),
             "{shared}"
         );
+        let figures = |n: &str| n[n.find("3 placements").unwrap()..].to_string();
+        assert_eq!(figures(&shared), figures(&note));
         // A one-way D2H case names only its own ends.
         let d2h = moved_ends(&[Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &d2h, false);
+        let note = placement_note(&search, &d2h, None);
         assert!(
             note.contains("(offsets in KiB: device source/host destination)"),
             "{note}"
         );
         assert!(note.contains("0/0 → 70.88, 704/1024 → 75.21"), "{note}");
+    }
+
+    fn spec(flows: &[Direction], measured: usize, size_bytes: usize) -> CopySpec {
+        CopySpec {
+            gpu: "gpu0".into(),
+            size_bytes,
+            streams: 1,
+            host_memory: HostMemory::Pinned,
+            cpu_node: Some(0),
+            flows: flows
+                .iter()
+                .map(|&direction| crate::params::Flow {
+                    direction,
+                    host_node: Some(0),
+                })
+                .collect(),
+            measured,
+        }
+    }
+
+    #[test]
+    fn a_duplex_search_is_shared_with_the_other_direction_on_the_same_buffers_only() {
+        use Direction::{D2h, H2d};
+        let size = 512 << 10;
+        let h2d_case = spec(&[H2d, D2h], 0, size);
+        let d2h_case = spec(&[H2d, D2h], 1, size);
+        let serials = vec![4, 5, 6, 7];
+        let key = DuplexSearchKey::of(&h2d_case, serials.clone()).unwrap();
+        // A one-way D2H case searches for itself: no key.
+        assert_eq!(
+            DuplexSearchKey::of(&spec(&[D2h], 0, size), serials.clone()),
+            None
+        );
+        let mut searches = DuplexSearches::default();
+        assert!(
+            searches.by_other(&key, D2h).is_none(),
+            "nothing searched yet"
+        );
+        let search = PlacementSearch {
+            tried: vec![
+                (HOME_PLACEMENT, 74.0),
+                (all_at((0, 704), (1024, 2688)), 76.3),
+            ],
+            finals: vec![],
+            chosen: 1,
+        };
+        searches.remember(
+            key.clone(),
+            SharedSearch {
+                searched_by: H2d,
+                copies: 256,
+                search,
+            },
+        );
+        // The D2H case of the same size on the same buffers takes it.
+        let d2h_key = DuplexSearchKey::of(&d2h_case, serials.clone()).unwrap();
+        assert_eq!(d2h_key, key);
+        let shared = searches.by_other(&d2h_key, D2h).unwrap();
+        assert_eq!(
+            (shared.searched_by, shared.copies, shared.search.chosen),
+            (H2d, 256, 1)
+        );
+        // The H2D case again (a repeated case) searches for itself.
+        assert!(searches.by_other(&key, H2d).is_none());
+        // Another size, another allocation or another pinning: no match.
+        let other_size = DuplexSearchKey::of(&spec(&[H2d, D2h], 1, 1 << 20), serials.clone());
+        assert!(searches.by_other(&other_size.unwrap(), D2h).is_none());
+        let reallocated = DuplexSearchKey::of(&d2h_case, vec![4, 5, 6, 8]).unwrap();
+        assert!(searches.by_other(&reallocated, D2h).is_none());
+        let mut elsewhere = d2h_case.clone();
+        elsewhere.cpu_node = Some(1);
+        let pinned_elsewhere = DuplexSearchKey::of(&elsewhere, serials).unwrap();
+        assert!(searches.by_other(&pinned_elsewhere, D2h).is_none());
     }
 
     #[test]

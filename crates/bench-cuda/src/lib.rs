@@ -21,8 +21,9 @@
 //!   the user set `CUDA_DEVICE_MAX_CONNECTIONS`;
 //! - one-stream duplex and D2H cases of 2 MiB or less first try each of
 //!   [`SEARCH_PLACEMENTS`] (where in their buffers the D2H device source and the host buffers
-//!   lie), try the 3 fastest again and are measured at the fastest of those (both directions
-//!   of a duplex size at one search's choice): where the buffers lie moves those copies by
+//!   lie), try the 3 fastest again and are measured at the fastest of those (the second
+//!   direction's case of a duplex size, on the same buffers, at the first's choice): where
+//!   the buffers lie moves those copies by
 //!   several per cent, and no placement is known in advance to be the fast one;
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;
