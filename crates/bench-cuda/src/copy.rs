@@ -1000,7 +1000,7 @@ impl End {
         }
     }
 
-    /// The ends the copies of `directions` have.
+    /// The two ends of a copy of `direction`.
     fn of(direction: Direction) -> [End; 2] {
         match direction {
             Direction::H2d => [End::HostSource, End::DeviceDestination],
@@ -1297,19 +1297,29 @@ mod tests {
         })
     }
 
+    /// A source of `room` bytes holding the pattern (seed 7) from its start.
+    fn patterned(room: usize) -> Vec<u8> {
+        let mut src = vec![0u8; room];
+        pattern::fill(&mut src, 7, 0);
+        src
+    }
+
+    /// A poisoned destination of `room` bytes into which `size` bytes of `src` from `from`
+    /// were copied at `to`.
+    fn copied(src: &[u8], size: usize, room: usize, from: usize, to: usize) -> Vec<u8> {
+        let mut dst = vec![crate::pool::POISON; room];
+        dst[to..to + size].copy_from_slice(&src[from..from + size]);
+        dst
+    }
+
     #[test]
     fn the_data_check_passes_a_copy_at_its_placement_and_fails_one_elsewhere() {
         let size = 64 * KIB;
         let room = size + 4160 * KIB;
-        let mut src = vec![0u8; room];
-        pattern::fill(&mut src, 7, 0);
+        let src = patterned(room);
         for at in shifts() {
             let shift = CopyOp::D2d { dst: 0, src: 0 }.shift(at);
-            let copy = |from: usize, to: usize| {
-                let mut dst = vec![crate::pool::POISON; room];
-                dst[to..to + size].copy_from_slice(&src[from..from + size]);
-                dst
-            };
+            let copy = |from, to| copied(&src, size, room, from, to);
             // The copy the placement queues: it passes, whole and in windows.
             let right = copy(shift.src_at, shift.dst_at);
             assert_eq!(check_read_back(&right, shift, 0, size), None, "{at:?}");
@@ -1341,12 +1351,14 @@ mod tests {
                 src: std::ptr::null(),
             }
             .shift(at);
-            let mut dst = vec![crate::pool::POISON; room];
-            dst[..size].copy_from_slice(&src[shift.src_at..shift.src_at + size]);
-            assert_eq!(check_read_back(&dst, shift, 0, size), None, "{at:?}");
+            let right = copied(&src, size, room, shift.src_at, 0);
+            assert_eq!(check_read_back(&right, shift, 0, size), None, "{at:?}");
             if shift.src_at != 0 {
-                dst[..size].copy_from_slice(&src[..size]);
-                assert!(check_read_back(&dst, shift, 0, size).is_some(), "{at:?}");
+                let from_start = copied(&src, size, room, 0, 0);
+                assert!(
+                    check_read_back(&from_start, shift, 0, size).is_some(),
+                    "{at:?}"
+                );
             }
         }
     }
@@ -1354,9 +1366,7 @@ mod tests {
     #[test]
     fn the_host_destination_check_reads_a_d2h_copy_where_its_placement_put_it() {
         let size = 64 * KIB;
-        let room = size + 4160 * KIB;
-        let mut src = vec![0u8; room];
-        pattern::fill(&mut src, 7, 0);
+        let src = patterned(size + 4160 * KIB);
         let d2h = CopyOp::D2h {
             dst: std::ptr::null_mut(),
             src: 0,
@@ -1364,11 +1374,7 @@ mod tests {
         for at in SEARCH_PLACEMENTS {
             let shift = d2h.shift(at);
             let host_room = size + shift.dst_at;
-            let copy = |from: usize, to: usize| {
-                let mut dst = vec![crate::pool::POISON; host_room];
-                dst[to..to + size].copy_from_slice(&src[from..from + size]);
-                dst
-            };
+            let copy = |from, to| copied(&src, size, host_room, from, to);
             let right = copy(shift.src_at, shift.dst_at);
             assert_eq!(
                 check_host_destination(&right, shift, size, 7).unwrap(),

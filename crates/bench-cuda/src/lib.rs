@@ -23,8 +23,8 @@
 //!   [`SEARCH_PLACEMENTS`] (where in their buffers the D2H device source and the host buffers
 //!   lie), try the 3 fastest again and are measured at the fastest of those (the second
 //!   direction's case of a duplex size, on the same buffers, at the first's choice): where
-//!   the buffers lie moves those copies by
-//!   several per cent, and no placement is known in advance to be the fast one;
+//!   the buffers lie moves those copies by several per cent, and no placement is known in
+//!   advance to be the fast one;
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;
 //! - the idle guard refuses a GPU that another process uses;

@@ -323,7 +323,8 @@ pub const HOME_PLACEMENT: CopyPlacement = at(0, 0, 0);
 /// that software neither sees nor chooses, so which placement is fast is not known in advance:
 /// the search keeps the fastest. The device destination does not move: over 20 placements of
 /// a 512 KiB duplex pair, moving it by 1–2.3 MiB changed the sum by less than 1 % at a given
-/// source offset, moving the source by up to 8 %.
+/// source offset, moving the source by up to 8 %. Whether its *allocation* matters is open
+/// (it is the buffer one-way H2D also uses, sized by the largest case; session 7, run 35).
 ///
 /// Not searched: L2-resident D2D, whose placements differed by 0.1–1.8 % in single
 /// repetitions, as much as repetitions differ; one-way H2D, whose 128 KiB and 1 MiB copies read
