@@ -251,7 +251,8 @@ pub enum FailureKind {
     /// `no-matching-link`: a required link check's pattern matches no link of the profile.
     NoMatchingLink,
     /// `not-finite`: the figure, or the floor computed from a baseline or link, is not a finite
-    /// number (a profile read from a file cannot hold one; a profile built in code can).
+    /// number (a figure read from a file cannot be one, a profile built in code can hold one;
+    /// a floor can overflow, e.g. a huge percentage of a huge baseline).
     NotFinite,
 }
 

@@ -39,7 +39,8 @@ pub struct SettingDiff {
 /// One value of a setting and the nodes that have it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SettingValue {
-    /// As the first of `nodes` recorded it (or [`NOT_RECORDED`]).
+    /// As `nodes` recorded it (or [`NOT_RECORDED`]); where they recorded the same setting in
+    /// different words (who chose a queue count), only what decides (`32`).
     pub value: String,
     /// In node order.
     pub nodes: Vec<String>,
@@ -47,19 +48,17 @@ pub struct SettingValue {
 
 /// What decides whether two records of `key` are the same setting: the queue count for
 /// `cuda.device_max_connections` (`32 (set by hwceiling …)` and `32 (from the environment …)`
-/// are one setting, recorded with who chose it), the whole text otherwise.
-fn comparable<'a>(key: &str, value: &'a str) -> &'a str {
-    match key {
-        "cuda.device_max_connections" => {
-            let first = value.split_once(' ').map_or(value, |(n, _)| n);
-            if first.parse::<u32>().is_ok() {
-                first
-            } else {
-                value
-            }
+/// are one setting, recorded with who chose it), the whole text otherwise. An unset variable
+/// (`unset: the driver's default (8)`) is not taken for 8: the default is the driver's, and
+/// another driver may have another.
+fn comparable(key: &str, value: &str) -> String {
+    if key == "cuda.device_max_connections" {
+        let first = value.split_once(' ').map_or(value, |(n, _)| n);
+        if let Ok(n) = first.parse::<u32>() {
+            return n.to_string();
         }
-        _ => value,
     }
+    value.to_string()
 }
 
 /// The settings of [`KEYS`] that differ between `nodes` (name, profile). A key no node records
@@ -77,9 +76,18 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
                     }
                     None => NOT_RECORDED.to_string(),
                 };
-                let same = |x: &SettingValue| comparable(key, &x.value) == comparable(key, &v);
-                match values.iter_mut().find(|x| same(x)) {
-                    Some(x) => x.nodes.push(name.to_string()),
+                let decides = comparable(key, &v);
+                match values
+                    .iter_mut()
+                    .find(|x| comparable(key, &x.value) == decides)
+                {
+                    Some(x) => {
+                        if x.value != v {
+                            // The same setting in other words: say only what they share.
+                            x.value = decides;
+                        }
+                        x.nodes.push(name.to_string());
+                    }
                     None => values.push(SettingValue {
                         value: v,
                         nodes: vec![name.to_string()],
@@ -195,6 +203,19 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].values[0].nodes, ["a", "c"]);
         assert_eq!(d[0].values[1].nodes, ["b"]);
+        // a's words are not c's: the group says only the count, not who chose it for whom.
+        assert_eq!(d[0].values[0].value, "32");
+        let mut out = String::new();
+        render(&mut out, &d);
+        assert!(out.contains("    a, c: 32\n"), "{out}");
+        // One node's words stay whole.
+        assert_eq!(
+            d[0].values[1].value,
+            "8 (from the environment, left as the user set it)"
+        );
+        // The count decides, however it is spelt.
+        let spelt = with(&[(key, "08 (from the environment, left as the user set it)")]);
+        assert!(differences(&[("a", &eight), ("b", &spelt)]).is_empty());
         // Unset (the driver's default) and an unreadable value are not taken for a number.
         let unset = with(&[(
             key,

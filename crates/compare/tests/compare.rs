@@ -473,8 +473,14 @@ fn settings_that_differ_are_listed_beside_the_deltas_without_changing_verdicts()
     );
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(
-        json["settings"][0]["key"],
-        serde_json::json!("cuda.device_max_connections")
+        json["settings"][0],
+        serde_json::json!({
+            "key": "cuda.device_max_connections",
+            "values": [
+                {"value": "not recorded", "nodes": ["a"]},
+                {"value": "32 (set by hwceiling)", "nodes": ["b"]},
+            ],
+        })
     );
     // Same settings: no section, and none in the JSON.
     let r = pair(("a", &a), ("a2", &a), &opts("5%"));

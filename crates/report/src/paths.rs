@@ -237,8 +237,8 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
             "H2D",
             "D2H",
             "Sum of medians",
-            "H2D penalty vs one-way",
-            "D2H penalty vs one-way",
+            "H2D penalty vs one-way (of medians)",
+            "D2H penalty vs one-way (of medians)",
         ],
         &rows,
     );

@@ -1,5 +1,6 @@
 //! Test fixtures shared by the crates' tests: profiles built in memory through the real
-//! profile builder, so a model change reaches every test. A dev-dependency only.
+//! profile builder, so a model change reaches every test, and a reader of the JUnit files
+//! `qualify --junit` writes. A dev-dependency only.
 
 use hwc_model::topology::LinkTheory;
 use hwc_model::{CeilingSource, Measurement, Plan, Profile, Provenance, Topology};
