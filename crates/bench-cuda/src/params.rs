@@ -311,7 +311,7 @@ pub const HOME_PLACEMENT: CopyPlacement = at(0, 0, 0);
 /// device and the host side together; the device destination stays at its buffer's start.
 ///
 /// Why: on H200s (driver 580), small copies that read device memory change speed with where
-/// their source lies (tools/gpu-reference/README.md, sessions 5 to 7). A 512 KiB duplex pair
+/// their source lies (tools/gpu-reference/README.md, sessions 5 to 8). A 512 KiB duplex pair
 /// read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 device placements,
 /// most steady within ±0.5 % from process to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB
 /// read 49.5 at every placement tried. Alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8
@@ -323,8 +323,11 @@ pub const HOME_PLACEMENT: CopyPlacement = at(0, 0, 0);
 /// that software neither sees nor chooses, so which placement is fast is not known in advance:
 /// the search keeps the fastest. The device destination does not move: over 20 placements of
 /// a 512 KiB duplex pair, moving it by 1–2.3 MiB changed the sum by less than 1 % at a given
-/// source offset, moving the source by up to 8 %. Whether its *allocation* matters is open
-/// (it is the buffer one-way H2D also uses, sized by the largest case; session 7, run 35).
+/// source offset, moving the source by up to 8 %. Nor does its allocation: moving it with each
+/// of the 24 placements, giving the searching cases a device destination of their own, or both,
+/// left a 512 KiB pair where the committed search puts it (session 8, run 36: medians of 4
+/// processes 74.4–74.6 GB/s both directions together, against 74.8 for this search), and so did
+/// trying 48 placements instead of 24.
 ///
 /// Not searched: L2-resident D2D, whose placements differed by 0.1–1.8 % in single
 /// repetitions, as much as repetitions differ; one-way H2D, whose 128 KiB and 1 MiB copies read
