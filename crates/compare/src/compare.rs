@@ -176,6 +176,32 @@ pub struct PairRow {
     /// of method, not of the machine, so never a regression.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method_change: Option<String>,
+    /// A better or worse verdict whose delta is no larger than the wider of the two
+    /// measurements' spreads (max − min over median): the change is inside the variation of a
+    /// single run, so it says little on its own. Still counted (a gate keeps failing on it),
+    /// only marked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub within_spread: bool,
+}
+
+/// True when a better or worse verdict's `delta_pct` is no larger than the widest spread of
+/// the measured sides (`a`, `b`); a derived or unknown side has no spread to compare with.
+fn inside_spread(
+    verdict: Verdict,
+    delta_pct: Option<f64>,
+    a: Option<&Source>,
+    b: Option<&Source>,
+) -> bool {
+    let widest = [a, b]
+        .into_iter()
+        .flatten()
+        .filter_map(|s| match s {
+            Source::Measured { spread_pct, .. } if spread_pct.is_finite() => Some(*spread_pct),
+            _ => None,
+        })
+        .fold(None, |w: Option<f64>, x| Some(w.map_or(x, |w| w.max(x))));
+    matches!(verdict, Verdict::Better | Verdict::Worse)
+        && matches!((delta_pct, widest), (Some(d), Some(w)) if d.is_finite() && d.abs() <= w)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -233,6 +259,12 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
                 candidate_source: vb.map(|x| x.source.clone()),
                 delta,
                 delta_pct,
+                within_spread: inside_spread(
+                    verdict,
+                    delta_pct,
+                    va.map(|x| &x.source),
+                    vb.map(|x| &x.source),
+                ),
                 verdict,
                 regression: verdict == Verdict::Worse
                     || (verdict == Verdict::Missing && *section == Section::Ceiling),
@@ -449,6 +481,11 @@ fn verdict_label(r: &PairRow) -> String {
         Some(m) => format!("{v} ({m})"),
         None => v.to_string(),
     };
+    let v = if r.within_spread {
+        format!("{v} (within spread)")
+    } else {
+        v
+    };
     if r.contended {
         format!("{v} (contended)")
     } else {
@@ -511,7 +548,19 @@ pub fn render_pair(r: &PairReport) -> String {
         }),
     );
     settings::render(&mut s, &r.settings);
+    let noisy = r
+        .rows
+        .iter()
+        .filter(|x| x.regression && x.within_spread)
+        .count();
     let _ = write!(s, "\n{}", summary(r.regressions));
+    if noisy > 0 {
+        let _ = writeln!(
+            s,
+            "{noisy} of them within spread: the delta is no larger than the wider of the two \
+             measurements' spreads (max - min over median), so a rerun may not repeat it"
+        );
+    }
     s
 }
 

@@ -342,6 +342,63 @@ derived:
 }
 
 #[test]
+fn a_delta_inside_the_measurements_spread_is_marked_but_still_counted() {
+    // The 4 MiB figure (and the ceiling taken from it) moved 6.4 %, but one side's repetitions
+    // ranged over 8 %: marked. The 256 MiB figure moved as much with 0.1 % spreads: not.
+    let a = sourced("a", 53.4, 8.0, 3.0);
+    let b = sourced("b", 50.0, 0.8, 2.0);
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
+    let text = render_pair(&r);
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        line("warm_gpu0_gbps ").ends_with("REGRESSION (within spread)"),
+        "{text}"
+    );
+    assert!(
+        line("h2d/gpu0/local/4MiB/s1").ends_with("REGRESSION (within spread)"),
+        "{text}"
+    );
+    assert!(
+        line("h2d/gpu0/local/256MiB/s1").ends_with("-6.4%  REGRESSION"),
+        "{text}"
+    );
+    // A derived ceiling has no spread to compare with.
+    assert!(
+        line("warm_gpu0_cross_numa_penalty_gbps").ends_with("  better"),
+        "{text}"
+    );
+    assert_eq!(r.regressions, 3);
+    assert!(
+        text.ends_with(
+            "3 regression(s)\n2 of them within spread: the delta is no larger than the wider of \
+             the two measurements' spreads (max - min over median), so a rerun may not repeat it\n"
+        ),
+        "{text}"
+    );
+    let json = |key: &str| serde_json::to_value(pair_row(&r, key)).unwrap();
+    assert_eq!(json("h2d/gpu0/local/4MiB/s1")["within_spread"], true);
+    assert!(json("h2d/gpu0/local/256MiB/s1")
+        .get("within_spread")
+        .is_none());
+    // At exactly the spread it is still within; just past it, not.
+    let b = sourced("b", 53.4 * (1.0 - 0.08), 0.8, 2.0);
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
+    assert!(pair_row(&r, "h2d/gpu0/local/4MiB/s1").within_spread);
+    let b = sourced("b", 53.4 * (1.0 - 0.0801), 0.8, 2.0);
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
+    assert!(!pair_row(&r, "h2d/gpu0/local/4MiB/s1").within_spread);
+    // Within the tolerance there is nothing to mark.
+    let b = sourced("b", 52.0, 0.8, 3.0);
+    let r = pair(("A", &a), ("B", &b), &opts("5%"));
+    assert!(r.rows.iter().all(|x| !x.within_spread));
+}
+
+#[test]
 fn the_fleet_table_shows_the_widest_spread_and_the_range_of_n() {
     let nodes: Vec<_> = [("n1", 55.0, 0.5), ("n2", 55.2, 1.5), ("n3", 44.0, 0.7)]
         .into_iter()
