@@ -331,6 +331,51 @@ fn the_duplex_observation_claims_interference_only_when_the_figures_show_it() {
 }
 
 #[test]
+fn the_duplex_observation_names_each_summed_median_with_its_spread_and_count() {
+    // Two duplex sizes: the sum is taken at the largest, from its two measurements.
+    let p = profile_with(true, |r| {
+        r.extend([
+            placed(PathId::Duplex, 4 * MIB, Some("h2d"), 50.5, false),
+            placed(PathId::Duplex, 4 * MIB, Some("d2h"), 48.25, false),
+            placed(PathId::Duplex, 256 * MIB, Some("h2d"), 43.36, false),
+            placed(PathId::Duplex, 256 * MIB, Some("d2h"), 49.71, false),
+        ]);
+        let d2h = r
+            .iter_mut()
+            .find(|c| c.measurement.key == "duplex/gpu0/local/256MiB/s1/d2h")
+            .unwrap();
+        d2h.measurement.gbps.spread_pct = 3.9;
+        d2h.measurement.gbps.n = 12;
+    });
+    let r = render(&p);
+    let line = r
+        .lines()
+        .find(|l| l.contains("duplex moves"))
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(
+        line,
+        "- gpu0 duplex moves 93.07 GB/s in both directions together at 256MiB (sum of the two \
+         directions' medians: H2D 43.36 (±1.0 %, N=20), D2H 49.71 (±3.9 %, N=12)), against \
+         110.86 GB/s for the one-way peaks added (sum of their medians: H2D 55.51 (±1.0 %, \
+         N=20), D2H 55.35 (±1.0 %, N=20)): H2D and D2H interfere on the link."
+    );
+    // A hand-set figure no measurement has is summed without inventing spreads for it.
+    let mut p = p;
+    p.gpus.get_mut("gpu0").unwrap().duplex_h2d_gbps = Some(40.0);
+    p.gpus.get_mut("gpu0").unwrap().duplex_total_gbps = Some(89.71);
+    let r = render(&p);
+    let line = r.lines().find(|l| l.contains("duplex moves")).unwrap();
+    assert!(
+        line.starts_with(
+            "- gpu0 duplex moves 89.71 GB/s in both directions together (sum of the two \
+             directions' medians), against 110.86 GB/s for the one-way peaks added (sum of \
+             their medians: H2D 55.51"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
 fn host_ram_best_figures_outside_the_tables_carry_their_spread_and_count() {
     let r = render(&profile(false));
     let sustained = r.lines().find(|l| l.starts_with("Sustained (")).unwrap();
