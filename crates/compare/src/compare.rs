@@ -177,31 +177,36 @@ pub struct PairRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method_change: Option<String>,
     /// A better or worse verdict whose delta is no larger than the wider of the two
-    /// measurements' spreads (max − min over median): the change is inside the variation of a
-    /// single run, so it says little on its own. Still counted (a gate keeps failing on it),
-    /// only marked.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub within_spread: bool,
+    /// measurements' spreads (max − min over median, the full range of each side's
+    /// repetitions): the change is inside the variation of a single run, so it says little on
+    /// its own. Only where both sides are measurements (a derived or unknown figure has no
+    /// spread of its own). Still counted (a gate keeps failing on it), only marked.
+    pub inside_spread: bool,
 }
 
-/// True when a better or worse verdict's `delta_pct` is no larger than the widest spread of
-/// the measured sides (`a`, `b`); a derived or unknown side has no spread to compare with.
+/// True when a better or worse verdict's `delta_pct` is no larger than the wider spread of
+/// `a` and `b`, both measurements with a finite, non-negative spread.
 fn inside_spread(
     verdict: Verdict,
     delta_pct: Option<f64>,
     a: Option<&Source>,
     b: Option<&Source>,
 ) -> bool {
-    let widest = [a, b]
-        .into_iter()
-        .flatten()
-        .filter_map(|s| match s {
-            Source::Measured { spread_pct, .. } if spread_pct.is_finite() => Some(*spread_pct),
-            _ => None,
-        })
-        .fold(None, |w: Option<f64>, x| Some(w.map_or(x, |w| w.max(x))));
+    let spread = |s: Option<&Source>| match s {
+        Some(Source::Measured { spread_pct, .. })
+            if spread_pct.is_finite() && *spread_pct >= 0.0 =>
+        {
+            Some(*spread_pct)
+        }
+        _ => None,
+    };
+    let (Some(sa), Some(sb), Some(d)) = (spread(a), spread(b), delta_pct) else {
+        return false;
+    };
+    // The same hair of slack as `judge` (1e-9 of a fraction), in per cent.
     matches!(verdict, Verdict::Better | Verdict::Worse)
-        && matches!((delta_pct, widest), (Some(d), Some(w)) if d.is_finite() && d.abs() <= w)
+        && d.is_finite()
+        && d.abs() <= sa.max(sb) + 1e-7
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -259,7 +264,7 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
                 candidate_source: vb.map(|x| x.source.clone()),
                 delta,
                 delta_pct,
-                within_spread: inside_spread(
+                inside_spread: inside_spread(
                     verdict,
                     delta_pct,
                     va.map(|x| &x.source),
@@ -481,8 +486,8 @@ fn verdict_label(r: &PairRow) -> String {
         Some(m) => format!("{v} ({m})"),
         None => v.to_string(),
     };
-    let v = if r.within_spread {
-        format!("{v} (within spread)")
+    let v = if r.inside_spread {
+        format!("{v} (inside spread)")
     } else {
         v
     };
@@ -551,14 +556,15 @@ pub fn render_pair(r: &PairReport) -> String {
     let noisy = r
         .rows
         .iter()
-        .filter(|x| x.regression && x.within_spread)
+        .filter(|x| x.regression && x.inside_spread)
         .count();
     let _ = write!(s, "\n{}", summary(r.regressions));
     if noisy > 0 {
         let _ = writeln!(
             s,
-            "{noisy} of them within spread: the delta is no larger than the wider of the two \
-             measurements' spreads (max - min over median), so a rerun may not repeat it"
+            "{noisy} of them inside spread: the delta is no larger than the wider of the two \
+             measurements' spreads (the full range of each side's repetitions, max - min over \
+             median), so a rerun may not repeat it"
         );
     }
     s

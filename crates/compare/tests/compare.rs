@@ -356,18 +356,18 @@ fn a_delta_inside_the_measurements_spread_is_marked_but_still_counted() {
             .to_string()
     };
     assert!(
-        line("warm_gpu0_gbps ").ends_with("REGRESSION (within spread)"),
+        line("warm_gpu0_gbps ").ends_with("REGRESSION (inside spread)"),
         "{text}"
     );
     assert!(
-        line("h2d/gpu0/local/4MiB/s1").ends_with("REGRESSION (within spread)"),
+        line("h2d/gpu0/local/4MiB/s1").ends_with("REGRESSION (inside spread)"),
         "{text}"
     );
     assert!(
         line("h2d/gpu0/local/256MiB/s1").ends_with("-6.4%  REGRESSION"),
         "{text}"
     );
-    // A derived ceiling has no spread to compare with.
+    // A derived ceiling has no spread of its own: never marked.
     assert!(
         line("warm_gpu0_cross_numa_penalty_gbps").ends_with("  better"),
         "{text}"
@@ -375,27 +375,77 @@ fn a_delta_inside_the_measurements_spread_is_marked_but_still_counted() {
     assert_eq!(r.regressions, 3);
     assert!(
         text.ends_with(
-            "3 regression(s)\n2 of them within spread: the delta is no larger than the wider of \
-             the two measurements' spreads (max - min over median), so a rerun may not repeat it\n"
+            "3 regression(s)\n2 of them inside spread: the delta is no larger than the wider of \
+             the two measurements' spreads (the full range of each side's repetitions, max - min \
+             over median), so a rerun may not repeat it\n"
         ),
         "{text}"
     );
+    // Always in the data, as `regression` and `contended` are.
     let json = |key: &str| serde_json::to_value(pair_row(&r, key)).unwrap();
-    assert_eq!(json("h2d/gpu0/local/4MiB/s1")["within_spread"], true);
-    assert!(json("h2d/gpu0/local/256MiB/s1")
-        .get("within_spread")
-        .is_none());
-    // At exactly the spread it is still within; just past it, not.
-    let b = sourced("b", 53.4 * (1.0 - 0.08), 0.8, 2.0);
-    let r = pair(("A", &a), ("B", &b), &opts("5%"));
-    assert!(pair_row(&r, "h2d/gpu0/local/4MiB/s1").within_spread);
-    let b = sourced("b", 53.4 * (1.0 - 0.0801), 0.8, 2.0);
-    let r = pair(("A", &a), ("B", &b), &opts("5%"));
-    assert!(!pair_row(&r, "h2d/gpu0/local/4MiB/s1").within_spread);
+    assert_eq!(json("h2d/gpu0/local/4MiB/s1")["inside_spread"], true);
+    assert_eq!(json("h2d/gpu0/local/256MiB/s1")["inside_spread"], false);
+    // Better is marked too (and never counted).
+    let r = pair(("B", &b), ("A", &a), &opts("5%"));
+    let row = pair_row(&r, "h2d/gpu0/local/4MiB/s1");
+    assert!(row.verdict == Verdict::Better && row.inside_spread && !row.regression);
+    // At the spread it is inside, whatever the rounding of the delta; just past it, not.
+    for (base, spread) in [(53.4, 8.0), (53.4, 2.5), (10.0, 3.3)] {
+        let a = sourced("a", base, spread, 3.0);
+        let at = sourced("b", base * (1.0 - spread / 100.0), 0.8, 2.0);
+        let r = pair(("A", &a), ("B", &at), &opts("1%"));
+        assert!(
+            pair_row(&r, "h2d/gpu0/local/4MiB/s1").inside_spread,
+            "{base} {spread}"
+        );
+        let past = sourced("b", base * (1.0 - spread / 100.0 - 0.0001), 0.8, 2.0);
+        let r = pair(("A", &a), ("B", &past), &opts("1%"));
+        assert!(
+            !pair_row(&r, "h2d/gpu0/local/4MiB/s1").inside_spread,
+            "{base} {spread}"
+        );
+    }
     // Within the tolerance there is nothing to mark.
     let b = sourced("b", 52.0, 0.8, 3.0);
     let r = pair(("A", &a), ("B", &b), &opts("5%"));
-    assert!(r.rows.iter().all(|x| !x.within_spread));
+    assert!(r.rows.iter().all(|x| !x.inside_spread));
+}
+
+#[test]
+fn only_two_measured_sides_with_real_spreads_can_be_inside_spread() {
+    let a = sourced("a", 53.4, 8.0, 3.0);
+    let b = sourced("b", 50.0, 0.8, 2.0);
+    // The baseline's ceiling edited by hand: its named measurement is not its figure any more,
+    // so its source is unknown, and one measured side alone decides nothing.
+    let mut edited = a.clone();
+    edited.ceilings.insert("warm_gpu0_gbps".into(), 53.5);
+    let r = pair(("A", &edited), ("B", &b), &opts("5%"));
+    let row = pair_row(&r, "warm_gpu0_gbps");
+    assert_eq!(row.verdict, Verdict::Worse);
+    assert!(!row.inside_spread);
+    assert!(render_pair(&r).contains("unknown"), "{}", render_pair(&r));
+    // A spread that is no number marks nothing.
+    for bad in [f64::NAN, f64::INFINITY, -1.0] {
+        let mut a = a.clone();
+        for m in &mut a.measurements {
+            if m.key == "h2d/gpu0/local/4MiB/s1" {
+                m.gbps.spread_pct = bad;
+            }
+        }
+        let r = pair(("A", &a), ("B", &b), &opts("5%"));
+        assert!(
+            !pair_row(&r, "h2d/gpu0/local/4MiB/s1").inside_spread,
+            "{bad}"
+        );
+    }
+    // A figure on one side only is missing or new, never inside spread.
+    let mut gone = b.clone();
+    gone.measurements
+        .retain(|m| m.key != "h2d/gpu0/local/4MiB/s1");
+    let r = pair(("A", &a), ("B", &gone), &opts("5%"));
+    let row = pair_row(&r, "h2d/gpu0/local/4MiB/s1");
+    assert_eq!(row.verdict, Verdict::Missing);
+    assert!(!row.inside_spread);
 }
 
 #[test]

@@ -76,8 +76,10 @@ impl Profile {
     /// Read from `ceiling_sources`. A profile written before that field existed (it has no
     /// `ceiling_sources` at all) falls back to the old rule: the first measurement whose median
     /// equals the ceiling, else derived; a size or count (`…_bytes`, `…_drives`) is always
-    /// derived. A profile that has `ceiling_sources` but no entry for `key`, or names a
-    /// measurement it does not hold, gives [`CeilingOrigin::Unknown`]: no guess by value.
+    /// derived. A profile that has `ceiling_sources` but no entry for `key`, names a
+    /// measurement it does not hold, or names one whose median is not the ceiling (a
+    /// hand-edited figure), gives [`CeilingOrigin::Unknown`]: no guess by value, and no spread
+    /// borrowed from another figure.
     pub fn ceiling_source(&self, key: &str) -> Option<CeilingOrigin<'_>> {
         let value = *self.ceilings.get(key)?;
         if self.ceiling_sources.is_empty() {
@@ -96,8 +98,8 @@ impl Profile {
         }
         Some(match self.ceiling_sources.get(key) {
             Some(CeilingSource::Measured { measurement }) => match self.measurement(measurement) {
-                Some(m) => CeilingOrigin::Measured(m),
-                None => CeilingOrigin::Unknown,
+                Some(m) if m.gbps.median == value => CeilingOrigin::Measured(m),
+                _ => CeilingOrigin::Unknown,
             },
             Some(CeilingSource::Derived { derived, inputs }) => CeilingOrigin::Derived {
                 how: Some(derived),
@@ -587,6 +589,15 @@ mod tests {
             "not listed in a profile that has ceiling_sources: no guess by value"
         );
         assert_eq!(p.ceiling_source("no_such_gbps"), None);
+        // A ceiling edited by hand no longer is its named measurement's median: that
+        // measurement's spread and N are not this figure's.
+        let mut r = p.clone();
+        let peak = r.ceilings["warm_gpu0_peak_gbps"];
+        r.ceilings.insert("warm_gpu0_peak_gbps".into(), peak + 1.0);
+        assert_eq!(
+            r.ceiling_source("warm_gpu0_peak_gbps"),
+            Some(CeilingOrigin::Unknown)
+        );
     }
 
     #[test]

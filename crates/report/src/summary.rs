@@ -467,7 +467,7 @@ fn cold_paths(out: &mut String, p: &Profile) {
 /// Duplex below this fraction of the one-way peaks added counts as the directions interfering.
 const DUPLEX_INTERFERENCE_FRACTION: f64 = 0.95;
 
-/// `H2D 55.44 (±0.1 %, N=12), D2H 55.31 (±1.0 %, N=12)`: the measurements two figures of a
+/// `H2D 55.44 (±0.1 %, N=12) at 256MiB × 1 stream, D2H …`: the measurements two figures of a
 /// GPU come from, when both are there and their medians are the figures (a hand-edited
 /// profile's may not be: then nothing, rather than spreads of other measurements).
 fn pair_cells(
@@ -477,8 +477,17 @@ fn pair_cells(
     d2h_gbps: f64,
 ) -> Option<String> {
     let (a, b) = (h2d?, d2h?);
+    let cell = |m: &Measurement| {
+        let at = match (m.params.size_bytes, m.params.streams) {
+            (Some(size), Some(1)) => format!(" at {} × 1 stream", size_label(size)),
+            (Some(size), Some(s)) => format!(" at {} × {s} streams", size_label(size)),
+            (Some(size), None) => format!(" at {}", size_label(size)),
+            (None, _) => String::new(),
+        };
+        format!("{}{at}", spread_of(m))
+    };
     (a.gbps.median == h2d_gbps && b.gbps.median == d2h_gbps)
-        .then(|| format!("H2D {}, D2H {}", spread_of(a), spread_of(b)))
+        .then(|| format!("H2D {}, D2H {}", cell(a), cell(b)))
 }
 
 /// GPU findings for section 8.
@@ -512,29 +521,25 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
             // claim interference only when the duplex sum falls clearly short of the one-way
             // sum.
             let picks = hwc_profile::gpu_picks(name, g.numa_node, &p.measurements);
+            // The cells belong to the total only if it is their sum (a hand-edited total is
+            // not).
             let duplex_inputs = g
                 .duplex_h2d_gbps
                 .zip(g.duplex_d2h_gbps)
-                .and_then(|(dh, dd)| pair_cells(picks.duplex_h2d, picks.duplex_d2h, dh, dd))
-                .zip(picks.duplex_h2d.and_then(|m| m.params.size_bytes))
-                .map(|(cells, size)| (size_label(size), cells));
+                .filter(|(dh, dd)| (dh + dd - total).abs() <= 1e-9 * total.abs().max(1.0))
+                .and_then(|(dh, dd)| pair_cells(picks.duplex_h2d, picks.duplex_d2h, dh, dd));
             let verdict = if total < DUPLEX_INTERFERENCE_FRACTION * (h + d) {
                 "H2D and D2H interfere on the link"
             } else {
                 "the two directions do not measurably slow each other (the duplex sum is not 5 % below it)"
             };
             v.push(format!(
-                "{name} duplex moves {} GB/s in both directions together{} (sum of the two \
+                "{name} duplex moves {} GB/s in both directions together (sum of the two \
                  directions' medians{}), against {} GB/s for the one-way peaks added (sum of \
                  their medians{}): {verdict}.",
                 gbps(total),
                 duplex_inputs
-                    .as_ref()
-                    .map(|(size, _)| format!(" at {size}"))
-                    .unwrap_or_default(),
-                duplex_inputs
-                    .as_ref()
-                    .map(|(_, cells)| format!(": {cells}"))
+                    .map(|cells| format!(": {cells}"))
                     .unwrap_or_default(),
                 gbps(h + d),
                 pair_cells(picks.h2d_peak_numa_local, picks.d2h_peak_numa_local, h, d)

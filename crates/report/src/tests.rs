@@ -354,23 +354,49 @@ fn the_duplex_observation_names_each_summed_median_with_its_spread_and_count() {
         .unwrap_or_else(|| panic!("{r}"));
     assert_eq!(
         line,
-        "- gpu0 duplex moves 93.07 GB/s in both directions together at 256MiB (sum of the two \
-         directions' medians: H2D 43.36 (±1.0 %, N=20), D2H 49.71 (±3.9 %, N=12)), against \
-         110.86 GB/s for the one-way peaks added (sum of their medians: H2D 55.51 (±1.0 %, \
-         N=20), D2H 55.35 (±1.0 %, N=20)): H2D and D2H interfere on the link."
+        "- gpu0 duplex moves 93.07 GB/s in both directions together (sum of the two \
+         directions' medians: H2D 43.36 (±1.0 %, N=20) at 256MiB × 1 stream, D2H 49.71 (±3.9 %, \
+         N=12) at 256MiB × 1 stream), against 110.86 GB/s for the one-way peaks added (sum of \
+         their medians: H2D 55.51 (±1.0 %, N=20) at 256MiB × 4 streams, D2H 55.35 (±1.0 %, \
+         N=20) at 256MiB × 1 stream): H2D and D2H interfere on the link."
     );
-    // A hand-set figure no measurement has is summed without inventing spreads for it.
-    let mut p = p;
-    p.gpus.get_mut("gpu0").unwrap().duplex_h2d_gbps = Some(40.0);
-    p.gpus.get_mut("gpu0").unwrap().duplex_total_gbps = Some(89.71);
-    let r = render(&p);
-    let line = r.lines().find(|l| l.contains("duplex moves")).unwrap();
+    let duplex_line = |p: &Profile| {
+        let r = render(p);
+        r.lines()
+            .find(|l| l.contains("duplex moves"))
+            .unwrap()
+            .to_string()
+    };
+    // A hand-set direction no measurement has is summed without inventing spreads for it.
+    let mut q = p.clone();
+    q.gpus.get_mut("gpu0").unwrap().duplex_h2d_gbps = Some(40.0);
+    q.gpus.get_mut("gpu0").unwrap().duplex_total_gbps = Some(89.71);
+    let line = duplex_line(&q);
     assert!(
         line.starts_with(
             "- gpu0 duplex moves 89.71 GB/s in both directions together (sum of the two \
              directions' medians), against 110.86 GB/s for the one-way peaks added (sum of \
              their medians: H2D 55.51"
         ),
+        "{line}"
+    );
+    // Nor for a hand-set total that is not the two directions' sum.
+    let mut q = p.clone();
+    q.gpus.get_mut("gpu0").unwrap().duplex_total_gbps = Some(95.0);
+    let line = duplex_line(&q);
+    assert!(
+        line.starts_with(
+            "- gpu0 duplex moves 95.00 GB/s in both directions together (sum of the two \
+             directions' medians), against"
+        ),
+        "{line}"
+    );
+    // Nor for a hand-set one-way peak.
+    let mut q = p.clone();
+    q.gpus.get_mut("gpu0").unwrap().d2h_peak_numa_local_gbps = Some(56.0);
+    let line = duplex_line(&q);
+    assert!(
+        line.contains("against 111.51 GB/s for the one-way peaks added (sum of their medians):"),
         "{line}"
     );
 }
