@@ -181,13 +181,17 @@ pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) 
     let d2d_at =
         |s: u32| d2d_size.and_then(|size| best(d2d().filter(|m| size_streams(m, size, s))));
 
-    // Duplex: the largest size measured in both directions.
+    // Duplex: NUMA-local pinned copies on one stream per direction (what the plan measures),
+    // at the largest size measured in both directions: the two halves of a sum always come
+    // from one kind of case, even in a profile that holds other duplex figures too.
+    let duplex_cases =
+        || of_gpu(ms, name, PathId::Duplex).filter(|m| is_local(m) && m.params.streams == Some(1));
     let duplex = |dir: &str, size: u64| {
-        best(of_gpu(ms, name, PathId::Duplex).filter(|m| {
+        best(duplex_cases().filter(|m| {
             m.params.direction.as_deref() == Some(dir) && m.params.size_bytes == Some(size)
         }))
     };
-    let duplex_size = of_gpu(ms, name, PathId::Duplex)
+    let duplex_size = duplex_cases()
         .filter_map(|m| m.params.size_bytes)
         .filter(|&s| duplex("h2d", s).is_some() && duplex("d2h", s).is_some())
         .max();

@@ -71,10 +71,11 @@ fn gpu_copy(path: PathId, node: Option<u32>, size: u64, streams: u32, gbps: f64)
         cpu_node: node,
         ..CaseParams::default()
     };
-    if path == PathId::D2h {
-        params.dst_node = node;
-    } else {
-        params.src_node = node;
+    match path {
+        PathId::D2h => params.dst_node = node,
+        // A duplex case's host buffers, both ways, lie on one node (as the planner writes it).
+        PathId::Duplex => (params.src_node, params.dst_node) = (node, node),
+        _ => params.src_node = node,
     }
     result(
         &format!("{path}/gpu0/{node:?}/{size}/s{streams}"),
@@ -205,6 +206,49 @@ fn gpu_fields_follow_the_spec_and_only_measured_values_appear() {
         !y.contains("d2d_1stream_gbps"),
         "unmeasured fields are omitted"
     );
+}
+
+#[test]
+fn duplex_sums_two_local_one_stream_halves_at_the_largest_size_measured_both_ways() {
+    let duplex = |node: u32, size: u64, streams: u32, dir: &str, gbps: f64| {
+        let mut c = gpu_copy(PathId::Duplex, Some(node), size, streams, gbps);
+        c.measurement.key = format!("duplex/gpu0/n{node}/{size}/s{streams}/{dir}");
+        c.measurement.params.direction = Some(dir.into());
+        c
+    };
+    let results = vec![
+        duplex(0, 4 * MIB, 1, "h2d", 50.4),
+        duplex(0, 4 * MIB, 1, "d2h", 48.3),
+        // The largest local size has only one direction: not a pair.
+        duplex(0, 256 * MIB, 1, "h2d", 50.1),
+        // Larger, or faster, but not what the sum is of: cross-NUMA, or two streams a way.
+        duplex(1, 1024 * MIB, 1, "h2d", 45.0),
+        duplex(1, 1024 * MIB, 1, "d2h", 44.0),
+        duplex(0, 1024 * MIB, 2, "h2d", 51.0),
+        duplex(0, 1024 * MIB, 2, "d2h", 50.0),
+    ];
+    let p = build(
+        &topo_with_gpu(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        provenance(),
+    );
+    let g = &p.gpus["gpu0"];
+    assert_eq!(g.duplex_h2d_gbps, Some(50.4));
+    assert_eq!(g.duplex_d2h_gbps, Some(48.3));
+    assert!((g.duplex_total_gbps.unwrap() - 98.7).abs() < 1e-9);
+    // With no local one-stream pair at all there is no duplex figure, not a mixed one.
+    let p = build(
+        &topo_with_gpu(),
+        &Plan::default(),
+        &results[3..],
+        &[],
+        &[],
+        provenance(),
+    );
+    assert_eq!(p.gpus["gpu0"].duplex_total_gbps, None);
 }
 
 #[test]

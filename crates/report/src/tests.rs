@@ -75,10 +75,11 @@ fn copy(path: PathId, size: u64, s: u32, v: f64) -> CaseResult {
         cpu_node: Some(0),
         ..CaseParams::default()
     };
-    if path == PathId::D2h {
-        params.dst_node = Some(0);
-    } else {
-        params.src_node = Some(0);
+    match path {
+        PathId::D2h => params.dst_node = Some(0),
+        // A duplex case's host buffers, both ways, lie on one node (as the planner writes it).
+        PathId::Duplex => (params.src_node, params.dst_node) = (Some(0), Some(0)),
+        _ => params.src_node = Some(0),
     }
     let dir = path.as_str();
     m(
