@@ -34,6 +34,8 @@
 // Usage: duplex_recipes [--size 512K] [--draws 3] [--k 256] [--gpu 0]
 //        (run it with CUDA_DEVICE_MAX_CONNECTIONS=32, as hwceiling asks the driver for)
 
+#include "cuda_common.cuh"
+
 #include <cuda_runtime.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -52,60 +54,19 @@
 #include <string>
 #include <vector>
 
-#define CK(call)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-              cudaGetErrorString(e_));                                             \
-      exit(2);                                                                     \
-    }                                                                              \
-  } while (0)
-
 static const size_t kKiB = 1024;
 static const size_t kRegionExtra = 4 << 20;      // room for the host slices' offsets
 static const size_t kDeviceSlice = 256u << 20;   // the pooled device buffers' size
 static const size_t kOffsetStep = 64 * kKiB;
 
-#ifdef __CUDACC__
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Spins until flag[0] is set by the host; marks flag[1] if it gave up after a second.
-__global__ void spin_kernel(volatile int *flag) {
-  unsigned long long start = global_ns();
-  while (flag[0] == 0) {
-    if (global_ns() - start > 1000000000ull) {
-      flag[1] = 1;
-      return;
-    }
-  }
-}
-
 static void launch_spin(cudaStream_t s, int *dflag) {
-  spin_kernel<<<1, 1, 0, s>>>(dflag);
+  spin_kernel<<<1, 1, 0, s>>>(dflag, kSpinTimeoutNs);
   CK(cudaGetLastError());
 }
-#else
-void launch_spin(cudaStream_t s, int *dflag);
-#endif
 
 static void fill_random(void *p, size_t n, uint64_t seed) {
   uint64_t *w = (uint64_t *)p;
   for (size_t i = 0; i < n / 8; i++) w[i] = (seed ^ i) * 0x9E3779B97F4A7C15ull;
-}
-
-static size_t parse_size(const std::string &s) {
-  char *end = nullptr;
-  double v = strtod(s.c_str(), &end);
-  switch (end && *end ? *end : 'B') {
-    case 'K': case 'k': return (size_t)(v * 1024);
-    case 'M': case 'm': return (size_t)(v * 1024 * 1024);
-    default: return (size_t)v;
-  }
 }
 
 // CPUs of `node` from sysfs ("0-15,32-47"); empty if unreadable.
@@ -257,14 +218,7 @@ int main(int argc, char **argv) {
       auto host_alloc = [&](uint64_t seed) -> char * {
         char *p = nullptr;
         if (c.host == 0) {
-          p = (char *)mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-          if (p == MAP_FAILED) {
-            perror("mmap");
-            exit(2);
-          }
-          madvise(p, size, MADV_HUGEPAGE);
-          memset(p, 0, size);
-          CK(cudaHostRegister(p, size, cudaHostRegisterPortable));
+          p = (char *)mmap_registered(size);
         } else {
           CK(cudaMallocHost((void **)&p, size));
           memset(p, 0, size);

@@ -21,6 +21,8 @@
 //               [--tests h2d,d2h,duplex,d2d,h2d_pageable,d2h_pageable] [--streams 1,4]
 //               [--methods latched/mallochost,latched/register,wall/mallochost]
 
+#include "cuda_common.cuh"
+
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 
@@ -34,36 +36,8 @@
 #include <string>
 #include <vector>
 
-#define CK(call)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (call);                                                       \
-    if (e_ != cudaSuccess) {                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-              cudaGetErrorString(e_));                                             \
-      exit(2);                                                                     \
-    }                                                                              \
-  } while (0)
-
-static const unsigned long long kSpinTimeoutNs = 1000000000ull;
 static const int kMinCopies = 2;
 static const int kMaxCopies = 1024;
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Spins until flag[0] is set by the host; marks flag[1] if it gave up first.
-__global__ void spin_kernel(volatile int *flag, unsigned long long timeout_ns) {
-  unsigned long long start = global_ns();
-  while (flag[0] == 0) {
-    if (global_ns() - start > timeout_ns) {
-      flag[1] = 1;
-      return;
-    }
-  }
-}
 
 enum class HostKind { MallocHost, Register, Pageable };
 enum class Dir { H2D, D2H, D2D };
@@ -96,14 +70,7 @@ static void *alloc_host(HostKind kind, size_t size) {
       CK(cudaMallocHost(&p, len));
       break;
     case HostKind::Register:
-      p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) {
-        perror("mmap");
-        exit(2);
-      }
-      madvise(p, len, MADV_HUGEPAGE);
-      memset(p, 0, len);
-      CK(cudaHostRegister(p, len, cudaHostRegisterPortable));
+      p = mmap_registered(len);
       break;
     case HostKind::Pageable:
       p = aligned_alloc(4096, len);
@@ -361,17 +328,6 @@ static std::vector<std::string> split(const std::string &s) {
     a = b + 1;
   }
   return out;
-}
-
-static size_t parse_size(const std::string &s) {
-  char *end = nullptr;
-  double v = strtod(s.c_str(), &end);
-  switch (end && *end ? *end : 'B') {
-    case 'K': case 'k': return (size_t)(v * 1024);
-    case 'M': case 'm': return (size_t)(v * 1024 * 1024);
-    case 'G': case 'g': return (size_t)(v * 1024 * 1024 * 1024);
-    default: return (size_t)v;
-  }
 }
 
 // Keep the GPU busy ~300 ms so its clocks leave their idle state.

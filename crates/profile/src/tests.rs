@@ -85,6 +85,18 @@ fn gpu_copy(path: PathId, node: Option<u32>, size: u64, streams: u32, gbps: f64)
     )
 }
 
+/// The profile of the one-GPU topology from `results`, with no plan, drives or tools.
+fn gpu_profile(results: &[CaseResult]) -> Profile {
+    build(
+        &topo_with_gpu(),
+        &Plan::default(),
+        results,
+        &[],
+        &[],
+        provenance(),
+    )
+}
+
 fn h200(node: Option<u32>) -> Gpu {
     Gpu {
         index: 0,
@@ -187,8 +199,7 @@ fn gpu_fields_follow_the_spec_and_only_measured_values_appear() {
         gpu_copy(PathId::H2d, Some(1), 256 * MIB, 1, 52.5),
         gpu_copy(PathId::D2h, Some(0), 256 * MIB, 1, 55.3),
     ];
-    let t = topo_with_gpu();
-    let p = build(&t, &Plan::default(), &results, &[], &[], provenance());
+    let p = gpu_profile(&results);
     let g = &p.gpus["gpu0"];
     assert_eq!(g.h2d_4m_1stream_numa_local_gbps, Some(53.4));
     assert_eq!(g.h2d_peak_numa_local_gbps, Some(55.6));
@@ -227,27 +238,13 @@ fn duplex_sums_two_local_one_stream_halves_at_the_largest_size_measured_both_way
         duplex(0, 1024 * MIB, 2, "h2d", 51.0),
         duplex(0, 1024 * MIB, 2, "d2h", 50.0),
     ];
-    let p = build(
-        &topo_with_gpu(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = gpu_profile(&results);
     let g = &p.gpus["gpu0"];
     assert_eq!(g.duplex_h2d_gbps, Some(50.4));
     assert_eq!(g.duplex_d2h_gbps, Some(48.3));
     assert!((g.duplex_total_gbps.unwrap() - 98.7).abs() < 1e-9);
     // With no local one-stream pair at all there is no duplex figure, not a mixed one.
-    let p = build(
-        &topo_with_gpu(),
-        &Plan::default(),
-        &results[3..],
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = gpu_profile(&results[3..]);
     assert_eq!(p.gpus["gpu0"].duplex_total_gbps, None);
 }
 
@@ -274,14 +271,7 @@ fn d2d_uses_the_largest_size_outside_l2() {
         mk(1024 * MIB, 1, 2080.0, false),
         mk(1024 * MIB, 4, 2100.0, false),
     ];
-    let p = build(
-        &topo_with_gpu(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = gpu_profile(&results);
     assert_eq!(p.gpus["gpu0"].d2d_1stream_gbps, Some(2080.0));
     assert_eq!(p.gpus["gpu0"].d2d_4stream_gbps, Some(2100.0));
     assert_eq!(p.ceilings["gpu_d2d_sustained_gbps"], 2080.0);
@@ -290,14 +280,7 @@ fn d2d_uses_the_largest_size_outside_l2() {
 #[test]
 fn a_copy_faster_than_the_link_is_flagged_as_a_bug() {
     let results = vec![gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 70.0)];
-    let p = build(
-        &topo_with_gpu(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = gpu_profile(&results);
     assert!(
         p.warnings.iter().any(|w| w.contains("measurement bug")),
         "{:?}",
