@@ -11,9 +11,12 @@
 // Factors (each combination is measured `--draws` times):
 //   host    exact       a fresh mmap of the copy's size, MADV_HUGEPAGE advice, memset,
 //                       cudaHostRegister(PORTABLE) per draw (ref_bw's latched/register)
+//           exact_small as exact, but MADV_NOHUGEPAGE (small pages) and pre-faulted a page
+//                       at a time
 //           slice       one 4.5 MiB + size region per process, MADV_NOHUGEPAGE, pre-faulted a
 //                       page at a time, registered once; each draw at random 64 KiB offsets
 //                       (hwceiling's searching cases)
+//           slice_huge  as slice, but MADV_HUGEPAGE and memset
 //           mallochost  cudaMallocHost per draw (ref_bw's latched/mallochost)
 //   device  exact       a fresh cudaMalloc of the copy's size per end per draw (ref_bw)
 //           slice       one 256 MiB + 4 MiB allocation per end per process; the D2H source at a
@@ -32,6 +35,8 @@
 //
 // Build: nvcc -O2 -std=c++17 -arch=native -o duplex_recipes duplex_recipes.cu
 // Usage: duplex_recipes [--size 512K] [--draws 3] [--k 256] [--gpu 0]
+//                       [--host exact,slice,...] [--device ...] [--latch ...] [--pin ...]
+//        (each of the last four keeps only the listed levels of that factor; default all)
 //        (run it with CUDA_DEVICE_MAX_CONNECTIONS=32, as hwceiling asks the driver for)
 
 #include "cuda_common.cuh"
@@ -90,7 +95,8 @@ static std::vector<int> node_cpus(int node) {
 struct Combo {
   int host, device, latch, pin;
 };
-static const char *kHost[] = {"exact", "slice", "mallochost"};
+static const char *kHost[] = {"exact", "exact_small", "slice", "slice_huge", "mallochost"};
+enum { kExact, kExactSmall, kSlice, kSliceHuge, kMallocHost, kHosts };
 static const char *kDevice[] = {"exact", "slice"};
 static const char *kLatch[] = {"per_stream", "one_wait"};
 static const char *kPin[] = {"free", "pinned"};
@@ -102,12 +108,55 @@ static double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Level indices of `levels` named in the comma list `list`; -1 in the result for an unknown name.
+static std::vector<int> pick_levels(const std::string &list, const char *const *levels, int n) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    int found = -1;
+    for (int l = 0; l < n; l++)
+      if (name == levels[l]) found = l;
+    out.push_back(found);
+  }
+  return out;
+}
+
+// Plain memory of `len` bytes with `advice`, pre-faulted a page at a time, registered.
+static char *map_registered(size_t len, int advice) {
+  char *p = (char *)mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
+  madvise(p, len, advice);
+  for (size_t o = 0; o < len; o += 4096) ((volatile char *)p)[o] = 0;
+  CK(cudaHostRegister(p, len, cudaHostRegisterPortable));
+  return p;
+}
+
 int main(int argc, char **argv) {
   size_t size = 512 * kKiB;
   int draws = 3, k = 256, gpu = 0;
+  std::vector<int> want[4];
+  const char *const *names[4] = {kHost, kDevice, kLatch, kPin};
+  const int counts[4] = {kHosts, 2, 2, 2};
+  const char *flags[4] = {"--host", "--device", "--latch", "--pin"};
+  for (int f = 0; f < 4; f++)
+    for (int l = 0; l < counts[f]; l++) want[f].push_back(l);
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i], v = argv[i + 1];
-    if (key == "--size") size = parse_size(v);
+    int factor = -1;
+    for (int f = 0; f < 4; f++)
+      if (key == flags[f]) factor = f;
+    if (factor >= 0) {
+      want[factor] = pick_levels(v, names[factor], counts[factor]);
+      for (int l : want[factor])
+        if (l < 0) {
+          fprintf(stderr, "unknown level in %s %s\n", key.c_str(), v.c_str());
+          return 2;
+        }
+    } else if (key == "--size") size = parse_size(v);
     else if (key == "--draws") draws = atoi(v.c_str());
     else if (key == "--k") k = atoi(v.c_str());
     else if (key == "--gpu") gpu = atoi(v.c_str());
@@ -172,18 +221,12 @@ int main(int argc, char **argv) {
 
   // The per-process buffers of the "slice" recipes.
   size_t region = size + kRegionExtra;
-  char *region_src = nullptr, *region_dst = nullptr;
-  for (char **p : {&region_src, &region_dst}) {
-    *p = (char *)mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (*p == MAP_FAILED) {
-      perror("mmap");
-      return 2;
-    }
-    madvise(*p, region, MADV_NOHUGEPAGE);
-    for (size_t o = 0; o < region; o += 4096) ((volatile char *)*p)[o] = 0;
-    CK(cudaHostRegister(*p, region, cudaHostRegisterPortable));
-  }
+  char *region_src = map_registered(region, MADV_NOHUGEPAGE);
+  char *region_dst = map_registered(region, MADV_NOHUGEPAGE);
+  char *huge_src = map_registered(region, MADV_HUGEPAGE);
+  char *huge_dst = map_registered(region, MADV_HUGEPAGE);
   fill_random(region_src, region, 1);
+  fill_random(huge_src, region, 1);
   char *pool_src = nullptr, *pool_dst = nullptr;
   CK(cudaMalloc(&pool_src, kDeviceSlice + kRegionExtra));
   CK(cudaMalloc(&pool_dst, kDeviceSlice + kRegionExtra));
@@ -196,10 +239,10 @@ int main(int argc, char **argv) {
   fill_random(staging.data(), size, 3);
 
   std::vector<Combo> combos;
-  for (int h = 0; h < 3; h++)
-    for (int d = 0; d < 2; d++)
-      for (int l = 0; l < 2; l++)
-        for (int p = 0; p < 2; p++) combos.push_back({h, d, l, p});
+  for (int h : want[0])
+    for (int d : want[1])
+      for (int l : want[2])
+        for (int p : want[3]) combos.push_back({h, d, l, p});
   std::mt19937_64 rng((uint64_t)getpid() * 0x9E3779B97F4A7C15ull);
   auto offset = [&]() { return (size_t)(rng() % (kRegionExtra / kOffsetStep + 1)) * kOffsetStep; };
 
@@ -217,8 +260,10 @@ int main(int argc, char **argv) {
       char *hs = nullptr, *hd = nullptr;
       auto host_alloc = [&](uint64_t seed) -> char * {
         char *p = nullptr;
-        if (c.host == 0) {
+        if (c.host == kExact) {
           p = (char *)mmap_registered(size);
+        } else if (c.host == kExactSmall) {
+          p = map_registered(size, MADV_NOHUGEPAGE);
         } else {
           CK(cudaMallocHost((void **)&p, size));
           memset(p, 0, size);
@@ -226,9 +271,12 @@ int main(int argc, char **argv) {
         fill_random(p, size, seed);
         return p;
       };
-      if (c.host == 1) {
+      if (c.host == kSlice) {
         hs = region_src + offset();
         hd = region_dst + offset();
+      } else if (c.host == kSliceHuge) {
+        hs = huge_src + offset();
+        hd = huge_dst + offset();
       } else {
         hs = host_alloc(4);
         hd = host_alloc(5);
@@ -293,10 +341,10 @@ int main(int argc, char **argv) {
         CK(cudaFree(ds));
       }
       for (char *p : {hs, hd}) {
-        if (c.host == 0) {
+        if (c.host == kExact || c.host == kExactSmall) {
           CK(cudaHostUnregister(p));
           munmap(p, size);
-        } else if (c.host == 2) {
+        } else if (c.host == kMallocHost) {
           CK(cudaFreeHost(p));
         }
       }
@@ -313,7 +361,7 @@ int main(int argc, char **argv) {
       printf("# marginal %s=%s: median %.3f over %zu draws\n", name, levels[l], median(v), v.size());
     }
   };
-  marginal("host", kHost, 3, &Combo::host);
+  marginal("host", kHost, kHosts, &Combo::host);
   marginal("device", kDevice, 2, &Combo::device);
   marginal("latch", kLatch, 2, &Combo::latch);
   marginal("pin", kPin, 2, &Combo::pin);

@@ -68,11 +68,16 @@ fn copy_placement_setting() -> String {
          source, the H2D host source and the D2H host destination together), tried first (the \
          {} fastest of one repetition each tried again, median of {}; the second direction's \
          case of a duplex size, on the same pooled buffers, measured at the first's choice); \
-         other copies at their buffers' start",
+         one-stream D2D copies of {d2d_max} or less: the fastest of {} placements of their \
+         source and destination, up to {d2d_reach} into their device buffers, chosen the same \
+         way; other copies at their buffers' start",
         crate::params::SEARCH_PLACEMENTS.len(),
         crate::copy::FINALISTS,
         crate::copy::FINAL_REPS,
+        crate::params::D2D_SEARCH_PLACEMENTS.len(),
         max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
+        d2d_max = size_label(crate::params::D2D_SEARCH_MAX_BYTES as u64),
+        d2d_reach = size_label(crate::params::D2D_SEARCH_REACH_BYTES as u64),
     )
 }
 
@@ -555,7 +560,9 @@ mod tests {
              device source, the H2D host source and the D2H host destination together), tried \
              first (the 3 fastest of one repetition each tried again, median of 3; the second \
              direction's case of a duplex size, on the same pooled buffers, measured at the \
-             first's choice); other copies at their buffers' start"
+             first's choice); one-stream D2D copies of 16MiB or less: the fastest of 24 \
+             placements of their source and destination, up to 240MiB into their device \
+             buffers, chosen the same way; other copies at their buffers' start"
         );
     }
 

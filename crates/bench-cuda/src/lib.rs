@@ -24,7 +24,8 @@
 //!   lie), try the 3 fastest again and are measured at the fastest of those (the second
 //!   direction's case of a duplex size, on the same buffers, at the first's choice): where
 //!   the buffers lie moves those copies by several per cent, and no placement is known in
-//!   advance to be the fast one;
+//!   advance to be the fast one; one-stream D2D cases of 16 MiB or less do the same over
+//!   [`D2D_SEARCH_PLACEMENTS`] (source and destination up to 240 MiB into their buffers);
 //! - the GPU's clocks are warmed before its first case (an idle H200 sits at 345 MHz) and the
 //!   clocks and PCIe link under load are recorded;
 //! - the idle guard refuses a GPU that another process uses;
@@ -52,8 +53,8 @@ pub use bdf::normalize_bdf;
 pub use error::CudaError;
 pub use nvml::NvmlFacts;
 pub use params::{
-    l2_resident, CopyPlacement, ParamError, HOME_PLACEMENT, PLACEMENT_SEARCH_MAX_BYTES,
-    SEARCH_PLACEMENTS,
+    l2_resident, CopyPlacement, ParamError, D2D_SEARCH_MAX_BYTES, D2D_SEARCH_PLACEMENTS,
+    HOME_PLACEMENT, PLACEMENT_SEARCH_MAX_BYTES, SEARCH_PLACEMENTS,
 };
 pub use probe::{probe, CudaDevice, CudaProbe};
 pub use timing::{copies_per_rep, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};

@@ -191,14 +191,23 @@ impl CopySpec {
 
     /// The placements the case tries, fastest kept: [`SEARCH_PLACEMENTS`] for duplex (a
     /// device-memory write and a device-memory read in flight at once) and D2H, on one stream
-    /// per direction, latched and of at most [`PLACEMENT_SEARCH_MAX_BYTES`]; every other case
-    /// only [`HOME_PLACEMENT`]. See [`SEARCH_PLACEMENTS`] for why, and for why not D2D, H2D or
-    /// several streams.
+    /// per direction, latched and of at most [`PLACEMENT_SEARCH_MAX_BYTES`];
+    /// [`D2D_SEARCH_PLACEMENTS`] for one-stream D2D of at most [`D2D_SEARCH_MAX_BYTES`]; every
+    /// other case only [`HOME_PLACEMENT`]. See [`SEARCH_PLACEMENTS`] and
+    /// [`D2D_SEARCH_PLACEMENTS`] for why, and for why not H2D or several streams.
     pub fn placements(&self) -> &'static [CopyPlacement] {
-        if !self.latched() || self.size_bytes > PLACEMENT_SEARCH_MAX_BYTES || self.streams != 1 {
+        if !self.latched() || self.streams != 1 {
             return &[HOME_PLACEMENT];
         }
         match self.flows.as_slice() {
+            [one] if one.direction == Direction::D2d => {
+                if self.size_bytes <= D2D_SEARCH_MAX_BYTES {
+                    &D2D_SEARCH_PLACEMENTS
+                } else {
+                    &[HOME_PLACEMENT]
+                }
+            }
+            _ if self.size_bytes > PLACEMENT_SEARCH_MAX_BYTES => &[HOME_PLACEMENT],
             [_, _] => &SEARCH_PLACEMENTS,
             [one] if one.direction == Direction::D2h => &SEARCH_PLACEMENTS,
             _ => &[HOME_PLACEMENT],
@@ -211,7 +220,7 @@ impl CopySpec {
     }
 
     /// The pages of the case's host buffers: small (4 KiB) where the case searches placement
-    /// (duplex, and one-stream D2H with it: its rates did not move with the change, session 7
+    /// (duplex, and one-stream D2H with it; D2D has none: its rates did not move with the change, session 7
     /// run 31), transparent huge pages elsewhere.
     ///
     /// Why: 512 KiB duplex pairs reach faster placements in host buffers of small pages, which
@@ -329,11 +338,10 @@ pub const HOME_PLACEMENT: CopyPlacement = at(0, 0, 0);
 /// processes 74.4–74.6 GB/s both directions together, against 74.8 for this search), and so did
 /// trying 48 placements instead of 24.
 ///
-/// Not searched: L2-resident D2D, whose placements differed by 0.1–1.8 % in single
-/// repetitions, as much as repetitions differ; one-way H2D, whose 128 KiB and 1 MiB copies read
-/// the same (±0.3 %) at 8 destination offsets; and several streams per direction (D2H or
-/// duplex), where each stream's buffer lies elsewhere and a common offset has no one effect
-/// (not measured; the plan's duplex cases have one stream per direction).
+/// Not searched: one-way H2D, whose 128 KiB and 1 MiB copies read the same (±0.3 %) at 8
+/// destination offsets; and several streams per direction (D2H or duplex), where each stream's
+/// buffer lies elsewhere and a common offset has no one effect (not measured; the plan's duplex
+/// cases have one stream per direction). D2D has its own placements, [`D2D_SEARCH_PLACEMENTS`].
 pub const SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
     HOME_PLACEMENT,
     at(64, 512, 2048),
@@ -360,6 +368,64 @@ pub const SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
     at(3968, 3200, 896),
     at(4160, 3200, 1664),
 ];
+
+/// A searched D2D placement: the device source and destination offsets, in KiB.
+const fn d2d_at(device_source_kib: usize, device_destination_kib: usize) -> CopyPlacement {
+    CopyPlacement {
+        device_source_offset_bytes: device_source_kib << 10,
+        device_destination_offset_bytes: device_destination_kib << 10,
+        host_source_offset_bytes: 0,
+        host_destination_offset_bytes: 0,
+    }
+}
+
+/// The placements a one-stream D2D case of at most [`D2D_SEARCH_MAX_BYTES`] tries (the first
+/// is [`HOME_PLACEMENT`]): 24 pairs of source and destination offsets, drawn at random once
+/// from multiples of 64 KiB up to 240 MiB, each source offset different.
+///
+/// Why: on an H200 (driver 580) a D2D copy small enough to stay in the L2 cache changes speed
+/// with where in device memory its two buffers lie, by more than its repetitions differ, and
+/// the same offsets in two processes read the same (tools/gpu-reference/README.md, session 9,
+/// runs 55 and 56): 16 MiB copies read 2455–2644 GB/s over 16 pairs of offsets up to 1 GiB
+/// apart (each pair within ±1 % on its second pass and in a second process), and over fresh
+/// allocations 2379–2576; 8 MiB 1936–2008, 1 MiB 464–510, 128 KiB 63–67. Offsets of at most
+/// 4 MiB had moved them by 0.1–1.8 % (session 7), so these spread over hundreds of MiB: the
+/// case's buffers grow by 240 MiB each, which the default plan's largest D2D buffers, several
+/// times the L2, already hold. Larger copies, which read HBM, keep their buffers' starts
+/// (their placement was not measured).
+pub const D2D_SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
+    HOME_PLACEMENT,
+    d2d_at(37120, 236608),
+    d2d_at(65280, 38976),
+    d2d_at(61184, 50624),
+    d2d_at(43264, 17664),
+    d2d_at(233600, 243456),
+    d2d_at(22336, 60160),
+    d2d_at(36736, 84480),
+    d2d_at(232384, 9984),
+    d2d_at(216960, 119040),
+    d2d_at(220544, 45824),
+    d2d_at(163776, 173312),
+    d2d_at(25344, 79808),
+    d2d_at(204992, 43072),
+    d2d_at(225472, 141248),
+    d2d_at(158720, 145920),
+    d2d_at(169856, 86336),
+    d2d_at(156672, 144896),
+    d2d_at(220480, 220800),
+    d2d_at(188416, 66048),
+    d2d_at(103616, 241472),
+    d2d_at(122432, 160704),
+    d2d_at(152000, 153600),
+    d2d_at(27712, 133952),
+];
+
+/// The farthest a [`D2D_SEARCH_PLACEMENTS`] offset reaches into its buffer.
+pub const D2D_SEARCH_REACH_BYTES: usize = 240 << 20;
+
+/// Largest one-stream D2D copy that searches placement: the spec's largest D2D size below the
+/// L2 multiples, whose source and destination (32 MiB) fit an H200's L2.
+pub const D2D_SEARCH_MAX_BYTES: usize = 16 << 20;
 
 /// Largest copy size that searches placement: from 4 MiB on no placement differed (above),
 /// and a case's extra repetitions stay short (24 × 2 + 3 × 4 at K ≤ 256 copies of ≤ 2 MiB).
@@ -501,7 +567,7 @@ mod tests {
     }
 
     #[test]
-    fn small_duplex_and_one_stream_d2h_search_placement_and_nothing_else_does() {
+    fn small_duplex_one_stream_d2h_and_one_stream_d2d_search_placement_and_nothing_else_does() {
         let placements = |path, size, memory, streams| {
             let mut p = base();
             p.size_bytes = Some(size);
@@ -519,17 +585,18 @@ mod tests {
             (PathId::Duplex, "pinned", 2, false),
             (PathId::D2h, "pinned", 1, true),
             (PathId::D2h, "pinned", 2, false),
-            (PathId::D2d, "pinned", 1, false),
+            (PathId::D2d, "pinned", 1, true),
+            (PathId::D2d, "pinned", 2, false),
             (PathId::H2d, "pinned", 1, false),
             (PathId::D2h, "pageable", 1, false),
             (PathId::H2d, "pageable", 1, false),
         ];
         for size in [128 << 10, 512 << 10, 1 << 20, 2 << 20] {
             for (path, memory, streams, searches) in expected {
-                let want = if searches {
-                    &SEARCH_PLACEMENTS[..]
-                } else {
-                    home
+                let want = match (searches, path) {
+                    (false, _) => home,
+                    (true, PathId::D2d) => &D2D_SEARCH_PLACEMENTS[..],
+                    (true, _) => &SEARCH_PLACEMENTS[..],
                 };
                 let got = placements(path, size, memory, streams);
                 assert_eq!(got, want, "{path:?} {memory} ×{streams} {size}");
@@ -540,6 +607,52 @@ mod tests {
         assert_eq!(placements(PathId::D2h, (2 << 20) + 1, "pinned", 1), home);
         assert!(!spec_of(PathId::D2d, 256 << 20, "pinned").searches_placement());
         assert!(spec_of(PathId::Duplex, 2 << 20, "pinned").searches_placement());
+        // D2D searches up to its own limit, past the duplex one.
+        assert_eq!(
+            placements(PathId::D2d, 16 << 20, "pinned", 1),
+            &D2D_SEARCH_PLACEMENTS[..]
+        );
+        assert_eq!(placements(PathId::D2d, (16 << 20) + 1, "pinned", 1), home);
+        assert_eq!(placements(PathId::D2d, 16 << 20, "pinned", 4), home);
+        assert_eq!(placements(PathId::D2h, 16 << 20, "pinned", 1), home);
+    }
+
+    #[test]
+    fn a_searching_d2d_case_has_room_behind_both_ends_and_no_host_side() {
+        let size = 16usize << 20;
+        let s = spec_of(PathId::D2d, size as u64, "pinned");
+        let largest =
+            |of: fn(&CopyPlacement) -> usize| D2D_SEARCH_PLACEMENTS.iter().map(of).max().unwrap();
+        let (src, dst) = (
+            largest(|p| p.device_source_offset_bytes),
+            largest(|p| p.device_destination_offset_bytes),
+        );
+        assert_eq!((src, dst), (233600 << 10, 243456 << 10));
+        assert_eq!(s.device_source_bytes(), size + src);
+        assert_eq!(s.device_destination_bytes(), size + dst);
+        assert_eq!(s.device_bytes(), (2 * size + src + dst) as u64);
+        assert_eq!(D2D_SEARCH_PLACEMENTS[0], HOME_PLACEMENT);
+        let sources: Vec<usize> = D2D_SEARCH_PLACEMENTS
+            .iter()
+            .map(|p| p.device_source_offset_bytes)
+            .collect();
+        for (i, p) in D2D_SEARCH_PLACEMENTS.iter().enumerate() {
+            assert_eq!(
+                (p.host_source_offset_bytes, p.host_destination_offset_bytes),
+                (0, 0)
+            );
+            for off in [
+                p.device_source_offset_bytes,
+                p.device_destination_offset_bytes,
+            ] {
+                assert_eq!(off % (64 << 10), 0, "{p:?}");
+                assert!(off <= D2D_SEARCH_REACH_BYTES, "{p:?}");
+            }
+            assert!(
+                !sources[..i].contains(&p.device_source_offset_bytes),
+                "{p:?}"
+            );
+        }
     }
 
     #[test]

@@ -6,7 +6,10 @@
 
 use std::sync::atomic::AtomicBool;
 
-use hwc_bench_cuda::{probe, CudaBackend, PLACEMENT_SEARCH_MAX_BYTES, SEARCH_PLACEMENTS};
+use hwc_bench_cuda::{
+    probe, CudaBackend, D2D_SEARCH_MAX_BYTES, D2D_SEARCH_PLACEMENTS, PLACEMENT_SEARCH_MAX_BYTES,
+    SEARCH_PLACEMENTS,
+};
 use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
 use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
 
@@ -226,14 +229,20 @@ fn copies_on_every_gpu() {
                             problems.push(format!("{}: node 0 placement not verified", c.key));
                         }
                     }
-                    // Small pinned one-stream duplex and D2H cases try the placements,
-                    // then the 3 fastest again (and their data check ran at the one
-                    // measured); no other case does.
+                    // Small pinned one-stream duplex and D2H cases, and one-stream D2D
+                    // cases of up to 16 MiB, try the placements, then the 3 fastest again
+                    // (and their data check ran at the one measured); no other case does.
                     let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
                         && c.params.host_memory.as_deref() == Some("pinned")
                         && c.params.streams == Some(1);
                     let searched = match c.path {
                         PathId::Duplex | PathId::D2h if small => Some(SEARCH_PLACEMENTS.len()),
+                        PathId::D2d
+                            if c.params.streams == Some(1)
+                                && c.params.size_bytes <= Some(D2D_SEARCH_MAX_BYTES as u64) =>
+                        {
+                            Some(D2D_SEARCH_PLACEMENTS.len())
+                        }
                         _ => None,
                     };
                     let note = m
