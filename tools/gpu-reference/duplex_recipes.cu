@@ -48,6 +48,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -102,7 +103,7 @@ static const char *kLatch[] = {"per_stream", "one_wait"};
 static const char *kPin[] = {"free", "pinned"};
 
 static double median(std::vector<double> v) {
-  if (v.empty()) return 0;
+  if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -358,6 +359,7 @@ int main(int argc, char **argv) {
       std::vector<double> v;
       for (auto &r : rows)
         if (r.c.*f == l) v.push_back(r.sum);
+      if (v.empty()) continue;  // a level left out with --host/--device/--latch/--pin
       printf("# marginal %s=%s: median %.3f over %zu draws\n", name, levels[l], median(v), v.size());
     }
   };

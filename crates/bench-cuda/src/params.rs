@@ -199,17 +199,13 @@ impl CopySpec {
         if !self.latched() || self.streams != 1 {
             return &[HOME_PLACEMENT];
         }
+        let small = self.size_bytes <= PLACEMENT_SEARCH_MAX_BYTES;
         match self.flows.as_slice() {
-            [one] if one.direction == Direction::D2d => {
-                if self.size_bytes <= D2D_SEARCH_MAX_BYTES {
-                    &D2D_SEARCH_PLACEMENTS
-                } else {
-                    &[HOME_PLACEMENT]
-                }
+            [one] if one.direction == Direction::D2d && self.size_bytes <= D2D_SEARCH_MAX_BYTES => {
+                &D2D_SEARCH_PLACEMENTS
             }
-            _ if self.size_bytes > PLACEMENT_SEARCH_MAX_BYTES => &[HOME_PLACEMENT],
-            [_, _] => &SEARCH_PLACEMENTS,
-            [one] if one.direction == Direction::D2h => &SEARCH_PLACEMENTS,
+            [_, _] if small => &SEARCH_PLACEMENTS,
+            [one] if one.direction == Direction::D2h && small => &SEARCH_PLACEMENTS,
             _ => &[HOME_PLACEMENT],
         }
     }
@@ -220,8 +216,9 @@ impl CopySpec {
     }
 
     /// The pages of the case's host buffers: small (4 KiB) where the case searches placement
-    /// (duplex, and one-stream D2H with it; D2D has none: its rates did not move with the change, session 7
-    /// run 31), transparent huge pages elsewhere.
+    /// (duplex, and one-stream D2H with it: its rates did not move with the change, session 7
+    /// run 31), transparent huge pages elsewhere. (A D2D case searches too, but has no host
+    /// buffers.)
     ///
     /// Why: 512 KiB duplex pairs reach faster placements in host buffers of small pages, which
     /// lie in pieces scattered over physical memory, than in huge pages, which are contiguous
@@ -384,15 +381,18 @@ const fn d2d_at(device_source_kib: usize, device_destination_kib: usize) -> Copy
 /// from multiples of 64 KiB up to 240 MiB, each source offset different.
 ///
 /// Why: on an H200 (driver 580) a D2D copy small enough to stay in the L2 cache changes speed
-/// with where in device memory its two buffers lie, by more than its repetitions differ, and
-/// the same offsets in two processes read the same (tools/gpu-reference/README.md, session 9,
-/// runs 55 and 56): 16 MiB copies read 2455–2644 GB/s over 16 pairs of offsets up to 1 GiB
-/// apart (each pair within ±1 % on its second pass and in a second process), and over fresh
-/// allocations 2379–2576; 8 MiB 1936–2008, 1 MiB 464–510, 128 KiB 63–67. Offsets of at most
-/// 4 MiB had moved them by 0.1–1.8 % (session 7), so these spread over hundreds of MiB: the
-/// case's buffers grow by 240 MiB each, which the default plan's largest D2D buffers, several
-/// times the L2, already hold. Larger copies, which read HBM, keep their buffers' starts
-/// (their placement was not measured).
+/// with where in device memory its two buffers lie, by more than its repetitions differ
+/// (tools/gpu-reference/README.md, session 9, runs 55–57): 16 MiB copies read 2418–2644 GB/s
+/// over 16 pairs of offsets up to 1 GiB apart in two processes, each pair within 1.7 % on a
+/// second pass in the same process (in the other process the same pair read 0.1–4.9 % apart,
+/// so which placement is fast is found in each process, by this search); over these 24
+/// placements one profile's 16 MiB row read 2300–2513 and its 4 MiB row 1271–1327, while
+/// 128 KiB–1 MiB moved by at most 2 % (fresh allocations move those more: 1 MiB 464–510,
+/// 128 KiB 63–67, which no offset reaches). Offsets of at most 4 MiB had moved them by
+/// 0.1–1.8 % (session 7), so these spread over hundreds of MiB: the case's buffers grow by up
+/// to 240 MiB each, which the default plan's largest D2D buffers, several times the L2,
+/// already hold. Larger copies, which read HBM, keep their buffers' starts (their placement
+/// was not measured).
 pub const D2D_SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
     HOME_PLACEMENT,
     d2d_at(37120, 236608),

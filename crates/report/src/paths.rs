@@ -301,9 +301,16 @@ fn d2d(out: &mut String, p: &Profile) {
             continue;
         }
         let _ = writeln!(out, "#### {gpu}\n");
-        matrix(out, "Size", mine.into_iter(), |m| streams_label("D2D", m));
+        let column = |m: &Measurement| streams_label("D2D", m);
+        matrix(out, "Size", mine.iter().copied(), column);
         out.push_str(
             "*cache*: source and destination fit in the GPU's L2 — a cache figure, not HBM.\n\n",
+        );
+        placement_footnote(
+            out,
+            &mine,
+            |m| format!("{} at ", column(m)),
+            "where their buffers lie moves copies that stay in the L2 cache",
         );
     }
     waivers(out, p, PathId::D2d);

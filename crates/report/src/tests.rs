@@ -348,26 +348,15 @@ fn the_duplex_observation_names_each_summed_median_with_its_spread_and_count() {
         d2h.measurement.gbps.spread_pct = 3.9;
         d2h.measurement.gbps.n = 12;
     });
-    let r = render(&p);
-    let line = r
-        .lines()
-        .find(|l| l.contains("duplex moves"))
-        .unwrap_or_else(|| panic!("{r}"));
+    let duplex_line = |p: &Profile| line_starting(&render(p), "- gpu0 duplex moves").to_string();
     assert_eq!(
-        line,
+        duplex_line(&p),
         "- gpu0 duplex moves 93.07 GB/s in both directions together (sum of the two \
          directions' medians: H2D 43.36 (±1.0 %, N=20) at 256MiB × 1 stream, D2H 49.71 (±3.9 %, \
          N=12) at 256MiB × 1 stream), against 110.86 GB/s for the one-way peaks added (sum of \
          their medians: H2D 55.51 (±1.0 %, N=20) at 256MiB × 4 streams, D2H 55.35 (±1.0 %, \
          N=20) at 256MiB × 1 stream): H2D and D2H interfere on the link."
     );
-    let duplex_line = |p: &Profile| {
-        let r = render(p);
-        r.lines()
-            .find(|l| l.contains("duplex moves"))
-            .unwrap()
-            .to_string()
-    };
     // A hand-set direction no measurement has is summed without inventing spreads for it.
     let mut q = p.clone();
     q.gpus.get_mut("gpu0").unwrap().duplex_h2d_gbps = Some(40.0);
@@ -718,9 +707,9 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
     });
     let md = render(&p);
     let notes = placement_footnotes(&md);
-    // Only the searched size is named, under the duplex table; D2D does not search (a note
-    // there, as on this hand-made D2D figure, is not a duplex row and is not footnoted).
-    assert_eq!(notes.len(), 1, "{md}");
+    // Only the searched sizes are named: the duplex one under the duplex table, the D2D one
+    // under the D2D table (a D2D row is not a duplex row).
+    assert_eq!(notes.len(), 2, "{md}");
     assert!(
         notes[0].starts_with("*512KiB*: measured at the fastest"),
         "{}",
@@ -731,6 +720,16 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
     let note_at = md.find(notes[0]).unwrap();
     let path4_at = md.find("### Path 4").unwrap();
     assert!(duplex_at < note_at && note_at < path4_at, "{md}");
+    assert_eq!(
+        notes[1],
+        "*D2D 1-stream at 2MiB*: measured at the fastest of several placements in their \
+         buffers tried first (where their buffers lie moves copies that stay in the L2 cache). \
+         Which ends moved and every placement's rate are in the measurement's notes in the YAML \
+         profile."
+    );
+    let d2d_note_at = md.find(notes[1]).unwrap();
+    let path7_at = md.find("### Path 7").unwrap_or(md.len());
+    assert!(path4_at < d2d_note_at && d2d_note_at < path7_at, "{md}");
     // No note when no figure searched.
     let plain = render(&profile_with(true, |r| {
         r.push(placed(PathId::Duplex, 64 * MIB, Some("h2d"), 51.2, false))
