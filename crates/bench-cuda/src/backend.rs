@@ -69,8 +69,9 @@ fn copy_placement_setting() -> String {
          {} fastest of one repetition each tried again, median of {}; the second direction's \
          case of a duplex size, on the same pooled buffers, measured at the first's choice); \
          one-stream D2D copies of {d2d_max} or less: the fastest of {} placements of their \
-         source and destination, up to {d2d_reach} into their device buffers, chosen the same \
-         way; other copies at their buffers' start",
+         source and destination, up to {d2d_reach} into their device buffers, each on its own \
+         stream (every 4th of the first {standing} standing streams of the GPU), chosen the \
+         same way; other copies at their buffers' start, on a stream of their own",
         crate::params::SEARCH_PLACEMENTS.len(),
         crate::copy::FINALISTS,
         crate::copy::FINAL_REPS,
@@ -78,6 +79,11 @@ fn copy_placement_setting() -> String {
         max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
         d2d_max = size_label(crate::params::D2D_SEARCH_MAX_BYTES as u64),
         d2d_reach = size_label(crate::params::D2D_SEARCH_REACH_BYTES as u64),
+        standing = crate::params::D2D_SEARCH_PLACEMENTS
+            .iter()
+            .map(|p| p.queue)
+            .max()
+            .unwrap_or(0),
     )
 }
 
@@ -562,7 +568,9 @@ mod tests {
              direction's case of a duplex size, on the same pooled buffers, measured at the \
              first's choice); one-stream D2D copies of 16MiB or less: the fastest of 24 \
              placements of their source and destination, up to 240MiB into their device \
-             buffers, chosen the same way; other copies at their buffers' start"
+             buffers, each on its own stream (every 4th of the first 92 standing streams of \
+             the GPU), chosen the same way; other copies at their buffers' start, on a stream \
+             of their own"
         );
     }
 

@@ -55,6 +55,9 @@ pub struct DeviceRuntime {
     /// Each small duplex search's outcome: the case of the other direction of that size, on
     /// the same buffers, is measured at its choice.
     duplex_searches: DuplexSearches,
+    /// The standing streams a placement's `queue` names (`queue` n is `standing[n - 1]`), made
+    /// in order as the first case that asks for them needs them, then kept.
+    standing: Vec<Arc<CudaStream>>,
 }
 
 /// Bytes of each warm-up buffer.
@@ -112,7 +115,17 @@ impl DeviceRuntime {
             pool: Pool::default(),
             warm_kit: None,
             duplex_searches: DuplexSearches::default(),
+            standing: Vec::new(),
         })
+    }
+
+    /// Standing stream `queue` (≥ 1), making it and every one before it that is not made yet.
+    fn standing_stream(&mut self, queue: usize) -> Result<Arc<CudaStream>, CudaError> {
+        while self.standing.len() < queue {
+            let stream = self.ctx.new_stream().map_err(driver("cuStreamCreate"))?;
+            self.standing.push(stream);
+        }
+        Ok(self.standing[queue - 1].clone())
     }
 }
 
@@ -269,7 +282,10 @@ impl Buffers {
 }
 
 struct Lane {
+    /// Where the copies are queued: `own`, or a standing stream the placement names.
     stream: Arc<CudaStream>,
+    /// The stream made for this lane.
+    own: Arc<CudaStream>,
     /// The copy with its endpoints at their buffers' starts.
     op: CopyOp,
     /// Where in their buffers the copies lie ([`HOME_PLACEMENT`] unless the case searched).
@@ -464,6 +480,7 @@ impl<'a> CopyCase<'a> {
                     }
                 };
                 lanes.push(Lane {
+                    own: stream.clone(),
                     stream,
                     op,
                     at: home,
@@ -633,12 +650,19 @@ impl<'a> CopyCase<'a> {
         Ok(())
     }
 
-    /// Move every lane's copies to `at`, after checking that they stay inside the buffers.
+    /// Move every lane's copies to `at`, after checking that they stay inside the buffers,
+    /// and onto the stream it names (the lane's own for queue 0; else standing stream `queue`
+    /// for the first lane, the next for the second, …). Every repetition ends synchronised, so
+    /// nothing is in flight on the stream a lane leaves.
     fn place(&mut self, at: CopyPlacement) -> Result<(), CudaError> {
         let size = self.size_bytes;
-        for lane in self.flows.iter_mut().flat_map(|f| &mut f.lanes) {
+        for (i, lane) in self.flows.iter_mut().flat_map(|f| &mut f.lanes).enumerate() {
             lane.buffers.fit(lane.op.shift(at), size)?;
             lane.at = at;
+            lane.stream = match at.queue {
+                0 => lane.own.clone(),
+                q => self.rt.standing_stream(q + i)?,
+            };
         }
         Ok(())
     }
@@ -905,7 +929,7 @@ fn placement_note(
          (offsets in KiB: {}), all flows' GB/s in one repetition each (N=1, no spread): {}; \
          fastest over slowest {:+.1} %; the {} fastest again, median of {} repetitions each: \
          {}; measured at {} (where the buffers lie changes small copies: the GPU and the host \
-         map physical addresses onto memory channels that software neither sees nor chooses)",
+         map physical addresses onto memory channels that software neither sees nor chooses{})",
         search.tried.len(),
         names.join("/"),
         tried.join(", "),
@@ -914,6 +938,11 @@ fn placement_note(
         FINAL_REPS,
         finals.join(", "),
         label(search.tried[search.chosen].0),
+        if ends.contains(&End::Queue) {
+            "; so does the stream they are queued on"
+        } else {
+            ""
+        },
     )
 }
 
@@ -963,21 +992,24 @@ impl DuplexSearches {
     }
 }
 
-/// One end of a copy: which buffer, and how a [`CopyPlacement`] moves it.
+/// What a [`CopyPlacement`] moves: one end of a copy (which buffer, and how far into it), or
+/// the stream the copies are queued on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     DeviceSource,
     DeviceDestination,
     HostSource,
     HostDestination,
+    Queue,
 }
 
 impl End {
-    const ALL: [End; 4] = [
+    const ALL: [End; 5] = [
         End::DeviceSource,
         End::DeviceDestination,
         End::HostSource,
         End::HostDestination,
+        End::Queue,
     ];
 
     /// The end's name in a note. A case has at most one end of each kind (an H2D copy's
@@ -988,29 +1020,32 @@ impl End {
             End::DeviceDestination => "device destination",
             End::HostSource => "host source",
             End::HostDestination => "host destination",
+            End::Queue => "stream (0: the case's own, n: the GPU's n-th standing stream)",
         }
     }
 
+    /// How far `at` moves this: bytes into the buffer, or the queue's number.
     fn offset(self, at: CopyPlacement) -> usize {
         match self {
             End::DeviceSource => at.device_source_offset_bytes,
             End::DeviceDestination => at.device_destination_offset_bytes,
             End::HostSource => at.host_source_offset_bytes,
             End::HostDestination => at.host_destination_offset_bytes,
+            End::Queue => at.queue,
         }
     }
 
-    /// The two ends of a copy of `direction`.
-    fn of(direction: Direction) -> [End; 2] {
+    /// What a copy of `direction` has that a placement can move: its two ends and its stream.
+    fn of(direction: Direction) -> [End; 3] {
         match direction {
-            Direction::H2d => [End::HostSource, End::DeviceDestination],
-            Direction::D2h => [End::DeviceSource, End::HostDestination],
-            Direction::D2d => [End::DeviceSource, End::DeviceDestination],
+            Direction::H2d => [End::HostSource, End::DeviceDestination, End::Queue],
+            Direction::D2h => [End::DeviceSource, End::HostDestination, End::Queue],
+            Direction::D2d => [End::DeviceSource, End::DeviceDestination, End::Queue],
         }
     }
 }
 
-/// The ends of a case's copies that some of `placements` move, in [`End::ALL`]'s order.
+/// What some of `placements` move in a case's copies, in [`End::ALL`]'s order.
 fn moved_ends(directions: &[Direction], placements: &[CopyPlacement]) -> Vec<End> {
     End::ALL
         .into_iter()
@@ -1019,13 +1054,16 @@ fn moved_ends(directions: &[Direction], placements: &[CopyPlacement]) -> Vec<End
         .collect()
 }
 
-/// `704/2688/1024`: the offsets of `ends`, in KiB.
+/// `704/2688/1024`: the offsets of `ends`, in KiB (a stream by its number).
 fn placement_label(at: CopyPlacement, ends: &[End]) -> String {
-    let kib: Vec<String> = ends
+    let parts: Vec<String> = ends
         .iter()
-        .map(|e| (e.offset(at) >> 10).to_string())
+        .map(|e| match e {
+            End::Queue => e.offset(at).to_string(),
+            _ => (e.offset(at) >> 10).to_string(),
+        })
         .collect();
-    kib.join("/")
+    parts.join("/")
 }
 
 /// Where the D2D destination is read back: all of it when small, else 1 MiB at its start,
@@ -1137,7 +1175,7 @@ impl Drop for CopyCase<'_> {
         let mut idle = true;
         for flow in &self.flows {
             for lane in &flow.lanes {
-                idle &= lane.stream.synchronize().is_ok();
+                idle &= lane.stream.synchronize().is_ok() && lane.own.synchronize().is_ok();
             }
         }
         self.rt.last_active = Some(Instant::now());
@@ -1175,6 +1213,7 @@ mod tests {
             device_source_offset_bytes: device.1 * KIB,
             host_destination_offset_bytes: host.0 * KIB,
             host_source_offset_bytes: host.1 * KIB,
+            queue: 0,
         }
     }
 
@@ -1486,6 +1525,43 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("0/0 → 70.88, 704/1024 → 75.21"), "{note}");
+        // Neither names a stream: their placements all keep the case's own.
+        assert!(!note.contains("stream"), "{note}");
+    }
+
+    #[test]
+    fn a_d2d_search_moves_both_device_ends_and_the_stream_and_its_note_says_so() {
+        use crate::params::D2D_SEARCH_PLACEMENTS;
+        let ends = moved_ends(&[Direction::D2d], &D2D_SEARCH_PLACEMENTS);
+        assert_eq!(
+            ends,
+            [End::DeviceSource, End::DeviceDestination, End::Queue]
+        );
+        let search = PlacementSearch {
+            tried: vec![
+                (D2D_SEARCH_PLACEMENTS[0], 474.2),
+                (D2D_SEARCH_PLACEMENTS[1], 505.9),
+            ],
+            finals: vec![(1, None)],
+            chosen: 1,
+        };
+        let note = placement_note(&search, &ends, None);
+        assert!(
+            note.contains(
+                "(offsets in KiB: device source/device destination/stream (0: the case's own, \
+                 n: the GPU's n-th standing stream))"
+            ),
+            "{note}"
+        );
+        // Offsets in KiB, the stream by its number.
+        assert!(
+            note.contains("0/0/0 → 474.20, 37120/236608/4 → 505.90"),
+            "{note}"
+        );
+        assert!(
+            note.ends_with("; so does the stream they are queued on)"),
+            "{note}"
+        );
     }
 
     fn spec(flows: &[Direction], measured: usize, size_bytes: usize) -> CopySpec {

@@ -290,6 +290,10 @@ pub struct CopyPlacement {
     pub device_destination_offset_bytes: usize,
     pub host_source_offset_bytes: usize,
     pub host_destination_offset_bytes: usize,
+    /// Which stream the copies are queued on: 0, the case's own (made for it); n > 0, the
+    /// GPU's n-th standing stream (made once, in order, the first time a case asks; a case's
+    /// further lanes take the standing streams after it).
+    pub queue: usize,
 }
 
 /// A searched placement: the device source, host source and host destination offsets, in KiB.
@@ -303,6 +307,7 @@ const fn at(
         device_destination_offset_bytes: 0,
         host_source_offset_bytes: host_source_kib << 10,
         host_destination_offset_bytes: host_destination_kib << 10,
+        queue: 0,
     }
 }
 
@@ -366,58 +371,75 @@ pub const SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
     at(4160, 3200, 1664),
 ];
 
-/// A searched D2D placement: the device source and destination offsets, in KiB.
-const fn d2d_at(device_source_kib: usize, device_destination_kib: usize) -> CopyPlacement {
+/// A searched D2D placement: the device source and destination offsets, in KiB, and the
+/// standing stream the copies are queued on.
+const fn d2d_at(
+    device_source_kib: usize,
+    device_destination_kib: usize,
+    queue: usize,
+) -> CopyPlacement {
     CopyPlacement {
         device_source_offset_bytes: device_source_kib << 10,
         device_destination_offset_bytes: device_destination_kib << 10,
         host_source_offset_bytes: 0,
         host_destination_offset_bytes: 0,
+        queue,
     }
 }
 
 /// The placements a one-stream D2D case of at most [`D2D_SEARCH_MAX_BYTES`] tries (the first
 /// is [`HOME_PLACEMENT`]): 24 pairs of source and destination offsets, drawn at random once
-/// from multiples of 64 KiB up to 240 MiB, each source offset different.
+/// from multiples of 64 KiB up to 240 MiB, each source offset different, each on its own
+/// standing stream, every 4th of the first 92 the GPU makes.
 ///
-/// Why: on an H200 (driver 580) a D2D copy small enough to stay in the L2 cache changes speed
-/// with where in device memory its two buffers lie, by more than its repetitions differ
-/// (tools/gpu-reference/README.md, session 9, runs 55–57): 16 MiB copies read 2418–2644 GB/s
-/// over 16 pairs of offsets up to 1 GiB apart in two processes, each pair within 1.7 % on a
-/// second pass in the same process (in the other process the same pair read 0.1–4.9 % apart,
-/// so which placement is fast is found in each process, by this search); over these 24
-/// placements one profile's 16 MiB row read 2300–2513 and its 4 MiB row 1271–1327, while
-/// 128 KiB–1 MiB moved by at most 2 % (fresh allocations move those more: 1 MiB 464–510,
-/// 128 KiB 63–67, which no offset reaches). Offsets of at most 4 MiB had moved them by
-/// 0.1–1.8 % (session 7), so these spread over hundreds of MiB: the case's buffers grow by up
-/// to 240 MiB each, which the default plan's largest D2D buffers, several times the L2,
-/// already hold. Larger copies, which read HBM, keep their buffers' starts (their placement
-/// was not measured).
+/// Why the offsets: on an H200 (driver 580) a D2D copy small enough to stay in the L2 cache
+/// changes speed with where in device memory its two buffers lie, by more than its
+/// repetitions differ (tools/gpu-reference/README.md, session 9, runs 55–57): 16 MiB copies
+/// read 2418–2644 GB/s over 16 pairs of offsets up to 1 GiB apart in two processes, each pair
+/// within 1.7 % on a second pass in the same process (in the other process the same pair read
+/// 0.1–4.9 % apart, so which placement is fast is found in each process, by this search); over
+/// these offsets one profile's 16 MiB row read 2300–2513 and its 4 MiB row 1271–1327. Offsets
+/// of at most 4 MiB had moved them by 0.1–1.8 % (session 7), so these spread over hundreds of
+/// MiB: the case's buffers grow by up to 240 MiB each, which the default plan's largest D2D
+/// buffers, several times the L2, already hold.
+///
+/// Why the streams: the same copies read at two levels by the stream they are queued on, the
+/// streams a process makes falling into runs of about 15–25 consecutive ones at each level,
+/// and each stream keeping its level (runs 59 and 60, latched plain-CUDA probes over 40
+/// streams at a time in six processes, with 8 and 32 hardware queues: 1 MiB about 505 against
+/// 474 GB/s, 4 MiB about 1360 against 1310, 128 KiB 67 against 63; in one process all 40 read
+/// low). A case's own stream is one draw; every 4th of 92 standing streams spans several
+/// runs. With offsets alone (run 57) 128 KiB–1 MiB moved by at most 2 % and stayed 3–5 % under
+/// `ref_bw`; with the streams too (run 61) every one-stream D2D row of 128 KiB–16 MiB read
+/// 1.008–1.047 of `ref_bw` in the same run.
+///
+/// Larger copies, which read HBM, keep their buffers' starts and their own stream (neither
+/// was measured to matter there).
 pub const D2D_SEARCH_PLACEMENTS: [CopyPlacement; 24] = [
     HOME_PLACEMENT,
-    d2d_at(37120, 236608),
-    d2d_at(65280, 38976),
-    d2d_at(61184, 50624),
-    d2d_at(43264, 17664),
-    d2d_at(233600, 243456),
-    d2d_at(22336, 60160),
-    d2d_at(36736, 84480),
-    d2d_at(232384, 9984),
-    d2d_at(216960, 119040),
-    d2d_at(220544, 45824),
-    d2d_at(163776, 173312),
-    d2d_at(25344, 79808),
-    d2d_at(204992, 43072),
-    d2d_at(225472, 141248),
-    d2d_at(158720, 145920),
-    d2d_at(169856, 86336),
-    d2d_at(156672, 144896),
-    d2d_at(220480, 220800),
-    d2d_at(188416, 66048),
-    d2d_at(103616, 241472),
-    d2d_at(122432, 160704),
-    d2d_at(152000, 153600),
-    d2d_at(27712, 133952),
+    d2d_at(37120, 236608, 4),
+    d2d_at(65280, 38976, 8),
+    d2d_at(61184, 50624, 12),
+    d2d_at(43264, 17664, 16),
+    d2d_at(233600, 243456, 20),
+    d2d_at(22336, 60160, 24),
+    d2d_at(36736, 84480, 28),
+    d2d_at(232384, 9984, 32),
+    d2d_at(216960, 119040, 36),
+    d2d_at(220544, 45824, 40),
+    d2d_at(163776, 173312, 44),
+    d2d_at(25344, 79808, 48),
+    d2d_at(204992, 43072, 52),
+    d2d_at(225472, 141248, 56),
+    d2d_at(158720, 145920, 60),
+    d2d_at(169856, 86336, 64),
+    d2d_at(156672, 144896, 68),
+    d2d_at(220480, 220800, 72),
+    d2d_at(188416, 66048, 76),
+    d2d_at(103616, 241472, 80),
+    d2d_at(122432, 160704, 84),
+    d2d_at(152000, 153600, 88),
+    d2d_at(27712, 133952, 92),
 ];
 
 /// The farthest a [`D2D_SEARCH_PLACEMENTS`] offset reaches into its buffer.
@@ -652,7 +674,12 @@ mod tests {
                 !sources[..i].contains(&p.device_source_offset_bytes),
                 "{p:?}"
             );
+            // Home on the case's own stream; then every 4th standing stream, each once.
+            assert_eq!(p.queue, 4 * i, "{p:?}");
         }
+        // The other searches never move a copy off its own stream (what standing streams do
+        // to host copies was not measured).
+        assert!(SEARCH_PLACEMENTS.iter().all(|p| p.queue == 0));
     }
 
     #[test]
@@ -710,6 +737,7 @@ mod tests {
                 device_destination_offset_bytes: 0,
                 host_source_offset_bytes: 0,
                 host_destination_offset_bytes: 0,
+                queue: 0,
             }
         );
         let device_sources: Vec<usize> = SEARCH_PLACEMENTS

@@ -310,7 +310,8 @@ fn d2d(out: &mut String, p: &Profile) {
             out,
             &mine,
             |m| format!("{} at ", column(m)),
-            "where their buffers lie moves copies that stay in the L2 cache",
+            "where their buffers lie, and the stream they are queued on, move copies that stay \
+             in the L2 cache",
         );
     }
     waivers(out, p, PathId::D2d);

@@ -723,7 +723,8 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
     assert_eq!(
         notes[1],
         "*D2D 1-stream at 2MiB*: measured at the fastest of several placements in their \
-         buffers tried first (where their buffers lie moves copies that stay in the L2 cache). \
+         buffers tried first (where their buffers lie, and the stream they are queued on, move \
+         copies that stay in the L2 cache). \
          Which ends moved and every placement's rate are in the measurement's notes in the YAML \
          profile."
     );
