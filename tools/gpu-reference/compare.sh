@@ -7,6 +7,8 @@
 # usage: compare.sh CUDA_BW_BINARY [ROUNDS] [OUT_DIR]
 # env:   SIZES (default 128K,...,256M), REPS (15), NVCC_ARCH (-arch=native),
 #        TESTS (h2d,d2h,duplex,d2d), EXTRA (1: also the 4-stream and pageable rows; 0: not),
+#        STEADY (no: cuda_bw times each case once, as ref_bw does; yes: as `hwceiling profile`,
+#        it times pinned H2D/D2H/duplex copies of 4 MiB or more again when they spread over 1 %),
 #        REF_CONNECTIONS (CUDA_DEVICE_MAX_CONNECTIONS for ref_bw; default: as this shell has it,
 #        normally unset, i.e. the driver's 8, as a plain CUDA program runs. cuda_bw, like
 #        `hwceiling profile`, asks for 32 unless the variable is set: REF_CONNECTIONS=32
@@ -41,7 +43,7 @@ run_ref() {
 }
 run_hwc() {
   echo "== round $1" >>"$out/hwc.log"
-  "$hwc" --sizes "$sizes" --reps "$reps" --tests "$tests" 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
+  "$hwc" --sizes "$sizes" --reps "$reps" --tests "$tests" --steady "${STEADY:-no}" 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
   [ "$extra" = 1 ] || return 0
   "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
   "$hwc" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2

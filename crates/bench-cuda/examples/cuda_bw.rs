@@ -5,10 +5,13 @@
 //!
 //! `cuda_bw [--gpu N] [--reps N] [--warmup N] [--sizes 128K,4M,256M]
 //!          [--tests h2d,d2h,duplex,d2d,h2d_pageable,d2h_pageable] [--streams 1,4]
-//!          [--node N|none]`
+//!          [--node N|none] [--steady no|yes]`
 //!
 //! `--node` is the NUMA node of the host buffers and of the issuing thread (default 0; `none`
-//! requests no placement).
+//! requests no placement). `--steady yes` times a case again when its repetitions spread more
+//! than `hwceiling profile` allows it (`hwc_plan::gpu_copy_retry_limit`: pinned H2D, D2H and
+//! duplex copies of 4 MiB or more, over 1 %) and keeps the steadiest window, as the profile
+//! does; the default, `no`, times every case once, as `ref_bw` does.
 
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -25,6 +28,7 @@ struct Args {
     tests: Vec<String>,
     streams: Vec<u32>,
     node: Option<u32>,
+    steady: bool,
 }
 
 fn parse_size(s: &str) -> Result<u64, String> {
@@ -52,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         tests: ["h2d", "d2h", "duplex", "d2d"].map(String::from).to_vec(),
         streams: vec![1],
         node: Some(0),
+        steady: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     for pair in argv.chunks(2) {
@@ -69,6 +74,13 @@ fn parse_args() -> Result<Args, String> {
             "--streams" => args.streams = list().map(|s| num(&s)).collect::<Result<_, _>>()?,
             "--node" if value == "none" => args.node = None,
             "--node" => args.node = Some(num(value)?),
+            "--steady" => {
+                args.steady = match value.as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    v => return Err(format!("--steady {v}: yes or no")),
+                }
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -82,6 +94,7 @@ fn cases(
     streams: u32,
     node: Option<u32>,
     reps: Reps,
+    steady: bool,
 ) -> Result<Vec<(String, Case)>, String> {
     let base = CaseParams {
         gpu: Some("gpu0".into()),
@@ -103,8 +116,12 @@ fn cases(
             Case {
                 key,
                 path,
+                reps: Reps {
+                    retry_above_spread_pct: hwc_plan::gpu_copy_retry_limit(path, &params)
+                        .filter(|_| steady),
+                    ..reps
+                },
                 params,
-                reps,
             },
         )
     };
@@ -154,6 +171,7 @@ fn main() -> ExitCode {
     let reps = Reps {
         warmup: args.warmup,
         timed: args.reps,
+        retry_above_spread_pct: None,
     };
     let options = RunOptions {
         allow_contended: false,
@@ -165,7 +183,7 @@ fn main() -> ExitCode {
     for test in &args.tests {
         for &streams in &args.streams {
             for &size in &args.sizes {
-                match cases(test, size, streams, args.node, reps) {
+                match cases(test, size, streams, args.node, reps, args.steady) {
                     Ok(l) => all.extend(l.into_iter().map(|(n, c)| (n, c, size, streams))),
                     Err(e) => {
                         eprintln!("cuda_bw: {e}");

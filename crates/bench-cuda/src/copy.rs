@@ -31,7 +31,7 @@ use crate::error::{driver, CudaError};
 use crate::params::{CopyPlacement, CopySpec, Direction, HostMemory, HOME_PLACEMENT};
 use crate::pattern;
 use crate::pool::{DeviceKey, HostKey, Lent, Pool, Role};
-use crate::timing::{self, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
+use crate::timing::{self, MAX_BATCHES, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
 use hwc_model::cpulist::format as format_cpulist;
 
 /// How long the latch kernel waits for the host before it gives up (and marks that it did).
@@ -399,6 +399,10 @@ pub struct CopyCase<'a> {
     size_bytes: usize,
     streams: u32,
     copies: u32,
+    /// Latched batches of `copies` per stream that one timed repetition gathers (see
+    /// [`timing::batches_per_rep`]): more than 1 only for copies over PCIe whose batch is
+    /// shorter than [`TARGET_REP_SECONDS`].
+    batches: u32,
     latched: bool,
     /// The host buffers were flushed from the CPU caches before the case.
     flushed: bool,
@@ -523,6 +527,7 @@ impl<'a> CopyCase<'a> {
             size_bytes: size,
             streams: spec.streams,
             copies: MIN_COPIES,
+            batches: 1,
             latched,
             flushed,
             cache_resident,
@@ -533,7 +538,14 @@ impl<'a> CopyCase<'a> {
             suspect: false,
             _affinity: affinity,
         };
-        let first_gbps = case.calibrate()?;
+        let (first_gbps, queue_bound_seconds) = case.calibrate()?;
+        // Copies over PCIe whose K the queue stopped short of the target gather batches into
+        // repetitions of about the target (host spells, see `timing::batches_per_rep`); D2D
+        // batches stay repetitions of their own (a 16-batch repetition of a 0.5 ms L2 copy
+        // would spend most of its time queuing).
+        if let (true, Some(batch_seconds)) = (latched && spec.uses_host(), queue_bound_seconds) {
+            case.batches = timing::batches_per_rep(batch_seconds, TARGET_REP_SECONDS, MAX_BATCHES);
+        }
         if spec.searches_placement() {
             case.search_or_share(spec)?;
         }
@@ -544,21 +556,28 @@ impl<'a> CopyCase<'a> {
     /// Choose K: one repetition with about 32 MiB per stream gives the rate, K follows from it;
     /// a repetition with that K must then pass without the latch timing out (a full driver
     /// queue makes the enqueue block until the latch gives up), else K is halved.
-    /// Returns the first repetition's throughput in GB/s.
-    fn calibrate(&mut self) -> Result<f64, CudaError> {
+    /// Returns the first repetition's throughput in GB/s and, where the queue stopped K (at
+    /// [`MAX_COPIES`], or lower after a latch timeout) short of the target, how long a batch
+    /// of the chosen K lasts at the last repetition's rate, in seconds.
+    fn calibrate(&mut self) -> Result<(f64, Option<f64>), CudaError> {
+        // The most copies the queue takes behind a latch; `cap` also stops K from growing
+        // once calibration has chosen it.
+        let mut queue_cap = MAX_COPIES;
         let mut cap = MAX_COPIES;
         let mut k = timing::calibration_copies(self.size_bytes as u64);
         let round_bytes = self.size_bytes as u64 * u64::from(self.streams);
         let mut first_gbps = None;
         for _ in 0..CALIBRATION_ATTEMPTS {
-            match self.run_rep(k) {
+            match self.run_batch(k) {
                 Ok((seconds, _)) => {
                     let rate = f64::from(k) * round_bytes as f64 / seconds;
                     first_gbps.get_or_insert(rate / 1e9);
                     let chosen = timing::copies_per_rep(round_bytes, rate, TARGET_REP_SECONDS, cap);
                     if chosen <= k {
                         self.copies = chosen;
-                        return Ok(first_gbps.unwrap_or(rate / 1e9));
+                        let queue_bound = (chosen >= queue_cap)
+                            .then(|| f64::from(chosen) * round_bytes as f64 / rate);
+                        return Ok((first_gbps.unwrap_or(rate / 1e9), queue_bound));
                     }
                     k = chosen;
                     cap = chosen;
@@ -566,6 +585,7 @@ impl<'a> CopyCase<'a> {
                 Err(CudaError::LatchTimeout { .. }) if k > MIN_COPIES => {
                     k = (k / 2).max(MIN_COPIES);
                     cap = k;
+                    queue_cap = k;
                 }
                 Err(e) => return Err(e),
             }
@@ -620,17 +640,17 @@ impl<'a> CopyCase<'a> {
         let mut tried = Vec::new();
         for &at in placements {
             self.place(at)?;
-            self.run_rep(self.copies)?;
-            self.run_rep(self.copies)?;
+            self.run_batch(self.copies)?;
+            self.run_batch(self.copies)?;
             tried.push((at, self.all_flows_gbps()?));
         }
         let mut finals = Vec::new();
         for i in fastest(tried.iter().map(|t| t.1), FINALISTS) {
             self.place(tried[i].0)?;
-            self.run_rep(self.copies)?;
+            self.run_batch(self.copies)?;
             let mut reps = Vec::with_capacity(FINAL_REPS);
             for _ in 0..FINAL_REPS {
-                self.run_rep(self.copies)?;
+                self.run_batch(self.copies)?;
                 reps.push(self.all_flows_gbps()?);
             }
             // A repetition that is no reading (not finite) makes the finalist no reading.
@@ -686,9 +706,10 @@ impl<'a> CopyCase<'a> {
         &self.flows[0].lanes[0].stream
     }
 
-    /// One repetition of `k` copies per stream: (event seconds, wall seconds) of the measured
-    /// flow.
-    fn run_rep(&mut self, k: u32) -> Result<(f64, f64), CudaError> {
+    /// One latched batch of `k` copies per stream: (event seconds, wall seconds) of the
+    /// measured flow. Calibration and the placement search time single batches; a timed
+    /// repetition gathers [`CopyCase::batches`] of them.
+    fn run_batch(&mut self, k: u32) -> Result<(f64, f64), CudaError> {
         self.rt
             .ctx
             .bind_to_thread()
@@ -723,7 +744,7 @@ impl<'a> CopyCase<'a> {
                     // SAFETY: the lane owns both buffers, each of at least size_bytes from
                     // lane.at's offset for it (the home placement at offset 0, or one place()
                     // checked fits); the case drops the buffers only after synchronising every
-                    // stream (run_rep's end, or Drop); the context was bound above.
+                    // stream (run_batch's end, or Drop); the context was bound above.
                     unsafe { lane.copy().enqueue(self.size_bytes, &lane.stream) }?;
                 }
             }
@@ -770,7 +791,16 @@ impl<'a> CopyCase<'a> {
     fn describe(&self, spec: &CopySpec, cx: &CaseContext, first_gbps: f64) -> Vec<String> {
         let mut notes = Vec::new();
         let k = self.copies;
-        if self.latched {
+        let m = self.batches;
+        if self.latched && m > 1 {
+            notes.push(format!(
+                "{m} batches of {k} copies per stream per repetition, each batch queued behind \
+                 a spin-kernel latch and timed by CUDA events, the repetition's time the sum of \
+                 its batches' spans: about {:.0} ms of copying, so that a figure does not rest \
+                 on one short spell of the host",
+                TARGET_REP_SECONDS * 1e3
+            ));
+        } else if self.latched {
             notes.push(format!(
                 "{k} copies per stream per repetition, queued behind a spin-kernel latch and \
                  timed by CUDA events"
@@ -783,7 +813,7 @@ impl<'a> CopyCase<'a> {
             ));
         }
         notes.push(format!(
-            "first repetition of the case (K calibration; one repetition, so no spread, N=1): \
+            "first batch of copies of the case (K calibration; one batch, so no spread, N=1): \
              {first_gbps:.2} GB/s"
         ));
         if spec.uses_host() && spec.host_memory == HostMemory::Pinned {
@@ -1131,11 +1161,20 @@ fn placement_of(
 
 impl Prepared for CopyCase<'_> {
     fn bytes_per_rep(&self) -> u64 {
-        u64::from(self.copies) * self.size_bytes as u64 * u64::from(self.streams)
+        u64::from(self.batches)
+            * u64::from(self.copies)
+            * self.size_bytes as u64
+            * u64::from(self.streams)
     }
 
+    /// One repetition: `batches` latched batches, their event spans (and wall spans) summed.
     fn run_once(&mut self) -> Result<Rep, BenchError> {
-        let (seconds, wall) = self.run_rep(self.copies)?;
+        let (mut seconds, mut wall) = (0.0, 0.0);
+        for _ in 0..self.batches {
+            let (s, w) = self.run_batch(self.copies)?;
+            seconds += s;
+            wall += w;
+        }
         Ok(Rep {
             seconds,
             wall_seconds: Some(wall),

@@ -15,8 +15,11 @@
 //! - one repetition queues K back-to-back copies per stream behind a spin-kernel latch that
 //!   the host opens only after everything is queued, so submission is not timed; CUDA events
 //!   time the span and the host clock cross-checks it; K is calibrated per case so that a
-//!   repetition lasts about 20 ms, with at most 256 copies per stream (small copies run
-//!   shorter: see [`MAX_COPIES`]);
+//!   repetition lasts about 20 ms, with at most 256 copies per stream (see [`MAX_COPIES`]);
+//!   where 256 copies over PCIe take less than that, a repetition gathers several such latched
+//!   batches, its time the sum of their spans, so that it still holds about 20 ms of copying
+//!   (small copies that read host memory run in spells of 50–150 ms: see
+//!   [`batches_per_rep`]); D2D batches of small copies stay repetitions of their own;
 //! - a measuring process asks the driver for 32 hardware work queues (`connections`) unless
 //!   the user set `CUDA_DEVICE_MAX_CONNECTIONS`;
 //! - one-stream duplex and D2H cases of 2 MiB or less first try each of
@@ -57,4 +60,6 @@ pub use params::{
     HOME_PLACEMENT, PLACEMENT_SEARCH_MAX_BYTES, SEARCH_PLACEMENTS,
 };
 pub use probe::{probe, CudaDevice, CudaProbe};
-pub use timing::{copies_per_rep, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS};
+pub use timing::{
+    batches_per_rep, copies_per_rep, MAX_BATCHES, MAX_COPIES, MIN_COPIES, TARGET_REP_SECONDS,
+};

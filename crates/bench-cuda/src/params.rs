@@ -476,6 +476,7 @@ mod tests {
             reps: Reps {
                 warmup: 1,
                 timed: 3,
+                retry_above_spread_pct: None,
             },
         }
     }

@@ -1,4 +1,5 @@
-//! How many back-to-back copies one repetition queues (K), chosen from a calibration run.
+//! How many back-to-back copies one repetition queues (K), chosen from a calibration run, and
+//! how many such latched batches a repetition of a small copy over PCIe gathers.
 
 /// One repetition should last about this long: long enough that the event timer's resolution
 /// (≈ 0.5 µs), the first copy's start latency and a stall of 100 µs elsewhere on the machine stay
@@ -15,6 +16,8 @@ pub const MIN_COPIES: u32 = 2;
 /// (plain CUDA with 256: 30.6–30.8), so small copies stop at 256, as nvbandwidth-style
 /// references do.
 pub const MAX_COPIES: u32 = 256;
+/// Most latched batches of K copies one repetition gathers.
+pub const MAX_BATCHES: u32 = 32;
 /// Bytes per stream the calibration repetition aims to move.
 pub const CALIBRATION_BYTES: u64 = 32 << 20;
 /// Most copies per stream in the calibration repetition.
@@ -46,6 +49,35 @@ pub fn copies_per_rep(
     } else {
         // k is finite, non-negative and below max_copies here: the cast is exact.
         clamp_copies(k as u64, MIN_COPIES, max_copies)
+    }
+}
+
+/// Latched batches per repetition for a copy over PCIe whose batch of K copies (K capped at
+/// [`MAX_COPIES`]) lasts `batch_seconds`: enough that the repetition gathers `target_seconds`
+/// of copying, at most `max_batches`, at least 1. Each batch is queued behind its own latch and
+/// timed by its own events; the repetition's time is the sum of their spans.
+///
+/// Why: small copies that read host memory run in spells. On an H200 (driver 580, in a VM) a
+/// 128 KiB H2D copy read about 22.5 GB/s for 150 ms of back-to-back batches, then about 26,
+/// and fell back for spells of 50–150 ms at other times; a repetition of one batch lasts
+/// 1.3 ms, so a case's 12 repetitions (16 ms) sample one spell: over 16 cases in one process
+/// their medians read 22.41–26.96 GB/s (standard deviation 1.20), while repetitions of 16
+/// batches (about 20 ms of copying each) read 26.16–27.00 (0.23) in the same cases
+/// (tools/gpu-reference/README.md, session 10). 512 KiB H2D and 128 KiB D2H medians repeated
+/// as well either way (standard deviations 0.09–0.14 and 0.05).
+pub fn batches_per_rep(batch_seconds: f64, target_seconds: f64, max_batches: u32) -> u32 {
+    let max_batches = max_batches.max(1);
+    if !(batch_seconds.is_finite() && batch_seconds > 0.0 && target_seconds.is_finite()) {
+        return 1;
+    }
+    let m = (target_seconds / batch_seconds).ceil();
+    if m >= f64::from(max_batches) {
+        max_batches
+    } else if m >= 1.0 {
+        // m is finite, at least 1 and below max_batches here: the cast is exact.
+        m as u32
+    } else {
+        1
     }
 }
 
@@ -111,6 +143,33 @@ mod tests {
             assert_eq!(copies_per_rep(MIB, rate, 0.010, 300), 300, "{rate}");
         }
         assert_eq!(copies_per_rep(0, 1e9, 0.010, 300), 300);
+    }
+
+    #[test]
+    fn short_batches_are_gathered_into_a_repetition_of_the_target() {
+        // 128 KiB H2D: 256 copies in 1.26 ms; 16 batches reach 20 ms.
+        assert_eq!(
+            batches_per_rep(0.00126, TARGET_REP_SECONDS, MAX_BATCHES),
+            16
+        );
+        // 2 MiB: 10 ms a batch, two of them.
+        assert_eq!(batches_per_rep(0.0100, TARGET_REP_SECONDS, MAX_BATCHES), 2);
+        // A batch that already lasts the target is a repetition of its own.
+        assert_eq!(batches_per_rep(0.020, TARGET_REP_SECONDS, MAX_BATCHES), 1);
+        assert_eq!(batches_per_rep(0.250, TARGET_REP_SECONDS, MAX_BATCHES), 1);
+        // Very short batches stop at the cap.
+        assert_eq!(
+            batches_per_rep(0.0001, TARGET_REP_SECONDS, MAX_BATCHES),
+            MAX_BATCHES
+        );
+        assert_eq!(batches_per_rep(0.0001, TARGET_REP_SECONDS, 0), 1);
+        for nonsense in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(
+                batches_per_rep(nonsense, TARGET_REP_SECONDS, MAX_BATCHES),
+                1
+            );
+        }
+        assert_eq!(batches_per_rep(0.001, f64::NAN, MAX_BATCHES), 1);
     }
 
     #[test]

@@ -23,6 +23,7 @@ fn h2d(gpu: Option<&str>, size: Option<u64>) -> Case {
         reps: Reps {
             warmup: 1,
             timed: 3,
+            retry_above_spread_pct: None,
         },
     }
 }

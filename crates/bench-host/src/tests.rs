@@ -37,6 +37,7 @@ fn case(size: u64, threads: u32) -> Case {
         reps: Reps {
             warmup: 1,
             timed: 3,
+            retry_above_spread_pct: None,
         },
     }
 }

@@ -62,6 +62,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
     let reps = Reps {
         warmup: 1,
         timed: 3,
+        retry_above_spread_pct: None,
     };
     let hot = read_case(
         "nvme_read/read-cache/target/hot",
@@ -112,6 +113,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
         Reps {
             warmup: 0,
             timed: 3,
+            retry_above_spread_pct: None,
         },
     );
     let CaseOutcome::Measured(r) = run_case(&idle, &mut b, &RunOptions::default(), &NEVER) else {

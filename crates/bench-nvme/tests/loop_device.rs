@@ -119,6 +119,7 @@ fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
             reps: Reps {
                 warmup: 1,
                 timed: 3,
+                retry_above_spread_pct: None,
             },
         };
         match run_case(&case, &mut backend, &RunOptions::default(), &NEVER) {
@@ -165,6 +166,7 @@ fn write_case(key: &str) -> Case {
         reps: Reps {
             warmup: 0,
             timed: 1,
+            retry_above_spread_pct: None,
         },
     }
 }

@@ -195,6 +195,12 @@ pub struct Reps {
     pub warmup: u32,
     /// Timed repetitions: the statistics' N.
     pub timed: u32,
+    /// Where set: when the timed repetitions spread more than this many per cent, the runner
+    /// times the case again, up to `hwc_runner::MAX_WINDOWS` windows of `timed` repetitions in
+    /// all, and keeps the steadiest window (the one of least spread), saying so in a note.
+    /// Where not set, one window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_above_spread_pct: Option<u32>,
 }
 
 /// One benchmark case: a stable key and its parameters.

@@ -44,10 +44,12 @@ pub const LATENCY_BLOCK: u64 = 4 * KIB;
 pub const POWER_GAP_REPS: Reps = Reps {
     warmup: 0,
     timed: 3,
+    retry_above_spread_pct: None,
 };
 pub const POWER_BASELINE_REPS: Reps = Reps {
     warmup: 2,
     timed: 10,
+    retry_above_spread_pct: None,
 };
 /// What shapes the NVMe part of a plan besides the machine.
 #[derive(Debug, Clone, Default)]
@@ -174,7 +176,11 @@ fn gc_settle_case(o: &NvmePlanOptions, label: &str, key: &str) -> Case {
             settle_max_s: Some(o.gc_settle_max_s.unwrap_or(DEFAULT_GC_SETTLE_MAX_S)),
             ..CaseParams::default()
         },
-        reps: Reps { warmup, timed },
+        reps: Reps {
+            warmup,
+            timed,
+            retry_above_spread_pct: None,
+        },
     }
 }
 
@@ -269,6 +275,7 @@ fn sweep_case(path: PathId, label: &str, size: u64, qd: u32, drives: Vec<String>
         reps: hwc_model::Reps {
             warmup: 1,
             timed: 5,
+            retry_above_spread_pct: None,
         },
     }
 }

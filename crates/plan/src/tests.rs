@@ -129,7 +129,8 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
         c.reps,
         Reps {
             warmup: 20,
-            timed: 200
+            timed: 200,
+            retry_above_spread_pct: None
         }
     );
     let big = p.cases.iter().find(|c| c.key.contains("256MiB")).unwrap();
@@ -137,7 +138,8 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
         big.reps,
         Reps {
             warmup: 5,
-            timed: 50
+            timed: 50,
+            retry_above_spread_pct: None
         }
     );
     // The size added beyond the spec's when the cache is large gets fewer, longer repetitions.
@@ -155,7 +157,8 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
         beyond.reps,
         Reps {
             warmup: 2,
-            timed: 12
+            timed: 12,
+            retry_above_spread_pct: None
         }
     );
 }
@@ -263,6 +266,30 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
         .cases
         .iter()
         .any(|c| c.key == "duplex/gpu0/local/256MiB/s1/d2h"));
+    // Pinned copies over PCIe of 4 MiB or more are timed again when they spread over 1 %;
+    // smaller, pageable and D2D copies once.
+    for c in p.cases.iter().filter(|c| {
+        matches!(
+            c.path,
+            PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d
+        )
+    }) {
+        let steady = c.path != PathId::D2d
+            && c.params.host_memory.as_deref() == Some("pinned")
+            && c.params.size_bytes >= Some(4 * MIB);
+        let want = steady.then_some(STEADY_SPREAD_PCT);
+        assert_eq!(c.reps.retry_above_spread_pct, want, "{}", c.key);
+        assert_eq!((c.reps.warmup, c.reps.timed), (2, 12), "{}", c.key);
+    }
+    let steady = |k: &str| {
+        let c = p.cases.iter().find(|c| c.key == k).unwrap();
+        c.reps.retry_above_spread_pct.is_some()
+    };
+    assert!(steady("h2d/gpu0/local/4MiB/s8"));
+    assert!(steady("duplex/gpu0/local/256MiB/s1/h2d"));
+    assert!(!steady("d2h/gpu0/local/2MiB/s1"));
+    assert!(!steady("h2d/gpu0/local-pageable/256MiB/s1"));
+    assert!(!steady("d2d/gpu0/256MiB/s1"));
 }
 
 #[test]
@@ -366,7 +393,8 @@ fn path_filter_and_overrides() {
         p.cases[0].reps,
         Reps {
             warmup: 2,
-            timed: 20
+            timed: 20,
+            retry_above_spread_pct: None
         }
     );
 }

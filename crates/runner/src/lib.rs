@@ -276,32 +276,25 @@ pub fn run_case(
             Err(e) => return from_error(case, e),
         }
     }
-    let timed = case.reps.timed.max(1) as usize;
-    let mut samples_gbps = Vec::with_capacity(timed);
-    let mut latencies = Vec::new();
-    let mut percentiles: Vec<(f64, f64)> = Vec::new();
     let mut worst_wall_disagreement: f64 = 0.0;
-    for _ in 0..timed {
-        if cancel.load(Ordering::SeqCst) {
-            return fail(case, "interrupted before its repetitions finished");
+    let mut windows = Vec::with_capacity(1);
+    loop {
+        match time_window(case, prepared.as_mut(), bytes, cancel) {
+            Ok((window, wall)) => {
+                worst_wall_disagreement = worst_wall_disagreement.max(wall);
+                windows.push(window);
+            }
+            Err(outcome) => return outcome,
         }
-        let rep = match prepared.run_once() {
-            Ok(r) => r,
-            Err(e) => return from_error(case, e),
+        // Every earlier window spread more than the limit, or there would be no other.
+        let again = match (case.reps.retry_above_spread_pct, windows.last()) {
+            (Some(limit), Some(last)) => {
+                windows.len() < MAX_WINDOWS && last.gbps.spread_pct > f64::from(limit)
+            }
+            _ => false,
         };
-        match throughput(bytes, &rep) {
-            Ok(v) => samples_gbps.push(v),
-            Err(e) => return from_error(case, e),
-        }
-        if let Some(wall) = rep.wall_seconds {
-            worst_wall_disagreement =
-                worst_wall_disagreement.max((wall - rep.seconds).abs() / rep.seconds);
-        }
-        if let Some(l) = prepared.last_latency_us() {
-            latencies.push(l);
-        }
-        if let Some(pct) = prepared.last_latency_percentiles_us() {
-            percentiles.push(pct);
+        if !again {
+            break;
         }
     }
     if let Some(tol) = options.wall_tolerance {
@@ -313,10 +306,16 @@ pub fn run_case(
             ));
         }
     }
-    let gbps = match hwc_stats::summarize(&samples_gbps) {
-        Ok(s) => s,
-        Err(e) => return fail(case, e.to_string()),
-    };
+    let chosen = steadiest(&windows);
+    if let (Some(limit), true) = (case.reps.retry_above_spread_pct, windows.len() > 1) {
+        notes.push(windows_note(&windows, chosen, limit));
+    }
+    let Window {
+        samples_gbps,
+        gbps,
+        latencies,
+        percentiles,
+    } = windows.swap_remove(chosen);
     let latency_us = if latencies.is_empty() {
         None
     } else {
@@ -347,6 +346,98 @@ pub fn run_case(
         warmup_gbps,
         case_seconds: started.elapsed().as_secs_f64(),
     }))
+}
+
+/// Timed windows a case whose repetitions spread too much may take in all (see
+/// [`hwc_model::Reps::retry_above_spread_pct`]).
+pub const MAX_WINDOWS: usize = 3;
+
+/// One window of a case's timed repetitions.
+struct Window {
+    samples_gbps: Vec<f64>,
+    gbps: hwc_model::Stats,
+    latencies: Vec<f64>,
+    percentiles: Vec<(f64, f64)>,
+}
+
+/// Time `case.reps.timed` repetitions: the window, and the worst relative disagreement of
+/// the backend's timer with the wall clock in it. An error, or a cancel before the window
+/// is complete, is the case's outcome.
+fn time_window(
+    case: &Case,
+    prepared: &mut dyn Prepared,
+    bytes: u64,
+    cancel: &AtomicBool,
+) -> Result<(Window, f64), CaseOutcome> {
+    let timed = case.reps.timed.max(1) as usize;
+    let mut samples_gbps = Vec::with_capacity(timed);
+    let mut latencies = Vec::new();
+    let mut percentiles: Vec<(f64, f64)> = Vec::new();
+    let mut worst_wall_disagreement: f64 = 0.0;
+    for _ in 0..timed {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(fail(case, "interrupted before its repetitions finished"));
+        }
+        let rep = prepared.run_once().map_err(|e| from_error(case, e))?;
+        samples_gbps.push(throughput(bytes, &rep).map_err(|e| from_error(case, e))?);
+        if let Some(wall) = rep.wall_seconds {
+            worst_wall_disagreement =
+                worst_wall_disagreement.max((wall - rep.seconds).abs() / rep.seconds);
+        }
+        if let Some(l) = prepared.last_latency_us() {
+            latencies.push(l);
+        }
+        if let Some(pct) = prepared.last_latency_percentiles_us() {
+            percentiles.push(pct);
+        }
+    }
+    let gbps = hwc_stats::summarize(&samples_gbps).map_err(|e| fail(case, e.to_string()))?;
+    Ok((
+        Window {
+            samples_gbps,
+            gbps,
+            latencies,
+            percentiles,
+        },
+        worst_wall_disagreement,
+    ))
+}
+
+/// The index of the window of least spread (the first of equals).
+fn steadiest(windows: &[Window]) -> usize {
+    windows
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.gbps.spread_pct.total_cmp(&b.1.gbps.spread_pct))
+        .map_or(0, |(i, _)| i)
+}
+
+/// What a case timed in several windows says about them.
+fn windows_note(windows: &[Window], chosen: usize, limit_pct: u32) -> String {
+    let list = |f: fn(&hwc_model::Stats) -> f64| {
+        windows
+            .iter()
+            .map(|w| format!("{:.2}", f(&w.gbps)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut note = format!(
+        "the first {} timed repetitions spread {:.2} %, more than the {limit_pct} % this case \
+         allows (something else loaded the machine): timed again, {} windows in all (medians \
+         {} GB/s; spreads {} %); the figure is window {}'s, the steadiest",
+        windows[0].gbps.n,
+        windows[0].gbps.spread_pct,
+        windows.len(),
+        list(|s| s.median),
+        list(|s| s.spread_pct),
+        chosen + 1
+    );
+    if windows[chosen].gbps.spread_pct > f64::from(limit_pct) {
+        note.push_str(&format!(
+            "; no window stayed within {limit_pct} %: the machine was not quiet while this case ran"
+        ));
+    }
+    note
 }
 
 #[cfg(test)]

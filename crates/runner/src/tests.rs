@@ -83,7 +83,11 @@ fn case(path: PathId, warmup: u32, timed: u32) -> Case {
         key: format!("{path}/test"),
         path,
         params: CaseParams::default(),
-        reps: Reps { warmup, timed },
+        reps: Reps {
+            warmup,
+            timed,
+            retry_above_spread_pct: None,
+        },
     }
 }
 
@@ -254,4 +258,77 @@ fn each_backend_is_told_in_advance_only_the_cases_it_will_run() {
     );
     assert_eq!(*first.borrow(), vec!["h2d/x".to_string(), "host/x".into()]);
     assert!(second.borrow().is_empty(), "{:?}", second.borrow());
+}
+
+fn retrying(timed: u32, limit_pct: u32) -> Case {
+    Case {
+        reps: Reps {
+            warmup: 0,
+            timed,
+            retry_above_spread_pct: Some(limit_pct),
+        },
+        ..case(PathId::HostRam, 0, timed)
+    }
+}
+
+#[test]
+fn a_steady_first_window_is_the_only_one() {
+    // cold, then 1.00 / 1.005 / 1.00 s: spread 0.5 %, within 1 %.
+    let b = Scripted::new(&[1.0, 1.0, 1.005, 1.0]);
+    let out = run1(b, retrying(3, 1), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps.len(), 3);
+    assert!(!r.measurement.notes.iter().any(|n| n.contains("windows")));
+}
+
+#[test]
+fn a_noisy_window_is_timed_again_and_the_steadiest_kept() {
+    // cold, window 1: 1, 2, 1 s (1, 0.5, 1 GB/s: spread 50 %); window 2: 1, 1, 1 s (0 %).
+    let b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    let out = run1(b, retrying(3, 1), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.0]);
+    assert_eq!(r.measurement.gbps.spread_pct, 0.0);
+    let note = r
+        .measurement
+        .notes
+        .iter()
+        .find(|n| n.contains("windows in all"))
+        .expect("a note on the windows");
+    assert!(note.contains("spread 50.00 %, more than the 1 %"), "{note}");
+    assert!(note.contains("2 windows in all"), "{note}");
+    assert!(note.contains("medians 1.00, 1.00 GB/s"), "{note}");
+    assert!(note.contains("spreads 50.00, 0.00 %"), "{note}");
+    assert!(note.contains("window 2's, the steadiest"), "{note}");
+    assert!(!note.contains("not quiet"), "{note}");
+}
+
+#[test]
+fn a_machine_that_stays_noisy_gets_the_steadiest_of_three_windows_and_says_so() {
+    // cold, then windows of 1, 0.5, 1 GB/s (spread 50 %), 1, 1, 1.25 (25 %) and 1, 2, 1
+    // (100 %): the second is kept, and no fourth runs.
+    let times = [1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 0.8, 1.0, 0.5, 1.0, 1.0, 9.0];
+    let b = Scripted::new(&times);
+    let out = run1(b, retrying(3, 1), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.25]);
+    assert_eq!(r.measurement.gbps.median, 1.0);
+    let note = r
+        .measurement
+        .notes
+        .iter()
+        .find(|n| n.contains("windows in all"))
+        .expect("a note on the windows");
+    assert!(note.contains("3 windows in all"), "{note}");
+    assert!(note.contains("window 2's, the steadiest"), "{note}");
+    assert!(note.contains("no window stayed within 1 %"), "{note}");
+}
+
+#[test]
+fn without_a_limit_a_noisy_window_stands() {
+    let b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    let out = run1(b, case(PathId::HostRam, 0, 3), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
+    assert!((r.measurement.gbps.spread_pct - 50.0).abs() < 1e-9);
 }
