@@ -483,6 +483,7 @@ mod tests {
             placement: None,
             cache_resident: false,
             contended: false,
+            spread_limit_pct: None,
             notes: vec![],
         }
     }

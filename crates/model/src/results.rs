@@ -63,8 +63,22 @@ pub struct Measurement {
     /// Something else was using the device or CPUs while this case ran.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub contended: bool,
+    /// The spread, in per cent, this case's repetitions were held to, where it had a limit
+    /// (pinned H2D, D2H and duplex copies of 4 MiB or more: 1): a window of repetitions that
+    /// spread more was timed again. A `gbps.spread_pct` above it means no window stayed within
+    /// it (the machine was not quiet); the notes list the windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_limit_pct: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+impl Measurement {
+    /// Whether the figure spread more than the limit it was held to (see `spread_limit_pct`).
+    pub fn unsteady(&self) -> bool {
+        self.spread_limit_pct
+            .is_some_and(|limit| self.gbps.spread_pct > f64::from(limit))
+    }
 }
 
 /// A case whose run failed (a verification mismatch, an I/O error): it fails alone.

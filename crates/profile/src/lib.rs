@@ -264,6 +264,14 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
              treat them as lower bounds and rerun on an idle node"
         ));
     }
+    let unsteady = p.measurements.iter().filter(|m| m.unsteady()).count();
+    if unsteady > 0 {
+        w.push(format!(
+            "{unsteady} measurement(s) spread more than they are held to (spread_limit_pct) in \
+             every window of repetitions they were timed in: the machine was not quiet; their \
+             notes list the windows; rerun on an idle node"
+        ));
+    }
     let unverified = p
         .measurements
         .iter()

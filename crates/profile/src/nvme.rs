@@ -491,6 +491,7 @@ mod tests {
                 placement: None,
                 cache_resident: false,
                 contended: false,
+                spread_limit_pct: None,
                 notes: vec![],
             },
             samples_gbps: vec![1.0; 3],

@@ -33,6 +33,7 @@ fn result(key: &str, path: PathId, params: CaseParams, gbps: f64) -> CaseResult 
             }),
             cache_resident: false,
             contended: false,
+            spread_limit_pct: None,
             notes: vec![],
         },
         samples_gbps: vec![gbps; 20],
@@ -306,7 +307,43 @@ fn contention_and_failures_are_warned() {
         provenance(),
     );
     assert!(p.warnings.iter().any(|w| w.contains("contended")));
+    assert!(!p.warnings.iter().any(|w| w.contains("not quiet")));
     assert!(p.warnings.iter().any(|w| w.contains("1 case(s) failed")));
+}
+
+#[test]
+fn figures_that_stayed_over_their_spread_limit_are_warned() {
+    // stats() spreads 2 %: over a 1 % limit, within a 3 % one, and no limit is no warning.
+    let held = |limit: Option<u32>| {
+        let mut r = gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.0);
+        r.measurement.spread_limit_pct = limit;
+        r
+    };
+    let warned = |results: &[CaseResult]| {
+        build(
+            &topo_with_gpu(),
+            &Plan::default(),
+            results,
+            &[],
+            &[],
+            provenance(),
+        )
+        .warnings
+        .into_iter()
+        .filter(|w| w.contains("not quiet"))
+        .collect::<Vec<_>>()
+    };
+    assert!(held(Some(1)).measurement.unsteady());
+    assert!(!held(Some(3)).measurement.unsteady());
+    assert!(!held(None).measurement.unsteady());
+    let w = warned(&[held(Some(1)), held(Some(3)), held(None)]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with("1 measurement(s) spread more than"),
+        "{}",
+        w[0]
+    );
+    assert!(warned(&[held(Some(3)), held(None)]).is_empty());
 }
 
 #[test]

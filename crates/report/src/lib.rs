@@ -578,6 +578,9 @@ fn appendix(out: &mut String, p: &Profile) {
                 if m.contended {
                     flags.push("contended".to_string());
                 }
+                if m.unsteady() {
+                    flags.push("unsteady".to_string());
+                }
                 if let Some(pl) = &m.placement {
                     if !pl.verified {
                         flags.push("placement unverified".to_string());

@@ -503,6 +503,7 @@ mod tests {
                 placement: None,
                 cache_resident: false,
                 contended: false,
+                spread_limit_pct: None,
                 notes: vec![],
             },
             samples_gbps: vec![gbps; 5],

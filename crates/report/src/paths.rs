@@ -61,6 +61,9 @@ fn flagged(m: &Measurement) -> String {
     if m.contended {
         s.push_str(" *contended*");
     }
+    if m.unsteady() {
+        s.push_str(" *unsteady*");
+    }
     s
 }
 
@@ -109,6 +112,28 @@ fn reps_line(out: &mut String, ms: &[&Measurement]) {
     }
 }
 
+/// What the spread limits some of `paths`' figures were held to mean, and what *unsteady* marks.
+fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
+    let limits: BTreeSet<u32> = p
+        .measurements
+        .iter()
+        .filter(|m| paths.contains(&m.path))
+        .filter_map(|m| m.spread_limit_pct)
+        .collect();
+    if limits.is_empty() {
+        return;
+    }
+    let limits: Vec<String> = limits.iter().map(|l| format!("{l} %")).collect();
+    let _ = writeln!(
+        out,
+        "Pinned copies of 4 MiB or more are held to a spread of {}: where a window of timed \
+         repetitions spread more, the case was timed again (up to 3 windows) and its cell is the \
+         steadiest window's; *unsteady* marks a cell where no window stayed within it (the \
+         machine was not quiet).\n",
+        limits.join(" or ")
+    );
+}
+
 fn generic(out: &mut String, p: &Profile, path: PathId, title: &str) {
     let _ = writeln!(out, "### {title}\n");
     let ms: Vec<&Measurement> = p.measurements_of(path).collect();
@@ -137,6 +162,7 @@ fn gpu_copies(out: &mut String, p: &Profile) {
         .filter(|m| matches!(m.path, PathId::H2d | PathId::D2h))
         .collect();
     reps_line(out, &copies);
+    spread_limit_line(out, p, &[PathId::H2d, PathId::D2h, PathId::Duplex]);
     for gpu in p.gpus.keys() {
         let mine: Vec<&Measurement> = copies
             .iter()

@@ -31,6 +31,7 @@ fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -
             }),
             cache_resident: resident,
             contended: false,
+            spread_limit_pct: None,
             notes: vec![],
         },
         samples_gbps: vec![median; 20],
@@ -806,4 +807,32 @@ fn each_host_gpu_waiver_names_its_direction() {
         let line = format!("- **Waived** — {dir}, gpu0 cross-NUMA: one NUMA node with CPUs");
         assert_eq!(md.matches(&line).count(), 1, "{dir}\n{md}");
     }
+}
+
+#[test]
+fn copies_held_to_a_spread_say_so_and_mark_the_cells_that_stayed_over_it() {
+    let held = |size: u64, spread_pct: f64| {
+        let mut r = with_stats(copy(PathId::H2d, size, 1, 54.0), spread_pct, 12);
+        r.measurement.spread_limit_pct = Some(1);
+        r
+    };
+    let p = profile_with(true, |r| {
+        r.retain(|c| c.measurement.path != PathId::H2d);
+        r.extend([held(4 * MIB, 0.5), held(256 * MIB, 3.0)]);
+    });
+    let md = render(&p);
+    assert!(
+        md.contains("Pinned copies of 4 MiB or more are held to a spread of 1 %"),
+        "{md}"
+    );
+    let steady = line_starting(&md, "| 4MiB |");
+    assert!(steady.contains("54.00 ±0.5 % |"), "{steady}");
+    assert!(!steady.contains("unsteady"), "{steady}");
+    let unsteady = line_starting(&md, "| 256MiB |");
+    assert!(unsteady.contains("54.00 ±3.0 % *unsteady*"), "{unsteady}");
+    let appendix = line_starting(&md, "| `h2d/gpu0/local/256MiB/s1` |");
+    assert!(appendix.ends_with("| unsteady |"), "{appendix}");
+    assert!(md.contains("> **Warning:** 1 measurement(s) spread more than they are held to"));
+    // Without limits there is no such line.
+    assert!(!render(&profile(true)).contains("held to a spread"));
 }

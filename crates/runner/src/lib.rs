@@ -340,6 +340,7 @@ pub fn run_case(
             placement: prepared.placement(),
             cache_resident: prepared.cache_resident(),
             contended,
+            spread_limit_pct: case.reps.retry_above_spread_pct,
             notes,
         },
         samples_gbps,

@@ -301,6 +301,7 @@ fn a_noisy_window_is_timed_again_and_the_steadiest_kept() {
     assert!(note.contains("spreads 50.00, 0.00 %"), "{note}");
     assert!(note.contains("window 2's, the steadiest"), "{note}");
     assert!(!note.contains("not quiet"), "{note}");
+    assert!(!r.measurement.unsteady());
 }
 
 #[test]
@@ -322,6 +323,8 @@ fn a_machine_that_stays_noisy_gets_the_steadiest_of_three_windows_and_says_so() 
     assert!(note.contains("3 windows in all"), "{note}");
     assert!(note.contains("window 2's, the steadiest"), "{note}");
     assert!(note.contains("no window stayed within 1 %"), "{note}");
+    assert_eq!(r.measurement.spread_limit_pct, Some(1));
+    assert!(r.measurement.unsteady());
 }
 
 #[test]
@@ -331,4 +334,6 @@ fn without_a_limit_a_noisy_window_stands() {
     let r = &out.results[0];
     assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
     assert!((r.measurement.gbps.spread_pct - 50.0).abs() < 1e-9);
+    assert_eq!(r.measurement.spread_limit_pct, None);
+    assert!(!r.measurement.unsteady());
 }
