@@ -307,7 +307,7 @@ fn contention_and_failures_are_warned() {
         provenance(),
     );
     assert!(p.warnings.iter().any(|w| w.contains("contended")));
-    assert!(!p.warnings.iter().any(|w| w.contains("not quiet")));
+    assert!(!p.warnings.iter().any(|w| w.contains("unsteady")));
     assert!(p.warnings.iter().any(|w| w.contains("1 case(s) failed")));
 }
 
@@ -330,7 +330,7 @@ fn figures_that_stayed_over_their_spread_limit_are_warned() {
         )
         .warnings
         .into_iter()
-        .filter(|w| w.contains("not quiet"))
+        .filter(|w| w.contains("unsteady"))
         .collect::<Vec<_>>()
     };
     assert!(held(Some(1)).measurement.unsteady());

@@ -128,8 +128,7 @@ fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
         out,
         "Pinned copies of 4 MiB or more are held to a spread of {}: where a window of timed \
          repetitions spread more, the case was timed again (up to 3 windows) and its cell is the \
-         steadiest window's; *unsteady* marks a cell where no window stayed within it (the \
-         machine was not quiet).\n",
+         steadiest window's; *unsteady* marks a cell where no window stayed within it.\n",
         limits.join(" or ")
     );
 }

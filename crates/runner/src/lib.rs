@@ -424,7 +424,7 @@ fn windows_note(windows: &[Window], chosen: usize, limit_pct: u32) -> String {
     };
     let mut note = format!(
         "the first {} timed repetitions spread {:.2} %, more than the {limit_pct} % this case \
-         allows (something else loaded the machine): timed again, {} windows in all (medians \
+         allows: timed again, {} windows in all (medians \
          {} GB/s; spreads {} %); the figure is window {}'s, the steadiest",
         windows[0].gbps.n,
         windows[0].gbps.spread_pct,
@@ -435,7 +435,8 @@ fn windows_note(windows: &[Window], chosen: usize, limit_pct: u32) -> String {
     );
     if windows[chosen].gbps.spread_pct > f64::from(limit_pct) {
         note.push_str(&format!(
-            "; no window stayed within {limit_pct} %: the machine was not quiet while this case ran"
+            "; no window stayed within {limit_pct} %: an unsteady figure (something on the machine \
+             varied the copies' speed while this case ran)"
         ));
     }
     note
