@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Compile ref_bw.cu and duplex_recipes.cu here, without a GPU or a CUDA install, so that CI
+# Compile ref_bw.cu, duplex_recipes.cu and spells.cu here, without a GPU or a CUDA install, so that CI
 # catches a plain-CUDA tool that no longer builds before a session spends device time on it.
 # nvcc and the CUDA headers come from NVIDIA's Python wheels (pinned below), unpacked with
 # Python's zipfile into $HWC_NVCC_CACHE (default: target/nvcc); nothing is installed.
 #
 # Usage: tools/gpu-reference/check-build.sh
-# Exit status: 0 both built; 1 the wheels could not be fetched (nothing was checked);
+# Exit status: 0 all built; 1 the wheels could not be fetched (nothing was checked);
 #              2 a tool did not compile.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -29,7 +29,7 @@ fi
 out="$cache/build"
 mkdir -p "$out"
 status=0
-for tool in ref_bw duplex_recipes; do
+for tool in ref_bw duplex_recipes spells; do
   if PATH="$top/bin:$PATH" nvcc -O2 -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Wextra \
     -o "$out/$tool" "$here/$tool.cu" >&2; then
     echo "check-build: $tool.cu compiles (nvcc $(PATH="$top/bin:$PATH" nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), sm_90)"
