@@ -320,18 +320,11 @@ fn figures_that_stayed_over_their_spread_limit_are_warned() {
         r
     };
     let warned = |results: &[CaseResult]| {
-        build(
-            &topo_with_gpu(),
-            &Plan::default(),
-            results,
-            &[],
-            &[],
-            provenance(),
-        )
-        .warnings
-        .into_iter()
-        .filter(|w| w.contains("unsteady"))
-        .collect::<Vec<_>>()
+        gpu_profile(results)
+            .warnings
+            .into_iter()
+            .filter(|w| w.contains("unsteady"))
+            .collect::<Vec<_>>()
     };
     assert!(held(Some(1)).measurement.unsteady());
     assert!(!held(Some(3)).measurement.unsteady());

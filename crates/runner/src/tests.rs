@@ -271,6 +271,15 @@ fn retrying(timed: u32, limit_pct: u32) -> Case {
     }
 }
 
+/// The case's note on its windows of timed repetitions.
+fn windows_note(r: &CaseResult) -> &str {
+    r.measurement
+        .notes
+        .iter()
+        .find(|n| n.contains("windows in all"))
+        .expect("a note on the windows")
+}
+
 #[test]
 fn a_steady_first_window_is_the_only_one() {
     // cold, then 1.00 / 1.005 / 1.00 s: spread 0.5 %, within 1 %.
@@ -289,12 +298,7 @@ fn a_noisy_window_is_timed_again_and_the_steadiest_kept() {
     let r = &out.results[0];
     assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.0]);
     assert_eq!(r.measurement.gbps.spread_pct, 0.0);
-    let note = r
-        .measurement
-        .notes
-        .iter()
-        .find(|n| n.contains("windows in all"))
-        .expect("a note on the windows");
+    let note = windows_note(r);
     assert!(note.contains("spread 50.00 %, more than the 1 %"), "{note}");
     assert!(note.contains("2 windows in all"), "{note}");
     assert!(note.contains("medians 1.00, 1.00 GB/s"), "{note}");
@@ -314,12 +318,7 @@ fn a_machine_that_stays_noisy_gets_the_steadiest_of_three_windows_and_says_so() 
     let r = &out.results[0];
     assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.25]);
     assert_eq!(r.measurement.gbps.median, 1.0);
-    let note = r
-        .measurement
-        .notes
-        .iter()
-        .find(|n| n.contains("windows in all"))
-        .expect("a note on the windows");
+    let note = windows_note(r);
     assert!(note.contains("3 windows in all"), "{note}");
     assert!(note.contains("window 2's, the steadiest"), "{note}");
     assert!(note.contains("no window stayed within 1 %"), "{note}");
