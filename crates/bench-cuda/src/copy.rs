@@ -400,8 +400,8 @@ pub struct CopyCase<'a> {
     streams: u32,
     copies: u32,
     /// Latched batches of `copies` per stream that one timed repetition gathers (see
-    /// [`timing::batches_per_rep`]): more than 1 only for copies over PCIe whose batch is
-    /// shorter than [`TARGET_REP_SECONDS`].
+    /// [`timing::batches_per_rep`]): more than 1 only for pinned H2D and duplex copies whose
+    /// batch is well short of [`TARGET_REP_SECONDS`].
     batches: u32,
     latched: bool,
     /// The host buffers were flushed from the CPU caches before the case.
@@ -539,11 +539,13 @@ impl<'a> CopyCase<'a> {
             _affinity: affinity,
         };
         let (first_gbps, queue_bound_seconds) = case.calibrate()?;
-        // Copies over PCIe whose K the queue stopped short of the target gather batches into
-        // repetitions of about the target (host spells, see `timing::batches_per_rep`); D2D
-        // batches stay repetitions of their own (a 16-batch repetition of a 0.5 ms L2 copy
-        // would spend most of its time queuing).
-        if let (true, Some(batch_seconds)) = (latched && spec.uses_host(), queue_bound_seconds) {
+        // Copies that read host memory (H2D, and duplex, whose H2D half does) and whose K the
+        // queue stopped short of the target gather batches into repetitions of about the
+        // target (host spells, see `timing::batches_per_rep`); D2H copies, which ran flat, and
+        // D2D ones (a 16-batch repetition of a 0.5 ms L2 copy would spend most of its time
+        // queuing) keep one batch a repetition.
+        let reads_host = spec.flows.iter().any(|f| f.direction == Direction::H2d);
+        if let (true, Some(batch_seconds)) = (latched && reads_host, queue_bound_seconds) {
             case.batches = timing::batches_per_rep(batch_seconds, TARGET_REP_SECONDS, MAX_BATCHES);
         }
         if spec.searches_placement() {

@@ -16,10 +16,10 @@
 //!   the host opens only after everything is queued, so submission is not timed; CUDA events
 //!   time the span and the host clock cross-checks it; K is calibrated per case so that a
 //!   repetition lasts about 20 ms, with at most 256 copies per stream (see [`MAX_COPIES`]);
-//!   where 256 copies over PCIe take less than that, a repetition gathers several such latched
-//!   batches, its time the sum of their spans, so that it still holds about 20 ms of copying
-//!   (small copies that read host memory run in spells of 50–150 ms: see
-//!   [`batches_per_rep`]); D2D batches of small copies stay repetitions of their own;
+//!   where 256 pinned H2D or duplex copies take much less than that, a repetition gathers
+//!   several such latched batches, its time the sum of their spans, so that it still holds
+//!   about 20 ms of copying (small copies that read host memory run in spells of 50–150 ms:
+//!   see [`batches_per_rep`]); D2H and D2D batches stay repetitions of their own;
 //! - a measuring process asks the driver for 32 hardware work queues (`connections`) unless
 //!   the user set `CUDA_DEVICE_MAX_CONNECTIONS`;
 //! - one-stream duplex and D2H cases of 2 MiB or less first try each of

@@ -52,10 +52,11 @@ pub fn copies_per_rep(
     }
 }
 
-/// Latched batches per repetition for a copy over PCIe whose batch of K copies (K capped at
-/// [`MAX_COPIES`]) lasts `batch_seconds`: enough that the repetition gathers `target_seconds`
-/// of copying, at most `max_batches`, at least 1. Each batch is queued behind its own latch and
-/// timed by its own events; the repetition's time is the sum of their spans.
+/// Latched batches per repetition for a copy that reads host memory whose batch of K copies (K
+/// capped at [`MAX_COPIES`]) lasts `batch_seconds`: the count whose copying lies nearest
+/// `target_seconds` (so at least two thirds of it), at most `max_batches`, at least 1. Each
+/// batch is queued behind its own latch and timed by its own events; the repetition's time is
+/// the sum of their spans.
 ///
 /// Why: small copies that read host memory run in spells. On an H200 (driver 580, in a VM) a
 /// 128 KiB H2D copy read about 22.5 GB/s for 150 ms of back-to-back batches, then about 26,
@@ -64,13 +65,14 @@ pub fn copies_per_rep(
 /// their medians read 22.41–26.96 GB/s (standard deviation 1.20), while repetitions of 16
 /// batches (about 20 ms of copying each) read 26.16–27.00 (0.23) in the same cases
 /// (tools/gpu-reference/README.md, session 10). 512 KiB H2D and 128 KiB D2H medians repeated
-/// as well either way (standard deviations 0.09–0.14 and 0.05).
+/// as well either way (standard deviations 0.09–0.14 and 0.05), and D2H, which writes host
+/// memory, ran flat (29.3–30.9 over 300 batches), so D2H copies are not batched.
 pub fn batches_per_rep(batch_seconds: f64, target_seconds: f64, max_batches: u32) -> u32 {
     let max_batches = max_batches.max(1);
     if !(batch_seconds.is_finite() && batch_seconds > 0.0 && target_seconds.is_finite()) {
         return 1;
     }
-    let m = (target_seconds / batch_seconds).ceil();
+    let m = (target_seconds / batch_seconds).round();
     if m >= f64::from(max_batches) {
         max_batches
     } else if m >= 1.0 {
@@ -154,7 +156,12 @@ mod tests {
         );
         // 2 MiB: 10 ms a batch, two of them.
         assert_eq!(batches_per_rep(0.0100, TARGET_REP_SECONDS, MAX_BATCHES), 2);
-        // A batch that already lasts the target is a repetition of its own.
+        // The count nearest the target: 12 ms makes two (24 ms), 14 ms one.
+        assert_eq!(batches_per_rep(0.012, TARGET_REP_SECONDS, MAX_BATCHES), 2);
+        assert_eq!(batches_per_rep(0.014, TARGET_REP_SECONDS, MAX_BATCHES), 1);
+        // A batch that (nearly) lasts the target is a repetition of its own: 256 copies of
+        // 4 MiB at 54 GB/s last 19.9 ms.
+        assert_eq!(batches_per_rep(0.0199, TARGET_REP_SECONDS, MAX_BATCHES), 1);
         assert_eq!(batches_per_rep(0.020, TARGET_REP_SECONDS, MAX_BATCHES), 1);
         assert_eq!(batches_per_rep(0.250, TARGET_REP_SECONDS, MAX_BATCHES), 1);
         // Very short batches stop at the cap.
