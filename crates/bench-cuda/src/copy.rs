@@ -332,11 +332,10 @@ impl Shift {
 #[derive(Clone)]
 struct PlacementSearch {
     /// Per placement tried: where, and GB/s of all flows together (each flow's
-    /// bytes over its own span, summed) in one repetition after one settling repetition.
+    /// bytes over its own span, summed) in one batch of K copies after one settling batch.
     tried: Vec<(CopyPlacement, f64)>,
     /// The [`FINALISTS`] fastest of `tried` (indices into it), each tried again: GB/s over
-    /// [`FINAL_REPS`] repetitions after one settling repetition (`None`: a repetition gave no
-    /// reading).
+    /// [`FINAL_REPS`] batches after one settling batch (`None`: a batch gave no reading).
     finals: Vec<(usize, Option<Stats>)>,
     /// Index into `tried` of the placement the case is measured at: the finalist with the
     /// highest median.
@@ -538,14 +537,14 @@ impl<'a> CopyCase<'a> {
             suspect: false,
             _affinity: affinity,
         };
-        let (first_gbps, queue_bound_seconds) = case.calibrate()?;
-        // Copies that read host memory (H2D, and duplex, whose H2D half does) and whose K the
-        // queue stopped short of the target gather batches into repetitions of about the
-        // target (host spells, see `timing::batches_per_rep`); D2H copies, which ran flat, and
-        // D2D ones (a 16-batch repetition of a 0.5 ms L2 copy would spend most of its time
-        // queuing) keep one batch a repetition.
+        let (first_gbps, batch_seconds) = case.calibrate()?;
+        // Copies that read host memory (H2D, and duplex, whose H2D half does) whose batch of K
+        // falls well short of the target gather batches into repetitions of about the target
+        // (host spells, see `timing::batches_per_rep`); D2H copies, which ran flat, and D2D ones
+        // (a 16-batch repetition of a 0.5 ms L2 copy would spend most of its time queuing) keep
+        // one batch a repetition.
         let reads_host = spec.flows.iter().any(|f| f.direction == Direction::H2d);
-        if let (true, Some(batch_seconds)) = (latched && reads_host, queue_bound_seconds) {
+        if latched && reads_host {
             case.batches = timing::batches_per_rep(batch_seconds, TARGET_REP_SECONDS, MAX_BATCHES);
         }
         if spec.searches_placement() {
@@ -558,13 +557,10 @@ impl<'a> CopyCase<'a> {
     /// Choose K: one repetition with about 32 MiB per stream gives the rate, K follows from it;
     /// a repetition with that K must then pass without the latch timing out (a full driver
     /// queue makes the enqueue block until the latch gives up), else K is halved.
-    /// Returns the first repetition's throughput in GB/s and, where the queue stopped K (at
-    /// [`MAX_COPIES`], or lower after a latch timeout) short of the target, how long a batch
-    /// of the chosen K lasts at the last repetition's rate, in seconds.
-    fn calibrate(&mut self) -> Result<(f64, Option<f64>), CudaError> {
-        // The most copies the queue takes behind a latch; `cap` also stops K from growing
-        // once calibration has chosen it.
-        let mut queue_cap = MAX_COPIES;
+    /// Returns the first repetition's throughput in GB/s and how long a batch of the chosen K
+    /// lasts at the last repetition's rate, in seconds (short of the target where the queue,
+    /// or a first rate that K then outgrew, stopped K).
+    fn calibrate(&mut self) -> Result<(f64, f64), CudaError> {
         let mut cap = MAX_COPIES;
         let mut k = timing::calibration_copies(self.size_bytes as u64);
         let round_bytes = self.size_bytes as u64 * u64::from(self.streams);
@@ -577,9 +573,8 @@ impl<'a> CopyCase<'a> {
                     let chosen = timing::copies_per_rep(round_bytes, rate, TARGET_REP_SECONDS, cap);
                     if chosen <= k {
                         self.copies = chosen;
-                        let queue_bound = (chosen >= queue_cap)
-                            .then(|| f64::from(chosen) * round_bytes as f64 / rate);
-                        return Ok((first_gbps.unwrap_or(rate / 1e9), queue_bound));
+                        let batch_seconds = f64::from(chosen) * round_bytes as f64 / rate;
+                        return Ok((first_gbps.unwrap_or(rate / 1e9), batch_seconds));
                     }
                     k = chosen;
                     cap = chosen;
@@ -587,7 +582,6 @@ impl<'a> CopyCase<'a> {
                 Err(CudaError::LatchTimeout { .. }) if k > MIN_COPIES => {
                     k = (k / 2).max(MIN_COPIES);
                     cap = k;
-                    queue_cap = k;
                 }
                 Err(e) => return Err(e),
             }
@@ -633,8 +627,8 @@ impl<'a> CopyCase<'a> {
         Ok(())
     }
 
-    /// Run the chosen K at each of `placements` (one settling repetition, one timed), try
-    /// the [`FINALISTS`] fastest again ([`FINAL_REPS`] timed repetitions each) and leave the
+    /// Run a batch of the chosen K at each of `placements` (one settling batch, one timed), try
+    /// the [`FINALISTS`] fastest again ([`FINAL_REPS`] timed batches each) and leave the
     /// lanes at the finalist with the highest median. The figures come from the repetitions
     /// the runner times afterwards, not from these, so picking the best of a few placements
     /// does not pick the luckiest repetition.
@@ -958,8 +952,8 @@ fn placement_note(
     };
     format!(
         "{PLACEMENT_NOTE_PREFIX}{whose} {} placements of the copies in their buffers tried \
-         (offsets in KiB: {}), all flows' GB/s in one repetition each (N=1, no spread): {}; \
-         fastest over slowest {:+.1} %; the {} fastest again, median of {} repetitions each: \
+         (offsets in KiB: {}), all flows' GB/s in one batch of copies each (N=1, no spread): \
+         {}; fastest over slowest {:+.1} %; the {} fastest again, median of {} batches each: \
          {}; measured at {} (where the buffers lie changes small copies: the GPU and the host \
          map physical addresses onto memory channels that software neither sees nor chooses{})",
         search.tried.len(),
@@ -1537,7 +1531,7 @@ mod tests {
         assert!(note.contains("fastest over slowest +6.1 %"), "{note}");
         assert!(
             note.contains(
-                "the 3 fastest again, median of 3 repetitions each: 704/2688/1024 → 74.83 \
+                "the 3 fastest again, median of 3 batches each: 704/2688/1024 → 74.83 \
                  (±0.4 %, N=3), 192/3200/64 → no reading, 0/0/0 → 70.90 (±1.2 %, N=3); \
                  measured at 704/2688/1024"
             ),

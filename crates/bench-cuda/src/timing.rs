@@ -52,8 +52,9 @@ pub fn copies_per_rep(
     }
 }
 
-/// Latched batches per repetition for a copy that reads host memory whose batch of K copies (K
-/// capped at [`MAX_COPIES`]) lasts `batch_seconds`: the count whose copying lies nearest
+/// Latched batches per repetition for a copy that reads host memory whose batch of K copies
+/// lasts `batch_seconds` (short of the target where K stopped at [`MAX_COPIES`], or at a count
+/// a slower first calibration batch chose): the count whose copying lies nearest
 /// `target_seconds` (so at least two thirds of it), at most `max_batches`, at least 1. Each
 /// batch is queued behind its own latch and timed by its own events; the repetition's time is
 /// the sum of their spans.

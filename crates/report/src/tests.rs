@@ -679,7 +679,7 @@ fn placed(path: PathId, size: u64, direction: Option<&str>, v: f64, searched: bo
         m.notes.push(
             "copy placement: 12 placements of the copies in their buffers tried (offsets in \
              KiB: D2H device source/H2D host source/D2H host destination), all flows' GB/s in \
-             one repetition each (N=1, no spread): 0/0/0 → 73.43, 704/2688/1024 → 74.51; \
+             one batch of copies each (N=1, no spread): 0/0/0 → 73.43, 704/2688/1024 → 74.51; \
              fastest over slowest +1.5 %; measured at 704/2688/1024"
                 .into(),
         );

@@ -276,34 +276,24 @@ pub fn run_case(
             Err(e) => return from_error(case, e),
         }
     }
-    let mut worst_wall_disagreement: f64 = 0.0;
     let mut windows = Vec::with_capacity(1);
     loop {
         match time_window(case, prepared.as_mut(), bytes, cancel) {
-            Ok((window, wall)) => {
-                worst_wall_disagreement = worst_wall_disagreement.max(wall);
-                windows.push(window);
-            }
+            Ok(window) => windows.push(window),
             Err(outcome) => return outcome,
         }
-        // Every earlier window spread more than the limit, or there would be no other.
+        // Every earlier window spread more than the limit, or there would be no other. An
+        // interrupt keeps the windows timed so far rather than starting another.
         let again = match (case.reps.retry_above_spread_pct, windows.last()) {
             (Some(limit), Some(last)) => {
-                windows.len() < MAX_WINDOWS && last.gbps.spread_pct > f64::from(limit)
+                windows.len() < MAX_WINDOWS
+                    && last.gbps.spread_pct > f64::from(limit)
+                    && !cancel.load(Ordering::SeqCst)
             }
             _ => false,
         };
         if !again {
             break;
-        }
-    }
-    if let Some(tol) = options.wall_tolerance {
-        if worst_wall_disagreement > tol {
-            notes.push(format!(
-                "timer and wall clock disagree by up to {:.1} % (tolerance {:.1} %)",
-                worst_wall_disagreement * 100.0,
-                tol * 100.0
-            ));
         }
     }
     let chosen = steadiest(&windows);
@@ -315,7 +305,17 @@ pub fn run_case(
         gbps,
         latencies,
         percentiles,
+        worst_wall_disagreement,
     } = windows.swap_remove(chosen);
+    if let Some(tol) = options.wall_tolerance {
+        if worst_wall_disagreement > tol {
+            notes.push(format!(
+                "timer and wall clock disagree by up to {:.1} % (tolerance {:.1} %)",
+                worst_wall_disagreement * 100.0,
+                tol * 100.0
+            ));
+        }
+    }
     let latency_us = if latencies.is_empty() {
         None
     } else {
@@ -359,17 +359,18 @@ struct Window {
     gbps: hwc_model::Stats,
     latencies: Vec<f64>,
     percentiles: Vec<(f64, f64)>,
+    /// The worst relative disagreement of the backend's timer with the wall clock.
+    worst_wall_disagreement: f64,
 }
 
-/// Time `case.reps.timed` repetitions: the window, and the worst relative disagreement of
-/// the backend's timer with the wall clock in it. An error, or a cancel before the window
-/// is complete, is the case's outcome.
+/// Time `case.reps.timed` repetitions. An error, or a cancel before the window is complete,
+/// is the case's outcome.
 fn time_window(
     case: &Case,
     prepared: &mut dyn Prepared,
     bytes: u64,
     cancel: &AtomicBool,
-) -> Result<(Window, f64), CaseOutcome> {
+) -> Result<Window, CaseOutcome> {
     let timed = case.reps.timed.max(1) as usize;
     let mut samples_gbps = Vec::with_capacity(timed);
     let mut latencies = Vec::new();
@@ -393,15 +394,13 @@ fn time_window(
         }
     }
     let gbps = hwc_stats::summarize(&samples_gbps).map_err(|e| fail(case, e.to_string()))?;
-    Ok((
-        Window {
-            samples_gbps,
-            gbps,
-            latencies,
-            percentiles,
-        },
+    Ok(Window {
+        samples_gbps,
+        gbps,
+        latencies,
+        percentiles,
         worst_wall_disagreement,
-    ))
+    })
 }
 
 /// The index of the window of least spread (the first of equals).

@@ -11,6 +11,10 @@ struct Scripted {
     verify_ok: bool,
     unavailable: bool,
     wall_factor: Option<f64>,
+    /// Wall seconds per repetition, by the same index as `times` (overrides `wall_factor`).
+    walls: Vec<f64>,
+    /// After this many repetitions (the cold one counted), set the flag.
+    cancel_after: Option<(usize, std::sync::Arc<AtomicBool>)>,
 }
 
 impl Scripted {
@@ -23,6 +27,8 @@ impl Scripted {
             verify_ok: true,
             unavailable: false,
             wall_factor: None,
+            walls: Vec::new(),
+            cancel_after: None,
         }
     }
 }
@@ -34,11 +40,21 @@ impl Prepared for ScriptedCase<'_> {
         1_000_000_000
     }
     fn run_once(&mut self) -> Result<Rep, BenchError> {
-        let t = self.0.times[self.0.next % self.0.times.len()];
+        let i = self.0.next % self.0.times.len();
+        let t = self.0.times[i];
         self.0.next += 1;
+        if let Some((n, flag)) = &self.0.cancel_after {
+            if self.0.next >= *n {
+                flag.store(true, Ordering::SeqCst);
+            }
+        }
+        let wall = match self.0.walls.get(i) {
+            Some(w) => Some(*w),
+            None => self.0.wall_factor.map(|f| t * f),
+        };
         Ok(Rep {
             seconds: t,
-            wall_seconds: self.0.wall_factor.map(|f| t * f),
+            wall_seconds: wall,
         })
     }
     fn verify(&mut self) -> Result<(), BenchError> {
@@ -335,4 +351,49 @@ fn without_a_limit_a_noisy_window_stands() {
     assert!((r.measurement.gbps.spread_pct - 50.0).abs() < 1e-9);
     assert_eq!(r.measurement.spread_limit_pct, None);
     assert!(!r.measurement.unsteady());
+}
+
+#[test]
+fn only_the_kept_window_s_timer_check_is_reported() {
+    // Window 1 (spread 50 %) has a wall clock 10 % off; window 2, kept, agrees.
+    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    b.walls = vec![1.0, 1.1, 2.0, 1.0, 1.0, 1.0, 1.0];
+    let opts = RunOptions {
+        wall_tolerance: Some(0.02),
+        ..RunOptions::default()
+    };
+    let out = run1(b, retrying(3, 1), opts.clone());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.0]);
+    assert!(
+        !r.measurement.notes.iter().any(|n| n.contains("disagree")),
+        "{:?}",
+        r.measurement.notes
+    );
+    // Kept with the disagreement, the note is there.
+    let mut b = Scripted::new(&[1.0, 1.0, 1.0, 1.0]);
+    b.walls = vec![1.0, 1.1, 1.0, 1.0];
+    let out = run1(b, retrying(3, 1), opts);
+    assert!(out.results[0]
+        .measurement
+        .notes
+        .iter()
+        .any(|n| n.contains("disagree by up to 10.0 %")));
+}
+
+#[test]
+fn an_interrupt_after_a_noisy_window_keeps_it_instead_of_timing_another() {
+    // cold + 3 repetitions (spread 50 %), then the flag: the case is measured, one window.
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    b.cancel_after = Some((4, flag.clone()));
+    match run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag) {
+        CaseOutcome::Measured(r) => {
+            assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
+            assert!(!r.measurement.notes.iter().any(|n| n.contains("windows")));
+            assert!(r.measurement.unsteady());
+        }
+        other => panic!("expected a measurement, got {other:?}"),
+    }
+    assert_eq!(b.next, 4, "no repetition after the interrupt");
 }
