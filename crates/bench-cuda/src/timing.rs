@@ -180,6 +180,34 @@ mod tests {
         assert_eq!(batches_per_rep(0.001, f64::NAN, MAX_BATCHES), 1);
     }
 
+    proptest::proptest! {
+        /// Whatever a batch lasts, the repetition holds the count of batches whose copying
+        /// lies nearest the target (within half a batch of it), unless the cap stops it.
+        #[test]
+        fn a_repetition_lies_within_half_a_batch_of_the_target(
+            batch_us in 1u32..1_000_000,
+            target_ms in 1u32..100,
+            max_batches in 1u32..64,
+        ) {
+            let batch = f64::from(batch_us) * 1e-6;
+            let target = f64::from(target_ms) * 1e-3;
+            let m = batches_per_rep(batch, target, max_batches);
+            proptest::prop_assert!((1..=max_batches).contains(&m));
+            let held = f64::from(m) * batch;
+            if m < max_batches && m > 1 {
+                proptest::prop_assert!((held - target).abs() <= batch / 2.0 + 1e-12);
+            }
+            if m == 1 && max_batches > 1 {
+                // One batch: two would lie farther from the target.
+                proptest::prop_assert!(batch >= target / 1.5 - 1e-12);
+            }
+            if m == max_batches && m > 1 {
+                // Stopped by the cap: never past the target by more than half a batch.
+                proptest::prop_assert!(held <= target + batch / 2.0 + 1e-12);
+            }
+        }
+    }
+
     #[test]
     fn calibration_moves_about_32_mib_per_stream() {
         assert_eq!(calibration_copies(128 << 10), MAX_CALIBRATION_COPIES);
