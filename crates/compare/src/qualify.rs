@@ -401,6 +401,8 @@ struct Found {
     /// Not itself one measurement's median.
     derived: bool,
     contended: bool,
+    /// Is, or was derived from, a measurement that stayed over its spread limit.
+    unsteady: bool,
     gpu: Option<String>,
     /// The host RAM copy kernel it was measured with (`memcpy`, `streaming`); `None` for other
     /// paths and for derived figures.
@@ -419,6 +421,7 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
             derived: !matches!(source, Source::Measured { .. }),
             source: source.phrase(),
             contended,
+            unsteady: p.ceiling_source(path).is_some_and(|o| o.unsteady()),
             gpu: None,
             kernel: method::of_ceiling(p, path).map(str::to_string),
         });
@@ -429,6 +432,7 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
         source: Source::of_measurement(m).phrase(),
         derived: false,
         contended: m.contended,
+        unsteady: m.unsteady(),
         gpu: m.params.gpu.clone(),
         kernel: method::of_measurement(m).map(str::to_string),
     })
@@ -624,6 +628,17 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             .push_str(" (derived from a measurement taken while the device was busy; rerun idle)");
     } else if found.contended {
         detail.push_str(" (measured while the device was busy: a lower bound; rerun idle)");
+    }
+    if found.unsteady && found.derived {
+        detail.push_str(
+            " (derived from a measurement whose repetitions spread more than it was held to in \
+             every window: unsteady; rerun idle)",
+        );
+    } else if found.unsteady {
+        detail.push_str(
+            " (its repetitions spread more than they were held to in every window: an unsteady \
+             figure; rerun idle)",
+        );
     }
     check(
         if pass {

@@ -1,7 +1,9 @@
 //! `qualify`: spec parsing, rules against absolute / link / baseline floors, link checks, JUnit.
 
 mod common;
-use common::{host_ceiling, profile, with_link, with_measurement, with_source, with_stats};
+use common::{
+    host_ceiling, profile, with_limit, with_link, with_measurement, with_source, with_stats,
+};
 use hwc_compare::qualify::{
     glob, parse_spec, qualify, render, FailureKind, Group, Outcome, Spec, SpecError,
 };
@@ -346,6 +348,48 @@ fn a_ceiling_source_is_read_by_key_with_its_derivation() {
     assert!(
         d.contains("derived from a measurement taken while the device was busy"),
         "an input was contended: {d}"
+    );
+}
+
+#[test]
+fn a_ceiling_from_an_unsteady_measurement_says_so() {
+    let (spec, p) = gpu_and_second_rule("dispatcher_cold_1drive_gbps", 3, 55.5);
+    // The peak is a measurement that stayed over its 1 % limit; the derived figure uses it.
+    let p = with_limit(p, "h2d/gpu0/local/256MiB/s1", 55.5, 3.2, 1);
+    let p = with_source(
+        p,
+        "warm_gpu0_peak_gbps",
+        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+    );
+    let p = with_source(
+        p,
+        "dispatcher_cold_1drive_gbps",
+        CeilingSource::derived(
+            "min of NVMe and H2D: H2D bounds it",
+            vec!["h2d/gpu0/local/256MiB/s1".into()],
+        ),
+    );
+    let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
+    let d = &r.checks[0].detail;
+    assert!(d.contains("an unsteady figure; rerun idle"), "{d}");
+    let d = &r.checks[1].detail;
+    assert!(
+        d.contains("derived from a measurement whose repetitions spread"),
+        "{d}"
+    );
+    // Within its limit, nothing is said.
+    let (spec, p) = gpu_and_second_rule("host_ram_same_numa_gbps", 10, 30.0);
+    let p = with_limit(p, "h2d/gpu0/local/256MiB/s1", 55.5, 0.4, 1);
+    let p = with_source(
+        p,
+        "warm_gpu0_peak_gbps",
+        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+    );
+    let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
+    assert!(
+        !r.checks[0].detail.contains("unsteady"),
+        "{}",
+        r.checks[0].detail
     );
 }
 

@@ -167,6 +167,16 @@ impl CeilingOrigin<'_> {
             CeilingOrigin::Unknown => false,
         }
     }
+
+    /// The ceiling is, or was derived from, a measurement that spread more than it was held to
+    /// in every window it was timed in ([`Measurement::unsteady`]): a figure to rerun.
+    pub fn unsteady(&self) -> bool {
+        match self {
+            CeilingOrigin::Measured(m) => m.unsteady(),
+            CeilingOrigin::Derived { inputs, .. } => inputs.iter().any(|m| m.unsteady()),
+            CeilingOrigin::Unknown => false,
+        }
+    }
 }
 
 /// Who made the profile, when, where and how.

@@ -34,6 +34,20 @@ pub fn with_stats(mut p: Profile, key: &str, median: f64, spread_pct: f64, n: u3
     p
 }
 
+/// A measurement held to a spread limit (`spread_limit_pct`) with this spread.
+pub fn with_limit(
+    mut p: Profile,
+    key: &str,
+    median: f64,
+    spread_pct: f64,
+    limit_pct: u32,
+) -> Profile {
+    let mut m = hwc_testkit::h2d_measurement(key, median, spread_pct, 12);
+    m.spread_limit_pct = Some(limit_pct);
+    p.measurements.push(m);
+    p
+}
+
 /// Say where the ceiling `key` comes from (`ceiling_sources`), as the profile builder does.
 pub fn with_source(mut p: Profile, key: &str, source: CeilingSource) -> Profile {
     p.ceiling_sources.insert(key.into(), source);
