@@ -67,8 +67,8 @@ fn copy_placement_setting() -> String {
          measured at the fastest of {} placements in their buffers (offsets of the D2H device \
          source, the H2D host source and the D2H host destination together), tried first (the \
          {} fastest of one batch of copies each tried again, median of {} batches; the second \
-         direction's \
-         case of a duplex size, on the same pooled buffers, measured at the first's choice); \
+         direction's case of a duplex size, on the same pooled buffers, measured at the first's \
+         choice); \
          one-stream D2D copies of {d2d_max} or less: the fastest of {} placements of their \
          source and destination, up to {d2d_reach} into their device buffers, each on its own \
          stream (every 4th of the first {standing} standing streams of the GPU), chosen the \
@@ -565,8 +565,8 @@ mod tests {
             "one-stream duplex and D2H copies of 2MiB or less: host buffers in small pages, \
              measured at the fastest of 24 placements in their buffers (offsets of the D2H \
              device source, the H2D host source and the D2H host destination together), tried \
-             first (the 3 fastest of one batch of copies each tried again, median of 3 batches; the second \
-             direction's case of a duplex size, on the same pooled buffers, measured at the \
+             first (the 3 fastest of one batch of copies each tried again, median of 3 batches; \
+             the second direction's case of a duplex size, on the same pooled buffers, measured at the \
              first's choice); one-stream D2D copies of 16MiB or less: the fastest of 24 \
              placements of their source and destination, up to 240MiB into their device \
              buffers, each on its own stream (every 4th of the first 92 standing streams of \

@@ -554,12 +554,12 @@ impl<'a> CopyCase<'a> {
         Ok(case)
     }
 
-    /// Choose K: one repetition with about 32 MiB per stream gives the rate, K follows from it;
-    /// a repetition with that K must then pass without the latch timing out (a full driver
-    /// queue makes the enqueue block until the latch gives up), else K is halved.
-    /// Returns the first repetition's throughput in GB/s and how long a batch of the chosen K
-    /// lasts at the last repetition's rate, in seconds (short of the target where the queue,
-    /// or a first rate that K then outgrew, stopped K).
+    /// Choose K: one batch with about 32 MiB per stream gives the rate, K follows from it; a
+    /// batch of that K must then pass without the latch timing out (a full driver queue makes
+    /// the enqueue block until the latch gives up), else K is halved. Returns the first
+    /// batch's throughput in GB/s and how long a batch of the chosen K lasts at the last
+    /// batch's rate, in seconds (short of the target where the queue, or a first rate that K
+    /// then outgrew, stopped K).
     fn calibrate(&mut self) -> Result<(f64, f64), CudaError> {
         let mut cap = MAX_COPIES;
         let mut k = timing::calibration_copies(self.size_bytes as u64);

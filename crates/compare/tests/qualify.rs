@@ -314,25 +314,28 @@ fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
     assert!(!d.contains("lower bound"), "{d}");
 }
 
+/// `p` with `warm_gpu0_peak_gbps` named as the median of `h2d/gpu0/local/256MiB/s1`, and
+/// `dispatcher_cold_1drive_gbps` as derived from the measurement `input`.
+fn with_peak_and_dispatcher_sources(p: hwc_model::Profile, input: &str) -> hwc_model::Profile {
+    let p = with_source(
+        p,
+        "warm_gpu0_peak_gbps",
+        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+    );
+    with_source(
+        p,
+        "dispatcher_cold_1drive_gbps",
+        CeilingSource::derived("min of NVMe and H2D: H2D bounds it", vec![input.into()]),
+    )
+}
+
 #[test]
 fn a_ceiling_source_is_read_by_key_with_its_derivation() {
     let (spec, p) = gpu_and_second_rule("dispatcher_cold_1drive_gbps", 3, 55.5);
     // A contended measurement with the same median comes first; the source is the other one.
     let p = with_measurement(p, "h2d/gpu0/local/4MiB/s4", 55.5, true);
     let p = with_stats(p, "h2d/gpu0/local/256MiB/s1", 55.5, 0.7, 12);
-    let p = with_source(
-        p,
-        "warm_gpu0_peak_gbps",
-        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-    );
-    let p = with_source(
-        p,
-        "dispatcher_cold_1drive_gbps",
-        CeilingSource::derived(
-            "min of NVMe and H2D: H2D bounds it",
-            vec!["h2d/gpu0/local/4MiB/s4".into()],
-        ),
-    );
+    let p = with_peak_and_dispatcher_sources(p, "h2d/gpu0/local/4MiB/s4");
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
     let d = &r.checks[0].detail;
     assert!(
@@ -356,19 +359,7 @@ fn a_ceiling_from_an_unsteady_measurement_says_so() {
     let (spec, p) = gpu_and_second_rule("dispatcher_cold_1drive_gbps", 3, 55.5);
     // The peak is a measurement that stayed over its 1 % limit; the derived figure uses it.
     let p = with_limit(p, "h2d/gpu0/local/256MiB/s1", 55.5, 3.2, 1);
-    let p = with_source(
-        p,
-        "warm_gpu0_peak_gbps",
-        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
-    );
-    let p = with_source(
-        p,
-        "dispatcher_cold_1drive_gbps",
-        CeilingSource::derived(
-            "min of NVMe and H2D: H2D bounds it",
-            vec!["h2d/gpu0/local/256MiB/s1".into()],
-        ),
-    );
+    let p = with_peak_and_dispatcher_sources(p, "h2d/gpu0/local/256MiB/s1");
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
     let d = &r.checks[0].detail;
     assert!(d.contains("an unsteady figure; rerun idle"), "{d}");

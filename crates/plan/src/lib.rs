@@ -40,7 +40,7 @@ pub const GPU_COPY_SIZES: [u64; 10] = [
 pub const STEADY_MIN_BYTES: u64 = 4 * MIB;
 /// The spread, in per cent, above which a copy of [`STEADY_MIN_BYTES`] or more is timed again.
 /// On a quiet H200 machine (2026-12-01) every pinned H2D and D2H case of 4 MiB or more spread
-/// 0.07–0.69 % and duplex ones up to 2.1 %; on a busier day (2026-12-01, later) 256 MiB H2D
+/// 0.07–0.69 % and duplex ones up to 2.1 %; in a busier hour of the same day 256 MiB H2D
 /// spread up to 13.6 % and duplex H2D 19 %, the plain-CUDA reference as much.
 pub const STEADY_SPREAD_PCT: u32 = 1;
 /// Concurrent streams for H2D/D2H (spec Path 3).

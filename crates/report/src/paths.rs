@@ -112,23 +112,27 @@ fn reps_line(out: &mut String, ms: &[&Measurement]) {
     }
 }
 
-/// What the spread limits some of `paths`' figures were held to mean, and what *unsteady* marks.
+/// Which of `paths`' figures were held to a spread (as the profile records it, so the line
+/// follows the plan's rule), what that means, and what *unsteady* marks.
 fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
-    let limits: BTreeSet<u32> = p
+    let held: Vec<&Measurement> = p
         .measurements
         .iter()
-        .filter(|m| paths.contains(&m.path))
-        .filter_map(|m| m.spread_limit_pct)
+        .filter(|m| paths.contains(&m.path) && m.spread_limit_pct.is_some())
         .collect();
-    if limits.is_empty() {
+    let limits: BTreeSet<u32> = held.iter().filter_map(|m| m.spread_limit_pct).collect();
+    let smallest = held.iter().filter_map(|m| m.params.size_bytes).min();
+    let (false, Some(smallest)) = (limits.is_empty(), smallest) else {
         return;
-    }
+    };
     let limits: Vec<String> = limits.iter().map(|l| format!("{l} %")).collect();
     let _ = writeln!(
         out,
-        "Pinned copies of 4 MiB or more are held to a spread of {}: where a window of timed \
-         repetitions spread more, the case was timed again (up to 3 windows) and its cell is the \
-         steadiest window's; *unsteady* marks a cell where no window stayed within it.\n",
+        "Copies of {} or more here are held to a spread of {}: where a window of timed \
+         repetitions spread more, the case was timed again and its cell is the steadiest \
+         window's (its notes list every window); *unsteady* marks a cell where no window stayed \
+         within it.\n",
+        size_label(smallest),
         limits.join(" or ")
     );
 }

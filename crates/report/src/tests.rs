@@ -822,7 +822,7 @@ fn copies_held_to_a_spread_say_so_and_mark_the_cells_that_stayed_over_it() {
     });
     let md = render(&p);
     assert!(
-        md.contains("Pinned copies of 4 MiB or more are held to a spread of 1 %"),
+        md.contains("Copies of 4MiB or more here are held to a spread of 1 %"),
         "{md}"
     );
     let steady = line_starting(&md, "| 4MiB |");

@@ -1,6 +1,7 @@
 //! The runner: takes planned cases and the backends that can measure them, and owns the
 //! measurement discipline — one cold repetition (kept, labelled cold), warm-up, N timed
-//! repetitions, statistics, a data check, the idle guard — and reports each finished case to an
+//! repetitions (a window of them timed again, up to [`MAX_WINDOWS`], where a case held to a
+//! spread exceeds it), statistics, a data check, the idle guard — and reports each finished case to an
 //! [`Observer`] at once, so an interrupted run keeps what it measured. It never prints.
 //!
 //! A backend is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Backend`].
@@ -423,8 +424,8 @@ fn windows_note(windows: &[Window], chosen: usize, limit_pct: u32) -> String {
     };
     let mut note = format!(
         "the first {} timed repetitions spread {:.2} %, more than the {limit_pct} % this case \
-         allows: timed again, {} windows in all (medians \
-         {} GB/s; spreads {} %); the figure is window {}'s, the steadiest",
+         allows: timed again, {} windows in all (medians {} GB/s; spreads {} %); the figure is \
+         window {}'s, the steadiest",
         windows[0].gbps.n,
         windows[0].gbps.spread_pct,
         windows.len(),
