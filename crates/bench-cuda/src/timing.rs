@@ -1,5 +1,5 @@
 //! How many back-to-back copies one repetition queues (K), chosen from a calibration run, and
-//! how many such latched batches a repetition of a small copy over PCIe gathers.
+//! how many such latched batches a repetition of a small copy that reads host memory gathers.
 
 /// One repetition should last about this long: long enough that the event timer's resolution
 /// (≈ 0.5 µs), the first copy's start latency and a stall of 100 µs elsewhere on the machine stay
