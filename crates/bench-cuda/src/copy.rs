@@ -26,7 +26,7 @@ use hwc_numa::{Pages, PlacementCheck};
 use hwc_runner::{BenchError, Prepared, Rep};
 
 use crate::affinity::AffinityGuard;
-use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag};
+use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag, STAGING_BYTES};
 use crate::error::{driver, CudaError};
 use crate::params::{CopyPlacement, CopySpec, Direction, HostMemory, HOME_PLACEMENT};
 use crate::pattern;
@@ -58,6 +58,9 @@ pub struct DeviceRuntime {
     /// The standing streams a placement's `queue` names (`queue` n is `standing[n - 1]`), made
     /// in order as the first case that asks for them needs them, then kept.
     standing: Vec<Arc<CudaStream>>,
+    /// Pinned host memory the data check reads device destinations back through, made by
+    /// the first check that needs it, then kept.
+    staging: Option<HostBuffer>,
 }
 
 /// Bytes of each warm-up buffer.
@@ -116,7 +119,26 @@ impl DeviceRuntime {
             warm_kit: None,
             duplex_searches: DuplexSearches::default(),
             standing: Vec::new(),
+            staging: None,
         })
+    }
+
+    /// The read-back staging buffer ([`STAGING_BYTES`] of pinned host memory, not placed).
+    fn staging(&mut self) -> Result<&mut [u8], CudaError> {
+        if self.staging.is_none() {
+            let buffer = HostBuffer::new(
+                &self.ctx,
+                STAGING_BYTES,
+                None,
+                HostMemory::Pinned,
+                Pages::Huge,
+            )?;
+            self.staging = Some(buffer);
+        }
+        Ok(self
+            .staging
+            .as_mut()
+            .map_or(&mut [][..], |b| b.as_mut_slice()))
     }
 
     /// Standing stream `queue` (≥ 1), making it and every one before it that is not made yet.
@@ -416,6 +438,15 @@ pub struct CopyCase<'a> {
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
     _affinity: Option<AffinityGuard>,
+}
+
+/// "1 copy", "256 copies".
+fn copies_label(k: u32) -> String {
+    if k == 1 {
+        "1 copy".to_string()
+    } else {
+        format!("{k} copies")
+    }
 }
 
 fn new_event(ctx: &Arc<CudaContext>, timing: bool) -> Result<CudaEvent, CudaError> {
@@ -786,11 +817,11 @@ impl<'a> CopyCase<'a> {
 
     fn describe(&self, spec: &CopySpec, cx: &CaseContext, first_gbps: f64) -> Vec<String> {
         let mut notes = Vec::new();
-        let k = self.copies;
+        let k = copies_label(self.copies);
         let m = self.batches;
         if self.latched && m > 1 {
             notes.push(format!(
-                "{m} batches of {k} copies per stream per repetition, each batch queued behind \
+                "{m} batches of {k} per stream per repetition, each batch queued behind \
                  a spin-kernel latch and timed by CUDA events, the repetition's time the sum of \
                  its batches' spans: about {:.0} ms of copying, so that a figure does not rest \
                  on one short spell of the host",
@@ -798,12 +829,12 @@ impl<'a> CopyCase<'a> {
             ));
         } else if self.latched {
             notes.push(format!(
-                "{k} copies per stream per repetition, queued behind a spin-kernel latch and \
+                "{k} per stream per repetition, queued behind a spin-kernel latch and \
                  timed by CUDA events"
             ));
         } else {
             notes.push(format!(
-                "{k} copies per stream per repetition, not latched: the driver stages pageable \
+                "{k} per stream per repetition, not latched: the driver stages pageable \
                  memory through its own pinned buffer and may block the submitting thread, so \
                  the event span includes that staging"
             ));
@@ -863,39 +894,45 @@ impl<'a> CopyCase<'a> {
         notes.extend(cx.notes.iter().cloned());
         notes
     }
+}
 
-    fn check_lane(&self, direction: Direction, lane: &Lane) -> Result<(), CudaError> {
-        let size = self.size_bytes;
-        let shift = lane.op.shift(lane.at);
-        let describe = |m: pattern::Mismatch| {
-            CudaError::Mismatch(format!(
-                "{} stream {}: byte {} of {} is {:#04x}, expected {:#04x}",
-                direction.as_str(),
-                lane.index,
-                m.offset,
-                size,
-                m.found,
-                m.expected
-            ))
-        };
-        let device_check = |dst: &DeviceBuffer, offset: usize, len: usize| {
-            dst.read_with(shift.destination(offset), len, |chunk, at| {
-                shift.check(chunk, at, lane.seed).map_or(Ok(()), Err)
-            })
-            .and_then(|r| r.map_err(describe))
-        };
-        match &lane.buffers {
-            Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
-            Buffers::D2h { dst, .. } => {
-                check_host_destination(dst.buf.as_slice(), shift, size, lane.seed)?
-                    .map_or(Ok(()), |m| Err(describe(m)))
+/// Check one lane's destination after a repetition: device destinations read back through
+/// `staging`, host ones in place.
+fn check_lane(
+    size: usize,
+    direction: Direction,
+    lane: &Lane,
+    staging: &mut [u8],
+) -> Result<(), CudaError> {
+    let shift = lane.op.shift(lane.at);
+    let describe = |m: pattern::Mismatch| {
+        CudaError::Mismatch(format!(
+            "{} stream {}: byte {} of {} is {:#04x}, expected {:#04x}",
+            direction.as_str(),
+            lane.index,
+            m.offset,
+            size,
+            m.found,
+            m.expected
+        ))
+    };
+    let mut device_check = |dst: &DeviceBuffer, offset: usize, len: usize| {
+        dst.read_with(shift.destination(offset), len, staging, |chunk, at| {
+            shift.check(chunk, at, lane.seed).map_or(Ok(()), Err)
+        })
+        .and_then(|r| r.map_err(describe))
+    };
+    match &lane.buffers {
+        Buffers::H2d { dst, .. } => device_check(&dst.buf, 0, size),
+        Buffers::D2h { dst, .. } => {
+            check_host_destination(dst.buf.as_slice(), shift, size, lane.seed)?
+                .map_or(Ok(()), |m| Err(describe(m)))
+        }
+        Buffers::D2d { dst, .. } => {
+            for (offset, len) in d2d_windows(size) {
+                device_check(&dst.buf, offset, len)?;
             }
-            Buffers::D2d { dst, .. } => {
-                for (offset, len) in d2d_windows(size) {
-                    device_check(&dst.buf, offset, len)?;
-                }
-                Ok(())
-            }
+            Ok(())
         }
     }
 }
@@ -944,9 +981,10 @@ fn placement_note(
     let whose = match searched_by {
         Some((direction, k)) => format!(
             " searched by the {} case of this duplex size, on these same buffers, not by this \
-             case (that case's repetitions: {k} copies per stream); this case was measured at \
+             case (that case's repetitions: {} per stream); this case was measured at \
              that search's choice without searching again:",
-            direction.as_str().to_uppercase()
+            direction.as_str().to_uppercase(),
+            copies_label(k)
         ),
         None => String::new(),
     };
@@ -1178,13 +1216,16 @@ impl Prepared for CopyCase<'_> {
     }
 
     fn verify(&mut self) -> Result<(), BenchError> {
-        for flow in &self.flows {
-            for lane in &flow.lanes {
-                if let Err(e) = self.check_lane(flow.direction, lane) {
-                    self.suspect = true;
-                    return Err(e.into());
-                }
-            }
+        let checked = self.rt.staging().and_then(|staging| {
+            self.flows.iter().try_for_each(|flow| {
+                flow.lanes
+                    .iter()
+                    .try_for_each(|lane| check_lane(self.size_bytes, flow.direction, lane, staging))
+            })
+        });
+        if let Err(e) = checked {
+            self.suspect = true;
+            return Err(e.into());
         }
         Ok(())
     }

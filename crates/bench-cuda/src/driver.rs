@@ -15,7 +15,7 @@ use crate::error::{driver, CudaError};
 use crate::params::HostMemory;
 
 /// Bytes moved per step when filling or reading back device memory through a staging buffer.
-const STAGING_BYTES: usize = 64 << 20;
+pub const STAGING_BYTES: usize = 64 << 20;
 
 fn bind(ctx: &CudaContext) -> Result<(), CudaError> {
     ctx.bind_to_thread().map_err(driver("cuCtxSetCurrent"))
@@ -85,21 +85,30 @@ impl DeviceBuffer {
         Ok(())
     }
 
-    /// Read `[offset, offset + len)` back in staging-sized pieces and hand each to `inspect`
-    /// with its offset; stops at the first piece `inspect` rejects (synchronous).
+    /// Read `[offset, offset + len)` back through `staging` (pinned host memory reads back at
+    /// the link's rate, a fresh pageable vector at a fifth of it after faulting every page in),
+    /// in pieces of its size, and hand each to `inspect` with its offset; stops at the first
+    /// piece `inspect` rejects (synchronous).
     pub fn read_with<E>(
         &self,
         offset: usize,
         len: usize,
+        staging: &mut [u8],
         mut inspect: impl FnMut(&[u8], usize) -> Result<(), E>,
     ) -> Result<Result<(), E>, CudaError> {
         self.check_range(offset, len)?;
+        if staging.is_empty() && len > 0 {
+            return Err(CudaError::OutOfRange {
+                offset: 0,
+                end: len,
+                capacity: 0,
+            });
+        }
         bind(&self.ctx)?;
         let end = offset + len;
-        let mut staging = vec![0u8; STAGING_BYTES.min(end.saturating_sub(offset))];
         let mut at = offset;
         while at < end {
-            let n = STAGING_BYTES.min(end - at);
+            let n = staging.len().min(end - at);
             // SAFETY: at + n <= end <= self.len (check_range above): inside this allocation.
             unsafe { result::memcpy_dtoh_sync(&mut staging[..n], self.ptr + at as u64) }
                 .map_err(driver("cuMemcpyDtoH"))?;

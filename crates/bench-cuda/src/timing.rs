@@ -6,8 +6,12 @@
 /// below 0.5 % of it, short enough that a case of 2 + 12 repetitions (and the cold one) takes
 /// about 0.3 s: a one-GPU node's 146 copy cases are most of the default profile's minute.
 pub const TARGET_REP_SECONDS: f64 = 0.020;
-/// Fewest copies per stream in one repetition, however large the buffers.
-pub const MIN_COPIES: u32 = 2;
+/// Fewest copies per stream in one repetition, however large the buffers: one, where one
+/// round of copies on all the case's streams already lasts the target (eight streams of
+/// 256 MiB at 55 GB/s take 39 ms; two copies each took 78 ms a repetition, 1.2 s a case, to
+/// no more accuracy: every copy of the round moves concurrently and the link stays full until
+/// the last one ends).
+pub const MIN_COPIES: u32 = 1;
 /// Most copies per stream queued behind the latch in one repetition. The driver's command
 /// queue is finite: past its capacity a launch blocks until the GPU drains it, which a latched
 /// stream never does (on an H200 with driver 580 about 900 copies fit; calibration halves K
@@ -103,8 +107,17 @@ mod tests {
             copies_per_rep(256 * MIB, 55e9, TARGET_REP_SECONDS, MAX_COPIES),
             5
         );
-        // Eight streams of 256 MiB share the link: still the minimum per stream.
-        assert_eq!(copies_per_rep(8 * 256 * MIB, 55e9, 0.010, MAX_COPIES), 2);
+        // Eight streams of 256 MiB share the link: one round (39 ms) outlasts the target.
+        assert_eq!(copies_per_rep(8 * 256 * MIB, 55e9, 0.010, MAX_COPIES), 1);
+        assert_eq!(
+            copies_per_rep(8 * 256 * MIB, 55e9, TARGET_REP_SECONDS, MAX_COPIES),
+            1
+        );
+        // Four: 19.5 ms a round, just short of the target: two copies each.
+        assert_eq!(
+            copies_per_rep(4 * 256 * MIB, 55e9, TARGET_REP_SECONDS, MAX_COPIES),
+            2
+        );
     }
 
     #[test]

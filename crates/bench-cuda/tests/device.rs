@@ -16,11 +16,12 @@ use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
 const MIB: u64 = 1 << 20;
 
 /// Batches per repetition and copies per stream per batch, from the CUDA backend's note
-/// (`M batches of K copies per stream per repetition, …` or `K copies per stream per …`).
+/// (`M batches of K copies per stream per repetition, …`, `K copies per stream per …` or
+/// `1 copy per stream per …`).
 fn batches_and_copies(notes: &[String]) -> (u64, u64) {
     let note = notes
         .iter()
-        .find(|n| n.contains(" copies per stream per "))
+        .find(|n| n.contains(" per stream per repetition"))
         .expect("a note on the copies per repetition");
     let words: Vec<&str> = note.split(' ').collect();
     let num = |i: usize| words[i].parse::<u64>().expect("a count");

@@ -116,6 +116,17 @@ fn a_real_copy_is_measured_verified_and_placed() {
         p.detail
     );
     assert!(p.detail.contains("pinned and checked"), "{}", p.detail);
+    // 8 MiB asks for huge pages: the note says how much of each buffer got them (where the
+    // kernel has smaps, which every Linux does), in bytes no larger than the buffer.
+    let huge = m
+        .notes
+        .iter()
+        .find(|n| n.starts_with("buffers madvise(MADV_HUGEPAGE)"))
+        .expect("a huge-page note");
+    assert!(
+        huge.contains("src ") && huge.contains(" of 8MiB, dst ") && huge.ends_with(" of 8MiB"),
+        "{huge}"
+    );
 }
 
 #[test]
@@ -213,4 +224,23 @@ fn the_page_wise_pattern_fill_is_the_byte_pattern() {
     let mut buf = vec![0u8; 3 * 4096];
     fill_pattern(&mut buf);
     assert_ne!(buf[..4096], buf[4096..8192]);
+}
+
+#[test]
+fn the_first_difference_is_found_in_any_piece_of_a_large_buffer() {
+    let len = (PARALLEL_COMPARE_BYTES * 2) + 12_345;
+    let a = vec![0x5Au8; len];
+    let mut b = a.clone();
+    assert_eq!(first_difference(&a, &b), None);
+    // The earliest of several differences, wherever the pieces split.
+    for at in [0, 4095, PARALLEL_COMPARE_BYTES + 1, len - 1] {
+        b[at] ^= 1;
+        b[len - 1] ^= 0x80;
+        assert_eq!(first_difference(&a, &b), Some(at), "{at}");
+        b[at] ^= 1;
+        b[len - 1] ^= 0x80;
+    }
+    // Small buffers, on one thread.
+    assert_eq!(first_difference(b"abcd", b"abxd"), Some(2));
+    assert_eq!(first_difference(b"abcd", b"abcd"), None);
 }

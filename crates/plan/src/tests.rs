@@ -279,7 +279,7 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
             && c.params.size_bytes >= Some(4 * MIB);
         let want = steady.then_some(STEADY_SPREAD_PCT);
         assert_eq!(c.reps.retry_above_spread_pct, want, "{}", c.key);
-        assert_eq!((c.reps.warmup, c.reps.timed), (2, 12), "{}", c.key);
+        assert_eq!((c.reps.warmup, c.reps.timed), (1, 12), "{}", c.key);
     }
     let steady = |k: &str| {
         let c = p.cases.iter().find(|c| c.key == k).unwrap();
