@@ -18,7 +18,7 @@ use std::sync::atomic::AtomicBool;
 
 use hwc_bench_cuda::{probe, CudaBackend};
 use hwc_model::{Case, CaseParams, PathId, Reps};
-use hwc_runner::{run_case, CaseOutcome, RunOptions};
+use hwc_runner::{Backend, NoObserver, RunOptions};
 
 struct Args {
     gpu: usize,
@@ -167,7 +167,7 @@ fn main() -> ExitCode {
         eprintln!("cuda_bw: no CUDA device {}", args.gpu);
         return ExitCode::from(1);
     };
-    let mut backend = CudaBackend::new(&probe, &[("gpu0".into(), device.pci_bdf.clone())]);
+    let backend = CudaBackend::new(&probe, &[("gpu0".into(), device.pci_bdf.clone())]);
     let reps = Reps {
         warmup: args.warmup,
         timed: args.reps,
@@ -193,57 +193,63 @@ fn main() -> ExitCode {
             }
         }
     }
-    // As the runner does for a profile: the backend sizes its buffer pool from the cases.
-    let announced: Vec<&Case> = all.iter().map(|(_, c, _, _)| c).collect();
-    hwc_runner::Backend::expect(&mut backend, &announced);
-    for (name, case, size, streams) in all {
-        match run_case(&case, &mut backend, &options, &cancel) {
-            CaseOutcome::Measured(r) => {
-                let m = &r.measurement;
-                let copies = m.bytes_per_rep / (size * u64::from(streams));
-                let mut flags = Vec::new();
-                if m.notes.iter().any(|n| n.contains("disagree")) {
-                    flags.push("wall_disagrees");
-                }
-                if m.cache_resident {
-                    flags.push("cache");
-                }
-                for note in m
-                    .notes
-                    .iter()
-                    .filter(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX))
-                {
-                    eprintln!("note {name} {size} {streams}: {note}");
-                }
-                if m.contended {
-                    flags.push("contended");
-                }
-                let method = if name.ends_with("pageable") {
-                    "events/pageable"
-                } else {
-                    "latched/numa-register"
-                };
-                println!(
-                    "hwc,{name},{size},{streams},{method},{:.4},{:.4},{:.4},{:.3},{},{copies},{}",
-                    m.gbps.median,
-                    m.gbps.min,
-                    m.gbps.max,
-                    m.gbps.spread_pct,
-                    m.gbps.n,
-                    flags.join(";")
-                );
-            }
-            CaseOutcome::Waived(w) => {
-                failed = true;
-                eprintln!("cuda_bw: {} waived: {}", case.key, w.reason);
-            }
-            CaseOutcome::Failed(f) => {
-                failed = true;
-                eprintln!("cuda_bw: {} failed: {}", case.key, f.error);
-            }
+    // As for a profile: the runner announces the cases (the backend sizes its buffer pool from
+    // them) and times both directions of a duplex size in the same repetitions.
+    let cases: Vec<Case> = all.iter().map(|(_, c, _, _)| c.clone()).collect();
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(backend)];
+    let out = hwc_runner::run(&cases, &mut backends, &options, &mut NoObserver, &cancel);
+    for r in &out.results {
+        let m = &r.measurement;
+        let Some((name, _, size, streams)) = all.iter().find(|(_, c, _, _)| c.key == m.key) else {
+            continue;
+        };
+        let (size, streams) = (*size, *streams);
+        let copies = m.bytes_per_rep / (size * u64::from(streams));
+        let mut flags = Vec::new();
+        if m.notes.iter().any(|n| n.contains("disagree")) {
+            flags.push("wall_disagrees");
         }
+        if m.cache_resident {
+            flags.push("cache");
+        }
+        for note in m
+            .notes
+            .iter()
+            .filter(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX))
+        {
+            eprintln!("note {name} {size} {streams}: {note}");
+        }
+        if m.contended {
+            flags.push("contended");
+        }
+        let method = if name.ends_with("pageable") {
+            "events/pageable"
+        } else {
+            "latched/numa-register"
+        };
+        println!(
+            "hwc,{name},{size},{streams},{method},{:.4},{:.4},{:.4},{:.3},{},{copies},{}",
+            m.gbps.median,
+            m.gbps.min,
+            m.gbps.max,
+            m.gbps.spread_pct,
+            m.gbps.n,
+            flags.join(";")
+        );
     }
-    for (k, v) in hwc_runner::Backend::environment(&backend) {
+    for w in &out.waived {
+        failed = true;
+        eprintln!(
+            "cuda_bw: {} waived: {}",
+            w.scope.as_deref().unwrap_or("?"),
+            w.reason
+        );
+    }
+    for f in &out.failures {
+        failed = true;
+        eprintln!("cuda_bw: {} failed: {}", f.key, f.error);
+    }
+    for (k, v) in &out.environment {
         eprintln!("env {k} = {v}");
     }
     if failed {

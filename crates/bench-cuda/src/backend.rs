@@ -1,7 +1,7 @@
 //! The runner's view of CUDA: which GPU a case names, the idle guard, the clock warm-up, the
 //! environment record, and a [`CopyCase`] per case.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -55,6 +55,9 @@ pub struct CudaBackend {
     environment: BTreeMap<String, String>,
     /// Set when CUDA is not usable here: every case is waived with this reason.
     unavailable: Option<String>,
+    /// Duplex case key → the key of the announced case of the other direction of the same
+    /// copies (see [`partners`]).
+    partners: HashMap<String, String>,
 }
 
 const HINT_NO_CUDA: &str =
@@ -66,9 +69,8 @@ fn copy_placement_setting() -> String {
         "one-stream duplex and D2H copies of {max} or less: host buffers in small pages, \
          measured at the fastest of {} placements in their buffers (offsets of the D2H device \
          source, the H2D host source and the D2H host destination together), tried first (the \
-         {} fastest of one batch of copies each tried again, median of {} batches; the second \
-         direction's case of a duplex size, on the same pooled buffers, measured at the first's \
-         choice); \
+         {} fastest of one batch of copies each tried again, median of {} batches; both \
+         directions of a duplex size timed in the same repetitions, so at one choice); \
          one-stream D2D copies of {d2d_max} or less: the fastest of {} placements of their \
          source and destination, up to {d2d_reach} into their device buffers, each on its own \
          stream (every 4th of the first {standing} standing streams of the GPU), chosen the \
@@ -157,6 +159,7 @@ impl CudaBackend {
             nvml,
             environment,
             unavailable: None,
+            partners: HashMap::new(),
         }
     }
 
@@ -168,6 +171,7 @@ impl CudaBackend {
             nvml: None,
             environment: BTreeMap::new(),
             unavailable: Some(reason.into()),
+            partners: HashMap::new(),
         }
     }
 
@@ -176,7 +180,12 @@ impl CudaBackend {
             return Err(CudaError::unavailable(reason.clone(), Some(HINT_NO_CUDA)));
         }
         let spec = CopySpec::from_case(case)?;
-        let CudaBackend { slots, nvml, .. } = self;
+        let CudaBackend {
+            slots,
+            nvml,
+            partners,
+            ..
+        } = self;
         let known: Vec<String> = slots.iter().map(|s| s.name.clone()).collect();
         let slot = slots
             .iter_mut()
@@ -261,9 +270,39 @@ impl CudaBackend {
             l2_cache_bytes: device.l2_cache_bytes,
             notes: slot.notes.clone(),
             pin,
+            partner: partners.get(&case.key).cloned(),
         };
         CopyCase::prepare(runtime, &spec, cx)
     }
+}
+
+/// Each duplex case's partner among `cases`: the case of the other direction of the same
+/// copies (the same parameters but the direction). Both run at once in any duplex case, so the
+/// first of the two to run gives both figures from the same repetitions
+/// ([`hwc_runner::Prepared::also`]).
+fn partners(cases: &[&Case]) -> HashMap<String, String> {
+    let undirected = |c: &Case| hwc_model::CaseParams {
+        direction: None,
+        ..c.params.clone()
+    };
+    let duplex: Vec<&Case> = cases
+        .iter()
+        .copied()
+        .filter(|c| c.path == PathId::Duplex && c.params.direction.is_some())
+        .collect();
+    let mut out = HashMap::new();
+    for a in &duplex {
+        let other = duplex.iter().find(|b| {
+            b.key != a.key
+                && b.params.direction.as_deref().map(str::to_ascii_lowercase)
+                    != a.params.direction.as_deref().map(str::to_ascii_lowercase)
+                && undirected(b) == undirected(a)
+        });
+        if let Some(b) = other {
+            out.insert(a.key.clone(), b.key.clone());
+        }
+    }
+    out
 }
 
 fn static_facts(name: &str, d: &CudaDevice, env: &mut BTreeMap<String, String>) {
@@ -442,6 +481,7 @@ impl Backend for CudaBackend {
 
     /// Size each GPU's buffer pool for the largest case that will use each buffer.
     fn expect(&mut self, cases: &[&Case]) {
+        self.partners = partners(cases);
         for spec in cases.iter().filter_map(|c| CopySpec::from_case(c).ok()) {
             let Some(slot) = self.slots.iter_mut().find(|s| s.name == spec.gpu) else {
                 continue;
@@ -556,7 +596,71 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_placement_setting, stalled_clock_note};
+    use super::{copy_placement_setting, partners, stalled_clock_note};
+    use hwc_model::{Case, CaseParams, PathId, Reps};
+
+    fn copy(key: &str, path: PathId, dir: Option<&str>, size: u64, node: Option<u32>) -> Case {
+        Case {
+            key: key.into(),
+            path,
+            params: CaseParams {
+                gpu: Some("gpu0".into()),
+                size_bytes: Some(size),
+                streams: Some(1),
+                src_node: node,
+                dst_node: node,
+                cpu_node: node,
+                host_memory: Some("pinned".into()),
+                direction: dir.map(String::from),
+                ..CaseParams::default()
+            },
+            reps: Reps {
+                warmup: 1,
+                timed: 12,
+                retry_above_spread_pct: None,
+            },
+        }
+    }
+
+    #[test]
+    fn a_duplex_case_s_partner_is_the_other_direction_of_the_same_copies_only() {
+        let cases = [
+            copy(
+                "d/512K/h2d",
+                PathId::Duplex,
+                Some("h2d"),
+                512 << 10,
+                Some(0),
+            ),
+            copy("h2d/512K", PathId::H2d, None, 512 << 10, Some(0)),
+            copy("d/1M/h2d", PathId::Duplex, Some("h2d"), 1 << 20, Some(0)),
+            copy(
+                "d/512K/d2h",
+                PathId::Duplex,
+                Some("D2H"),
+                512 << 10,
+                Some(0),
+            ),
+            // Another node: not the same copies.
+            copy("d/1M/n1/d2h", PathId::Duplex, Some("d2h"), 1 << 20, Some(1)),
+            // The same direction again is no partner.
+            copy(
+                "d/512K/h2d-again",
+                PathId::Duplex,
+                Some("h2d"),
+                512 << 10,
+                Some(0),
+            ),
+        ];
+        let p = partners(&cases.iter().collect::<Vec<_>>());
+        let of = |k: &str| p.get(k).map(String::as_str);
+        assert_eq!(of("d/512K/h2d"), Some("d/512K/d2h"));
+        assert_eq!(of("d/512K/d2h"), Some("d/512K/h2d"));
+        assert_eq!(of("d/512K/h2d-again"), Some("d/512K/d2h"));
+        assert_eq!(of("d/1M/h2d"), None);
+        assert_eq!(of("d/1M/n1/d2h"), None);
+        assert_eq!(of("h2d/512K"), None);
+    }
 
     #[test]
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
@@ -566,8 +670,8 @@ mod tests {
              measured at the fastest of 24 placements in their buffers (offsets of the D2H \
              device source, the H2D host source and the D2H host destination together), tried \
              first (the 3 fastest of one batch of copies each tried again, median of 3 batches; \
-             the second direction's case of a duplex size, on the same pooled buffers, measured at the \
-             first's choice); one-stream D2D copies of 16MiB or less: the fastest of 24 \
+             both directions of a duplex size timed in the same repetitions, so at one choice); \
+             one-stream D2D copies of 16MiB or less: the fastest of 24 \
              placements of their source and destination, up to 240MiB into their device \
              buffers, each on its own stream (every 4th of the first 92 standing streams of \
              the GPU), chosen the same way; other copies at their buffers' start, on a stream \

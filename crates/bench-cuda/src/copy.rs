@@ -15,7 +15,6 @@
 //! buffer and may block the submitting thread until the copy ran), so its copies are timed by
 //! the same events without the latch, staging included.
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,7 +22,7 @@ use std::time::Instant;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use hwc_model::{size_label, Placement, Stats, PLACEMENT_NOTE_PREFIX};
 use hwc_numa::{Pages, PlacementCheck};
-use hwc_runner::{BenchError, Prepared, Rep};
+use hwc_runner::{Also, BenchError, Prepared, Rep};
 
 use crate::affinity::AffinityGuard;
 use crate::driver::{DeviceBuffer, HostBuffer, Latch, LatchFlag, STAGING_BYTES};
@@ -52,9 +51,6 @@ pub struct DeviceRuntime {
     pub pool: Pool,
     /// The clock warm-up's streams and buffers, once made.
     pub warm_kit: Option<WarmKit>,
-    /// Each small duplex search's outcome: the case of the other direction of that size, on
-    /// the same buffers, is measured at its choice.
-    duplex_searches: DuplexSearches,
     /// The standing streams a placement's `queue` names (`queue` n is `standing[n - 1]`), made
     /// in order as the first case that asks for them needs them, then kept.
     standing: Vec<Arc<CudaStream>>,
@@ -117,7 +113,6 @@ impl DeviceRuntime {
             last_active: None,
             pool: Pool::default(),
             warm_kit: None,
-            duplex_searches: DuplexSearches::default(),
             standing: Vec::new(),
             staging: None,
         })
@@ -276,15 +271,6 @@ impl Buffers {
         }
     }
 
-    /// The [`Lent::serial`]s of the two buffers.
-    fn serials(&self) -> [u64; 2] {
-        match self {
-            Buffers::H2d { src, dst } => [src.serial, dst.serial],
-            Buffers::D2h { src, dst } => [src.serial, dst.serial],
-            Buffers::D2d { src, dst } => [src.serial, dst.serial],
-        }
-    }
-
     fn give_back(self, pool: &mut Pool) {
         match self {
             Buffers::H2d { src, dst } => {
@@ -410,6 +396,9 @@ pub struct CaseContext {
     pub notes: Vec<String>,
     /// CPUs to pin the issuing thread to, with the node they belong to.
     pub pin: Option<(u32, Vec<u32>)>,
+    /// For a duplex case: the key of the planned case of the other direction of the same
+    /// copies, whose figure the same repetitions give (see [`Prepared::also`]).
+    pub partner: Option<String>,
 }
 
 /// A prepared copy case.
@@ -429,12 +418,16 @@ pub struct CopyCase<'a> {
     flushed: bool,
     cache_resident: bool,
     placement: Option<Placement>,
-    /// Set when the case tried several placements, or was measured at the choice of the
-    /// search the other direction's case of its duplex size ran on the same buffers.
+    /// Set when the case tried several placements.
     search: Option<PlacementSearch>,
-    /// When the search was that other case's: its direction and K.
-    search_by: Option<(Direction, u32)>,
     notes: Vec<String>,
+    /// A duplex case's other direction, timed by its own events in the same repetitions:
+    /// its planned case's key, the flow's index and its figure's notes.
+    partner: Option<(String, usize, Vec<String>)>,
+    /// Each flow's event seconds in the last repetition (its batches' spans summed).
+    flow_seconds: Vec<f64>,
+    /// Each flow's event seconds in the last batch.
+    batch_flow_seconds: Vec<f64>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
     _affinity: Option<AffinityGuard>,
@@ -563,8 +556,10 @@ impl<'a> CopyCase<'a> {
             cache_resident,
             placement,
             search: None,
-            search_by: None,
             notes: Vec::new(),
+            partner: None,
+            flow_seconds: Vec::new(),
+            batch_flow_seconds: Vec::new(),
             suspect: false,
             _affinity: affinity,
         };
@@ -579,19 +574,28 @@ impl<'a> CopyCase<'a> {
             case.batches = timing::batches_per_rep(batch_seconds, TARGET_REP_SECONDS, MAX_BATCHES);
         }
         if spec.searches_placement() {
-            case.search_or_share(spec)?;
+            case.search_placement(spec.placements())?;
         }
-        case.notes = case.describe(spec, &cx, first_gbps);
+        case.notes = case.describe(spec, &cx, first_gbps[spec.measured]);
+        let other = (0..spec.flows.len()).find(|&i| i != spec.measured);
+        if let (Some(key), Some(other)) = (cx.partner.clone(), other) {
+            let flipped = CopySpec {
+                measured: other,
+                ..spec.clone()
+            };
+            let notes = case.describe(&flipped, &cx, first_gbps[other]);
+            case.partner = Some((key, other, notes));
+        }
         Ok(case)
     }
 
     /// Choose K: one batch with about 32 MiB per stream gives the rate, K follows from it; a
     /// batch of that K must then pass without the latch timing out (a full driver queue makes
     /// the enqueue block until the latch gives up), else K is halved. Returns the first
-    /// batch's throughput in GB/s and how long a batch of the chosen K lasts at the last
-    /// batch's rate, in seconds (short of the target where the queue, or a first rate that K
-    /// then outgrew, stopped K).
-    fn calibrate(&mut self) -> Result<(f64, f64), CudaError> {
+    /// batch's throughput in GB/s of each flow and how long a batch of the chosen K lasts at
+    /// the last batch's rate (of the measured flow), in seconds (short of the target where the
+    /// queue, or a first rate that K then outgrew, stopped K).
+    fn calibrate(&mut self) -> Result<(Vec<f64>, f64), CudaError> {
         let mut cap = MAX_COPIES;
         let mut k = timing::calibration_copies(self.size_bytes as u64);
         let round_bytes = self.size_bytes as u64 * u64::from(self.streams);
@@ -600,12 +604,18 @@ impl<'a> CopyCase<'a> {
             match self.run_batch(k) {
                 Ok((seconds, _)) => {
                     let rate = f64::from(k) * round_bytes as f64 / seconds;
-                    first_gbps.get_or_insert(rate / 1e9);
+                    let batch_bytes = f64::from(k) * round_bytes as f64;
+                    let first = first_gbps.get_or_insert_with(|| {
+                        self.batch_flow_seconds
+                            .iter()
+                            .map(|s| batch_bytes / s / 1e9)
+                            .collect::<Vec<f64>>()
+                    });
                     let chosen = timing::copies_per_rep(round_bytes, rate, TARGET_REP_SECONDS, cap);
                     if chosen <= k {
                         self.copies = chosen;
                         let batch_seconds = f64::from(chosen) * round_bytes as f64 / rate;
-                        return Ok((first_gbps.unwrap_or(rate / 1e9), batch_seconds));
+                        return Ok((first.clone(), batch_seconds));
                     }
                     k = chosen;
                     cap = chosen;
@@ -622,42 +632,6 @@ impl<'a> CopyCase<'a> {
         })
     }
 
-    /// Search `spec`'s placements, or, for a duplex case whose other direction's case already
-    /// searched on these same buffers, take that search's choice: both directions of a duplex
-    /// size are then measured in one configuration, and the search runs once.
-    fn search_or_share(&mut self, spec: &CopySpec) -> Result<(), CudaError> {
-        let serials = self
-            .flows
-            .iter()
-            .flat_map(|f| &f.lanes)
-            .flat_map(|l| l.buffers.serials())
-            .collect();
-        let key = DuplexSearchKey::of(spec, serials);
-        let measured = spec.flows[spec.measured].direction;
-        if let Some(earlier) = key
-            .as_ref()
-            .and_then(|k| self.rt.duplex_searches.by_other(k, measured))
-            .cloned()
-        {
-            self.place(earlier.search.tried[earlier.search.chosen].0)?;
-            self.search = Some(earlier.search);
-            self.search_by = Some((earlier.searched_by, earlier.copies));
-            return Ok(());
-        }
-        self.search_placement(spec.placements())?;
-        if let (Some(key), Some(search)) = (key, &self.search) {
-            self.rt.duplex_searches.remember(
-                key,
-                SharedSearch {
-                    searched_by: measured,
-                    copies: self.copies,
-                    search: search.clone(),
-                },
-            );
-        }
-        Ok(())
-    }
-
     /// Run a batch of the chosen K at each of `placements` (one settling batch, one timed), try
     /// the [`FINALISTS`] fastest again ([`FINAL_REPS`] timed batches each) and leave the
     /// lanes at the finalist with the highest median. The figures come from the repetitions
@@ -669,7 +643,7 @@ impl<'a> CopyCase<'a> {
             self.place(at)?;
             self.run_batch(self.copies)?;
             self.run_batch(self.copies)?;
-            tried.push((at, self.all_flows_gbps()?));
+            tried.push((at, self.all_flows_gbps()));
         }
         let mut finals = Vec::new();
         for i in fastest(tried.iter().map(|t| t.1), FINALISTS) {
@@ -678,7 +652,7 @@ impl<'a> CopyCase<'a> {
             let mut reps = Vec::with_capacity(FINAL_REPS);
             for _ in 0..FINAL_REPS {
                 self.run_batch(self.copies)?;
-                reps.push(self.all_flows_gbps()?);
+                reps.push(self.all_flows_gbps());
             }
             // A repetition that is no reading (not finite) makes the finalist no reading.
             finals.push((i, hwc_stats::summarize(&reps).ok()));
@@ -716,17 +690,13 @@ impl<'a> CopyCase<'a> {
 
     /// The last repetition's throughput of every flow together: each flow's bytes over its own
     /// event span, summed, in GB/s.
-    fn all_flows_gbps(&self) -> Result<f64, CudaError> {
+    /// The last batch's GB/s of every flow together (each flow's bytes over its own span).
+    fn all_flows_gbps(&self) -> f64 {
         let flow_bytes = f64::from(self.copies) * self.size_bytes as f64 * f64::from(self.streams);
-        let mut total = 0.0;
-        for flow in &self.flows {
-            let ms = flow
-                .start
-                .elapsed_ms(&flow.end)
-                .map_err(driver("cuEventElapsedTime"))?;
-            total += flow_bytes / (f64::from(ms) / 1e3) / 1e9;
-        }
-        Ok(total)
+        self.batch_flow_seconds
+            .iter()
+            .map(|s| flow_bytes / s / 1e9)
+            .sum()
     }
 
     fn lead(&self) -> &Arc<CudaStream> {
@@ -791,8 +761,7 @@ impl<'a> CopyCase<'a> {
         } else {
             submitted
         };
-        let measured = &self.flows[self.measured];
-        measured
+        self.flows[self.measured]
             .end
             .synchronize()
             .map_err(driver("cuEventSynchronize"))?;
@@ -808,11 +777,15 @@ impl<'a> CopyCase<'a> {
                 timeout_ms: LATCH_TIMEOUT_NS / 1_000_000,
             });
         }
-        let ms = measured
-            .start
-            .elapsed_ms(&measured.end)
-            .map_err(driver("cuEventElapsedTime"))?;
-        Ok((f64::from(ms) / 1e3, wall))
+        self.batch_flow_seconds.clear();
+        for flow in &self.flows {
+            let ms = flow
+                .start
+                .elapsed_ms(&flow.end)
+                .map_err(driver("cuEventElapsedTime"))?;
+            self.batch_flow_seconds.push(f64::from(ms) / 1e3);
+        }
+        Ok((self.batch_flow_seconds[self.measured], wall))
     }
 
     fn describe(&self, spec: &CopySpec, cx: &CaseContext, first_gbps: f64) -> Vec<String> {
@@ -857,7 +830,7 @@ impl<'a> CopyCase<'a> {
         if let Some(search) = &self.search {
             let directions: Vec<Direction> = spec.flows.iter().map(|f| f.direction).collect();
             let ends = moved_ends(&directions, spec.placements());
-            notes.push(placement_note(search, &ends, self.search_by));
+            notes.push(placement_note(search, &ends));
         }
         if self.flushed {
             notes.push(
@@ -952,11 +925,7 @@ fn check_host_destination(
 
 /// The note a case that tried several placements carries. `ends` are the buffer ends the
 /// placements move, in the order each placement's label lists their offsets.
-fn placement_note(
-    search: &PlacementSearch,
-    ends: &[End],
-    searched_by: Option<(Direction, u32)>,
-) -> String {
+fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
     let label = |at: CopyPlacement| placement_label(at, ends);
     let tried: Vec<String> = search
         .tried
@@ -978,18 +947,8 @@ fn placement_note(
     let fastest = gbps().fold(f64::NAN, f64::max);
     let slowest = gbps().fold(f64::NAN, f64::min);
     let names: Vec<&str> = ends.iter().map(|e| e.name()).collect();
-    let whose = match searched_by {
-        Some((direction, k)) => format!(
-            " searched by the {} case of this duplex size, on these same buffers, not by this \
-             case (that case's repetitions: {} per stream); this case was measured at \
-             that search's choice without searching again:",
-            direction.as_str().to_uppercase(),
-            copies_label(k)
-        ),
-        None => String::new(),
-    };
     format!(
-        "{PLACEMENT_NOTE_PREFIX}{whose} {} placements of the copies in their buffers tried \
+        "{PLACEMENT_NOTE_PREFIX} {} placements of the copies in their buffers tried \
          (offsets in KiB: {}), all flows' GB/s in one batch of copies each (N=1, no spread): \
          {}; fastest over slowest {:+.1} %; the {} fastest again, median of {} batches each: \
          {}; measured at {} (where the buffers lie changes small copies: the GPU and the host \
@@ -1008,52 +967,6 @@ fn placement_note(
             ""
         },
     )
-}
-
-/// What identifies a small duplex search for sharing: the size, where the issuing thread is
-/// pinned, and the allocations of every lane's buffers (their [`Lent::serial`]s, which also
-/// stand for the host node, memory kind and pages of the pool key they were taken under).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct DuplexSearchKey {
-    size_bytes: usize,
-    cpu_node: Option<u32>,
-    serials: Vec<u64>,
-}
-
-impl DuplexSearchKey {
-    /// The key of `spec`'s search on buffers `serials`, or `None` when it is not a duplex
-    /// case (a one-way D2H case searches for itself).
-    fn of(spec: &CopySpec, serials: Vec<u64>) -> Option<Self> {
-        (spec.flows.len() > 1).then_some(DuplexSearchKey {
-            size_bytes: spec.size_bytes,
-            cpu_node: spec.cpu_node,
-            serials,
-        })
-    }
-}
-
-/// A duplex search, with the direction of the case that ran it and that case's K.
-#[derive(Clone)]
-struct SharedSearch {
-    searched_by: Direction,
-    copies: u32,
-    search: PlacementSearch,
-}
-
-/// The small duplex searches a GPU's cases ran.
-#[derive(Default)]
-struct DuplexSearches(HashMap<DuplexSearchKey, SharedSearch>);
-
-impl DuplexSearches {
-    /// The search with `key` that a case reporting the *other* direction than `measured` ran:
-    /// a case of the same direction again (a repeated case) searches for itself.
-    fn by_other(&self, key: &DuplexSearchKey, measured: Direction) -> Option<&SharedSearch> {
-        self.0.get(key).filter(|s| s.searched_by != measured)
-    }
-
-    fn remember(&mut self, key: DuplexSearchKey, search: SharedSearch) {
-        self.0.insert(key, search);
-    }
 }
 
 /// What a [`CopyPlacement`] moves: one end of a copy (which buffer, and how far into it), or
@@ -1204,10 +1117,14 @@ impl Prepared for CopyCase<'_> {
     /// One repetition: `batches` latched batches, their event spans (and wall spans) summed.
     fn run_once(&mut self) -> Result<Rep, BenchError> {
         let (mut seconds, mut wall) = (0.0, 0.0);
+        self.flow_seconds = vec![0.0; self.flows.len()];
         for _ in 0..self.batches {
             let (s, w) = self.run_batch(self.copies)?;
             seconds += s;
             wall += w;
+            for (total, batch) in self.flow_seconds.iter_mut().zip(&self.batch_flow_seconds) {
+                *total += batch;
+            }
         }
         Ok(Rep {
             seconds,
@@ -1240,6 +1157,32 @@ impl Prepared for CopyCase<'_> {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    /// A duplex case's other direction: the same copies, the same bytes per repetition.
+    fn also(&self) -> Vec<Also> {
+        self.partner
+            .iter()
+            .map(|(key, _, _)| Also {
+                key: key.clone(),
+                bytes_per_rep: self.bytes_per_rep(),
+            })
+            .collect()
+    }
+
+    fn last_also_seconds(&self) -> Vec<f64> {
+        self.partner
+            .iter()
+            .filter_map(|(_, flow, _)| self.flow_seconds.get(*flow).copied())
+            .collect()
+    }
+
+    fn also_notes(&self, index: usize) -> Vec<String> {
+        self.partner
+            .iter()
+            .nth(index)
+            .map(|(_, _, notes)| notes.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -1555,7 +1498,7 @@ mod tests {
             chosen: 1,
         };
         let duplex = moved_ends(&[Direction::H2d, Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &duplex, None);
+        let note = placement_note(&search, &duplex);
         // The report finds these figures by this prefix.
         assert!(note.starts_with("copy placement: 3 placements"), "{note}");
         assert!(note.starts_with(PLACEMENT_NOTE_PREFIX));
@@ -1578,24 +1521,9 @@ mod tests {
             ),
             "{note}"
         );
-        assert!(!note.contains("searched by"), "{note}");
-        // The other direction's case of the same duplex size says first whose search it took
-        // (and at what K), then carries the same figures.
-        let shared = placement_note(&search, &duplex, Some((Direction::H2d, 240)));
-        assert!(
-            shared.starts_with(
-                "copy placement: searched by the H2D case of this duplex size, on these same \
-                 buffers, not by this case (that case's repetitions: 240 copies per stream); \
-                 this case was measured at that search's choice without searching again: 3 \
-                 placements"
-            ),
-            "{shared}"
-        );
-        let figures = |n: &str| n[n.find("3 placements").unwrap()..].to_string();
-        assert_eq!(figures(&shared), figures(&note));
         // A one-way D2H case names only its own ends.
         let d2h = moved_ends(&[Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &d2h, None);
+        let note = placement_note(&search, &d2h);
         assert!(
             note.contains("(offsets in KiB: device source/host destination)"),
             "{note}"
@@ -1621,7 +1549,7 @@ mod tests {
             finals: vec![(1, None)],
             chosen: 1,
         };
-        let note = placement_note(&search, &ends, None);
+        let note = placement_note(&search, &ends);
         assert!(
             note.contains(
                 "(offsets in KiB: device source/device destination/stream (0: the case's own, \
@@ -1638,79 +1566,6 @@ mod tests {
             note.ends_with("; so does the stream they are queued on)"),
             "{note}"
         );
-    }
-
-    fn spec(flows: &[Direction], measured: usize, size_bytes: usize) -> CopySpec {
-        CopySpec {
-            gpu: "gpu0".into(),
-            size_bytes,
-            streams: 1,
-            host_memory: HostMemory::Pinned,
-            cpu_node: Some(0),
-            flows: flows
-                .iter()
-                .map(|&direction| crate::params::Flow {
-                    direction,
-                    host_node: Some(0),
-                })
-                .collect(),
-            measured,
-        }
-    }
-
-    #[test]
-    fn a_duplex_search_is_shared_with_the_other_direction_on_the_same_buffers_only() {
-        use Direction::{D2h, H2d};
-        let size = 512 << 10;
-        let h2d_case = spec(&[H2d, D2h], 0, size);
-        let d2h_case = spec(&[H2d, D2h], 1, size);
-        let serials = vec![4, 5, 6, 7];
-        let key = DuplexSearchKey::of(&h2d_case, serials.clone()).unwrap();
-        // A one-way D2H case searches for itself: no key.
-        assert_eq!(
-            DuplexSearchKey::of(&spec(&[D2h], 0, size), serials.clone()),
-            None
-        );
-        let mut searches = DuplexSearches::default();
-        assert!(
-            searches.by_other(&key, D2h).is_none(),
-            "nothing searched yet"
-        );
-        let search = PlacementSearch {
-            tried: vec![
-                (HOME_PLACEMENT, 74.0),
-                (all_at((0, 704), (1024, 2688)), 76.3),
-            ],
-            finals: vec![],
-            chosen: 1,
-        };
-        searches.remember(
-            key.clone(),
-            SharedSearch {
-                searched_by: H2d,
-                copies: 256,
-                search,
-            },
-        );
-        // The D2H case of the same size on the same buffers takes it.
-        let d2h_key = DuplexSearchKey::of(&d2h_case, serials.clone()).unwrap();
-        assert_eq!(d2h_key, key);
-        let shared = searches.by_other(&d2h_key, D2h).unwrap();
-        assert_eq!(
-            (shared.searched_by, shared.copies, shared.search.chosen),
-            (H2d, 256, 1)
-        );
-        // The H2D case again (a repeated case) searches for itself.
-        assert!(searches.by_other(&key, H2d).is_none());
-        // Another size, another allocation or another pinning: no match.
-        let other_size = DuplexSearchKey::of(&spec(&[H2d, D2h], 1, 1 << 20), serials.clone());
-        assert!(searches.by_other(&other_size.unwrap(), D2h).is_none());
-        let reallocated = DuplexSearchKey::of(&d2h_case, vec![4, 5, 6, 8]).unwrap();
-        assert!(searches.by_other(&reallocated, D2h).is_none());
-        let mut elsewhere = d2h_case.clone();
-        elsewhere.cpu_node = Some(1);
-        let pinned_elsewhere = DuplexSearchKey::of(&elsewhere, serials).unwrap();
-        assert!(searches.by_other(&pinned_elsewhere, D2h).is_none());
     }
 
     #[test]

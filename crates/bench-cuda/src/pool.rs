@@ -21,7 +21,6 @@
 //! replaced when a larger one is needed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::CudaContext;
@@ -80,9 +79,6 @@ pub const POISON: u8 = 0xA5;
 pub struct Lent<K, B> {
     pub key: K,
     pub buf: B,
-    /// Which allocation this is: unique in the process, never reused (a buffer freed and
-    /// allocated again, even at the same address, gets a new one).
-    pub serial: u64,
     /// The pattern's seed (sources; destinations keep the seed they had, unused).
     pub seed: u64,
     /// Bytes from offset 0 that hold the pattern (sources only).
@@ -209,9 +205,6 @@ impl Poolable for DeviceBuffer {
     }
 }
 
-/// The next allocation's [`Lent::serial`].
-static NEXT_SERIAL: AtomicU64 = AtomicU64::new(0);
-
 /// Take `key`'s buffer out of `pooled` (a new one when there is none of `len` bytes or more,
 /// sized to the hint when one was given), and prepare its first `len` bytes for its role.
 fn take<B: Poolable>(
@@ -234,7 +227,6 @@ fn take<B: Poolable>(
             Lent {
                 key,
                 buf,
-                serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
                 seed: B::seed(&key),
                 filled_bytes: 0,
             }
@@ -466,13 +458,12 @@ mod tests {
 
         // First use: allocated at the hint, the source filled only as far as asked.
         let s = take(&mut pooled, &hints, &ctx, src, 4096).unwrap();
-        let first_serial = s.serial;
         assert_eq!(s.buf.capacity(), 1 << 16);
         assert_eq!(s.buf.pattern_writes, vec![(0, 4096)]);
         assert_eq!(pattern::check(&s.buf.bytes[..4096], s.seed, 0), None);
         pooled.insert(src, s);
         let mut d = take(&mut pooled, &hints, &ctx, dst, 4096).unwrap();
-        assert_ne!(d.serial, first_serial, "two allocations, two serials");
+        assert_eq!(ctx.allocations.borrow().len(), 2, "two allocations");
         assert!(d.buf.bytes[..4096].iter().all(|&b| b == POISON));
         // A "copy" fills the destination; it goes back to the pool.
         d.buf.bytes[..8192].fill(0x11);
@@ -481,10 +472,6 @@ mod tests {
         // A larger case: no new allocation; the source's pattern is extended, not rewritten;
         // the destination is poisoned again over the whole case.
         let s = take(&mut pooled, &hints, &ctx, src, 8192).unwrap();
-        assert_eq!(
-            s.serial, first_serial,
-            "the same allocation keeps its serial"
-        );
         assert_eq!(s.buf.pattern_writes, vec![(0, 4096), (4096, 8192)]);
         assert_eq!(pattern::check(&s.buf.bytes[..8192], s.seed, 0), None);
         let d = take(&mut pooled, &hints, &ctx, dst, 8192).unwrap();
@@ -494,10 +481,6 @@ mod tests {
 
         // Beyond the capacity: the small one is replaced, the new one filled from 0.
         let s = take(&mut pooled, &hints, &ctx, src, 1 << 17).unwrap();
-        assert!(
-            s.serial > first_serial,
-            "a new allocation gets a new serial"
-        );
         assert_eq!(s.buf.capacity(), 1 << 17);
         assert_eq!(s.buf.pattern_writes, vec![(0, 1 << 17)]);
         assert_eq!(ctx.allocations.borrow().len(), 3);

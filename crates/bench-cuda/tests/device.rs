@@ -11,7 +11,7 @@ use hwc_bench_cuda::{
     PLACEMENT_SEARCH_MAX_BYTES, SEARCH_PLACEMENTS, TARGET_REP_SECONDS,
 };
 use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
-use hwc_runner::{run_case, Backend, CaseOutcome, Idle, RunOptions};
+use hwc_runner::{run_case, Backend, CaseOutcome, Idle, NoObserver, RunOptions};
 
 const MIB: u64 = 1 << 20;
 
@@ -174,7 +174,7 @@ fn copies_on_every_gpu() {
         .enumerate()
         .map(|(i, d)| (format!("gpu{i}"), d.pci_bdf.clone()))
         .collect();
-    let mut backend = CudaBackend::new(&probe, &gpus);
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(CudaBackend::new(&probe, &gpus))];
     let options = RunOptions {
         allow_contended: false,
         wall_tolerance: Some(0.02),
@@ -185,16 +185,13 @@ fn copies_on_every_gpu() {
         "{:<34} {:>9} {:>9} {:>9} {:>7} {:>3} {:>8}  notes",
         "case", "median", "min", "max", "spread%", "n", "cold"
     );
-    // As the runner does: the pools learn every case first, so each buffer is allocated once.
-    let all: Vec<Case> = gpus.iter().flat_map(|g| cases_for(&g.0)).collect();
-    backend.expect(&all.iter().collect::<Vec<_>>());
     for (gpu, device) in gpus.iter().map(|g| &g.0).zip(&probe.devices) {
-        // Per small duplex case: whether it took another case's search, and where it was
-        // measured.
-        let mut small_duplex: Vec<(String, bool, String)> = Vec::new();
-        let first = cases_for(gpu)[0].clone();
+        // Per duplex case: the case whose repetitions it was timed in, if another's, and
+        // where it was measured.
+        let mut duplex: Vec<(String, Option<String>, String)> = Vec::new();
+        let list = cases_for(gpu);
         assert_eq!(
-            backend.idle_check(&first),
+            backends[0].idle_check(&list[0]),
             Idle::Idle,
             "{gpu} must be idle before the test"
         );
@@ -204,175 +201,193 @@ fn copies_on_every_gpu() {
                 f.link_width_max?,
             ))
         });
-        for c in cases_for(gpu) {
-            match run_case(&c, &mut backend, &options, &cancel) {
-                CaseOutcome::Measured(r) => {
-                    let m = &r.measurement;
-                    let g = &m.gbps;
-                    println!(
-                        "{:<34} {:>9.3} {:>9.3} {:>9.3} {:>7.2} {:>3} {:>8.3}  {}",
-                        c.key,
-                        g.median,
-                        g.min,
-                        g.max,
-                        g.spread_pct,
-                        g.n,
-                        m.cold_gbps.unwrap_or(f64::NAN),
-                        m.notes.join(" | ")
-                    );
-                    if let Some(p) = &m.placement {
-                        println!("{:<34} placement: {p:?}", "");
-                    }
-                    let pinned = c.params.host_memory.as_deref() == Some("pinned");
-                    let pcie = c.path != PathId::D2d;
-                    if pcie {
-                        if let Some(link) = link_gbps {
-                            if g.max > link {
-                                problems.push(format!(
-                                    "{}: {:.2} GB/s exceeds the link's {link:.2}",
-                                    c.key, g.max
-                                ));
-                            }
-                        }
-                    }
-                    // Every pinned copy that reads host memory (H2D, duplex) gathers about
-                    // 20 ms of copying per repetition (at least two thirds of it at the
-                    // calibration's rate; half is the bound here, the rate moving in spells):
-                    // small ones in several latched batches, as the note says; D2H and D2D
-                    // copies keep one batch a repetition. The note's counts are the bytes.
-                    let (batches, k) = batches_and_copies(&m.notes);
-                    let streams = u64::from(c.params.streams.unwrap_or(1));
-                    let size = c.params.size_bytes.unwrap_or(0);
-                    let reads_host = pinned && matches!(c.path, PathId::H2d | PathId::Duplex);
-                    if m.bytes_per_rep != batches * k * size * streams
-                        || k > u64::from(MAX_COPIES)
-                        || (batches > 1 && !reads_host)
-                    {
+        // As a profile runs them: announced first (the pools size each buffer once), both
+        // directions of a duplex size timed in the same repetitions.
+        let out = hwc_runner::run(&list, &mut backends, &options, &mut NoObserver, &cancel);
+        for w in &out.waived {
+            problems.push(format!("{:?} waived: {}", w.scope, w.reason));
+        }
+        for f in &out.failures {
+            problems.push(format!("{} failed: {}", f.key, f.error));
+        }
+        if out.results.len() != list.len() {
+            problems.push(format!(
+                "{gpu}: {} of {} cases measured",
+                out.results.len(),
+                list.len()
+            ));
+        }
+        for r in &out.results {
+            let Some(c) = list.iter().find(|c| c.key == r.measurement.key) else {
+                problems.push(format!("{}: not a case of the test", r.measurement.key));
+                continue;
+            };
+            let m = &r.measurement;
+            let g = &m.gbps;
+            println!(
+                "{:<34} {:>9.3} {:>9.3} {:>9.3} {:>7.2} {:>3} {:>8.3}  {}",
+                c.key,
+                g.median,
+                g.min,
+                g.max,
+                g.spread_pct,
+                g.n,
+                m.cold_gbps.unwrap_or(f64::NAN),
+                m.notes.join(" | ")
+            );
+            if let Some(p) = &m.placement {
+                println!("{:<34} placement: {p:?}", "");
+            }
+            let pinned = c.params.host_memory.as_deref() == Some("pinned");
+            let pcie = c.path != PathId::D2d;
+            if pcie {
+                if let Some(link) = link_gbps {
+                    if g.max > link {
                         problems.push(format!(
-                            "{}: {batches} batches of {k} copies, {} bytes a repetition",
-                            c.key, m.bytes_per_rep
+                            "{}: {:.2} GB/s exceeds the link's {link:.2}",
+                            c.key, g.max
                         ));
                     }
-                    if reads_host {
-                        let rep_seconds = m.bytes_per_rep as f64 / (g.median * 1e9);
-                        if rep_seconds < 0.5 * TARGET_REP_SECONDS {
-                            problems.push(format!(
-                                "{}: a repetition lasts {:.1} ms",
-                                c.key,
-                                rep_seconds * 1e3
-                            ));
-                        }
-                    }
-                    // The case's spread limit reaches its measurement; a case timed in
-                    // several windows had a limit, and says whether a window kept to it.
-                    if m.spread_limit_pct != c.reps.retry_above_spread_pct {
-                        problems.push(format!("{}: spread limit not recorded", c.key));
-                    }
-                    let windows = m.notes.iter().find(|n| n.contains("windows in all"));
-                    if let Some(n) = windows {
-                        println!("{:<34} {n}", "");
-                        let said_unsteady = n.contains("no window stayed within");
-                        if c.reps.retry_above_spread_pct.is_none() || said_unsteady != m.unsteady()
-                        {
-                            problems.push(format!("{}: windows note {n}", c.key));
-                        }
-                    }
-                    if pinned && c.params.size_bytes >= Some(4 * MIB) {
-                        if m.notes.iter().any(|n| n.contains("disagree")) {
-                            problems.push(format!("{}: events and wall clock disagree", c.key));
-                        }
-                        if g.median < 1.0 {
-                            problems.push(format!("{}: implausible {:.3} GB/s", c.key, g.median));
-                        }
-                    }
-                    if c.params.src_node == Some(0) && c.path != PathId::D2d {
-                        let verified = m.placement.as_ref().is_some_and(|p| p.verified);
-                        if !verified {
-                            problems.push(format!("{}: node 0 placement not verified", c.key));
-                        }
-                    }
-                    // Small pinned one-stream duplex and D2H cases, and one-stream D2D
-                    // cases of up to 16 MiB, try the placements, then the 3 fastest again
-                    // (and their data check ran at the one measured); no other case does.
-                    let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
-                        && c.params.host_memory.as_deref() == Some("pinned")
-                        && c.params.streams == Some(1);
-                    let searched = match c.path {
-                        PathId::Duplex | PathId::D2h if small => Some(SEARCH_PLACEMENTS.len()),
-                        PathId::D2d
-                            if c.params.streams == Some(1)
-                                && c.params.size_bytes <= Some(D2D_SEARCH_MAX_BYTES as u64) =>
-                        {
-                            Some(D2D_SEARCH_PLACEMENTS.len())
-                        }
-                        _ => None,
-                    };
-                    let note = m
-                        .notes
-                        .iter()
-                        .find(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX));
-                    if let (PathId::Duplex, Some(n)) = (c.path, note) {
-                        let at = n
-                            .rsplit_once("measured at ")
-                            .map_or("", |(_, rest)| rest.split(' ').next().unwrap_or(""));
-                        let shared = n.contains("searched by the H2D case of this duplex size");
-                        small_duplex.push((c.key.clone(), shared, at.to_string()));
-                    }
-                    match (searched, note) {
-                        (Some(k), Some(n))
-                            if n.contains(&format!("{k} placements"))
-                                && n.contains("the 3 fastest again") => {}
-                        (Some(_), n) => problems.push(format!("{}: placement note {n:?}", c.key)),
-                        (None, Some(n)) => {
-                            problems.push(format!("{}: unexpected placement note {n}", c.key))
-                        }
-                        (None, None) => {}
-                    }
-                    // The host buffers' pages: small where the case searched, huge elsewhere.
-                    if c.params.host_memory.as_deref() == Some("pinned") {
-                        let want = if searched.is_some() {
-                            "host buffers in small pages"
-                        } else {
-                            "host buffers in transparent huge pages"
-                        };
-                        if !m.notes.iter().any(|n| n.starts_with(want)) {
-                            problems.push(format!("{}: no note \"{want}\"", c.key));
-                        }
-                    }
-                    if c.path == PathId::D2d {
-                        let expect = hwc_bench_cuda::l2_resident(
-                            c.params.size_bytes.unwrap_or(0),
-                            c.params.streams.unwrap_or(1),
-                            device.l2_cache_bytes,
-                        );
-                        if m.cache_resident != expect {
-                            problems.push(format!("{}: cache_resident should be {expect}", c.key));
-                        }
-                    }
                 }
-                CaseOutcome::Waived(w) => problems.push(format!("{} waived: {}", c.key, w.reason)),
-                CaseOutcome::Failed(f) => problems.push(format!("{} failed: {}", c.key, f.error)),
+            }
+            // Every pinned copy that reads host memory (H2D, duplex) gathers about
+            // 20 ms of copying per repetition (at least two thirds of it at the
+            // calibration's rate; half is the bound here, the rate moving in spells):
+            // small ones in several latched batches, as the note says; D2H and D2D
+            // copies keep one batch a repetition. The note's counts are the bytes.
+            let (batches, k) = batches_and_copies(&m.notes);
+            let streams = u64::from(c.params.streams.unwrap_or(1));
+            let size = c.params.size_bytes.unwrap_or(0);
+            let reads_host = pinned && matches!(c.path, PathId::H2d | PathId::Duplex);
+            if m.bytes_per_rep != batches * k * size * streams
+                || k > u64::from(MAX_COPIES)
+                || (batches > 1 && !reads_host)
+            {
+                problems.push(format!(
+                    "{}: {batches} batches of {k} copies, {} bytes a repetition",
+                    c.key, m.bytes_per_rep
+                ));
+            }
+            if reads_host {
+                let rep_seconds = m.bytes_per_rep as f64 / (g.median * 1e9);
+                if rep_seconds < 0.5 * TARGET_REP_SECONDS {
+                    problems.push(format!(
+                        "{}: a repetition lasts {:.1} ms",
+                        c.key,
+                        rep_seconds * 1e3
+                    ));
+                }
+            }
+            // The case's spread limit reaches its measurement; a case timed in
+            // several windows had a limit, and says whether a window kept to it.
+            if m.spread_limit_pct != c.reps.retry_above_spread_pct {
+                problems.push(format!("{}: spread limit not recorded", c.key));
+            }
+            let windows = m.notes.iter().find(|n| n.contains("windows in all"));
+            if let Some(n) = windows {
+                println!("{:<34} {n}", "");
+                let said_unsteady = n.contains("no window stayed within");
+                if c.reps.retry_above_spread_pct.is_none() || said_unsteady != m.unsteady() {
+                    problems.push(format!("{}: windows note {n}", c.key));
+                }
+            }
+            if pinned && c.params.size_bytes >= Some(4 * MIB) {
+                if m.notes.iter().any(|n| n.contains("disagree")) {
+                    problems.push(format!("{}: events and wall clock disagree", c.key));
+                }
+                if g.median < 1.0 {
+                    problems.push(format!("{}: implausible {:.3} GB/s", c.key, g.median));
+                }
+            }
+            if c.params.src_node == Some(0) && c.path != PathId::D2d {
+                let verified = m.placement.as_ref().is_some_and(|p| p.verified);
+                if !verified {
+                    problems.push(format!("{}: node 0 placement not verified", c.key));
+                }
+            }
+            // Small pinned one-stream duplex and D2H cases, and one-stream D2D
+            // cases of up to 16 MiB, try the placements, then the 3 fastest again
+            // (and their data check ran at the one measured); no other case does.
+            let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
+                && c.params.host_memory.as_deref() == Some("pinned")
+                && c.params.streams == Some(1);
+            let searched = match c.path {
+                PathId::Duplex | PathId::D2h if small => Some(SEARCH_PLACEMENTS.len()),
+                PathId::D2d
+                    if c.params.streams == Some(1)
+                        && c.params.size_bytes <= Some(D2D_SEARCH_MAX_BYTES as u64) =>
+                {
+                    Some(D2D_SEARCH_PLACEMENTS.len())
+                }
+                _ => None,
+            };
+            let note = m
+                .notes
+                .iter()
+                .find(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX));
+            if c.path == PathId::Duplex {
+                let at = note
+                    .and_then(|n| n.rsplit_once("measured at "))
+                    .map_or("", |(_, rest)| rest.split(' ').next().unwrap_or(""));
+                let lead = m.notes.iter().find_map(|n| {
+                    n.strip_prefix("timed in the same repetitions as ")
+                        .and_then(|rest| rest.split(',').next())
+                        .map(String::from)
+                });
+                duplex.push((c.key.clone(), lead, at.to_string()));
+            }
+            match (searched, note) {
+                (Some(k), Some(n))
+                    if n.contains(&format!("{k} placements"))
+                        && n.contains("the 3 fastest again") => {}
+                (Some(_), n) => problems.push(format!("{}: placement note {n:?}", c.key)),
+                (None, Some(n)) => {
+                    problems.push(format!("{}: unexpected placement note {n}", c.key))
+                }
+                (None, None) => {}
+            }
+            // The host buffers' pages: small where the case searched, huge elsewhere.
+            if c.params.host_memory.as_deref() == Some("pinned") {
+                let want = if searched.is_some() {
+                    "host buffers in small pages"
+                } else {
+                    "host buffers in transparent huge pages"
+                };
+                if !m.notes.iter().any(|n| n.starts_with(want)) {
+                    problems.push(format!("{}: no note \"{want}\"", c.key));
+                }
+            }
+            if c.path == PathId::D2d {
+                let expect = hwc_bench_cuda::l2_resident(
+                    c.params.size_bytes.unwrap_or(0),
+                    c.params.streams.unwrap_or(1),
+                    device.l2_cache_bytes,
+                );
+                if m.cache_resident != expect {
+                    problems.push(format!("{}: cache_resident should be {expect}", c.key));
+                }
             }
         }
-        // The 512 KiB duplex pair searched once: the D2H case (run second) took the H2D
-        // case's choice on the same buffers and was measured where it was (the 64 MiB duplex
-        // cases, which run between them on the same device buffers, do not search).
-        match small_duplex.as_slice() {
-            [(first, false, a), (second, true, b)]
-                if first.starts_with("duplex-h2d")
-                    && second.starts_with("duplex-d2h")
-                    && a == b
-                    && !a.is_empty() => {}
-            other => problems.push(format!("{gpu}: small duplex searches {other:?}")),
+        // Each duplex size ran once: the D2H case was timed in the H2D case's repetitions
+        // (planned first), at the same placement (the 512 KiB pair searched, the 64 MiB one
+        // did not), and with the same repetitions' bytes.
+        for size in [512 << 10, 64 * MIB] {
+            let key = |dir: &str| format!("duplex-{dir}/{gpu}/{size}/s1");
+            let of = |k: &str| duplex.iter().find(|d| d.0 == k);
+            match (of(&key("h2d")), of(&key("d2h"))) {
+                (Some((_, None, a)), Some((_, Some(lead), b))) if *lead == key("h2d") && a == b => {
+                }
+                other => problems.push(format!("{gpu}: duplex {size} pair {other:?}")),
+            }
         }
         // A GPU name the backend was not given is waived, not a crash.
         let stray = case("gpu99", "h2d", PathId::H2d, MIB, 1, host("pinned", None));
         assert!(matches!(
-            run_case(&stray, &mut backend, &options, &cancel),
+            run_case(&stray, backends[0].as_mut(), &options, &cancel),
             CaseOutcome::Waived(_)
         ));
     }
-    for (k, v) in backend.environment() {
+    for (k, v) in backends[0].environment() {
         println!("env {k} = {v}");
     }
     assert!(problems.is_empty(), "problems:\n{}", problems.join("\n"));

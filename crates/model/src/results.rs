@@ -98,7 +98,8 @@ pub struct CaseResult {
     pub samples_gbps: Vec<f64>,
     /// Warm-up repetitions' throughput in GB/s (discarded from the statistics).
     pub warmup_gbps: Vec<f64>,
-    /// Wall time of the whole case (preparation, cold run, warm-up, timed repetitions), seconds.
+    /// Wall time of the whole case (preparation, cold run, warm-up, timed repetitions), seconds;
+    /// 0 for a case timed in another case's repetitions (its time is in that case's).
     #[serde(default)]
     pub case_seconds: f64,
 }

@@ -4,6 +4,10 @@
 //! spread exceeds it), statistics, a data check, the idle guard — and reports each finished case to an
 //! [`Observer`] at once, so an interrupted run keeps what it measured. It never prints.
 //!
+//! A prepared case may time other planned cases in its own repetitions ([`Prepared::also`]:
+//! the other direction of a duplex pair, which runs at the same time anyway); the runner then
+//! files their figures with the lead's and does not run them again.
+//!
 //! A backend is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Backend`].
 
 use hwc_model::{Case, CaseResult, Failure, Measurement, PathId, Placement, Waiver};
@@ -81,6 +85,29 @@ pub trait Prepared {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Other planned cases whose figures these same repetitions give, each by a timer of its
+    /// own (the other direction of a duplex pair, which runs at the same time anyway). The
+    /// runner times them with this case where they are still to run, and skips them later.
+    fn also(&self) -> Vec<Also> {
+        Vec::new()
+    }
+    /// The last repetition's authoritative seconds for each of [`Prepared::also`], in order.
+    fn last_also_seconds(&self) -> Vec<f64> {
+        Vec::new()
+    }
+    /// What the reader of `also()[index]`'s figure must know (in place of [`Prepared::notes`]).
+    fn also_notes(&self, _index: usize) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Another planned case whose figure a prepared case's repetitions also give.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Also {
+    /// That case's key.
+    pub key: String,
+    /// Bytes one repetition moves for it, as counted for its GB/s.
+    pub bytes_per_rep: u64,
 }
 
 /// A measurement mechanism.
@@ -180,23 +207,42 @@ pub fn run(
             .collect();
         backend.expect(&mine);
     }
+    // Cases timed with an earlier one (see `Prepared::also`).
+    let mut done = vec![false; total];
     for (index, case) in cases.iter().enumerate() {
+        if done[index] {
+            continue;
+        }
         if cancel.load(Ordering::SeqCst) {
             out.interrupted = true;
             break;
         }
         observer.case_started(index, total, case);
-        let outcome = match backends.iter_mut().find(|b| b.serves(case.path)) {
-            None => CaseOutcome::Waived(Waiver {
+        let outcomes = match owner[index] {
+            None => vec![CaseOutcome::Waived(Waiver {
                 path: case.path,
                 scope: Some(case.key.clone()),
                 reason: format!("no backend in this build measures {}", case.path),
                 hint: None,
-            }),
-            Some(backend) => run_case(case, backend.as_mut(), options, cancel),
+            })],
+            Some(b) => {
+                let others: Vec<&Case> = (index + 1..total)
+                    .filter(|&j| !done[j] && owner[j] == Some(b))
+                    .map(|j| &cases[j])
+                    .collect();
+                run_group(case, &others, backends[b].as_mut(), options, cancel)
+            }
         };
-        observer.case_finished(&outcome);
-        out.record(outcome);
+        for outcome in outcomes {
+            let key = outcome_key(&outcome);
+            if let Some(j) =
+                (index + 1..total).find(|&j| !done[j] && Some(cases[j].key.as_str()) == key)
+            {
+                done[j] = true;
+            }
+            observer.case_finished(&outcome);
+            out.record(outcome);
+        }
     }
     if cancel.load(Ordering::SeqCst) {
         out.interrupted = true;
@@ -205,6 +251,15 @@ pub fn run(
         out.environment.extend(backend.environment());
     }
     out
+}
+
+/// The key of the case an outcome is for.
+fn outcome_key(outcome: &CaseOutcome) -> Option<&str> {
+    match outcome {
+        CaseOutcome::Measured(r) => Some(r.measurement.key.as_str()),
+        CaseOutcome::Waived(w) => w.scope.as_deref(),
+        CaseOutcome::Failed(f) => Some(f.key.as_str()),
+    }
 }
 
 fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
@@ -245,119 +300,216 @@ pub fn run_case(
     options: &RunOptions,
     cancel: &AtomicBool,
 ) -> CaseOutcome {
+    run_group(case, &[], backend, options, cancel).swap_remove(0)
+}
+
+/// One case of a group timed together: the lead, or another planned case its repetitions
+/// also give a figure for ([`Prepared::also`]).
+struct Member<'c> {
+    case: &'c Case,
+    bytes: u64,
+    /// `None` for the lead; else the index into [`Prepared::also`].
+    also: Option<usize>,
+}
+
+/// Run `case` as [`run_case`] does, and with it those of `others` (planned cases not yet run,
+/// served by the same backend) that the prepared case names in [`Prepared::also`]: their
+/// figures come from the same repetitions, each by its own timer. Returns the lead's outcome
+/// first, then one for each companion measured. Where the lead fails before its repetitions
+/// finish, only its outcome comes back: the others are run on their own later.
+pub fn run_group(
+    case: &Case,
+    others: &[&Case],
+    backend: &mut dyn Backend,
+    options: &RunOptions,
+    cancel: &AtomicBool,
+) -> Vec<CaseOutcome> {
     let started = std::time::Instant::now();
     let mut notes = Vec::new();
     let mut contended = false;
     if let Idle::Busy(why) = backend.idle_check(case) {
         if backend.refuse_when_busy() && !options.allow_contended {
-            return fail(
+            return vec![fail(
                 case,
                 format!("refused: {why} (rerun when idle, or pass --allow-contended)"),
-            );
+            )];
         }
         contended = true;
         notes.push(format!("contended: {why}"));
     }
     let mut prepared = match backend.prepare(case) {
         Ok(p) => p,
-        Err(e) => return from_error(case, e),
+        Err(e) => return vec![from_error(case, e)],
     };
-    let bytes = prepared.bytes_per_rep();
-    let cold = match prepared.run_once().and_then(|r| throughput(bytes, &r)) {
+    let mut members = vec![Member {
+        case,
+        bytes: prepared.bytes_per_rep(),
+        also: None,
+    }];
+    for (i, also) in prepared.also().into_iter().enumerate() {
+        if let Some(other) = others
+            .iter()
+            .find(|c| c.key == also.key && c.key != case.key)
+        {
+            if !members.iter().any(|m| m.case.key == other.key) {
+                members.push(Member {
+                    case: other,
+                    bytes: also.bytes_per_rep,
+                    also: Some(i),
+                });
+            }
+        }
+    }
+    let lead_only = |e: BenchError| vec![from_error(case, e)];
+    let cold = match prepared
+        .run_once()
+        .and_then(|r| sample(&members, prepared.as_ref(), &r))
+    {
         Ok(v) => v,
-        Err(e) => return from_error(case, e),
+        Err(e) => return lead_only(e),
     };
     if let Err(e) = prepared.verify() {
-        return from_error(case, e);
+        return lead_only(e);
     }
-    let mut warmup_gbps = Vec::with_capacity(case.reps.warmup as usize);
+    let mut warmups: Vec<Vec<f64>> = vec![Vec::new(); members.len()];
     for _ in 0..case.reps.warmup {
-        match prepared.run_once().and_then(|r| throughput(bytes, &r)) {
-            Ok(v) => warmup_gbps.push(v),
-            Err(e) => return from_error(case, e),
+        match prepared
+            .run_once()
+            .and_then(|r| sample(&members, prepared.as_ref(), &r))
+        {
+            Ok(v) => v.into_iter().zip(&mut warmups).for_each(|(g, w)| w.push(g)),
+            Err(e) => return lead_only(e),
         }
     }
-    let mut windows = Vec::with_capacity(1);
+    let limit = |m: &Member| m.case.reps.retry_above_spread_pct;
+    let mut windows: Vec<Window> = Vec::with_capacity(1);
     loop {
-        match time_window(case, prepared.as_mut(), bytes, cancel) {
+        match time_window(case, &members, prepared.as_mut(), cancel) {
             Ok(window) => windows.push(window),
-            Err(outcome) => return outcome,
+            Err(outcome) => return vec![outcome],
         }
-        // Every earlier window spread more than the limit, or there would be no other. An
+        // Every earlier window spread more than a limit, or there would be no other. An
         // interrupt keeps the windows timed so far rather than starting another.
-        let again = match (case.reps.retry_above_spread_pct, windows.last()) {
-            (Some(limit), Some(last)) => {
-                windows.len() < MAX_WINDOWS
-                    && last.gbps.spread_pct > f64::from(limit)
-                    && !cancel.load(Ordering::SeqCst)
-            }
-            _ => false,
-        };
-        if !again {
+        let last = windows.last().map(|w| &w.gbps);
+        let over = last.is_some_and(|stats| {
+            members
+                .iter()
+                .zip(stats)
+                .any(|(m, s)| limit(m).is_some_and(|l| s.spread_pct > f64::from(l)))
+        });
+        if !(over && windows.len() < MAX_WINDOWS && !cancel.load(Ordering::SeqCst)) {
             break;
         }
     }
     let chosen = steadiest(&windows);
-    if let (Some(limit), true) = (case.reps.retry_above_spread_pct, windows.len() > 1) {
-        notes.push(windows_note(&windows, chosen, limit));
-    }
-    let Window {
-        samples_gbps,
-        gbps,
-        latencies,
-        percentiles,
-        wall_gbps,
-    } = windows.swap_remove(chosen);
-    if let Some(note) = options
-        .wall_tolerance
-        .and_then(|tol| wall_check(&gbps, &wall_gbps, tol))
-    {
-        notes.push(note);
-    }
-    let latency_us = if latencies.is_empty() {
-        None
-    } else {
-        hwc_stats::summarize(&latencies).ok()
-    };
-    let p50: Vec<f64> = percentiles.iter().map(|p| p.0).collect();
-    let p99: Vec<f64> = percentiles.iter().map(|p| p.1).collect();
-    let median_of = |v: &[f64]| hwc_stats::summarize(v).ok().map(|s| s.median);
-    notes.extend(prepared.notes());
-    CaseOutcome::Measured(Box::new(CaseResult {
-        measurement: Measurement {
-            key: case.key.clone(),
-            path: case.path,
-            params: case.params.clone(),
-            bytes_per_rep: bytes,
+    let placement = prepared.placement();
+    let cache_resident = prepared.cache_resident();
+    let mut outcomes = Vec::with_capacity(members.len());
+    for (mi, member) in members.iter().enumerate() {
+        let mut notes = notes.clone();
+        if let (Some(l), true) = (limit(member), windows.len() > 1) {
+            notes.push(windows_note(&windows, mi, chosen, l));
+        }
+        let window = &windows[chosen];
+        let gbps = window.gbps[mi];
+        let mut measurement = Measurement {
+            key: member.case.key.clone(),
+            path: member.case.path,
+            params: member.case.params.clone(),
+            bytes_per_rep: member.bytes,
             gbps,
-            cold_gbps: Some(cold),
+            cold_gbps: Some(cold[mi]),
             warmup: case.reps.warmup,
-            latency_us,
-            latency_p50_us: median_of(&p50),
-            latency_p99_us: median_of(&p99),
-            placement: prepared.placement(),
-            cache_resident: prepared.cache_resident(),
+            latency_us: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
+            placement: placement.clone(),
+            cache_resident,
             contended,
-            spread_limit_pct: case.reps.retry_above_spread_pct,
+            spread_limit_pct: limit(member),
             notes,
-        },
-        samples_gbps,
-        warmup_gbps,
-        case_seconds: started.elapsed().as_secs_f64(),
-    }))
+        };
+        match member.also {
+            None => {
+                if let Some(note) = options
+                    .wall_tolerance
+                    .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol))
+                {
+                    measurement.notes.push(note);
+                }
+                let median_of = |v: &[f64]| hwc_stats::summarize(v).ok();
+                measurement.latency_us = median_of(&window.latencies);
+                let p50: Vec<f64> = window.percentiles.iter().map(|p| p.0).collect();
+                let p99: Vec<f64> = window.percentiles.iter().map(|p| p.1).collect();
+                measurement.latency_p50_us = median_of(&p50).map(|s| s.median);
+                measurement.latency_p99_us = median_of(&p99).map(|s| s.median);
+                measurement.notes.extend(prepared.notes());
+            }
+            Some(ai) => {
+                measurement.notes.push(format!(
+                    "timed in the same repetitions as {}, by a timer of its own (this case's \
+                     time is in that case's case_seconds)",
+                    case.key
+                ));
+                measurement.notes.extend(prepared.also_notes(ai));
+            }
+        }
+        outcomes.push(CaseOutcome::Measured(Box::new(CaseResult {
+            measurement,
+            samples_gbps: window.samples_gbps[mi].clone(),
+            warmup_gbps: std::mem::take(&mut warmups[mi]),
+            case_seconds: if member.also.is_none() {
+                started.elapsed().as_secs_f64()
+            } else {
+                0.0
+            },
+        })));
+    }
+    outcomes
+}
+
+/// One repetition's throughput for each member: the lead's from the repetition's time, each
+/// companion's from its own.
+fn sample(members: &[Member], prepared: &dyn Prepared, rep: &Rep) -> Result<Vec<f64>, BenchError> {
+    let also = if members.len() > 1 {
+        prepared.last_also_seconds()
+    } else {
+        Vec::new()
+    };
+    members
+        .iter()
+        .map(|m| match m.also {
+            None => throughput(m.bytes, rep),
+            Some(i) => match also.get(i) {
+                Some(&seconds) => throughput(
+                    m.bytes,
+                    &Rep {
+                        seconds,
+                        wall_seconds: None,
+                    },
+                ),
+                None => Err(BenchError::failed(format!(
+                    "the backend gave no time for {} in this repetition",
+                    m.case.key
+                ))),
+            },
+        })
+        .collect()
 }
 
 /// Timed windows a case whose repetitions spread too much may take in all (see
 /// [`hwc_model::Reps::retry_above_spread_pct`]).
 pub const MAX_WINDOWS: usize = 3;
 
-/// One window of a case's timed repetitions.
+/// One window of a case's timed repetitions, with each member's figures by member index.
 struct Window {
-    samples_gbps: Vec<f64>,
-    gbps: hwc_model::Stats,
+    samples_gbps: Vec<Vec<f64>>,
+    gbps: Vec<hwc_model::Stats>,
+    /// The lead's.
     latencies: Vec<f64>,
+    /// The lead's.
     percentiles: Vec<(f64, f64)>,
-    /// The repetitions' throughput by the wall clock, where the backend's timer is another.
+    /// The lead's repetitions' throughput by the wall clock, where its timer is another.
     wall_gbps: Vec<f64>,
 }
 
@@ -365,12 +517,12 @@ struct Window {
 /// is the case's outcome.
 fn time_window(
     case: &Case,
+    members: &[Member],
     prepared: &mut dyn Prepared,
-    bytes: u64,
     cancel: &AtomicBool,
 ) -> Result<Window, CaseOutcome> {
     let timed = case.reps.timed.max(1) as usize;
-    let mut samples_gbps = Vec::with_capacity(timed);
+    let mut samples_gbps = vec![Vec::with_capacity(timed); members.len()];
     let mut latencies = Vec::new();
     let mut percentiles: Vec<(f64, f64)> = Vec::new();
     let mut wall_gbps = Vec::new();
@@ -379,9 +531,12 @@ fn time_window(
             return Err(fail(case, "interrupted before its repetitions finished"));
         }
         let rep = prepared.run_once().map_err(|e| from_error(case, e))?;
-        samples_gbps.push(throughput(bytes, &rep).map_err(|e| from_error(case, e))?);
+        let gbps = sample(members, prepared, &rep).map_err(|e| from_error(case, e))?;
+        gbps.into_iter()
+            .zip(&mut samples_gbps)
+            .for_each(|(g, s)| s.push(g));
         if let Some(wall) = rep.wall_seconds.filter(|w| w.is_finite() && *w > 0.0) {
-            wall_gbps.push(hwc_stats::gbps(bytes, wall));
+            wall_gbps.push(hwc_stats::gbps(members[0].bytes, wall));
         }
         if let Some(l) = prepared.last_latency_us() {
             latencies.push(l);
@@ -390,7 +545,11 @@ fn time_window(
             percentiles.push(pct);
         }
     }
-    let gbps = hwc_stats::summarize(&samples_gbps).map_err(|e| fail(case, e.to_string()))?;
+    let gbps = samples_gbps
+        .iter()
+        .map(|s| hwc_stats::summarize(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(case, e.to_string()))?;
     Ok(Window {
         samples_gbps,
         gbps,
@@ -424,36 +583,53 @@ fn wall_check(timer: &hwc_model::Stats, wall_gbps: &[f64], tolerance: f64) -> Op
     })
 }
 
-/// The index of the window of least spread (the first of equals).
+/// The index of the window whose widest-spread member spread least (the first of equals).
 fn steadiest(windows: &[Window]) -> usize {
+    let widest = |w: &Window| w.gbps.iter().map(|s| s.spread_pct).fold(0.0, f64::max);
     windows
         .iter()
         .enumerate()
-        .min_by(|a, b| a.1.gbps.spread_pct.total_cmp(&b.1.gbps.spread_pct))
+        .min_by(|a, b| widest(a.1).total_cmp(&widest(b.1)))
         .map_or(0, |(i, _)| i)
 }
 
-/// What a case timed in several windows says about them.
-fn windows_note(windows: &[Window], chosen: usize, limit_pct: u32) -> String {
+/// What member `mi` of a case timed in several windows says about them.
+fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: u32) -> String {
     let list = |f: fn(&hwc_model::Stats) -> f64| {
         windows
             .iter()
-            .map(|w| format!("{:.2}", f(&w.gbps)))
+            .map(|w| format!("{:.2}", f(&w.gbps[mi])))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let first = &windows[0].gbps[mi];
+    let why = if first.spread_pct > f64::from(limit_pct) {
+        format!(
+            "the first {} timed repetitions spread {:.2} %, more than the {limit_pct} % this case \
+             allows",
+            first.n, first.spread_pct
+        )
+    } else {
+        format!(
+            "the first {} timed repetitions spread {:.2} %, within the {limit_pct} % this case \
+             allows, but a figure timed in the same repetitions spread more",
+            first.n, first.spread_pct
+        )
+    };
+    let which = if windows[0].gbps.len() > 1 {
+        "the one whose most spread figure spread least"
+    } else {
+        "the steadiest"
+    };
     let mut note = format!(
-        "the first {} timed repetitions spread {:.2} %, more than the {limit_pct} % this case \
-         allows: timed again, {} windows in all (medians {} GB/s; spreads {} %); the figure is \
-         window {}'s, the steadiest",
-        windows[0].gbps.n,
-        windows[0].gbps.spread_pct,
+        "{why}: timed again, {} windows in all (medians {} GB/s; spreads {} %); the figure is \
+         window {}'s, {which}",
         windows.len(),
         list(|s| s.median),
         list(|s| s.spread_pct),
         chosen + 1
     );
-    if windows[chosen].gbps.spread_pct > f64::from(limit_pct) {
+    if windows[chosen].gbps[mi].spread_pct > f64::from(limit_pct) {
         note.push_str(&format!(
             "; no window stayed within {limit_pct} %: an unsteady figure (something on the machine \
              varied the copies' speed while this case ran)"

@@ -15,6 +15,13 @@ struct Scripted {
     walls: Vec<f64>,
     /// After this many repetitions (the cold one counted), set the flag.
     cancel_after: Option<(usize, std::sync::Arc<AtomicBool>)>,
+    /// A lead's key, the key it names as timed with it (`Prepared::also`), and that case's
+    /// seconds per repetition, by the same index as `times`.
+    also: Option<(String, String, Vec<f64>)>,
+    /// Keys of the cases prepared, in order (shared: the runner owns the backend).
+    prepared: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The repetition after which `verify` fails (the cold one is repetition 1).
+    fail_verify_of: Option<String>,
 }
 
 impl Scripted {
@@ -29,11 +36,14 @@ impl Scripted {
             wall_factor: None,
             walls: Vec::new(),
             cancel_after: None,
+            also: None,
+            prepared: Default::default(),
+            fail_verify_of: None,
         }
     }
 }
 
-struct ScriptedCase<'a>(&'a mut Scripted);
+struct ScriptedCase<'a>(&'a mut Scripted, String);
 
 impl Prepared for ScriptedCase<'_> {
     fn bytes_per_rep(&self) -> u64 {
@@ -58,11 +68,36 @@ impl Prepared for ScriptedCase<'_> {
         })
     }
     fn verify(&mut self) -> Result<(), BenchError> {
+        if self.0.fail_verify_of.as_deref() == Some(self.1.as_str()) {
+            return Err(BenchError::failed("data mismatch in the lead"));
+        }
         if self.0.verify_ok {
             Ok(())
         } else {
             Err(BenchError::failed("data mismatch at byte 42"))
         }
+    }
+    fn also(&self) -> Vec<Also> {
+        match &self.0.also {
+            // The lead names its companion; other cases name none.
+            Some((lead, key, _)) if *lead == self.1 => vec![Also {
+                key: key.clone(),
+                bytes_per_rep: 500_000_000,
+            }],
+            _ => Vec::new(),
+        }
+    }
+    fn last_also_seconds(&self) -> Vec<f64> {
+        match &self.0.also {
+            Some((_, _, t)) => vec![t[(self.0.next - 1) % t.len()]],
+            None => Vec::new(),
+        }
+    }
+    fn also_notes(&self, index: usize) -> Vec<String> {
+        vec![format!("companion note {index}")]
+    }
+    fn notes(&self) -> Vec<String> {
+        vec!["lead note".into()]
     }
 }
 
@@ -73,14 +108,17 @@ impl Backend for Scripted {
     fn serves(&self, path: PathId) -> bool {
         path == PathId::HostRam
     }
-    fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         if self.unavailable {
             return Err(BenchError::Unavailable {
                 reason: "no such device".into(),
                 hint: Some("plug one in".into()),
             });
         }
-        Ok(Box::new(ScriptedCase(self)))
+        if let Ok(mut p) = self.prepared.lock() {
+            p.push(case.key.clone());
+        }
+        Ok(Box::new(ScriptedCase(self, case.key.clone())))
     }
     fn idle_check(&mut self, _case: &Case) -> Idle {
         if self.busy {
@@ -424,4 +462,150 @@ fn an_interrupt_after_a_noisy_window_keeps_it_instead_of_timing_another() {
         other => panic!("expected a measurement, got {other:?}"),
     }
     assert_eq!(b.next, 4, "no repetition after the interrupt");
+}
+
+/// Three cases: a lead, an unrelated one, and the lead's companion (planned last).
+fn grouped_plan(timed: u32, limit: Option<u32>) -> Vec<Case> {
+    let named = |key: &str| Case {
+        key: key.into(),
+        reps: Reps {
+            warmup: 1,
+            timed,
+            retry_above_spread_pct: limit,
+        },
+        ..case(PathId::HostRam, 1, timed)
+    };
+    vec![named("pair/h2d"), named("other"), named("pair/d2h")]
+}
+
+/// Run `cases` with `b`; the keys it prepared, in order.
+fn run_all(b: Scripted, cases: &[Case]) -> (RunOutcome, Vec<String>) {
+    let prepared = b.prepared.clone();
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let out = run(
+        cases,
+        &mut backends,
+        &RunOptions::default(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    );
+    let keys = prepared.lock().map(|p| p.clone()).unwrap_or_default();
+    (out, keys)
+}
+
+#[test]
+fn a_companion_is_timed_in_the_lead_s_repetitions_and_not_run_again() {
+    // Lead 1 s a repetition (1 GB/s); the companion's own timer 0.5, 0.25, 0.5 … s over its
+    // 0.5 GB: 1, 2, 1 … GB/s.
+    let mut b = Scripted::new(&[1.0; 6]);
+    b.also = Some((
+        "pair/h2d".into(),
+        "pair/d2h".into(),
+        vec![0.5, 0.25, 0.5, 0.5, 0.5, 0.5],
+    ));
+    let (out, prepared) = run_all(b, &grouped_plan(3, None));
+    assert_eq!(
+        prepared,
+        vec!["pair/h2d", "other"],
+        "the companion is not prepared"
+    );
+    let keys: Vec<&str> = out
+        .results
+        .iter()
+        .map(|r| r.measurement.key.as_str())
+        .collect();
+    assert_eq!(keys, vec!["pair/h2d", "pair/d2h", "other"]);
+    let (lead, companion) = (&out.results[0], &out.results[1]);
+    assert_eq!(lead.samples_gbps, vec![1.0; 3]);
+    // cold (rep 1), warm-up (rep 2: 2 GB/s), timed reps 3–5.
+    assert_eq!(companion.measurement.cold_gbps, Some(1.0));
+    assert_eq!(companion.warmup_gbps, vec![2.0]);
+    assert_eq!(companion.samples_gbps, vec![1.0, 1.0, 1.0]);
+    assert_eq!(companion.measurement.bytes_per_rep, 500_000_000);
+    assert_eq!(companion.case_seconds, 0.0);
+    assert!(lead.case_seconds > 0.0);
+    let notes = &companion.measurement.notes;
+    assert!(
+        notes[0].starts_with("timed in the same repetitions as pair/h2d"),
+        "{notes:?}"
+    );
+    assert_eq!(notes[1], "companion note 0");
+    assert!(!notes.iter().any(|n| n == "lead note"), "{notes:?}");
+    assert!(lead.measurement.notes.iter().any(|n| n == "lead note"));
+    assert_eq!(companion.measurement.placement, lead.measurement.placement);
+}
+
+#[test]
+fn a_companion_that_spreads_times_the_pair_again_and_the_lead_s_note_says_why() {
+    // Lead steady throughout. Companion: window 1 spreads (0.5, 0.25, 0.5 s), window 2 not.
+    let mut b = Scripted::new(&[1.0; 8]);
+    b.also = Some((
+        "pair/h2d".into(),
+        "pair/d2h".into(),
+        vec![0.5, 0.5, 0.5, 0.25, 0.5, 0.5, 0.5, 0.5],
+    ));
+    let (out, _) = run_all(b, &grouped_plan(3, Some(1)));
+    let (lead, companion) = (&out.results[0], &out.results[1]);
+    assert_eq!(companion.samples_gbps, vec![1.0; 3], "window 2 kept");
+    assert!(!companion.measurement.unsteady());
+    let note = windows_note(companion);
+    assert!(
+        note.contains("more than the 1 % this case allows"),
+        "{note}"
+    );
+    let note = windows_note(lead);
+    assert!(
+        note.contains(
+            "within the 1 % this case allows, but a figure timed in the same \
+                       repetitions spread more"
+        ),
+        "{note}"
+    );
+    assert!(
+        note.contains("the one whose most spread figure spread least"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_companion_the_plan_does_not_hold_or_already_ran_is_ignored() {
+    let mut b = Scripted::new(&[1.0; 4]);
+    b.also = Some(("pair/h2d".into(), "not/planned".into(), vec![0.5; 4]));
+    let (out, prepared) = run_all(b, &grouped_plan(3, None));
+    let keys: Vec<&str> = out
+        .results
+        .iter()
+        .map(|r| r.measurement.key.as_str())
+        .collect();
+    assert_eq!(keys, vec!["pair/h2d", "other", "pair/d2h"]);
+    assert_eq!(prepared.len(), 3);
+    // A companion planned before the lead has run already: not measured twice.
+    let mut b = Scripted::new(&[1.0; 4]);
+    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.5; 4]));
+    let mut plan = grouped_plan(3, None);
+    plan.swap(0, 2);
+    let (out, prepared) = run_all(b, &plan);
+    assert_eq!(out.results.len(), 3);
+    assert_eq!(prepared.len(), 3);
+}
+
+#[test]
+fn a_lead_that_fails_leaves_its_companion_to_run_alone() {
+    let mut b = Scripted::new(&[1.0; 4]);
+    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.5; 4]));
+    b.fail_verify_of = Some("pair/h2d".into());
+    let (out, prepared) = run_all(b, &grouped_plan(3, None));
+    assert_eq!(out.failures.len(), 1);
+    assert_eq!(out.failures[0].key, "pair/h2d");
+    assert_eq!(prepared, vec!["pair/h2d", "other", "pair/d2h"]);
+    let alone = out
+        .results
+        .iter()
+        .find(|r| r.measurement.key == "pair/d2h")
+        .unwrap();
+    assert!(!alone
+        .measurement
+        .notes
+        .iter()
+        .any(|n| n.contains("timed in the same repetitions")));
 }
