@@ -277,28 +277,26 @@ impl CudaBackend {
 }
 
 /// Each duplex case's partner among `cases`: the case of the other direction of the same
-/// copies (the same parameters but the direction). Both run at once in any duplex case, so the
-/// first of the two to run gives both figures from the same repetitions
-/// ([`hwc_runner::Prepared::also`]).
+/// copies (both valid, and the same copy spec but the flow they report). Both run at once in
+/// any duplex case, so the first of the two to run gives both figures from the same
+/// repetitions ([`hwc_runner::Prepared::also`]).
 fn partners(cases: &[&Case]) -> HashMap<String, String> {
-    let undirected = |c: &Case| hwc_model::CaseParams {
-        direction: None,
-        ..c.params.clone()
-    };
-    let duplex: Vec<&Case> = cases
+    let duplex: Vec<(&Case, CopySpec)> = cases
         .iter()
-        .copied()
-        .filter(|c| c.path == PathId::Duplex && c.params.direction.is_some())
+        .filter(|c| c.path == PathId::Duplex)
+        .filter_map(|c| CopySpec::from_case(c).ok().map(|s| (*c, s)))
         .collect();
     let mut out = HashMap::new();
-    for a in &duplex {
-        let other = duplex.iter().find(|b| {
+    for (a, sa) in &duplex {
+        let other = duplex.iter().find(|(b, sb)| {
             b.key != a.key
-                && b.params.direction.as_deref().map(str::to_ascii_lowercase)
-                    != a.params.direction.as_deref().map(str::to_ascii_lowercase)
-                && undirected(b) == undirected(a)
+                && sb.measured != sa.measured
+                && CopySpec {
+                    measured: sa.measured,
+                    ..sb.clone()
+                } == *sa
         });
-        if let Some(b) = other {
+        if let Some((b, _)) = other {
             out.insert(a.key.clone(), b.key.clone());
         }
     }
@@ -651,6 +649,14 @@ mod tests {
                 512 << 10,
                 Some(0),
             ),
+            // Nor is a case that is no valid duplex case.
+            copy(
+                "d/1M/bogus",
+                PathId::Duplex,
+                Some("bogus"),
+                1 << 20,
+                Some(0),
+            ),
         ];
         let p = partners(&cases.iter().collect::<Vec<_>>());
         let of = |k: &str| p.get(k).map(String::as_str);
@@ -658,6 +664,7 @@ mod tests {
         assert_eq!(of("d/512K/d2h"), Some("d/512K/h2d"));
         assert_eq!(of("d/512K/h2d-again"), Some("d/512K/d2h"));
         assert_eq!(of("d/1M/h2d"), None);
+        assert_eq!(of("d/1M/bogus"), None);
         assert_eq!(of("d/1M/n1/d2h"), None);
         assert_eq!(of("h2d/512K"), None);
     }

@@ -98,11 +98,7 @@ impl DeviceBuffer {
     ) -> Result<Result<(), E>, CudaError> {
         self.check_range(offset, len)?;
         if staging.is_empty() && len > 0 {
-            return Err(CudaError::OutOfRange {
-                offset: 0,
-                end: len,
-                capacity: 0,
-            });
+            return Err(CudaError::NoStaging);
         }
         bind(&self.ctx)?;
         let end = offset + len;

@@ -36,6 +36,9 @@ pub enum CudaError {
     /// The copied data is not what was sent.
     #[error("data check failed: {0}")]
     Mismatch(String),
+    /// Device memory cannot be read back through a staging buffer of no bytes.
+    #[error("no staging buffer to read device memory back through")]
+    NoStaging,
     /// The case cannot run on this machine.
     #[error("{reason}")]
     Unavailable {

@@ -3,8 +3,9 @@
 
 /// One repetition should last about this long: long enough that the event timer's resolution
 /// (≈ 0.5 µs), the first copy's start latency and a stall of 100 µs elsewhere on the machine stay
-/// below 0.5 % of it, short enough that a case of 2 + 12 repetitions (and the cold one) takes
-/// about 0.3 s: a one-GPU node's 146 copy cases are most of the default profile's minute.
+/// below 0.5 % of it, short enough that a case of 1 + 12 repetitions (and the cold one and the
+/// calibration batch) takes about 0.3 s: a one-GPU node's 131 copy runs are most of the
+/// default profile's minute.
 pub const TARGET_REP_SECONDS: f64 = 0.020;
 /// Fewest copies per stream in one repetition, however large the buffers: one, where one
 /// round of copies on all the case's streams already lasts the target (eight streams of

@@ -251,6 +251,12 @@ const PARALLEL_COMPARE_BYTES: usize = 64 << 20;
 /// in pieces on up to 16 threads: one thread read both 1 GiB buffers of a host-memory case in
 /// 0.2 s, ten such cases a profile.
 fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    first_difference_on(a, b, threads)
+}
+
+/// [`first_difference`] on up to `threads` threads (pieces of whole pages).
+fn first_difference_on(a: &[u8], b: &[u8], threads: usize) -> Option<usize> {
     let len = a.len().min(b.len());
     let (a, b) = (&a[..len], &b[..len]);
     let serial = |a: &[u8], b: &[u8]| -> Option<usize> {
@@ -260,7 +266,6 @@ fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
             a.iter().zip(b).position(|(x, y)| x != y)
         }
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
     if len <= PARALLEL_COMPARE_BYTES || threads < 2 {
         return serial(a, b);
     }

@@ -240,6 +240,16 @@ fn the_first_difference_is_found_in_any_piece_of_a_large_buffer() {
         b[at] ^= 1;
         b[len - 1] ^= 0x80;
     }
+    // At and around the pieces' boundaries, on 3 threads whatever this machine has.
+    let piece = len.div_ceil(3).next_multiple_of(4096);
+    for at in [piece - 1, piece, piece + 1, 2 * piece - 1, 2 * piece] {
+        b[at] ^= 1;
+        b[len - 1] ^= 0x80;
+        assert_eq!(first_difference_on(&a, &b, 3), Some(at), "{at}");
+        b[at] ^= 1;
+        b[len - 1] ^= 0x80;
+    }
+    assert_eq!(first_difference_on(&a, &b, 3), None);
     // Small buffers, on one thread.
     assert_eq!(first_difference(b"abcd", b"abxd"), Some(2));
     assert_eq!(first_difference(b"abcd", b"abcd"), None);

@@ -136,6 +136,8 @@ pub trait Backend {
 }
 
 /// Progress and results, as they happen.
+/// Every case starts and then finishes; a case timed in an earlier case's repetitions
+/// ([`Prepared::also`]) starts and finishes right after that case finishes.
 pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _outcome: &CaseOutcome) {}
@@ -218,27 +220,35 @@ pub fn run(
             break;
         }
         observer.case_started(index, total, case);
-        let outcomes = match owner[index] {
-            None => vec![CaseOutcome::Waived(Waiver {
-                path: case.path,
-                scope: Some(case.key.clone()),
-                reason: format!("no backend in this build measures {}", case.path),
-                hint: None,
-            })],
+        // Each outcome, with the plan index of a companion (reported as starting when it
+        // finishes, after its lead).
+        let outcomes: Vec<(Option<usize>, CaseOutcome)> = match owner[index] {
+            None => vec![(
+                None,
+                CaseOutcome::Waived(Waiver {
+                    path: case.path,
+                    scope: Some(case.key.clone()),
+                    reason: format!("no backend in this build measures {}", case.path),
+                    hint: None,
+                }),
+            )],
             Some(b) => {
-                let others: Vec<&Case> = (index + 1..total)
+                let pending: Vec<usize> = (index + 1..total)
                     .filter(|&j| !done[j] && owner[j] == Some(b))
-                    .map(|j| &cases[j])
                     .collect();
-                run_group(case, &others, backends[b].as_mut(), options, cancel)
+                let others: Vec<&Case> = pending.iter().map(|&j| &cases[j]).collect();
+                let group = run_group(case, &others, backends[b].as_mut(), options, cancel);
+                let mut outcomes = vec![(None, group.lead)];
+                for (o, outcome) in group.also {
+                    done[pending[o]] = true;
+                    outcomes.push((Some(pending[o]), outcome));
+                }
+                outcomes
             }
         };
-        for outcome in outcomes {
-            let key = outcome_key(&outcome);
-            if let Some(j) =
-                (index + 1..total).find(|&j| !done[j] && Some(cases[j].key.as_str()) == key)
-            {
-                done[j] = true;
+        for (companion, outcome) in outcomes {
+            if let Some(j) = companion {
+                observer.case_started(j, total, &cases[j]);
             }
             observer.case_finished(&outcome);
             out.record(outcome);
@@ -251,15 +261,6 @@ pub fn run(
         out.environment.extend(backend.environment());
     }
     out
-}
-
-/// The key of the case an outcome is for.
-fn outcome_key(outcome: &CaseOutcome) -> Option<&str> {
-    match outcome {
-        CaseOutcome::Measured(r) => Some(r.measurement.key.as_str()),
-        CaseOutcome::Waived(w) => w.scope.as_deref(),
-        CaseOutcome::Failed(f) => Some(f.key.as_str()),
-    }
 }
 
 fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
@@ -300,7 +301,25 @@ pub fn run_case(
     options: &RunOptions,
     cancel: &AtomicBool,
 ) -> CaseOutcome {
-    run_group(case, &[], backend, options, cancel).swap_remove(0)
+    run_group(case, &[], backend, options, cancel).lead
+}
+
+/// What became of a case run with the later cases its repetitions also timed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupOutcome {
+    /// The lead case's.
+    pub lead: CaseOutcome,
+    /// Each companion's, with its index in the `others` given to [`run_group`].
+    pub also: Vec<(usize, CaseOutcome)>,
+}
+
+impl GroupOutcome {
+    fn lead_only(lead: CaseOutcome) -> Self {
+        GroupOutcome {
+            lead,
+            also: Vec::new(),
+        }
+    }
 }
 
 /// One case of a group timed together: the lead, or another planned case its repetitions
@@ -308,59 +327,61 @@ pub fn run_case(
 struct Member<'c> {
     case: &'c Case,
     bytes: u64,
-    /// `None` for the lead; else the index into [`Prepared::also`].
-    also: Option<usize>,
+    /// `None` for the lead; else the index into [`Prepared::also`] and into `others`.
+    also: Option<(usize, usize)>,
 }
 
 /// Run `case` as [`run_case`] does, and with it those of `others` (planned cases not yet run,
 /// served by the same backend) that the prepared case names in [`Prepared::also`]: their
-/// figures come from the same repetitions, each by its own timer. Returns the lead's outcome
-/// first, then one for each companion measured. Where the lead fails before its repetitions
-/// finish, only its outcome comes back: the others are run on their own later.
+/// figures come from the same repetitions, each by its own timer. A companion must ask for the
+/// lead's warm-up and timed repetitions. Returns the lead's outcome and one for each companion
+/// measured. Where the lead fails before its repetitions finish (a companion's timer failing
+/// included), only its outcome comes back: the others are run on their own later.
 pub fn run_group(
     case: &Case,
     others: &[&Case],
     backend: &mut dyn Backend,
     options: &RunOptions,
     cancel: &AtomicBool,
-) -> Vec<CaseOutcome> {
+) -> GroupOutcome {
     let started = std::time::Instant::now();
     let mut notes = Vec::new();
     let mut contended = false;
     if let Idle::Busy(why) = backend.idle_check(case) {
         if backend.refuse_when_busy() && !options.allow_contended {
-            return vec![fail(
+            return GroupOutcome::lead_only(fail(
                 case,
                 format!("refused: {why} (rerun when idle, or pass --allow-contended)"),
-            )];
+            ));
         }
         contended = true;
         notes.push(format!("contended: {why}"));
     }
     let mut prepared = match backend.prepare(case) {
         Ok(p) => p,
-        Err(e) => return vec![from_error(case, e)],
+        Err(e) => return GroupOutcome::lead_only(from_error(case, e)),
     };
     let mut members = vec![Member {
         case,
         bytes: prepared.bytes_per_rep(),
         also: None,
     }];
+    let same_reps = |c: &Case| (c.reps.warmup, c.reps.timed) == (case.reps.warmup, case.reps.timed);
     for (i, also) in prepared.also().into_iter().enumerate() {
-        if let Some(other) = others
+        let taken = |j: usize| members.iter().any(|m| m.also.is_some_and(|(_, o)| o == j));
+        let found = others
             .iter()
-            .find(|c| c.key == also.key && c.key != case.key)
-        {
-            if !members.iter().any(|m| m.case.key == other.key) {
-                members.push(Member {
-                    case: other,
-                    bytes: also.bytes_per_rep,
-                    also: Some(i),
-                });
-            }
+            .enumerate()
+            .find(|(j, c)| c.key == also.key && c.key != case.key && same_reps(c) && !taken(*j));
+        if let Some((j, other)) = found {
+            members.push(Member {
+                case: other,
+                bytes: also.bytes_per_rep,
+                also: Some((i, j)),
+            });
         }
     }
-    let lead_only = |e: BenchError| vec![from_error(case, e)];
+    let lead_only = |e: BenchError| GroupOutcome::lead_only(from_error(case, e));
     let cold = match prepared
         .run_once()
         .and_then(|r| sample(&members, prepared.as_ref(), &r))
@@ -381,43 +402,40 @@ pub fn run_group(
             Err(e) => return lead_only(e),
         }
     }
-    let limit = |m: &Member| m.case.reps.retry_above_spread_pct;
+    let limits: Vec<Option<u32>> = members
+        .iter()
+        .map(|m| m.case.reps.retry_above_spread_pct)
+        .collect();
     let mut windows: Vec<Window> = Vec::with_capacity(1);
     loop {
         match time_window(case, &members, prepared.as_mut(), cancel) {
             Ok(window) => windows.push(window),
-            Err(outcome) => return vec![outcome],
+            Err(outcome) => return GroupOutcome::lead_only(outcome),
         }
         // Every earlier window spread more than a limit, or there would be no other. An
         // interrupt keeps the windows timed so far rather than starting another.
-        let last = windows.last().map(|w| &w.gbps);
-        let over = last.is_some_and(|stats| {
-            members
-                .iter()
-                .zip(stats)
-                .any(|(m, s)| limit(m).is_some_and(|l| s.spread_pct > f64::from(l)))
-        });
+        let over = windows.last().is_some_and(|w| over_limit(w, &limits) > 1.0);
         if !(over && windows.len() < MAX_WINDOWS && !cancel.load(Ordering::SeqCst)) {
             break;
         }
     }
-    let chosen = steadiest(&windows);
+    let chosen = steadiest(&windows, &limits);
     let placement = prepared.placement();
     let cache_resident = prepared.cache_resident();
-    let mut outcomes = Vec::with_capacity(members.len());
+    let mut lead = None;
+    let mut also = Vec::with_capacity(members.len() - 1);
     for (mi, member) in members.iter().enumerate() {
         let mut notes = notes.clone();
-        if let (Some(l), true) = (limit(member), windows.len() > 1) {
-            notes.push(windows_note(&windows, mi, chosen, l));
+        if windows.len() > 1 {
+            notes.push(windows_note(&windows, mi, chosen, limits[mi]));
         }
         let window = &windows[chosen];
-        let gbps = window.gbps[mi];
         let mut measurement = Measurement {
             key: member.case.key.clone(),
             path: member.case.path,
             params: member.case.params.clone(),
             bytes_per_rep: member.bytes,
-            gbps,
+            gbps: window.gbps[mi],
             cold_gbps: Some(cold[mi]),
             warmup: case.reps.warmup,
             latency_us: None,
@@ -426,35 +444,33 @@ pub fn run_group(
             placement: placement.clone(),
             cache_resident,
             contended,
-            spread_limit_pct: limit(member),
+            spread_limit_pct: limits[mi],
             notes,
         };
-        match member.also {
-            None => {
-                if let Some(note) = options
-                    .wall_tolerance
-                    .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol))
-                {
-                    measurement.notes.push(note);
-                }
-                let median_of = |v: &[f64]| hwc_stats::summarize(v).ok();
-                measurement.latency_us = median_of(&window.latencies);
-                let p50: Vec<f64> = window.percentiles.iter().map(|p| p.0).collect();
-                let p99: Vec<f64> = window.percentiles.iter().map(|p| p.1).collect();
-                measurement.latency_p50_us = median_of(&p50).map(|s| s.median);
-                measurement.latency_p99_us = median_of(&p99).map(|s| s.median);
-                measurement.notes.extend(prepared.notes());
+        if let Some((ai, _)) = member.also {
+            measurement.notes.push(format!(
+                "timed in the same repetitions as {}, by a timer of its own (no wall-clock \
+                 cross-check of its own: the wall clock times the lead's copies; this case's \
+                 time is in that case's case_seconds)",
+                case.key
+            ));
+            measurement.notes.extend(prepared.also_notes(ai));
+        } else {
+            if let Some(note) = options
+                .wall_tolerance
+                .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol))
+            {
+                measurement.notes.push(note);
             }
-            Some(ai) => {
-                measurement.notes.push(format!(
-                    "timed in the same repetitions as {}, by a timer of its own (this case's \
-                     time is in that case's case_seconds)",
-                    case.key
-                ));
-                measurement.notes.extend(prepared.also_notes(ai));
-            }
+            let summary = |v: &[f64]| hwc_stats::summarize(v).ok();
+            measurement.latency_us = summary(&window.latencies);
+            let p50: Vec<f64> = window.percentiles.iter().map(|p| p.0).collect();
+            let p99: Vec<f64> = window.percentiles.iter().map(|p| p.1).collect();
+            measurement.latency_p50_us = summary(&p50).map(|s| s.median);
+            measurement.latency_p99_us = summary(&p99).map(|s| s.median);
+            measurement.notes.extend(prepared.notes());
         }
-        outcomes.push(CaseOutcome::Measured(Box::new(CaseResult {
+        let outcome = CaseOutcome::Measured(Box::new(CaseResult {
             measurement,
             samples_gbps: window.samples_gbps[mi].clone(),
             warmup_gbps: std::mem::take(&mut warmups[mi]),
@@ -463,9 +479,16 @@ pub fn run_group(
             } else {
                 0.0
             },
-        })));
+        }));
+        match member.also {
+            None => lead = Some(outcome),
+            Some((_, j)) => also.push((j, outcome)),
+        }
     }
-    outcomes
+    GroupOutcome {
+        lead: lead.unwrap_or_else(|| fail(case, "no figure for the lead case")),
+        also,
+    }
 }
 
 /// One repetition's throughput for each member: the lead's from the repetition's time, each
@@ -480,14 +503,15 @@ fn sample(members: &[Member], prepared: &dyn Prepared, rep: &Rep) -> Result<Vec<
         .iter()
         .map(|m| match m.also {
             None => throughput(m.bytes, rep),
-            Some(i) => match also.get(i) {
+            Some((i, _)) => match also.get(i) {
                 Some(&seconds) => throughput(
                     m.bytes,
                     &Rep {
                         seconds,
                         wall_seconds: None,
                     },
-                ),
+                )
+                .map_err(|e| BenchError::failed(format!("{}: {e}", m.case.key))),
                 None => Err(BenchError::failed(format!(
                     "the backend gave no time for {} in this repetition",
                     m.case.key
@@ -495,6 +519,18 @@ fn sample(members: &[Member], prepared: &dyn Prepared, rep: &Rep) -> Result<Vec<
             },
         })
         .collect()
+}
+
+/// How far a window's figures went past their limits: the largest spread / limit over the
+/// members that have one (over 1: some figure spread more than its case allows; 0 when none
+/// has a limit).
+fn over_limit(window: &Window, limits: &[Option<u32>]) -> f64 {
+    window
+        .gbps
+        .iter()
+        .zip(limits)
+        .filter_map(|(s, l)| l.map(|l| s.spread_pct / f64::from(l.max(1))))
+        .fold(0.0, f64::max)
 }
 
 /// Timed windows a case whose repetitions spread too much may take in all (see
@@ -583,18 +619,27 @@ fn wall_check(timer: &hwc_model::Stats, wall_gbps: &[f64], tolerance: f64) -> Op
     })
 }
 
-/// The index of the window whose widest-spread member spread least (the first of equals).
-fn steadiest(windows: &[Window]) -> usize {
+/// The index of the window whose figures went least past their limits (see [`over_limit`]),
+/// or, where no figure has a limit, whose widest spread was least (the first of equals).
+fn steadiest(windows: &[Window], limits: &[Option<u32>]) -> usize {
     let widest = |w: &Window| w.gbps.iter().map(|s| s.spread_pct).fold(0.0, f64::max);
+    let score = |w: &Window| {
+        if limits.iter().any(Option::is_some) {
+            over_limit(w, limits)
+        } else {
+            widest(w)
+        }
+    };
     windows
         .iter()
         .enumerate()
-        .min_by(|a, b| widest(a.1).total_cmp(&widest(b.1)))
+        .min_by(|a, b| score(a.1).total_cmp(&score(b.1)))
         .map_or(0, |(i, _)| i)
 }
 
-/// What member `mi` of a case timed in several windows says about them.
-fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: u32) -> String {
+/// What member `mi` of a case timed in several windows says about them (`limit_pct`: its own
+/// case's spread limit, if it has one).
+fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: Option<u32>) -> String {
     let list = |f: fn(&hwc_model::Stats) -> f64| {
         windows
             .iter()
@@ -603,21 +648,24 @@ fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: u32) ->
             .join(", ")
     };
     let first = &windows[0].gbps[mi];
-    let why = if first.spread_pct > f64::from(limit_pct) {
-        format!(
-            "the first {} timed repetitions spread {:.2} %, more than the {limit_pct} % this case \
-             allows",
+    let why = match limit_pct {
+        Some(l) if first.spread_pct > f64::from(l) => format!(
+            "the first {} timed repetitions spread {:.2} %, more than the {l} % this case allows",
             first.n, first.spread_pct
-        )
-    } else {
-        format!(
-            "the first {} timed repetitions spread {:.2} %, within the {limit_pct} % this case \
-             allows, but a figure timed in the same repetitions spread more",
+        ),
+        Some(l) => format!(
+            "the first {} timed repetitions spread {:.2} %, within the {l} % this case allows, \
+             but a figure timed in the same repetitions spread more than its case allows",
             first.n, first.spread_pct
-        )
+        ),
+        None => format!(
+            "the first {} timed repetitions spread {:.2} %; a figure timed in the same \
+             repetitions spread more than its case allows",
+            first.n, first.spread_pct
+        ),
     };
     let which = if windows[0].gbps.len() > 1 {
-        "the one whose most spread figure spread least"
+        "the one whose figures went least past their limits"
     } else {
         "the steadiest"
     };
@@ -629,9 +677,9 @@ fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: u32) ->
         list(|s| s.spread_pct),
         chosen + 1
     );
-    if windows[chosen].gbps[mi].spread_pct > f64::from(limit_pct) {
+    if let Some(l) = limit_pct.filter(|&l| windows[chosen].gbps[mi].spread_pct > f64::from(l)) {
         note.push_str(&format!(
-            "; no window stayed within {limit_pct} %: an unsteady figure (something on the machine \
+            "; no window stayed within {l} %: an unsteady figure (something on the machine \
              varied the copies' speed while this case ran)"
         ));
     }

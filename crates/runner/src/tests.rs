@@ -96,6 +96,13 @@ impl Prepared for ScriptedCase<'_> {
     fn also_notes(&self, index: usize) -> Vec<String> {
         vec![format!("companion note {index}")]
     }
+    fn placement(&self) -> Option<Placement> {
+        Some(Placement {
+            cpus: Some("0".into()),
+            verified: true,
+            detail: format!("placed for {}", self.1),
+        })
+    }
     fn notes(&self) -> Vec<String> {
         vec!["lead note".into()]
     }
@@ -501,7 +508,7 @@ fn a_companion_is_timed_in_the_lead_s_repetitions_and_not_run_again() {
     b.also = Some((
         "pair/h2d".into(),
         "pair/d2h".into(),
-        vec![0.5, 0.25, 0.5, 0.5, 0.5, 0.5],
+        vec![0.5, 0.25, 0.4, 0.4, 0.4, 0.5],
     ));
     let (out, prepared) = run_all(b, &grouped_plan(3, None));
     assert_eq!(
@@ -520,7 +527,7 @@ fn a_companion_is_timed_in_the_lead_s_repetitions_and_not_run_again() {
     // cold (rep 1), warm-up (rep 2: 2 GB/s), timed reps 3–5.
     assert_eq!(companion.measurement.cold_gbps, Some(1.0));
     assert_eq!(companion.warmup_gbps, vec![2.0]);
-    assert_eq!(companion.samples_gbps, vec![1.0, 1.0, 1.0]);
+    assert_eq!(companion.samples_gbps, vec![1.25, 1.25, 1.25]);
     assert_eq!(companion.measurement.bytes_per_rep, 500_000_000);
     assert_eq!(companion.case_seconds, 0.0);
     assert!(lead.case_seconds > 0.0);
@@ -533,6 +540,7 @@ fn a_companion_is_timed_in_the_lead_s_repetitions_and_not_run_again() {
     assert!(!notes.iter().any(|n| n == "lead note"), "{notes:?}");
     assert!(lead.measurement.notes.iter().any(|n| n == "lead note"));
     assert_eq!(companion.measurement.placement, lead.measurement.placement);
+    assert!(lead.measurement.placement.is_some());
 }
 
 #[test]
@@ -562,7 +570,7 @@ fn a_companion_that_spreads_times_the_pair_again_and_the_lead_s_note_says_why() 
         "{note}"
     );
     assert!(
-        note.contains("the one whose most spread figure spread least"),
+        note.contains("the one whose figures went least past their limits"),
         "{note}"
     );
 }
@@ -608,4 +616,52 @@ fn a_lead_that_fails_leaves_its_companion_to_run_alone() {
         .notes
         .iter()
         .any(|n| n.contains("timed in the same repetitions")));
+}
+
+#[test]
+fn cases_that_share_a_key_each_run_once_without_companions() {
+    let b = Scripted::new(&[1.0; 4]);
+    let mut plan = grouped_plan(3, None);
+    plan[2].key = "pair/h2d".into();
+    let (out, prepared) = run_all(b, &plan);
+    assert_eq!(out.results.len(), 3);
+    assert_eq!(prepared, vec!["pair/h2d", "other", "pair/h2d"]);
+}
+
+#[test]
+fn a_companion_that_asks_for_other_repetitions_runs_alone() {
+    let mut b = Scripted::new(&[1.0; 4]);
+    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.5; 4]));
+    let mut plan = grouped_plan(3, None);
+    plan[2].reps.timed = 5;
+    let (out, prepared) = run_all(b, &plan);
+    assert_eq!(prepared, vec!["pair/h2d", "other", "pair/d2h"]);
+    let alone = out
+        .results
+        .iter()
+        .find(|r| r.measurement.key == "pair/d2h")
+        .unwrap();
+    assert_eq!(alone.samples_gbps.len(), 5);
+}
+
+#[test]
+fn a_figure_without_a_limit_in_a_retimed_group_says_why_and_is_not_unsteady() {
+    // The lead is held to 1 % and spreads in window 1 (1, 2, 1 s); its companion has no
+    // limit and its own timer reads steady throughout.
+    let mut b = Scripted::new(&[1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.4; 8]));
+    let mut plan = grouped_plan(3, Some(1));
+    plan[2].reps.retry_above_spread_pct = None;
+    let (out, _) = run_all(b, &plan);
+    let (lead, companion) = (&out.results[0], &out.results[1]);
+    assert_eq!(lead.samples_gbps, vec![1.0; 3], "window 2 kept");
+    assert_eq!(companion.measurement.spread_limit_pct, None);
+    assert!(!companion.measurement.unsteady());
+    let note = windows_note(companion);
+    assert!(
+        note.contains("a figure timed in the same repetitions spread more than its case allows"),
+        "{note}"
+    );
+    assert!(!note.contains("unsteady"), "{note}");
+    assert!(windows_note(lead).contains("more than the 1 % this case allows"));
 }
