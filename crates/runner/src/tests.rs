@@ -10,8 +10,7 @@ struct Scripted {
     refuse: bool,
     verify_ok: bool,
     unavailable: bool,
-    wall_factor: Option<f64>,
-    /// Wall seconds per repetition, by the same index as `times` (overrides `wall_factor`).
+    /// Wall seconds per repetition, by the same index as `times` (none: no wall clock).
     walls: Vec<f64>,
     /// After this many repetitions (the cold one counted), set the flag.
     cancel_after: Option<(usize, std::sync::Arc<AtomicBool>)>,
@@ -33,7 +32,6 @@ impl Scripted {
             refuse: false,
             verify_ok: true,
             unavailable: false,
-            wall_factor: None,
             walls: Vec::new(),
             cancel_after: None,
             also: None,
@@ -58,10 +56,7 @@ impl Prepared for ScriptedCase<'_> {
                 flag.store(true, Ordering::SeqCst);
             }
         }
-        let wall = match self.0.walls.get(i) {
-            Some(w) => Some(*w),
-            None => self.0.wall_factor.map(|f| t * f),
-        };
+        let wall = self.0.walls.get(i).copied();
         Ok(Rep {
             seconds: t,
             wall_seconds: wall,
@@ -234,48 +229,41 @@ fn busy_is_refused_or_marked_contended() {
     assert!(m.notes[0].contains("3 other processes"));
 }
 
-#[test]
-fn wall_clock_disagreement_is_flagged() {
-    let mut b = Scripted::new(&[1.0]);
-    b.wall_factor = Some(1.05);
+/// The notes of a case of a cold and 3 timed repetitions of 1 s by the timer, whose wall
+/// clock read `walls` (cold first), checked at 2 %.
+fn timer_check_notes(walls: [f64; 4]) -> Vec<String> {
+    let mut b = Scripted::new(&[1.0; 4]);
+    b.walls = walls.to_vec();
     let opts = RunOptions {
         wall_tolerance: Some(0.02),
         ..RunOptions::default()
     };
     let out = run1(b, case(PathId::HostRam, 0, 3), opts);
-    let notes = &out.results[0].measurement.notes;
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("disagree") && n.contains("4.8 % apart")),
-        "{notes:?}"
-    );
+    out.results[0].measurement.notes.clone()
+}
+
+/// Whether `notes` flag the timer, `apart` (e.g. `4.8 %`) from the wall clock.
+fn flags_timer(notes: &[String], apart: &str) -> bool {
+    notes
+        .iter()
+        .any(|n| n.contains("disagree") && n.contains(&format!("{apart} apart")))
+}
+
+#[test]
+fn wall_clock_disagreement_is_flagged() {
+    let notes = timer_check_notes([1.05; 4]);
+    assert!(flags_timer(&notes, "4.8 %"), "{notes:?}");
 }
 
 #[test]
 fn one_repetition_that_caught_a_host_stall_does_not_flag_the_timer() {
-    // cold, then three repetitions of 1 s by the timer; the second's wall span caught the
-    // host thread descheduled for 0.5 s. The medians agree: no note.
-    let mut b = Scripted::new(&[1.0; 4]);
-    b.walls = vec![1.0, 1.0, 1.5, 1.0];
-    let opts = RunOptions {
-        wall_tolerance: Some(0.02),
-        ..RunOptions::default()
-    };
-    let out = run1(b, case(PathId::HostRam, 0, 3), opts.clone());
-    let notes = &out.results[0].measurement.notes;
+    // The second timed repetition's wall span caught the host thread descheduled for 0.5 s.
+    // The medians agree: no note.
+    let notes = timer_check_notes([1.0, 1.0, 1.5, 1.0]);
     assert!(!notes.iter().any(|n| n.contains("disagree")), "{notes:?}");
     // Two of the three: the timer's median is not the wall clock's.
-    let mut b = Scripted::new(&[1.0; 4]);
-    b.walls = vec![1.0, 1.5, 1.5, 1.0];
-    let out = run1(b, case(PathId::HostRam, 0, 3), opts);
-    let notes = &out.results[0].measurement.notes;
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.contains("disagree") && n.contains("33.3 % apart")),
-        "{notes:?}"
-    );
+    let notes = timer_check_notes([1.0, 1.5, 1.5, 1.0]);
+    assert!(flags_timer(&notes, "33.3 %"), "{notes:?}");
 }
 
 #[test]
@@ -447,11 +435,7 @@ fn only_the_kept_window_s_timer_check_is_reported() {
     let mut b = Scripted::new(&[1.0, 1.0, 1.0, 1.0]);
     b.walls = vec![1.0, 1.1, 1.1, 1.0];
     let out = run1(b, retrying(3, 1), opts);
-    assert!(out.results[0]
-        .measurement
-        .notes
-        .iter()
-        .any(|n| n.contains("disagree") && n.contains("9.1 % apart")));
+    assert!(flags_timer(&out.results[0].measurement.notes, "9.1 %"));
 }
 
 #[test]
@@ -485,6 +469,30 @@ fn grouped_plan(timed: u32, limit: Option<u32>) -> Vec<Case> {
     vec![named("pair/h2d"), named("other"), named("pair/d2h")]
 }
 
+/// A backend whose case `pair/h2d` names `pair/d2h` as timed with it, at `companion` seconds
+/// a repetition (by the same index as `times`).
+fn paired(times: &[f64], companion: &[f64]) -> Scripted {
+    let mut b = Scripted::new(times);
+    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), companion.to_vec()));
+    b
+}
+
+/// The run's measurement of `key`.
+fn result<'o>(out: &'o RunOutcome, key: &str) -> &'o CaseResult {
+    out.results
+        .iter()
+        .find(|r| r.measurement.key == key)
+        .expect("a measurement of the key")
+}
+
+/// The keys of a run's measurements, in the order they were filed.
+fn result_keys(out: &RunOutcome) -> Vec<&str> {
+    out.results
+        .iter()
+        .map(|r| r.measurement.key.as_str())
+        .collect()
+}
+
 /// Run `cases` with `b`; the keys it prepared, in order.
 fn run_all(b: Scripted, cases: &[Case]) -> (RunOutcome, Vec<String>) {
     let prepared = b.prepared.clone();
@@ -502,25 +510,16 @@ fn run_all(b: Scripted, cases: &[Case]) -> (RunOutcome, Vec<String>) {
 
 #[test]
 fn a_companion_is_timed_in_the_lead_s_repetitions_and_not_run_again() {
-    // Lead 1 s a repetition (1 GB/s); the companion's own timer 0.5, 0.25, 0.5 … s over its
-    // 0.5 GB: 1, 2, 1 … GB/s.
-    let mut b = Scripted::new(&[1.0; 6]);
-    b.also = Some((
-        "pair/h2d".into(),
-        "pair/d2h".into(),
-        vec![0.5, 0.25, 0.4, 0.4, 0.4, 0.5],
-    ));
+    // Lead 1 s a repetition (1 GB/s); the companion's own timer 0.5, 0.25, 0.4 … s over its
+    // 0.5 GB: 1, 2, 1.25 … GB/s.
+    let b = paired(&[1.0; 6], &[0.5, 0.25, 0.4, 0.4, 0.4, 0.5]);
     let (out, prepared) = run_all(b, &grouped_plan(3, None));
     assert_eq!(
         prepared,
         vec!["pair/h2d", "other"],
         "the companion is not prepared"
     );
-    let keys: Vec<&str> = out
-        .results
-        .iter()
-        .map(|r| r.measurement.key.as_str())
-        .collect();
+    let keys = result_keys(&out);
     assert_eq!(keys, vec!["pair/h2d", "pair/d2h", "other"]);
     let (lead, companion) = (&out.results[0], &out.results[1]);
     assert_eq!(lead.samples_gbps, vec![1.0; 3]);
@@ -546,12 +545,7 @@ fn a_companion_is_timed_in_the_lead_s_repetitions_and_not_run_again() {
 #[test]
 fn a_companion_that_spreads_times_the_pair_again_and_the_lead_s_note_says_why() {
     // Lead steady throughout. Companion: window 1 spreads (0.5, 0.25, 0.5 s), window 2 not.
-    let mut b = Scripted::new(&[1.0; 8]);
-    b.also = Some((
-        "pair/h2d".into(),
-        "pair/d2h".into(),
-        vec![0.5, 0.5, 0.5, 0.25, 0.5, 0.5, 0.5, 0.5],
-    ));
+    let b = paired(&[1.0; 8], &[0.5, 0.5, 0.5, 0.25, 0.5, 0.5, 0.5, 0.5]);
     let (out, _) = run_all(b, &grouped_plan(3, Some(1)));
     let (lead, companion) = (&out.results[0], &out.results[1]);
     assert_eq!(companion.samples_gbps, vec![1.0; 3], "window 2 kept");
@@ -580,16 +574,11 @@ fn a_companion_the_plan_does_not_hold_or_already_ran_is_ignored() {
     let mut b = Scripted::new(&[1.0; 4]);
     b.also = Some(("pair/h2d".into(), "not/planned".into(), vec![0.5; 4]));
     let (out, prepared) = run_all(b, &grouped_plan(3, None));
-    let keys: Vec<&str> = out
-        .results
-        .iter()
-        .map(|r| r.measurement.key.as_str())
-        .collect();
+    let keys = result_keys(&out);
     assert_eq!(keys, vec!["pair/h2d", "other", "pair/d2h"]);
     assert_eq!(prepared.len(), 3);
     // A companion planned before the lead has run already: not measured twice.
-    let mut b = Scripted::new(&[1.0; 4]);
-    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.5; 4]));
+    let b = paired(&[1.0; 4], &[0.5; 4]);
     let mut plan = grouped_plan(3, None);
     plan.swap(0, 2);
     let (out, prepared) = run_all(b, &plan);
@@ -599,18 +588,13 @@ fn a_companion_the_plan_does_not_hold_or_already_ran_is_ignored() {
 
 #[test]
 fn a_lead_that_fails_leaves_its_companion_to_run_alone() {
-    let mut b = Scripted::new(&[1.0; 4]);
-    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.5; 4]));
+    let mut b = paired(&[1.0; 4], &[0.5; 4]);
     b.fail_verify_of = Some("pair/h2d".into());
     let (out, prepared) = run_all(b, &grouped_plan(3, None));
     assert_eq!(out.failures.len(), 1);
     assert_eq!(out.failures[0].key, "pair/h2d");
     assert_eq!(prepared, vec!["pair/h2d", "other", "pair/d2h"]);
-    let alone = out
-        .results
-        .iter()
-        .find(|r| r.measurement.key == "pair/d2h")
-        .unwrap();
+    let alone = result(&out, "pair/d2h");
     assert!(!alone
         .measurement
         .notes
@@ -630,17 +614,12 @@ fn cases_that_share_a_key_each_run_once_without_companions() {
 
 #[test]
 fn a_companion_that_asks_for_other_repetitions_runs_alone() {
-    let mut b = Scripted::new(&[1.0; 4]);
-    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.5; 4]));
+    let b = paired(&[1.0; 4], &[0.5; 4]);
     let mut plan = grouped_plan(3, None);
     plan[2].reps.timed = 5;
     let (out, prepared) = run_all(b, &plan);
     assert_eq!(prepared, vec!["pair/h2d", "other", "pair/d2h"]);
-    let alone = out
-        .results
-        .iter()
-        .find(|r| r.measurement.key == "pair/d2h")
-        .unwrap();
+    let alone = result(&out, "pair/d2h");
     assert_eq!(alone.samples_gbps.len(), 5);
 }
 
@@ -648,8 +627,7 @@ fn a_companion_that_asks_for_other_repetitions_runs_alone() {
 fn a_figure_without_a_limit_in_a_retimed_group_says_why_and_is_not_unsteady() {
     // The lead is held to 1 % and spreads in window 1 (1, 2, 1 s); its companion has no
     // limit and its own timer reads steady throughout.
-    let mut b = Scripted::new(&[1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
-    b.also = Some(("pair/h2d".into(), "pair/d2h".into(), vec![0.4; 8]));
+    let b = paired(&[1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0], &[0.4; 8]);
     let mut plan = grouped_plan(3, Some(1));
     plan[2].reps.retry_above_spread_pct = None;
     let (out, _) = run_all(b, &plan);
