@@ -309,6 +309,74 @@ fn two_nodes_add_cross_numa_rows_at_one_stream() {
 }
 
 #[test]
+fn two_gpus_on_two_nodes_are_each_measured_from_their_own_node() {
+    let mut t = machine(vec![node(0, 0..8), node(1, 8..16)]);
+    t.gpus.push(gpu(0, Some(0)));
+    t.gpus.push(gpu(1, Some(1)));
+    let t = with_tool(t, "libcuda", true);
+    let p = plan(&t, &all_implemented());
+    let case = |k: &str| {
+        p.cases
+            .iter()
+            .find(|c| c.key == k)
+            .unwrap_or_else(|| panic!("no case {k}"))
+    };
+    for (g, own, other) in [(0, 0, 1), (1, 1, 0)] {
+        let gpu = format!("gpu{g}");
+        // Local rows: host buffers and the issuing thread on the GPU's own node.
+        let c = case(&format!("h2d/{gpu}/local/4MiB/s1"));
+        assert_eq!(c.params.gpu.as_deref(), Some(gpu.as_str()));
+        assert_eq!(
+            (c.params.src_node, c.params.cpu_node),
+            (Some(own), Some(own))
+        );
+        let c = case(&format!("d2h/{gpu}/local/256MiB/s8"));
+        assert_eq!(
+            (c.params.dst_node, c.params.cpu_node),
+            (Some(own), Some(own))
+        );
+        // Cross rows: from the other node.
+        let c = case(&format!("h2d/{gpu}/cross-n{other}/4MiB/s1"));
+        assert_eq!(
+            (c.params.src_node, c.params.cpu_node),
+            (Some(other), Some(other))
+        );
+        // Duplex on its own node; D2D on its own device.
+        let c = case(&format!("duplex/{gpu}/local/512KiB/s1/h2d"));
+        assert_eq!(
+            (c.params.src_node, c.params.dst_node),
+            (Some(own), Some(own))
+        );
+        assert_eq!(
+            case(&format!("d2d/{gpu}/1GiB/s4")).params.gpu.as_deref(),
+            Some(gpu.as_str())
+        );
+        // The same matrix per GPU.
+        let of = |path: PathId| {
+            p.cases_of(path)
+                .filter(|c| c.params.gpu.as_deref() == Some(gpu.as_str()))
+                .count()
+        };
+        assert_eq!(
+            (
+                of(PathId::H2d),
+                of(PathId::D2h),
+                of(PathId::Duplex),
+                of(PathId::D2d)
+            ),
+            (52, 52, 20, 27),
+            "{gpu}"
+        );
+    }
+    // Every key names one case.
+    let mut keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
+    keys.sort_unstable();
+    let n = keys.len();
+    keys.dedup();
+    assert_eq!(keys.len(), n);
+}
+
+#[test]
 fn unknown_gpu_node_is_unplaced_and_says_so() {
     let mut t = machine(vec![node(0, 0..8), node(1, 8..16)]);
     t.gpus.push(gpu(0, None));

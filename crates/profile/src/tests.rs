@@ -663,3 +663,45 @@ fn host_ram_ceiling_is_the_better_copy_kernel_and_keeps_both_sweeps() {
     assert!(!y.contains("kernel_sweeps_gbps"), "{y}");
     assert_eq!(crate::from_yaml(&y).unwrap().host_ram, old.host_ram);
 }
+
+/// `r` as measured on `gpu` (its key and parameters renamed).
+fn on_gpu(mut r: CaseResult, gpu: &str) -> CaseResult {
+    r.measurement.key = r.measurement.key.replacen("gpu0", gpu, 1);
+    r.measurement.params.gpu = Some(gpu.into());
+    r
+}
+
+#[test]
+fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings() {
+    let mut t = topo_with_gpu();
+    let mut second = h200(Some(1));
+    second.index = 1;
+    second.cuda_index = Some(1);
+    second.pci_bdf = "0000:00:07.0".into();
+    t.gpus.push(second);
+    // gpu0 sits on node 0, gpu1 on node 1: each one's node-0 copies are local to gpu0 and
+    // cross-NUMA for gpu1, and the other way round.
+    let results = vec![
+        gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.4),
+        gpu_copy(PathId::H2d, Some(1), 4 * MIB, 1, 50.0),
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 55.5),
+        gpu_copy(PathId::H2d, Some(1), 256 * MIB, 1, 52.5),
+        on_gpu(gpu_copy(PathId::H2d, Some(1), 4 * MIB, 1, 53.1), "gpu1"),
+        on_gpu(gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 49.0), "gpu1"),
+        on_gpu(gpu_copy(PathId::H2d, Some(1), 256 * MIB, 1, 55.2), "gpu1"),
+        on_gpu(gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 51.0), "gpu1"),
+    ];
+    let p = build(&t, &Plan::default(), &results, &[], &[], provenance());
+    let (g0, g1) = (&p.gpus["gpu0"], &p.gpus["gpu1"]);
+    assert_eq!(g0.h2d_4m_1stream_numa_local_gbps, Some(53.4));
+    assert_eq!(g0.h2d_4m_1stream_cross_numa_gbps, Some(50.0));
+    assert_eq!(g1.h2d_4m_1stream_numa_local_gbps, Some(53.1));
+    assert_eq!(g1.h2d_4m_1stream_cross_numa_gbps, Some(49.0));
+    assert_eq!(g1.h2d_peak_numa_local_gbps, Some(55.2));
+    assert!((g1.cross_numa_h2d_penalty_gbps.unwrap() - 4.2).abs() < 1e-9);
+    assert_eq!(p.ceilings["warm_gpu0_gbps"], 53.4);
+    assert_eq!(p.ceilings["warm_gpu1_gbps"], 53.1);
+    assert_eq!(p.ceilings["warm_gpu1_peak_gbps"], 55.2);
+    let y = to_yaml(&p).unwrap();
+    assert!(y.contains("gpu1:"), "{y}");
+}
