@@ -621,6 +621,36 @@ mod tests {
     }
 
     #[test]
+    fn each_gpu_name_runs_on_the_cuda_device_at_its_pci_address() {
+        // The driver enumerates the two GPUs the other way round from their PCI order.
+        let device = |ordinal: u32, bdf: &str| crate::CudaDevice {
+            ordinal,
+            pci_bdf: bdf.into(),
+            name: "NVIDIA H200".into(),
+            memory_bytes: 1,
+            l2_cache_bytes: 60 << 20,
+            multiprocessors: 132,
+            compute_capability: (9, 0),
+            copy_engines: 3,
+            nvml: None,
+        };
+        let probe = crate::CudaProbe {
+            devices: vec![device(0, "0000:81:00.0"), device(1, "0000:41:00.0")],
+            driver_version: "580.159.04".into(),
+            environment: Default::default(),
+        };
+        let gpus = [
+            ("gpu0".to_string(), "0000:41:00.0".to_string()),
+            ("gpu1".to_string(), "0000:81:00.0".to_string()),
+        ];
+        let env = hwc_runner::Backend::environment(&super::CudaBackend::new(&probe, &gpus));
+        let get = |k: &str| env.get(k).map(String::as_str);
+        assert_eq!(get("gpu0.cuda_ordinal"), Some("1"));
+        assert_eq!(get("gpu1.cuda_ordinal"), Some("0"));
+        assert_eq!(get("gpu1.pci_bdf"), Some("0000:81:00.0"));
+    }
+
+    #[test]
     fn a_duplex_case_s_partner_is_the_other_direction_of_the_same_copies_only() {
         let cases = [
             copy(
