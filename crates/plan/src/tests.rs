@@ -315,42 +315,35 @@ fn two_gpus_on_two_nodes_are_each_measured_from_their_own_node() {
     t.gpus.push(gpu(1, Some(1)));
     let t = with_tool(t, "libcuda", true);
     let p = plan(&t, &all_implemented());
-    let case = |k: &str| {
-        p.cases
+    // A case's GPU and its (source, destination, issuing thread) nodes.
+    let placed = |k: String| {
+        let c = p
+            .cases
             .iter()
             .find(|c| c.key == k)
-            .unwrap_or_else(|| panic!("no case {k}"))
+            .unwrap_or_else(|| panic!("no case {k}"));
+        let n = &c.params;
+        (n.gpu.clone(), (n.src_node, n.dst_node, n.cpu_node))
     };
     for (g, own, other) in [(0, 0, 1), (1, 1, 0)] {
         let gpu = format!("gpu{g}");
-        // Local rows: host buffers and the issuing thread on the GPU's own node.
-        let c = case(&format!("h2d/{gpu}/local/4MiB/s1"));
-        assert_eq!(c.params.gpu.as_deref(), Some(gpu.as_str()));
-        assert_eq!(
-            (c.params.src_node, c.params.cpu_node),
-            (Some(own), Some(own))
-        );
-        let c = case(&format!("d2h/{gpu}/local/256MiB/s8"));
-        assert_eq!(
-            (c.params.dst_node, c.params.cpu_node),
-            (Some(own), Some(own))
-        );
-        // Cross rows: from the other node.
-        let c = case(&format!("h2d/{gpu}/cross-n{other}/4MiB/s1"));
-        assert_eq!(
-            (c.params.src_node, c.params.cpu_node),
-            (Some(other), Some(other))
-        );
-        // Duplex on its own node; D2D on its own device.
-        let c = case(&format!("duplex/{gpu}/local/512KiB/s1/h2d"));
-        assert_eq!(
-            (c.params.src_node, c.params.dst_node),
-            (Some(own), Some(own))
-        );
-        assert_eq!(
-            case(&format!("d2d/{gpu}/1GiB/s4")).params.gpu.as_deref(),
-            Some(gpu.as_str())
-        );
+        let on = |nodes| (Some(gpu.clone()), nodes);
+        let (own, other) = (Some(own), Some(other));
+        // Local rows: host buffers and the issuing thread on the GPU's own node; cross rows
+        // from the other; duplex on its own node, both ways; D2D on its own device.
+        let rows = [
+            (format!("h2d/{gpu}/local/4MiB/s1"), (own, None, own)),
+            (format!("d2h/{gpu}/local/256MiB/s8"), (None, own, own)),
+            (
+                format!("h2d/{gpu}/cross-n{}/4MiB/s1", g ^ 1),
+                (other, None, other),
+            ),
+            (format!("duplex/{gpu}/local/512KiB/s1/h2d"), (own, own, own)),
+            (format!("d2d/{gpu}/1GiB/s4"), (None, None, None)),
+        ];
+        for (key, nodes) in rows {
+            assert_eq!(placed(key.clone()), on(nodes), "{key}");
+        }
         // The same matrix per GPU.
         let of = |path: PathId| {
             p.cases_of(path)

@@ -136,6 +136,7 @@ pub trait Backend {
 }
 
 /// Progress and results, as they happen.
+///
 /// Every case starts and then finishes; a case timed in an earlier case's repetitions
 /// ([`Prepared::also`]) starts and finishes right after that case finishes.
 pub trait Observer {
@@ -422,14 +423,12 @@ pub fn run_group(
     let chosen = steadiest(&windows, &limits);
     let placement = prepared.placement();
     let cache_resident = prepared.cache_resident();
-    let mut lead = None;
-    let mut also = Vec::with_capacity(members.len() - 1);
-    for (mi, member) in members.iter().enumerate() {
+    let window = &windows[chosen];
+    let mut outcome_of = |mi: usize, member: &Member| {
         let mut notes = notes.clone();
         if windows.len() > 1 {
             notes.push(windows_note(&windows, mi, chosen, limits[mi]));
         }
-        let window = &windows[chosen];
         let mut measurement = Measurement {
             key: member.case.key.clone(),
             path: member.case.path,
@@ -470,7 +469,7 @@ pub fn run_group(
             measurement.latency_p99_us = summary(&p99).map(|s| s.median);
             measurement.notes.extend(prepared.notes());
         }
-        let outcome = CaseOutcome::Measured(Box::new(CaseResult {
+        CaseOutcome::Measured(Box::new(CaseResult {
             measurement,
             samples_gbps: window.samples_gbps[mi].clone(),
             warmup_gbps: std::mem::take(&mut warmups[mi]),
@@ -479,16 +478,17 @@ pub fn run_group(
             } else {
                 0.0
             },
-        }));
-        match member.also {
-            None => lead = Some(outcome),
-            Some((_, j)) => also.push((j, outcome)),
-        }
-    }
-    GroupOutcome {
-        lead: lead.unwrap_or_else(|| fail(case, "no figure for the lead case")),
-        also,
-    }
+        }))
+    };
+    // Member 0 is the lead; every other one a companion, with its index in `others`.
+    let lead = outcome_of(0, &members[0]);
+    let also = members
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter_map(|(mi, m)| m.also.map(|(_, j)| (j, outcome_of(mi, m))))
+        .collect();
+    GroupOutcome { lead, also }
 }
 
 /// One repetition's throughput for each member: the lead's from the repetition's time, each

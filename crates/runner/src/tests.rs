@@ -348,6 +348,13 @@ fn retrying(timed: u32, limit_pct: u32) -> Case {
     }
 }
 
+/// A case of 3 timed repetitions held to 1 %, run on a backend taking `times` seconds a
+/// repetition (the cold one first).
+fn held_to_1_pct(times: &[f64]) -> CaseResult {
+    let out = run1(Scripted::new(times), retrying(3, 1), RunOptions::default());
+    out.results[0].clone()
+}
+
 /// The case's note on its windows of timed repetitions.
 fn windows_note(r: &CaseResult) -> &str {
     r.measurement
@@ -360,9 +367,7 @@ fn windows_note(r: &CaseResult) -> &str {
 #[test]
 fn a_steady_first_window_is_the_only_one() {
     // cold, then 1.00 / 1.005 / 1.00 s: spread 0.5 %, within 1 %.
-    let b = Scripted::new(&[1.0, 1.0, 1.005, 1.0]);
-    let out = run1(b, retrying(3, 1), RunOptions::default());
-    let r = &out.results[0];
+    let r = &held_to_1_pct(&[1.0, 1.0, 1.005, 1.0]);
     assert_eq!(r.samples_gbps.len(), 3);
     assert!(!r.measurement.notes.iter().any(|n| n.contains("windows")));
 }
@@ -370,9 +375,7 @@ fn a_steady_first_window_is_the_only_one() {
 #[test]
 fn a_noisy_window_is_timed_again_and_the_steadiest_kept() {
     // cold, window 1: 1, 2, 1 s (1, 0.5, 1 GB/s: spread 50 %); window 2: 1, 1, 1 s (0 %).
-    let b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
-    let out = run1(b, retrying(3, 1), RunOptions::default());
-    let r = &out.results[0];
+    let r = &held_to_1_pct(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
     assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.0]);
     assert_eq!(r.measurement.gbps.spread_pct, 0.0);
     let note = windows_note(r);
@@ -390,9 +393,7 @@ fn a_machine_that_stays_noisy_gets_the_steadiest_of_three_windows_and_says_so() 
     // cold, then windows of 1, 0.5, 1 GB/s (spread 50 %), 1, 1, 1.25 (25 %) and 1, 2, 1
     // (100 %): the second is kept, and no fourth runs.
     let times = [1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 0.8, 1.0, 0.5, 1.0, 1.0, 9.0];
-    let b = Scripted::new(&times);
-    let out = run1(b, retrying(3, 1), RunOptions::default());
-    let r = &out.results[0];
+    let r = &held_to_1_pct(&times);
     assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.25]);
     assert_eq!(r.measurement.gbps.median, 1.0);
     let note = windows_note(r);
