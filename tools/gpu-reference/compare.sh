@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Side by side, in one run: hwceiling's CUDA backend (the `cuda_bw` example of
 # crates/bench-cuda, which drives the backend through the runner) and ref_bw.cu, an independent
-# plain-CUDA reference, interleaved round by round (the order alternates each round), then a
-# ratio table (ratio_table.py).
+# plain-CUDA reference, interleaved test by test within each round (who goes first alternates),
+# then a ratio table (ratio_table.py).
 #
 # usage: compare.sh CUDA_BW_BINARY [ROUNDS] [OUT_DIR]
 # env:   SIZES (default 128K,...,256M), REPS (15), NVCC_ARCH (-arch=native),
@@ -32,33 +32,44 @@ nvidia-smi --query-gpu=name,pci.bus_id,driver_version,pstate,clocks.sm,clocks.me
 ref_env=()
 [ -n "${REF_CONNECTIONS:-}" ] && ref_env=(env "CUDA_DEVICE_MAX_CONNECTIONS=$REF_CONNECTIONS")
 echo "ref_bw CUDA_DEVICE_MAX_CONNECTIONS=${REF_CONNECTIONS:-${CUDA_DEVICE_MAX_CONNECTIONS:-unset}}" >>"$out/gpu_state.csv"
-run_ref() {
-  "${ref_env[@]}" "$ref_bw" --sizes "$sizes" --reps "$reps" --tests "$tests" \
-    --methods latched/mallochost,latched/register,wall/mallochost || echo "ref_bw exited $?" >&2
-  [ "$extra" = 1 ] || return 0
-  "${ref_env[@]}" "$ref_bw" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 \
-    --methods latched/mallochost,latched/register || echo "ref_bw exited $?" >&2
-  "${ref_env[@]}" "$ref_bw" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable \
-    --methods wall/pageable || echo "ref_bw exited $?" >&2
+# A block is one test (or the 4-stream and pageable extras) of one tool. The two tools take
+# turns block by block, and who goes first alternates by block and by round, so each pair of
+# figures that the table divides ran seconds apart, not a whole tool's run apart: the machine's
+# level drifts over minutes (the reference's own H2D medians moved 0.5 % between rounds).
+ref_block() {
+  case "$1" in
+  extra4) "${ref_env[@]}" "$ref_bw" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 \
+            --methods latched/mallochost,latched/register ;;
+  pageable) "${ref_env[@]}" "$ref_bw" --sizes 4M,256M --reps "$reps" \
+              --tests h2d_pageable,d2h_pageable --methods wall/pageable ;;
+  *) "${ref_env[@]}" "$ref_bw" --sizes "$sizes" --reps "$reps" --tests "$1" \
+       --methods latched/mallochost,latched/register,wall/mallochost ;;
+  esac || echo "ref_bw $1 exited $?" >&2
 }
-run_hwc() {
-  echo "== round $1" >>"$out/hwc.log"
-  "$hwc" --sizes "$sizes" --reps "$reps" --tests "$tests" --steady "${STEADY:-no}" 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
-  [ "$extra" = 1 ] || return 0
-  "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
-  "$hwc" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable 2>>"$out/hwc.log" || echo "cuda_bw exited $?" >&2
+hwc_block() {
+  echo "== round $2 $1" >>"$out/hwc.log"
+  case "$1" in
+  extra4) "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 ;;
+  pageable) "$hwc" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable ;;
+  *) "$hwc" --sizes "$sizes" --reps "$reps" --tests "$1" --steady "${STEADY:-no}" ;;
+  esac 2>>"$out/hwc.log" || echo "cuda_bw $1 exited $?" >&2
 }
 
+blocks=(${tests//,/ })
+[ "$extra" = 1 ] && blocks+=(extra4 pageable)
 raw="$out/raw.csv"
 echo "tool,test,size_bytes,streams,method,median_gbps,min_gbps,max_gbps,spread_pct,n,copies,flags,round" >"$raw"
 for r in $(seq 1 "$rounds"); do
-  if ((r % 2)); then
-    run_ref | sed "s/\$/,$r/" >>"$raw"
-    run_hwc "$r" | sed "s/\$/,$r/" >>"$raw"
-  else
-    run_hwc "$r" | sed "s/\$/,$r/" >>"$raw"
-    run_ref | sed "s/\$/,$r/" >>"$raw"
-  fi
+  for b in "${!blocks[@]}"; do
+    t=${blocks[$b]}
+    if (((r + b) % 2)); then
+      ref_block "$t" | sed "s/\$/,$r/" >>"$raw"
+      hwc_block "$t" "$r" | sed "s/\$/,$r/" >>"$raw"
+    else
+      hwc_block "$t" "$r" | sed "s/\$/,$r/" >>"$raw"
+      ref_block "$t" | sed "s/\$/,$r/" >>"$raw"
+    fi
+  done
   echo "round $r done at $(date -u +%H:%M:%S)" >&2
 done
 python3 "$here/ratio_table.py" "$raw" | tee "$out/table.txt"

@@ -5,13 +5,14 @@ Each (tool, method) row of a round holds the median of N repetitions. Per test, 
 stream count this prints the median over rounds of those medians, the ratio hwc / ref for the
 reference's primary method (latched/mallochost, nvbandwidth's way; wall/pageable for pageable
 tests) and for the best of the reference's methods, the lowest per-round ratio against the
-primary (rounds are interleaved, so each round's pair ran minutes apart at most), the worst
+primary (compare.sh interleaves the two tools test by test, so a round's pair of figures ran
+tens of seconds apart, not minutes), the worst
 spread (max - min) / median of any round, and the verdict against the targets:
 pinned H2D/D2H >= 4 MiB: ratio to the best reference >= 0.995 and spread <= 1 %;
 128 KiB H2D/D2H and duplex (each direction, and `duplex_sum`, the two directions' medians
-added per round): ratio to the best reference >= 1.0. hwceiling measures the two directions of
-a duplex size as two cases, one after the other (each reports its own direction while both
-run), ref_bw as one: either sum adds two medians, not one simultaneous measurement.
+added per round): ratio to the best reference >= 1.0. Both tools time the two directions of a
+duplex size in the same repetitions, each by its own events; either sum adds the two
+directions' medians, which need not come from the same repetition.
 """
 
 import csv
