@@ -175,8 +175,35 @@ fn platform(out: &mut String, p: &Profile) {
             })
             .collect();
         table(out, &["Node", "CPUs", "Memory", "Distances"], &rows);
+        if let Some(note) = node_memory_note(&pl.numa, pl.memory_bytes) {
+            let _ = writeln!(out, "{note}\n");
+        }
     }
     topology_diagram(out, p);
+}
+
+/// A line under the node table when the nodes' memory (each node's `meminfo`) does not add up
+/// to the machine's (`/proc/meminfo`) within 10 %, as on the H200 VM (node 0: 4.3 of 125.9 GiB);
+/// both are read from the kernel, neither is measured.
+fn node_memory_note(nodes: &[hwc_model::topology::NumaNode], total: Option<u64>) -> Option<String> {
+    let total = total?;
+    let known: Vec<u64> = nodes.iter().filter_map(|n| n.memory_bytes).collect();
+    if known.len() != nodes.len() || total == 0 {
+        return None;
+    }
+    let sum: u64 = known.iter().sum();
+    let ratio = sum as f64 / total as f64;
+    if (0.9..=1.1).contains(&ratio) {
+        return None;
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Some(format!(
+        "The nodes' memory (`MemTotal` of each node's `meminfo`) adds up to {:.1} GiB, the \
+         machine's (`/proc/meminfo`) to {:.1} GiB. Both are as the kernel reports them; the \
+         Memory column is each node's own figure.",
+        gib(sum),
+        gib(total)
+    ))
 }
 
 fn topology_diagram(out: &mut String, p: &Profile) {

@@ -836,3 +836,29 @@ fn copies_held_to_a_spread_say_so_and_mark_the_cells_that_stayed_over_it() {
     // Without limits there is no such line.
     assert!(!render(&profile(true)).contains("held to a spread"));
 }
+
+#[test]
+fn node_memory_that_does_not_add_up_to_the_machines_is_noted_with_both_figures() {
+    let mut p = profile(false);
+    let r = render(&p);
+    assert!(
+        !r.contains("adds up to"),
+        "24 GiB in the node and the machine: no note"
+    );
+    // The H200 VM: node 0's meminfo says 4.3 GiB of the machine's 125.9 GiB.
+    p.platform.numa[0].memory_bytes = Some(4_550_128 << 10);
+    p.platform.memory_bytes = Some(131_981_020 << 10);
+    let r = render(&p);
+    let at = r.find("| 0 | 0-1 | 4.3 GiB | 10 |").expect("node row");
+    let note = &r[at..];
+    assert!(
+        note.contains("adds up to 4.3 GiB, the machine's (`/proc/meminfo`) to 125.9 GiB"),
+        "{note}"
+    );
+    // A node whose memory is unknown: no sum to compare.
+    p.platform.numa[0].memory_bytes = None;
+    assert!(!render(&p).contains("adds up to"));
+    // Within 10 %: no note.
+    p.platform.numa[0].memory_bytes = Some(125_000_000 << 10);
+    assert!(!render(&p).contains("adds up to"));
+}
