@@ -12,7 +12,10 @@
 #        REF_CONNECTIONS (CUDA_DEVICE_MAX_CONNECTIONS for ref_bw; default: as this shell has it,
 #        normally unset, i.e. the driver's 8, as a plain CUDA program runs. cuda_bw, like
 #        `hwceiling profile`, asks for 32 unless the variable is set: REF_CONNECTIONS=32
-#        compares like for like)
+#        compares like for like),
+#        BLOCK (test: the tools take turns test by test; size: test by test and size by size,
+#        each block a process of each tool: slower, but small host-memory copies on the H200 VM
+#        run in slow spells of seconds, which a block of one size is less likely to straddle)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 hwc=${1:?usage: compare.sh path/to/cuda_bw [rounds] [out_dir]}
@@ -22,6 +25,7 @@ sizes=${SIZES:-128K,512K,1M,2M,4M,8M,16M,32M,64M,256M}
 reps=${REPS:-15}
 tests=${TESTS:-h2d,d2h,duplex,d2d}
 extra=${EXTRA:-1}
+case "${BLOCK:=test}" in test | size) ;; *) echo "compare.sh: BLOCK is test or size, not $BLOCK" >&2; exit 2 ;; esac
 mkdir -p "$out"
 
 ref_bw=$(mktemp -d)/ref_bw
@@ -36,13 +40,15 @@ echo "ref_bw CUDA_DEVICE_MAX_CONNECTIONS=${REF_CONNECTIONS:-${CUDA_DEVICE_MAX_CO
 # turns block by block, and who goes first alternates by block and by round, so each pair of
 # figures that the table divides ran seconds apart, not a whole tool's run apart: the machine's
 # level drifts over minutes (the reference's own H2D medians moved 0.5 % between rounds).
+# A block names a test, or a test and one size (test@size).
+block_sizes() { if [[ $1 == *@* ]]; then echo "${1#*@}"; else echo "$sizes"; fi; }
 ref_block() {
   case "$1" in
   extra4) "${ref_env[@]}" "$ref_bw" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 \
             --methods latched/mallochost,latched/register ;;
   pageable) "${ref_env[@]}" "$ref_bw" --sizes 4M,256M --reps "$reps" \
               --tests h2d_pageable,d2h_pageable --methods wall/pageable ;;
-  *) "${ref_env[@]}" "$ref_bw" --sizes "$sizes" --reps "$reps" --tests "$1" \
+  *) "${ref_env[@]}" "$ref_bw" --sizes "$(block_sizes "$1")" --reps "$reps" --tests "${1%@*}" \
        --methods latched/mallochost,latched/register,wall/mallochost ;;
   esac || echo "ref_bw $1 exited $?" >&2
 }
@@ -51,11 +57,18 @@ hwc_block() {
   case "$1" in
   extra4) "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 ;;
   pageable) "$hwc" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable ;;
-  *) "$hwc" --sizes "$sizes" --reps "$reps" --tests "$1" --steady "${STEADY:-no}" ;;
+  *) "$hwc" --sizes "$(block_sizes "$1")" --reps "$reps" --tests "${1%@*}" \
+       --steady "${STEADY:-no}" ;;
   esac 2>>"$out/hwc.log" || echo "cuda_bw $1 exited $?" >&2
 }
 
-blocks=(${tests//,/ })
+blocks=()
+for t in ${tests//,/ }; do
+  case "$BLOCK" in
+  test) blocks+=("$t") ;;
+  size) for z in ${sizes//,/ }; do blocks+=("$t@$z"); done ;;
+  esac
+done
 [ "$extra" = 1 ] && blocks+=(extra4 pageable)
 raw="$out/raw.csv"
 echo "tool,test,size_bytes,streams,method,median_gbps,min_gbps,max_gbps,spread_pct,n,copies,flags,round" >"$raw"
