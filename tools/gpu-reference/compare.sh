@@ -55,7 +55,7 @@ ref_block() {
 hwc_block() {
   echo "== round $2 $1" >>"$out/hwc.log"
   case "$1" in
-  extra4) "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 ;;
+  extra4) "$hwc" --sizes 4M,64M --reps "$reps" --tests h2d,d2h --streams 4 --steady "${STEADY:-no}" ;;
   pageable) "$hwc" --sizes 4M,256M --reps "$reps" --tests h2d_pageable,d2h_pageable ;;
   *) "$hwc" --sizes "$(block_sizes "$1")" --reps "$reps" --tests "${1%@*}" \
        --steady "${STEADY:-no}" ;;
