@@ -26,6 +26,19 @@ const FIRST_WARMUP: Duration = Duration::from_millis(200);
 /// Shorter warm-up when the GPU has been idle this long since our last work on it.
 const REWARM_AFTER: Duration = Duration::from_secs(2);
 const REWARM: Duration = Duration::from_millis(100);
+/// Idle this long (on a machine with several GPUs, one waits through another's block of cases:
+/// about 17 s of H2D copies on an H200), a GPU gets the first warm-up's length again.
+const LONG_IDLE: Duration = Duration::from_secs(10);
+
+/// How long to warm a GPU before a case: `None` when it worked less than [`REWARM_AFTER`] ago.
+fn warm_duration(warmed: bool, idle_for: Option<Duration>) -> Option<Duration> {
+    match idle_for {
+        _ if !warmed => Some(FIRST_WARMUP),
+        Some(d) if d < REWARM_AFTER => None,
+        Some(d) if d < LONG_IDLE => Some(REWARM),
+        _ => Some(FIRST_WARMUP),
+    }
+}
 /// Device memory left free beyond what a case allocates.
 const DEVICE_MEMORY_MARGIN_BYTES: u64 = 256 << 20;
 
@@ -242,8 +255,7 @@ impl CudaBackend {
             ));
         }
         let idle_for = runtime.last_active.map(|t| t.elapsed());
-        if !slot.warmed || idle_for.is_none_or(|d| d >= REWARM_AFTER) {
-            let duration = if slot.warmed { REWARM } else { FIRST_WARMUP };
+        if let Some(duration) = warm_duration(slot.warmed, idle_for) {
             let report = warm_up(runtime, nvml_device.as_ref(), duration)?;
             if !slot.warmed {
                 report.record(&slot.name, &mut slot.environment);
@@ -594,8 +606,11 @@ impl Backend for CudaBackend {
 
 #[cfg(test)]
 mod tests {
-    use super::{copy_placement_setting, partners, stalled_clock_note};
+    use super::{
+        copy_placement_setting, partners, stalled_clock_note, warm_duration, FIRST_WARMUP, REWARM,
+    };
     use hwc_model::{Case, CaseParams, PathId, Reps};
+    use std::time::Duration;
 
     fn copy(key: &str, path: PathId, dir: Option<&str>, size: u64, node: Option<u32>) -> Case {
         Case {
@@ -727,5 +742,20 @@ mod tests {
         // Without a known maximum only a rise counts.
         assert!(stalled_clock_note(Some(1980), Some(1980), None).is_some());
         assert_eq!(stalled_clock_note(None, Some(1980), None), None);
+    }
+
+    #[test]
+    fn a_gpu_is_warmed_first_in_full_then_briefly_after_a_pause_and_in_full_after_a_long_one() {
+        let s = Duration::from_secs;
+        assert_eq!(warm_duration(false, None), Some(FIRST_WARMUP));
+        assert_eq!(warm_duration(false, Some(s(0))), Some(FIRST_WARMUP));
+        assert_eq!(warm_duration(true, Some(Duration::from_millis(1999))), None);
+        assert_eq!(warm_duration(true, Some(s(2))), Some(REWARM));
+        assert_eq!(warm_duration(true, Some(s(9))), Some(REWARM));
+        // Another GPU's block of cases ran meanwhile.
+        assert_eq!(warm_duration(true, Some(s(10))), Some(FIRST_WARMUP));
+        assert_eq!(warm_duration(true, Some(s(20))), Some(FIRST_WARMUP));
+        // Warmed but never timed a case (its first case failed before any copy).
+        assert_eq!(warm_duration(true, None), Some(FIRST_WARMUP));
     }
 }

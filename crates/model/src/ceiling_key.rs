@@ -28,7 +28,8 @@ pub fn d2d_sustained(gpu: &str) -> String {
     format!("{gpu}_d2d_sustained_gbps")
 }
 
-/// D2D sustained, the slowest GPU's (`gpu_d2d_sustained_gbps`): what every GPU reaches.
+/// D2D sustained, the slowest GPU's (`gpu_d2d_sustained_gbps`): what every GPU reaches; absent
+/// while any GPU has no D2D figure.
 pub const GPU_D2D_SUSTAINED: &str = "gpu_d2d_sustained_gbps";
 
 pub const HOST_RAM_SAME_NUMA: &str = "host_ram_same_numa_gbps";

@@ -232,8 +232,10 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
             }
         }
     }
-    // The slowest GPU's D2D figure: that GPU's measurement.
-    if let Some((v, m)) = d2d_slowest {
+    // The slowest GPU's D2D figure: that GPU's measurement. What every GPU reaches is unknown
+    // while one of them has no D2D figure (its cases waived or failed): no ceiling then.
+    let every_gpu = p.gpus.values().all(|g| g.d2d_1stream_gbps.is_some());
+    if let Some((v, m)) = d2d_slowest.filter(|_| every_gpu) {
         c.measured(ceiling_key::GPU_D2D_SUSTAINED.into(), Some(v), m);
     }
     for (key, same) in [

@@ -705,3 +705,40 @@ fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings
     let y = to_yaml(&p).unwrap();
     assert!(y.contains("gpu1:"), "{y}");
 }
+
+#[test]
+fn the_all_gpu_d2d_ceiling_is_the_slowest_gpus_and_absent_while_a_gpu_has_no_d2d_figure() {
+    let mut t = topo_with_gpu();
+    let mut second = h200(Some(0));
+    second.index = 1;
+    second.cuda_index = Some(1);
+    second.pci_bdf = "0000:00:07.0".into();
+    t.gpus.push(second);
+    let d2d = |gpu: &str, gbps: f64| {
+        result(
+            &format!("d2d/{gpu}/1GiB/s1"),
+            PathId::D2d,
+            CaseParams {
+                gpu: Some(gpu.into()),
+                size_bytes: Some(1024 * MIB),
+                streams: Some(1),
+                ..CaseParams::default()
+            },
+            gbps,
+        )
+    };
+    let both = [d2d("gpu0", 2130.0), d2d("gpu1", 2090.0)];
+    let p = build(&t, &Plan::default(), &both, &[], &[], provenance());
+    assert_eq!(p.ceilings["gpu0_d2d_sustained_gbps"], 2130.0);
+    assert_eq!(p.ceilings["gpu1_d2d_sustained_gbps"], 2090.0);
+    assert_eq!(p.ceilings["gpu_d2d_sustained_gbps"], 2090.0);
+    match p.ceiling_source("gpu_d2d_sustained_gbps") {
+        Some(hwc_model::CeilingOrigin::Measured(m)) => assert_eq!(m.key, "d2d/gpu1/1GiB/s1"),
+        other => panic!("{other:?}"),
+    }
+    // gpu1's D2D cases waived or failed: gpu0's figure is not what every GPU reaches.
+    let p = build(&t, &Plan::default(), &both[..1], &[], &[], provenance());
+    assert_eq!(p.ceilings["gpu0_d2d_sustained_gbps"], 2130.0);
+    assert!(!p.ceilings.contains_key("gpu_d2d_sustained_gbps"));
+    assert!(!p.ceilings.contains_key("gpu1_d2d_sustained_gbps"));
+}

@@ -108,11 +108,44 @@ fn waived_row(
             !scope_hint.is_empty() && w.scope.as_deref().is_some_and(|s| s.contains(scope_hint))
         })
         .map(|w| w.reason.clone());
-    let note = match scoped.or_else(|| path_waiver(p, path)) {
+    absent_row(label, limit, scoped.or_else(|| path_waiver(p, path)))
+}
+
+fn absent_row(label: &str, limit: &str, why: Option<String>) -> Vec<String> {
+    let note = match why {
         Some(why) => format!("waived: {why}"),
         None => "not measured in this run".into(),
     };
     vec![label.to_string(), "—".into(), limit.to_string(), note]
+}
+
+/// The reason a figure of `gpu` on `path` is absent: a waiver of that GPU (the plan's scopes
+/// begin with its name, a case's scope is its key, which holds `/gpuN/`) for the same host
+/// placement as the figure (`cross`: a cross-NUMA figure; else a NUMA-local one), else the
+/// path's whole-path waiver. Another GPU's, the other placement's or a pageable case's waiver is
+/// never the reason for a pinned peak.
+fn gpu_waiver(p: &Profile, path: PathId, gpu: &str, cross: bool) -> Option<String> {
+    let (named, in_key) = (format!("{gpu} "), format!("/{gpu}/"));
+    let applies = |s: &str| {
+        if s.contains("pageable") {
+            return false;
+        }
+        let mentions_cross = s.contains("cross");
+        let mentions_local = s.contains("local") || s.contains("unplaced");
+        if cross {
+            mentions_cross
+        } else {
+            mentions_local || !mentions_cross
+        }
+    };
+    p.waivers_of(path)
+        .find(|w| {
+            w.scope
+                .as_deref()
+                .is_some_and(|s| (s.starts_with(&named) || s.contains(&in_key)) && applies(s))
+        })
+        .or_else(|| p.waivers_of(path).find(|w| w.scope.is_none()))
+        .map(|w| w.reason.clone())
 }
 
 fn link_of(p: &Profile, gpu: &str) -> String {
@@ -151,10 +184,10 @@ fn raw_paths(out: &mut String, p: &Profile) {
         let gpu = Some(name.as_str());
         // Each figure with the spread and N of the measurement its ceiling names.
         let mut push = |label: String, limit: String, cell: Option<String>, path, note: String| {
-            let hint = if label.contains("cross") { "cross" } else { "" };
+            let cross = label.contains("cross");
             rows.push(match cell {
                 Some(cell) => vec![label, cell, limit, note],
-                None => waived_row(&label, &limit, p, path, hint),
+                None => absent_row(&label, &limit, gpu_waiver(p, path, name, cross)),
             });
         };
         push(
@@ -321,12 +354,10 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
     }
 }
 
-/// The GPU with the best NUMA-local H2D peak: the warm ceiling feeding the cold path.
+/// The GPU with the best NUMA-local H2D peak: the warm ceiling feeding the cold path, chosen as
+/// the profile chose the `dispatcher_cold_*` ceilings' source (the first of equals).
 fn best_h2d(p: &Profile) -> Option<(String, f64)> {
-    p.gpus
-        .iter()
-        .filter_map(|(n, g)| Some((n.clone(), g.h2d_peak_numa_local_gbps?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+    hwc_profile::nvme::best_h2d_gpu(p).map(|(n, v)| (n.to_string(), v))
 }
 
 /// The `count` (`1_drive`, …) NVMe read figure `v` with its ceiling's spread and N.
@@ -370,10 +401,10 @@ fn warm_path(out: &mut String, p: &Profile) {
                 None => vec![
                     name.clone(),
                     "—".into(),
-                    format!(
-                        "waived: {}",
-                        path_waiver(p, PathId::H2d).unwrap_or_else(|| "not measured".into())
-                    ),
+                    match gpu_waiver(p, PathId::H2d, name, false) {
+                        Some(why) => format!("waived: {why}"),
+                        None => "not measured in this run".into(),
+                    },
                 ],
             }
         })

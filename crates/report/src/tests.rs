@@ -862,3 +862,69 @@ fn node_memory_that_does_not_add_up_to_the_machines_is_noted_with_both_figures()
     p.platform.numa[0].memory_bytes = Some(125_000_000 << 10);
     assert!(!render(&p).contains("adds up to"));
 }
+
+#[test]
+fn an_absent_gpu_figure_gives_its_own_gpus_and_placements_waiver_not_another_ones() {
+    let mut p = profile(true);
+    p.gpus.insert("gpu1".into(), Default::default());
+    let waiver = |scope: &str, reason: &str| Waiver {
+        path: PathId::H2d,
+        scope: Some(scope.into()),
+        reason: reason.into(),
+        hint: None,
+    };
+    // As the plan writes them on a one-node, two-GPU machine, then what the run added: gpu1
+    // busy for its local cases, and one pageable case of it out of memory.
+    p.waived.extend([
+        waiver(
+            "gpu0 cross-NUMA",
+            "one NUMA node with CPUs: there is no cross-NUMA placement",
+        ),
+        waiver(
+            "gpu1 cross-NUMA",
+            "one NUMA node with CPUs: there is no cross-NUMA placement",
+        ),
+        waiver("h2d/gpu1/local-pageable/4MiB/s1", "out of device memory"),
+        waiver(
+            "h2d/gpu1/local/4MiB/s1",
+            "gpu1 is busy: another process uses it",
+        ),
+    ]);
+    let md = render(&p);
+    let row = |label: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))
+            .unwrap_or_else(|| panic!("no row {label}:\n{md}"))
+            .to_string()
+    };
+    let local = row("Host → gpu1 H2D (NUMA-local, peak)");
+    assert!(local.contains("waived: gpu1 is busy"), "{local}");
+    let cross = row("Host → gpu1 H2D (cross-NUMA, peak)");
+    assert!(cross.contains("waived: one NUMA node"), "{cross}");
+    // No D2H waiver of gpu1 at all: not gpu0's, not an H2D one.
+    let d2h = row("gpu1 → Host D2H (peak)");
+    assert!(d2h.contains("not measured in this run"), "{d2h}");
+    // The warm-path table names the same reason.
+    let warm = row("gpu1");
+    assert!(warm.contains("waived: gpu1 is busy"), "{warm}");
+    // gpu0's local figure is measured, and its cross row keeps gpu0's own waiver.
+    let cross0 = row("Host → gpu0 H2D (cross-NUMA, peak)");
+    assert!(cross0.contains("waived: one NUMA node"), "{cross0}");
+}
+
+#[test]
+fn the_cold_path_names_the_gpu_the_profile_took_its_ceiling_from_when_two_tie() {
+    let mut p = profile(true);
+    let gpu0 = p.gpus["gpu0"].clone();
+    assert!(gpu0.h2d_peak_numa_local_gbps.is_some());
+    p.gpus.insert("gpu1".into(), gpu0);
+    p.nvme.raw_read_gbps.insert("1_drive".into(), 6.5);
+    let md = render(&p);
+    let table = &md[md.find("### Sub-table 3").unwrap()..md.find("### Sub-table 4").unwrap()];
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| 1 |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    // hwc_profile::nvme::best_h2d_gpu keeps the first of equals, as the ceilings do.
+    assert!(row.starts_with("| 1 | gpu0 |"), "{row}");
+}
