@@ -1,6 +1,7 @@
 //! The CUDA backend through the runner on real GPUs: every GPU the driver lists, the
-//! representative cases of each path. Where there is no GPU (CI) it prints
-//! `SKIPPED: no CUDA device (<reason>)` and passes.
+//! representative cases of each path, host buffers on the GPU's own NUMA node; with two GPUs or
+//! more, also one run whose cases alternate between the first two. Where there is no GPU (CI)
+//! it prints `SKIPPED: no CUDA device (<reason>)` and passes.
 //!
 //! Run on a GPU machine with `--nocapture` to see the figures.
 
@@ -62,7 +63,19 @@ fn host(memory: &str, node: Option<u32>) -> CaseParams {
     }
 }
 
-fn cases_for(gpu: &str) -> Vec<Case> {
+/// The NUMA node sysfs gives the GPU at `bdf`, else node 0 (a one-node machine's).
+fn gpu_node(bdf: &str) -> u32 {
+    std::fs::read_to_string(format!(
+        "/sys/bus/pci/devices/{}/numa_node",
+        bdf.to_lowercase()
+    ))
+    .ok()
+    .and_then(|t| t.trim().parse::<u32>().ok())
+    .unwrap_or(0)
+}
+
+/// The test's cases on `gpu`, host buffers on `node` (the GPU's own) unless unplaced.
+fn cases_for(gpu: &str, node: u32) -> Vec<Case> {
     let mut v = Vec::new();
     for size in [128 << 10, 4 * MIB, 256 * MIB] {
         v.push(case(
@@ -71,7 +84,7 @@ fn cases_for(gpu: &str) -> Vec<Case> {
             PathId::H2d,
             size,
             1,
-            host("pinned", Some(0)),
+            host("pinned", Some(node)),
         ));
         v.push(case(
             gpu,
@@ -79,7 +92,7 @@ fn cases_for(gpu: &str) -> Vec<Case> {
             PathId::D2h,
             size,
             1,
-            host("pinned", Some(0)),
+            host("pinned", Some(node)),
         ));
     }
     v.push(case(
@@ -88,7 +101,7 @@ fn cases_for(gpu: &str) -> Vec<Case> {
         PathId::H2d,
         4 * MIB,
         4,
-        host("pinned", Some(0)),
+        host("pinned", Some(node)),
     ));
     v.push(case(
         gpu,
@@ -105,7 +118,7 @@ fn cases_for(gpu: &str) -> Vec<Case> {
         PathId::D2h,
         MIB,
         2,
-        host("pinned", Some(0)),
+        host("pinned", Some(node)),
     ));
     v.push(case(
         gpu,
@@ -113,7 +126,7 @@ fn cases_for(gpu: &str) -> Vec<Case> {
         PathId::H2d,
         4 * MIB,
         1,
-        host("pageable", Some(0)),
+        host("pageable", Some(node)),
     ));
     v.push(case(
         gpu,
@@ -127,7 +140,7 @@ fn cases_for(gpu: &str) -> Vec<Case> {
         for size in [512 << 10, 64 * MIB] {
             let params = CaseParams {
                 direction: Some(dir.into()),
-                ..host("pinned", Some(0))
+                ..host("pinned", Some(node))
             };
             v.push(case(
                 gpu,
@@ -189,7 +202,8 @@ fn copies_on_every_gpu() {
         // Per duplex case: the case whose repetitions it was timed in, if another's, and
         // where it was measured.
         let mut duplex: Vec<(String, Option<String>, String, Vec<f64>)> = Vec::new();
-        let list = cases_for(gpu);
+        let node = gpu_node(&device.pci_bdf);
+        let list = cases_for(gpu, node);
         assert_eq!(
             backends[0].idle_check(&list[0]),
             Idle::Idle,
@@ -299,10 +313,10 @@ fn copies_on_every_gpu() {
                     problems.push(format!("{}: implausible {:.3} GB/s", c.key, g.median));
                 }
             }
-            if c.params.src_node == Some(0) && c.path != PathId::D2d {
+            if c.params.src_node == Some(node) && c.path != PathId::D2d {
                 let verified = m.placement.as_ref().is_some_and(|p| p.verified);
                 if !verified {
-                    problems.push(format!("{}: node 0 placement not verified", c.key));
+                    problems.push(format!("{}: node {node} placement not verified", c.key));
                 }
             }
             // Small pinned one-stream duplex and D2H cases, and one-stream D2D
@@ -391,8 +405,82 @@ fn copies_on_every_gpu() {
             CaseOutcome::Waived(_)
         ));
     }
+    if gpus.len() >= 2 {
+        alternating(
+            &gpus,
+            &probe,
+            &mut backends,
+            &options,
+            &cancel,
+            &mut problems,
+        );
+    }
     for (k, v) in backends[0].environment() {
         println!("env {k} = {v}");
     }
     assert!(problems.is_empty(), "problems:\n{}", problems.join("\n"));
+}
+
+/// Several GPUs: one run whose cases alternate between the first two GPUs (each case binds its
+/// GPU's context after the other's), duplex pairs included. Every case is measured, and each
+/// duplex D2H figure was timed in its own GPU's H2D case's repetitions.
+fn alternating(
+    gpus: &[(String, String)],
+    probe: &hwc_bench_cuda::CudaProbe,
+    backends: &mut [Box<dyn Backend>],
+    options: &RunOptions,
+    cancel: &AtomicBool,
+    problems: &mut Vec<String>,
+) {
+    let pair: Vec<(&str, u32)> = gpus[..2]
+        .iter()
+        .zip(&probe.devices)
+        .map(|((g, _), d)| (g.as_str(), gpu_node(&d.pci_bdf)))
+        .collect();
+    let mut list = Vec::new();
+    for (name, path, size, dir) in [
+        ("alt-h2d", PathId::H2d, 4 * MIB, None),
+        ("alt-d2h", PathId::D2h, 4 * MIB, None),
+        ("alt-duplex-h2d", PathId::Duplex, 512 << 10, Some("h2d")),
+        ("alt-duplex-d2h", PathId::Duplex, 512 << 10, Some("d2h")),
+        ("alt-d2d", PathId::D2d, 16 * MIB, None),
+    ] {
+        for &(gpu, node) in &pair {
+            let extra = match path {
+                PathId::D2d => CaseParams::default(),
+                _ => CaseParams {
+                    direction: dir.map(String::from),
+                    ..host("pinned", Some(node))
+                },
+            };
+            list.push(case(gpu, name, path, size, 1, extra));
+        }
+    }
+    let out = hwc_runner::run(&list, backends, options, &mut NoObserver, cancel);
+    for w in &out.waived {
+        problems.push(format!("alternating: {:?} waived: {}", w.scope, w.reason));
+    }
+    for f in &out.failures {
+        problems.push(format!("alternating: {} failed: {}", f.key, f.error));
+    }
+    if out.results.len() != list.len() {
+        problems.push(format!(
+            "alternating: {} of {} cases measured",
+            out.results.len(),
+            list.len()
+        ));
+    }
+    for r in &out.results {
+        let m = &r.measurement;
+        println!(
+            "{:<34} {:>9.3} ±{:.2} % N={}",
+            m.key, m.gbps.median, m.gbps.spread_pct, m.gbps.n
+        );
+        if let Some(gpu) = m.key.strip_prefix("alt-duplex-d2h/") {
+            let lead = format!("timed in the same repetitions as alt-duplex-h2d/{gpu}");
+            if !m.notes.iter().any(|n| n.starts_with(&lead)) {
+                problems.push(format!("alternating: {} not timed with {lead}", m.key));
+            }
+        }
+    }
 }
