@@ -218,19 +218,7 @@ fn copies_on_every_gpu() {
         // As a profile runs them: announced first (the pools size each buffer once), both
         // directions of a duplex size timed in the same repetitions.
         let out = hwc_runner::run(&list, &mut backends, &options, &mut NoObserver, &cancel);
-        for w in &out.waived {
-            problems.push(format!("{:?} waived: {}", w.scope, w.reason));
-        }
-        for f in &out.failures {
-            problems.push(format!("{} failed: {}", f.key, f.error));
-        }
-        if out.results.len() != list.len() {
-            problems.push(format!(
-                "{gpu}: {} of {} cases measured",
-                out.results.len(),
-                list.len()
-            ));
-        }
+        not_all_measured(gpu, &out, list.len(), &mut problems);
         for r in &out.results {
             let Some(c) = list.iter().find(|c| c.key == r.measurement.key) else {
                 problems.push(format!("{}: not a case of the test", r.measurement.key));
@@ -421,6 +409,27 @@ fn copies_on_every_gpu() {
     assert!(problems.is_empty(), "problems:\n{}", problems.join("\n"));
 }
 
+/// A problem for every case of a run that was waived or failed, and for a count short of `planned`.
+fn not_all_measured(
+    label: &str,
+    out: &hwc_runner::RunOutcome,
+    planned: usize,
+    problems: &mut Vec<String>,
+) {
+    for w in &out.waived {
+        problems.push(format!("{label}: {:?} waived: {}", w.scope, w.reason));
+    }
+    for f in &out.failures {
+        problems.push(format!("{label}: {} failed: {}", f.key, f.error));
+    }
+    if out.results.len() != planned {
+        problems.push(format!(
+            "{label}: {} of {planned} cases measured",
+            out.results.len()
+        ));
+    }
+}
+
 /// Several GPUs: one run whose cases alternate between the first two GPUs (each case binds its
 /// GPU's context after the other's), duplex pairs included. Every case is measured, and each
 /// duplex D2H figure was timed in its own GPU's H2D case's repetitions.
@@ -457,19 +466,7 @@ fn alternating(
         }
     }
     let out = hwc_runner::run(&list, backends, options, &mut NoObserver, cancel);
-    for w in &out.waived {
-        problems.push(format!("alternating: {:?} waived: {}", w.scope, w.reason));
-    }
-    for f in &out.failures {
-        problems.push(format!("alternating: {} failed: {}", f.key, f.error));
-    }
-    if out.results.len() != list.len() {
-        problems.push(format!(
-            "alternating: {} of {} cases measured",
-            out.results.len(),
-            list.len()
-        ));
-    }
+    not_all_measured("alternating", &out, list.len(), problems);
     for r in &out.results {
         let m = &r.measurement;
         println!(

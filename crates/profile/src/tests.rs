@@ -671,14 +671,20 @@ fn on_gpu(mut r: CaseResult, gpu: &str) -> CaseResult {
     r
 }
 
-#[test]
-fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings() {
+/// The one-GPU topology with a second H200 (gpu1, `0000:00:07.0`) on `node`.
+fn topo_with_two_gpus(node: u32) -> Topology {
     let mut t = topo_with_gpu();
-    let mut second = h200(Some(1));
+    let mut second = h200(Some(node));
     second.index = 1;
     second.cuda_index = Some(1);
     second.pci_bdf = "0000:00:07.0".into();
     t.gpus.push(second);
+    t
+}
+
+#[test]
+fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings() {
+    let t = topo_with_two_gpus(1);
     // gpu0 sits on node 0, gpu1 on node 1: each one's node-0 copies are local to gpu0 and
     // cross-NUMA for gpu1, and the other way round.
     let results = vec![
@@ -708,12 +714,7 @@ fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings
 
 #[test]
 fn the_all_gpu_d2d_ceiling_is_the_slowest_gpus_and_absent_while_a_gpu_has_no_d2d_figure() {
-    let mut t = topo_with_gpu();
-    let mut second = h200(Some(0));
-    second.index = 1;
-    second.cuda_index = Some(1);
-    second.pci_bdf = "0000:00:07.0".into();
-    t.gpus.push(second);
+    let t = topo_with_two_gpus(0);
     let d2d = |gpu: &str, gbps: f64| {
         result(
             &format!("d2d/{gpu}/1GiB/s1"),
