@@ -190,6 +190,31 @@ fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
     assert_eq!(p.ceilings["host_ram_cross_numa_gbps"], 21.0);
 }
 
+/// A GPU's H2D fields: 4 MiB one-stream and peak, NUMA-local, then the same cross-NUMA.
+fn h2d_figures(g: &hwc_model::profile::GpuProfile) -> [Option<f64>; 4] {
+    [
+        g.h2d_4m_1stream_numa_local_gbps,
+        g.h2d_peak_numa_local_gbps,
+        g.h2d_4m_1stream_cross_numa_gbps,
+        g.h2d_peak_cross_numa_gbps,
+    ]
+}
+
+/// A D2D case's result on `gpu`.
+fn d2d_copy(gpu: &str, size: u64, streams: u32, gbps: f64) -> CaseResult {
+    result(
+        &format!("d2d/{gpu}/{size}/s{streams}"),
+        PathId::D2d,
+        CaseParams {
+            gpu: Some(gpu.into()),
+            size_bytes: Some(size),
+            streams: Some(streams),
+            ..CaseParams::default()
+        },
+        gbps,
+    )
+}
+
 #[test]
 fn gpu_fields_follow_the_spec_and_only_measured_values_appear() {
     let results = vec![
@@ -202,11 +227,11 @@ fn gpu_fields_follow_the_spec_and_only_measured_values_appear() {
     ];
     let p = gpu_profile(&results);
     let g = &p.gpus["gpu0"];
-    assert_eq!(g.h2d_4m_1stream_numa_local_gbps, Some(53.4));
-    assert_eq!(g.h2d_peak_numa_local_gbps, Some(55.6));
+    assert_eq!(
+        h2d_figures(g),
+        [Some(53.4), Some(55.6), Some(50.0), Some(52.5)]
+    );
     assert_eq!(g.d2h_peak_numa_local_gbps, Some(55.3));
-    assert_eq!(g.h2d_4m_1stream_cross_numa_gbps, Some(50.0));
-    assert_eq!(g.h2d_peak_cross_numa_gbps, Some(52.5));
     // Penalty compares one-stream peaks: 55.5 − 52.5.
     assert!((g.cross_numa_h2d_penalty_gbps.unwrap() - 3.0).abs() < 1e-9);
     assert_eq!(g.d2d_1stream_gbps, None, "no D2D measured: omitted");
@@ -252,17 +277,7 @@ fn duplex_sums_two_local_one_stream_halves_at_the_largest_size_measured_both_way
 #[test]
 fn d2d_uses_the_largest_size_outside_l2() {
     let mk = |size: u64, streams: u32, gbps: f64, resident: bool| {
-        let mut r = result(
-            &format!("d2d/gpu0/{size}/s{streams}"),
-            PathId::D2d,
-            CaseParams {
-                gpu: Some("gpu0".into()),
-                size_bytes: Some(size),
-                streams: Some(streams),
-                ..CaseParams::default()
-            },
-            gbps,
-        );
+        let mut r = d2d_copy("gpu0", size, streams, gbps);
         r.measurement.cache_resident = resident;
         r
     };
@@ -699,11 +714,14 @@ fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings
     ];
     let p = build(&t, &Plan::default(), &results, &[], &[], provenance());
     let (g0, g1) = (&p.gpus["gpu0"], &p.gpus["gpu1"]);
-    assert_eq!(g0.h2d_4m_1stream_numa_local_gbps, Some(53.4));
-    assert_eq!(g0.h2d_4m_1stream_cross_numa_gbps, Some(50.0));
-    assert_eq!(g1.h2d_4m_1stream_numa_local_gbps, Some(53.1));
-    assert_eq!(g1.h2d_4m_1stream_cross_numa_gbps, Some(49.0));
-    assert_eq!(g1.h2d_peak_numa_local_gbps, Some(55.2));
+    assert_eq!(
+        h2d_figures(g0),
+        [Some(53.4), Some(55.5), Some(50.0), Some(52.5)]
+    );
+    assert_eq!(
+        h2d_figures(g1),
+        [Some(53.1), Some(55.2), Some(49.0), Some(51.0)]
+    );
     assert!((g1.cross_numa_h2d_penalty_gbps.unwrap() - 4.2).abs() < 1e-9);
     assert_eq!(p.ceilings["warm_gpu0_gbps"], 53.4);
     assert_eq!(p.ceilings["warm_gpu1_gbps"], 53.1);
@@ -715,26 +733,18 @@ fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings
 #[test]
 fn the_all_gpu_d2d_ceiling_is_the_slowest_gpus_and_absent_while_a_gpu_has_no_d2d_figure() {
     let t = topo_with_two_gpus(0);
-    let d2d = |gpu: &str, gbps: f64| {
-        result(
-            &format!("d2d/{gpu}/1GiB/s1"),
-            PathId::D2d,
-            CaseParams {
-                gpu: Some(gpu.into()),
-                size_bytes: Some(1024 * MIB),
-                streams: Some(1),
-                ..CaseParams::default()
-            },
-            gbps,
-        )
-    };
-    let both = [d2d("gpu0", 2130.0), d2d("gpu1", 2090.0)];
+    let both = [
+        d2d_copy("gpu0", 1024 * MIB, 1, 2130.0),
+        d2d_copy("gpu1", 1024 * MIB, 1, 2090.0),
+    ];
     let p = build(&t, &Plan::default(), &both, &[], &[], provenance());
     assert_eq!(p.ceilings["gpu0_d2d_sustained_gbps"], 2130.0);
     assert_eq!(p.ceilings["gpu1_d2d_sustained_gbps"], 2090.0);
     assert_eq!(p.ceilings["gpu_d2d_sustained_gbps"], 2090.0);
     match p.ceiling_source("gpu_d2d_sustained_gbps") {
-        Some(hwc_model::CeilingOrigin::Measured(m)) => assert_eq!(m.key, "d2d/gpu1/1GiB/s1"),
+        Some(hwc_model::CeilingOrigin::Measured(m)) => {
+            assert_eq!(m.key, format!("d2d/gpu1/{}/s1", 1024 * MIB))
+        }
         other => panic!("{other:?}"),
     }
     // gpu1's D2D cases waived or failed: gpu0's figure is not what every GPU reaches.
