@@ -142,9 +142,7 @@ fn platform(out: &mut String, p: &Profile) {
         ],
         vec![
             "Memory".into(),
-            pl.memory_bytes
-                .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
-                .unwrap_or_else(|| "—".into()),
+            pl.memory_bytes.map(gib_label).unwrap_or_else(|| "—".into()),
         ],
         vec!["NUMA nodes".into(), pl.numa_nodes.to_string()],
         vec!["Kernel".into(), opt(&pl.kernel)],
@@ -163,9 +161,7 @@ fn platform(out: &mut String, p: &Profile) {
                     } else {
                         hwc_model::cpulist::format(&n.cpus)
                     },
-                    n.memory_bytes
-                        .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
-                        .unwrap_or_else(|| "—".into()),
+                    n.memory_bytes.map(gib_label).unwrap_or_else(|| "—".into()),
                     n.distances
                         .iter()
                         .map(u32::to_string)
@@ -196,14 +192,18 @@ fn node_memory_note(nodes: &[hwc_model::topology::NumaNode], total: Option<u64>)
     if (0.9..=1.1).contains(&ratio) {
         return None;
     }
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     Some(format!(
-        "The nodes' memory (`MemTotal` of each node's `meminfo`) adds up to {:.1} GiB, the \
-         machine's (`/proc/meminfo`) to {:.1} GiB. Both are as the kernel reports them; the \
-         Memory column is each node's own figure.",
-        gib(sum),
-        gib(total)
+        "The nodes' memory (`MemTotal` of each node's `meminfo`) adds up to {}, the \
+         machine's (`/proc/meminfo`) to {}. Both are as the kernel reports them; the Memory \
+         column is each node's own figure.",
+        gib_label(sum),
+        gib_label(total)
     ))
+}
+
+/// `24.0 GiB`.
+fn gib_label(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
 fn topology_diagram(out: &mut String, p: &Profile) {

@@ -112,11 +112,20 @@ fn waived_row(
 }
 
 fn absent_row(label: &str, limit: &str, why: Option<String>) -> Vec<String> {
-    let note = match why {
+    vec![
+        label.to_string(),
+        "—".into(),
+        limit.to_string(),
+        absent_note(why),
+    ]
+}
+
+/// Why a figure is missing: its waiver's reason, or plainly that it was not measured.
+fn absent_note(why: Option<String>) -> String {
+    match why {
         Some(why) => format!("waived: {why}"),
         None => "not measured in this run".into(),
-    };
-    vec![label.to_string(), "—".into(), limit.to_string(), note]
+    }
 }
 
 /// The reason a figure of `gpu` on `path` is absent: a waiver of that GPU (the plan's scopes
@@ -401,10 +410,7 @@ fn warm_path(out: &mut String, p: &Profile) {
                 None => vec![
                     name.clone(),
                     "—".into(),
-                    match gpu_waiver(p, PathId::H2d, name, false) {
-                        Some(why) => format!("waived: {why}"),
-                        None => "not measured in this run".into(),
-                    },
+                    absent_note(gpu_waiver(p, PathId::H2d, name, false)),
                 ],
             }
         })
