@@ -288,7 +288,7 @@ fn copies_on_every_gpu() {
             let windows = m.notes.iter().find(|n| n.contains("windows in all"));
             if let Some(n) = windows {
                 println!("{:<34} {n}", "");
-                let said_unsteady = n.contains("no window stayed within");
+                let said_unsteady = n.contains("an unsteady figure");
                 if c.reps.retry_above_spread_pct.is_none() || said_unsteady != m.unsteady() {
                     problems.push(format!("{}: windows note {n}", c.key));
                 }

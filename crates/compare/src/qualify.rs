@@ -632,11 +632,11 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
     if found.unsteady && found.derived {
         detail.push_str(
             " (derived from a measurement whose repetitions spread more than it was held to in \
-             every window: unsteady; rerun idle)",
+             the window kept: unsteady; rerun idle)",
         );
     } else if found.unsteady {
         detail.push_str(
-            " (its repetitions spread more than they were held to in every window: an unsteady \
+            " (its repetitions spread more than they were held to in the window kept: an unsteady \
              figure; rerun idle)",
         );
     }

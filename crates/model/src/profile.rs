@@ -169,7 +169,7 @@ impl CeilingOrigin<'_> {
     }
 
     /// The ceiling is, or was derived from, a measurement that spread more than it was held to
-    /// in every window it was timed in ([`Measurement::unsteady`]): a figure to rerun.
+    /// in the window of repetitions kept ([`Measurement::unsteady`]): a figure to rerun.
     pub fn unsteady(&self) -> bool {
         match self {
             CeilingOrigin::Measured(m) => m.unsteady(),

@@ -270,8 +270,9 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
     if unsteady > 0 {
         w.push(format!(
             "{unsteady} measurement(s) spread more than they are held to (spread_limit_pct) in \
-             every window of repetitions they were timed in (unsteady figures: something on the \
-             machine varied their speed); their notes list the windows; rerun on an idle node"
+             the window of repetitions kept, after being timed again (unsteady figures: something \
+             on the machine varied their speed); their notes list the windows; rerun on an idle \
+             node"
         ));
     }
     let unverified = p

@@ -408,9 +408,16 @@ pub fn run_group(
         .map(|m| m.case.reps.retry_above_spread_pct)
         .collect();
     let mut windows: Vec<Window> = Vec::with_capacity(1);
+    // Set when an interrupt stopped a window after an earlier one had finished.
+    let mut cut_short = false;
     loop {
         match time_window(case, &members, prepared.as_mut(), cancel) {
             Ok(window) => windows.push(window),
+            // An interrupt while being timed again keeps the windows already finished.
+            Err(_) if cancel.load(Ordering::SeqCst) && !windows.is_empty() => {
+                cut_short = true;
+                break;
+            }
             Err(outcome) => return GroupOutcome::lead_only(outcome),
         }
         // Every earlier window spread more than a limit, or there would be no other. An
@@ -426,8 +433,8 @@ pub fn run_group(
     let window = &windows[chosen];
     let mut outcome_of = |mi: usize, member: &Member| {
         let mut notes = notes.clone();
-        if windows.len() > 1 {
-            notes.push(windows_note(&windows, mi, chosen, limits[mi]));
+        if windows.len() > 1 || cut_short {
+            notes.push(windows_note(&windows, mi, chosen, limits[mi], cut_short));
         }
         let mut measurement = Measurement {
             key: member.case.key.clone(),
@@ -639,7 +646,13 @@ fn steadiest(windows: &[Window], limits: &[Option<u32>]) -> usize {
 
 /// What member `mi` of a case timed in several windows says about them (`limit_pct`: its own
 /// case's spread limit, if it has one).
-fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: Option<u32>) -> String {
+fn windows_note(
+    windows: &[Window],
+    mi: usize,
+    chosen: usize,
+    limit_pct: Option<u32>,
+    cut_short: bool,
+) -> String {
     let list = |f: fn(&hwc_model::Stats) -> f64| {
         windows
             .iter()
@@ -669,19 +682,41 @@ fn windows_note(windows: &[Window], mi: usize, chosen: usize, limit_pct: Option<
     } else {
         "the steadiest"
     };
-    let mut note = format!(
-        "{why}: timed again, {} windows in all (medians {} GB/s; spreads {} %); the figure is \
-         window {}'s, {which}",
-        windows.len(),
-        list(|s| s.median),
-        list(|s| s.spread_pct),
-        chosen + 1
-    );
+    let mut note = if cut_short {
+        format!(
+            "{why}: the run was interrupted while the case was timed again, so {} finished \
+             window{} (medians {} GB/s; spreads {} %); the figure is window {}'s, {which}",
+            windows.len(),
+            if windows.len() == 1 { "" } else { "s" },
+            list(|s| s.median),
+            list(|s| s.spread_pct),
+            chosen + 1
+        )
+    } else {
+        format!(
+            "{why}: timed again, {} windows in all (medians {} GB/s; spreads {} %); the figure \
+             is window {}'s, {which}",
+            windows.len(),
+            list(|s| s.median),
+            list(|s| s.spread_pct),
+            chosen + 1
+        )
+    };
     if let Some(l) = limit_pct.filter(|&l| windows[chosen].gbps[mi].spread_pct > f64::from(l)) {
-        note.push_str(&format!(
-            "; no window stayed within {l} %: an unsteady figure (something on the machine \
-             varied the copies' speed while this case ran)"
-        ));
+        let held = windows
+            .iter()
+            .any(|w| w.gbps[mi].spread_pct <= f64::from(l));
+        note.push_str(&if held {
+            format!(
+                "; the window kept, chosen for every figure timed in it, spread more than {l} % \
+                 for this one (another window held it within {l} %): an unsteady figure"
+            )
+        } else {
+            format!(
+                "; no window stayed within {l} %: an unsteady figure (something on the machine \
+                 varied the copies' speed while this case ran)"
+            )
+        });
     }
     note
 }

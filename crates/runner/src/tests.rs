@@ -360,7 +360,7 @@ fn windows_note(r: &CaseResult) -> &str {
     r.measurement
         .notes
         .iter()
-        .find(|n| n.contains("windows in all"))
+        .find(|n| n.contains("the figure is window"))
         .expect("a note on the windows")
 }
 
@@ -454,6 +454,36 @@ fn an_interrupt_after_a_noisy_window_keeps_it_instead_of_timing_another() {
         other => panic!("expected a measurement, got {other:?}"),
     }
     assert_eq!(b.next, 4, "no repetition after the interrupt");
+}
+
+#[test]
+fn an_interrupt_while_timed_again_keeps_the_finished_window_and_says_so() {
+    // cold + window 1 (spread 50 %), one repetition of window 2, then the flag.
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    b.cancel_after = Some((5, flag.clone()));
+    match run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag) {
+        CaseOutcome::Measured(r) => {
+            assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
+            let note = windows_note(&r);
+            assert!(
+                note.contains("interrupted while the case was timed again, so 1 finished window"),
+                "{note}"
+            );
+            assert!(note.contains("no window stayed within 1 %"), "{note}");
+            assert!(r.measurement.unsteady());
+        }
+        other => panic!("expected a measurement, got {other:?}"),
+    }
+    assert_eq!(b.next, 5, "no repetition after the interrupt");
+    // Interrupted within the first window, there is no figure.
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0]);
+    b.cancel_after = Some((3, flag.clone()));
+    assert!(matches!(
+        run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag),
+        CaseOutcome::Failed(_)
+    ));
 }
 
 /// Three cases: a lead, an unrelated one, and the lead's companion (planned last).
@@ -643,4 +673,96 @@ fn a_figure_without_a_limit_in_a_retimed_group_says_why_and_is_not_unsteady() {
     );
     assert!(!note.contains("unsteady"), "{note}");
     assert!(windows_note(lead).contains("more than the 1 % this case allows"));
+}
+
+#[test]
+fn a_companion_over_its_limit_only_in_the_window_kept_for_the_pair_says_another_held_it() {
+    // Windows of 3 after the cold repetition and 1 warm-up. Lead: 50 %, 0 %, 50 %. Companion
+    // (0.5 GB): 0 %, 2.04 % (0.49 s once), 0 %. Window 2 goes least past the limits (2.04).
+    let lead = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0];
+    let companion = [0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.49, 0.5, 0.5, 0.5, 0.5];
+    let (out, _) = run_all(paired(&lead, &companion), &grouped_plan(3, Some(1)));
+    let (lead, companion) = (&out.results[0], &out.results[1]);
+    assert_eq!(lead.samples_gbps, vec![1.0; 3], "window 2 kept");
+    assert!(!lead.measurement.unsteady());
+    assert!(companion.measurement.unsteady());
+    let note = windows_note(companion);
+    assert!(note.contains("3 windows in all"), "{note}");
+    assert!(
+        note.contains("spread more than 1 % for this one (another window held it within 1 %)"),
+        "{note}"
+    );
+    assert!(!note.contains("no window stayed"), "{note}");
+}
+
+#[test]
+fn a_companion_whose_timer_fails_fails_its_lead_and_then_runs_alone() {
+    // The companion's timer reads 0 s in the cold repetition.
+    let b = paired(&[1.0; 8], &[0.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]);
+    let (out, prepared) = run_all(b, &grouped_plan(3, None));
+    assert_eq!(out.failures.len(), 1);
+    assert_eq!(out.failures[0].key, "pair/h2d");
+    assert!(
+        out.failures[0].error.contains("pair/d2h"),
+        "{}",
+        out.failures[0].error
+    );
+    assert_eq!(prepared, vec!["pair/h2d", "other", "pair/d2h"]);
+    assert_eq!(result_keys(&out), vec!["other", "pair/d2h"]);
+}
+
+#[test]
+fn a_lead_that_names_itself_as_timed_with_it_is_not_its_own_companion() {
+    let mut b = Scripted::new(&[1.0; 4]);
+    b.also = Some(("pair/h2d".into(), "pair/h2d".into(), vec![0.5; 4]));
+    let (out, prepared) = run_all(b, &grouped_plan(3, None));
+    assert_eq!(result_keys(&out), vec!["pair/h2d", "other", "pair/d2h"]);
+    assert_eq!(prepared, vec!["pair/h2d", "other", "pair/d2h"]);
+    assert!(!out.results[0]
+        .measurement
+        .notes
+        .iter()
+        .any(|n| n.contains("timed in the same repetitions")));
+}
+
+/// What an observer saw: `start KEY` and `finish KEY` in order.
+#[derive(Default)]
+struct Recorder(Vec<String>);
+
+impl Observer for Recorder {
+    fn case_started(&mut self, _index: usize, _total: usize, case: &Case) {
+        self.0.push(format!("start {}", case.key));
+    }
+    fn case_finished(&mut self, outcome: &CaseOutcome) {
+        let key = match outcome {
+            CaseOutcome::Measured(r) => r.measurement.key.clone(),
+            CaseOutcome::Waived(w) => w.scope.clone().unwrap_or_default(),
+            CaseOutcome::Failed(f) => f.key.clone(),
+        };
+        self.0.push(format!("finish {key}"));
+    }
+}
+
+#[test]
+fn an_observer_sees_a_companion_start_and_finish_after_its_lead() {
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(paired(&[1.0; 6], &[0.5; 6]))];
+    let mut seen = Recorder::default();
+    run(
+        &grouped_plan(3, None),
+        &mut backends,
+        &RunOptions::default(),
+        &mut seen,
+        &AtomicBool::new(false),
+    );
+    assert_eq!(
+        seen.0,
+        vec![
+            "start pair/h2d",
+            "finish pair/h2d",
+            "start pair/d2h",
+            "finish pair/d2h",
+            "start other",
+            "finish other"
+        ]
+    );
 }
