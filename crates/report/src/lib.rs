@@ -60,14 +60,6 @@ pub(crate) fn waivers(out: &mut String, p: &Profile, path: PathId) {
     }
 }
 
-/// The first whole-path waiver's reason, for one-line summaries.
-pub(crate) fn path_waiver(p: &Profile, path: PathId) -> Option<String> {
-    p.waivers_of(path)
-        .find(|w| w.scope.is_none())
-        .or_else(|| p.waivers_of(path).next())
-        .map(|w| w.reason.clone())
-}
-
 pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", head.join(" | "));
     let _ = writeln!(

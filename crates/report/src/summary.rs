@@ -1,6 +1,6 @@
 //! Section 7: the spec's four summary sub-tables and the crossover comparison.
 
-use crate::{gbps, path_waiver, table};
+use crate::{gbps, table};
 use hwc_model::ceiling_key::{self, NvmeDir};
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
@@ -93,22 +93,14 @@ fn spread_of(m: &Measurement) -> String {
     )
 }
 
-/// A row for a figure that is absent: the waiver whose scope matches `scope_hint` (e.g.
-/// `cross`), else the path's whole-path waiver, else plainly "not measured".
-fn waived_row(
-    label: &str,
-    limit: &str,
-    p: &Profile,
-    path: PathId,
-    scope_hint: &str,
-) -> Vec<String> {
-    let scoped = p
-        .waivers_of(path)
-        .find(|w| {
-            !scope_hint.is_empty() && w.scope.as_deref().is_some_and(|s| s.contains(scope_hint))
-        })
-        .map(|w| w.reason.clone());
-    absent_row(label, limit, scoped.or_else(|| path_waiver(p, path)))
+/// A row for a figure that is absent, with [`absent_reason`] for a cross-NUMA figure (`cross`)
+/// or another one.
+fn waived_row(label: &str, limit: &str, p: &Profile, path: PathId, cross: bool) -> Vec<String> {
+    absent_row(
+        label,
+        limit,
+        absent_reason(p, path, |s| s.contains("cross") == cross),
+    )
 }
 
 fn absent_row(label: &str, limit: &str, why: Option<String>) -> Vec<String> {
@@ -128,14 +120,27 @@ fn absent_note(why: Option<String>) -> String {
     }
 }
 
-/// The reason a figure of `gpu` on `path` is absent: a waiver of that GPU (the plan's scopes
-/// begin with its name, a case's scope is its key, which holds `/gpuN/`) for the same host
-/// placement as the figure (`cross`: a cross-NUMA figure; else a NUMA-local one), else the
-/// path's whole-path waiver. Another GPU's, the other placement's or a pageable case's waiver is
-/// never the reason for a pinned peak.
+/// The reason a figure of `path` is absent: the first waiver whose scope `matches` the figure,
+/// else the path's whole-path waiver. A waiver scoped to something else is never the reason.
+fn absent_reason(p: &Profile, path: PathId, matches: impl Fn(&str) -> bool) -> Option<String> {
+    p.waivers_of(path)
+        .find(|w| w.scope.as_deref().is_some_and(&matches))
+        .or_else(|| p.waivers_of(path).find(|w| w.scope.is_none()))
+        .map(|w| w.reason.clone())
+}
+
+/// The whole-path waiver's reason, for one-line summaries.
+fn path_waiver(p: &Profile, path: PathId) -> Option<String> {
+    absent_reason(p, path, |_| false)
+}
+
+/// [`absent_reason`] for a figure of `gpu`: a waiver of that GPU (the plan's scopes begin with
+/// its name, a case's scope is its key, which holds `/gpuN/`) for the same host placement as
+/// the figure (`cross`: a cross-NUMA figure; else a NUMA-local one). Another GPU's, the other
+/// placement's or a pageable case's waiver is never the reason for a pinned peak.
 fn gpu_waiver(p: &Profile, path: PathId, gpu: &str, cross: bool) -> Option<String> {
     let (named, in_key) = (format!("{gpu} "), format!("/{gpu}/"));
-    let applies = |s: &str| {
+    let placement = |s: &str| {
         if s.contains("pageable") {
             return false;
         }
@@ -147,14 +152,9 @@ fn gpu_waiver(p: &Profile, path: PathId, gpu: &str, cross: bool) -> Option<Strin
             mentions_local || !mentions_cross
         }
     };
-    p.waivers_of(path)
-        .find(|w| {
-            w.scope
-                .as_deref()
-                .is_some_and(|s| (s.starts_with(&named) || s.contains(&in_key)) && applies(s))
-        })
-        .or_else(|| p.waivers_of(path).find(|w| w.scope.is_none()))
-        .map(|w| w.reason.clone())
+    absent_reason(p, path, |s| {
+        (s.starts_with(&named) || s.contains(&in_key)) && placement(s)
+    })
 }
 
 fn link_of(p: &Profile, gpu: &str) -> String {
@@ -178,14 +178,26 @@ fn raw_paths(out: &mut String, p: &Profile) {
     let mut rows: Vec<Vec<String>> = Vec::new();
     nvme_rows(p, &mut rows);
     if p.gpus.is_empty() {
-        rows.push(waived_row("Host → GPU H2D", "GPU PCIe", p, PathId::H2d, ""));
-        rows.push(waived_row("GPU → Host D2H", "GPU PCIe", p, PathId::D2h, ""));
+        rows.push(waived_row(
+            "Host → GPU H2D",
+            "GPU PCIe",
+            p,
+            PathId::H2d,
+            false,
+        ));
+        rows.push(waived_row(
+            "GPU → Host D2H",
+            "GPU PCIe",
+            p,
+            PathId::D2h,
+            false,
+        ));
         rows.push(waived_row(
             "GPU D2D (1-stream sustained)",
             "HBM",
             p,
             PathId::D2d,
-            "",
+            false,
         ));
     }
     for (name, g) in &p.gpus {
@@ -256,7 +268,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
                 "BAR1".into(),
                 String::new(),
             ],
-            None => waived_row(label, "BAR1", p, PathId::Gdrcopy, ""),
+            None => waived_row(label, "BAR1", p, PathId::Gdrcopy, false),
         });
     }
     for (label, limit, v, ceiling) in [
@@ -289,10 +301,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
                     note,
                 ]
             }
-            None => {
-                let hint = if label.contains("cross") { "cross" } else { "" };
-                waived_row(label, limit, p, PathId::HostRam, hint)
-            }
+            None => waived_row(label, limit, p, PathId::HostRam, label.contains("cross")),
         });
     }
     rows.push(match p.gds.one_drive_gbps {
@@ -302,7 +311,13 @@ fn raw_paths(out: &mut String, p: &Profile) {
             "nvidia_fs / P2P DMA".into(),
             p.gds.mode.clone().unwrap_or_default(),
         ],
-        None => waived_row("GDS NVMe → GPU", "nvidia_fs / P2P DMA", p, PathId::Gds, ""),
+        None => waived_row(
+            "GDS NVMe → GPU",
+            "nvidia_fs / P2P DMA",
+            p,
+            PathId::Gds,
+            false,
+        ),
     });
     table(
         out,
@@ -328,7 +343,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
         ),
     ] {
         if map.is_empty() {
-            rows.push(waived_row(label, "drive PCIe link", p, path, ""));
+            rows.push(waived_row(label, "drive PCIe link", p, path, false));
         }
         for (k, v) in map {
             rows.push(vec![
@@ -358,7 +373,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
                 "knee: smallest size ≥ 95 % of peak".into(),
                 String::new(),
             ]),
-            None => rows.push(waived_row(label, "knee of the size sweep", p, path, "")),
+            None => rows.push(waived_row(label, "knee of the size sweep", p, path, false)),
         }
     }
 }

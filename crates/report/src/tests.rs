@@ -928,3 +928,32 @@ fn the_cold_path_names_the_gpu_the_profile_took_its_ceiling_from_when_two_tie() 
     // hwc_profile::nvme::best_h2d_gpu keeps the first of equals, as the ceilings do.
     assert!(row.starts_with("| 1 | gpu0 |"), "{row}");
 }
+
+#[test]
+fn an_absent_figure_never_cites_a_waiver_scoped_to_something_else() {
+    // No host RAM figure at all: the plan's one host RAM waiver is scoped cross-NUMA.
+    let p = profile_with(false, |r| r.clear());
+    let md = render(&p);
+    let row = |label: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))
+            .unwrap_or_else(|| panic!("no row {label}:\n{md}"))
+            .to_string()
+    };
+    let same = row("Host RAM same-NUMA (sustained)");
+    assert!(same.contains("not measured in this run"), "{same}");
+    let cross = row("Host RAM cross-NUMA (sustained)");
+    assert!(cross.contains("waived: one NUMA node"), "{cross}");
+    // A GPU without its H2D figures: the cold path does not give gpu0's cross-NUMA waiver.
+    let mut p = profile_with(true, |r| r.retain(|c| c.measurement.path != PathId::H2d));
+    p.waived.push(Waiver {
+        path: PathId::H2d,
+        scope: Some("gpu0 cross-NUMA".into()),
+        reason: "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
+        hint: None,
+    });
+    let md = render(&p);
+    let cold = &md[md.find("### Sub-table 3").unwrap()..md.find("### Sub-table 4").unwrap()];
+    assert!(cold.contains("(not measured)"), "{cold}");
+    assert!(!cold.contains("cross-NUMA"), "{cold}");
+}
