@@ -755,7 +755,7 @@ mod tests {
         // Another GPU's block of cases ran meanwhile.
         assert_eq!(warm_duration(true, Some(s(10))), Some(FIRST_WARMUP));
         assert_eq!(warm_duration(true, Some(s(20))), Some(FIRST_WARMUP));
-        // Warmed but never timed a case (its first case failed before any copy).
+        // No record of our last work (warm_up sets one, so only a caller that skipped it).
         assert_eq!(warm_duration(true, None), Some(FIRST_WARMUP));
     }
 }

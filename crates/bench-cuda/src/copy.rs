@@ -120,20 +120,17 @@ impl DeviceRuntime {
 
     /// The read-back staging buffer ([`STAGING_BYTES`] of pinned host memory, not placed).
     fn staging(&mut self) -> Result<&mut [u8], CudaError> {
-        if self.staging.is_none() {
-            let buffer = HostBuffer::new(
+        let buffer = match &mut self.staging {
+            Some(buffer) => buffer,
+            none => none.insert(HostBuffer::new(
                 &self.ctx,
                 STAGING_BYTES,
                 None,
                 HostMemory::Pinned,
                 Pages::Huge,
-            )?;
-            self.staging = Some(buffer);
-        }
-        Ok(self
-            .staging
-            .as_mut()
-            .map_or(&mut [][..], |b| b.as_mut_slice()))
+            )?),
+        };
+        Ok(buffer.as_mut_slice())
     }
 
     /// Standing stream `queue` (≥ 1), making it and every one before it that is not made yet.
@@ -796,8 +793,8 @@ impl<'a> CopyCase<'a> {
             notes.push(format!(
                 "{m} batches of {k} per stream per repetition, each batch queued behind \
                  a spin-kernel latch and timed by CUDA events, the repetition's time the sum of \
-                 its batches' spans: about {:.0} ms of copying, so that a figure does not rest \
-                 on one short spell of the host",
+                 its batches' spans (batches gathered toward a {:.0} ms repetition, a \
+                 setting), so that a figure does not rest on one short spell of the host",
                 TARGET_REP_SECONDS * 1e3
             ));
         } else if self.latched {

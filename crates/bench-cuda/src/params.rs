@@ -113,11 +113,14 @@ impl CopySpec {
         if !(1..=MAX_STREAMS).contains(&streams) {
             return Err(ParamError::Streams(streams));
         }
-        let host_memory = match p.host_memory.as_deref().map(str::to_ascii_lowercase) {
-            None => HostMemory::Pinned,
-            Some(m) if m == "pinned" => HostMemory::Pinned,
-            Some(m) if m == "pageable" => HostMemory::Pageable,
-            Some(m) => return Err(ParamError::HostMemory(m)),
+        let host_memory = match p.host_memory.as_deref() {
+            _ if p.pinned_host() => HostMemory::Pinned,
+            Some(m) if m.eq_ignore_ascii_case("pageable") => HostMemory::Pageable,
+            m => {
+                return Err(ParamError::HostMemory(
+                    m.unwrap_or_default().to_ascii_lowercase(),
+                ))
+            }
         };
         let h2d = Flow {
             direction: Direction::H2d,

@@ -181,6 +181,14 @@ pub struct CaseParams {
 }
 
 impl CaseParams {
+    /// The case's host memory is pinned: `pinned` in any letter case, or none named (a GPU copy
+    /// case's default). One reading for the planner, the CUDA backend and the profile.
+    pub fn pinned_host(&self) -> bool {
+        self.host_memory
+            .as_deref()
+            .is_none_or(|m| m.eq_ignore_ascii_case("pinned"))
+    }
+
     /// The host RAM copy kernel, `memcpy` when the case names none (profiles written before
     /// the streaming kernel existed).
     pub fn copy_kernel_name(&self) -> &str {

@@ -387,13 +387,8 @@ fn gpu_placements(
 /// [`STEADY_SPREAD_PCT`] for pinned copies over PCIe (H2D, D2H, duplex) of at least
 /// [`STEADY_MIN_BYTES`], none for the others.
 pub fn gpu_copy_retry_limit(path: PathId, params: &CaseParams) -> Option<u32> {
-    // As the CUDA backend reads it: no host_memory is pinned.
-    let pinned = params
-        .host_memory
-        .as_deref()
-        .is_none_or(|m| m.eq_ignore_ascii_case("pinned"));
     let steady = matches!(path, PathId::H2d | PathId::D2h | PathId::Duplex)
-        && pinned
+        && params.pinned_host()
         && params.size_bytes.is_some_and(|s| s >= STEADY_MIN_BYTES);
     steady.then_some(STEADY_SPREAD_PCT)
 }

@@ -109,10 +109,6 @@ fn host_node(m: &Measurement) -> Option<u32> {
     }
 }
 
-fn pinned(m: &Measurement) -> bool {
-    m.params.host_memory.as_deref() == Some("pinned")
-}
-
 fn size_streams(m: &Measurement, size: u64, streams: u32) -> bool {
     m.params.size_bytes == Some(size) && m.params.streams == Some(streams)
 }
@@ -147,9 +143,12 @@ fn worst<'a>(it: impl Iterator<Item = &'a Measurement>) -> Option<&'a Measuremen
 
 /// The picks for GPU `name` (`gpu0`, …) on NUMA node `numa_node`.
 pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) -> GpuPicks<'a> {
-    let is_local = |m: &Measurement| pinned(m) && host_node(m) == numa_node;
+    let is_local = |m: &Measurement| m.params.pinned_host() && host_node(m) == numa_node;
     let is_cross = |m: &Measurement| {
-        pinned(m) && numa_node.is_some() && host_node(m).is_some() && host_node(m) != numa_node
+        m.params.pinned_host()
+            && numa_node.is_some()
+            && host_node(m).is_some()
+            && host_node(m) != numa_node
     };
     let h2d_local = || of_gpu(ms, name, PathId::H2d).filter(|m| is_local(m));
     let h2d_cross = || of_gpu(ms, name, PathId::H2d).filter(|m| is_cross(m));
