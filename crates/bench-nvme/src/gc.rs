@@ -230,7 +230,7 @@ impl GcSettleRunner {
             measurement,
             samples_gbps: gbps[gbps.len() - timed..].to_vec(),
             warmup_gbps: earlier.iter().skip(1).copied().collect(),
-            case_seconds: started.elapsed().as_secs_f64(),
+            case_seconds: Some(started.elapsed().as_secs_f64()),
         };
         let record = GcSettleResult {
             key: case.key.clone(),

@@ -100,7 +100,8 @@ pub struct CaseResult {
     /// Warm-up repetitions' throughput in GB/s (discarded from the statistics).
     pub warmup_gbps: Vec<f64>,
     /// Wall time of the whole case (preparation, cold run, warm-up, timed repetitions), seconds;
-    /// 0 for a case timed in another case's repetitions (its time is in that case's).
-    #[serde(default)]
-    pub case_seconds: f64,
+    /// absent for a case timed in another case's repetitions (its time is in that case's).
+    /// Raw files of builds before this field was optional hold 0 there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case_seconds: Option<f64>,
 }

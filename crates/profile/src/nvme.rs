@@ -496,7 +496,7 @@ mod tests {
             },
             samples_gbps: vec![1.0; 3],
             warmup_gbps: vec![],
-            case_seconds: 1.0,
+            case_seconds: Some(1.0),
         }
     }
 

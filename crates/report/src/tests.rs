@@ -36,7 +36,7 @@ fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -
         },
         samples_gbps: vec![median; 20],
         warmup_gbps: vec![median; 3],
-        case_seconds: 1.0,
+        case_seconds: Some(1.0),
     }
 }
 

@@ -480,11 +480,10 @@ pub fn run_group(
             measurement,
             samples_gbps: window.samples_gbps[mi].clone(),
             warmup_gbps: std::mem::take(&mut warmups[mi]),
-            case_seconds: if member.also.is_none() {
-                started.elapsed().as_secs_f64()
-            } else {
-                0.0
-            },
+            case_seconds: member
+                .also
+                .is_none()
+                .then(|| started.elapsed().as_secs_f64()),
         }))
     };
     // Member 0 is the lead; every other one a companion, with its index in `others`.
