@@ -67,6 +67,9 @@ def main(path):
         hwc = [v for (tt, s, st, t, m), v in rows.items()
                if (tt, s, st, t) == (test, size, streams, "hwc")]
         if not hwc:
+            # The reference measured it and hwceiling gave nothing (a crashed block): a miss.
+            print(f"{test:<13} {label(size):>7} {streams:>2} {'-':>9}  MISSING: no hwc row")
+            failures += 1
             continue
         hwc = hwc[0]
         ref = {m: v for (tt, s, st, t, m), v in rows.items()

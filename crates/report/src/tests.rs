@@ -716,7 +716,11 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
         "{}",
         notes[0]
     );
-    assert!(notes[0].contains("whose search chose it"), "{}", notes[0]);
+    assert!(
+        notes[0].contains("the D2H figure's notes say it was timed with the H2D case"),
+        "{}",
+        notes[0]
+    );
     let duplex_at = md.find("— duplex (H2D and D2H").unwrap();
     let note_at = md.find(notes[0]).unwrap();
     let path4_at = md.find("### Path 4").unwrap();

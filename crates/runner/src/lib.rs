@@ -535,7 +535,14 @@ fn over_limit(window: &Window, limits: &[Option<u32>]) -> f64 {
         .gbps
         .iter()
         .zip(limits)
-        .filter_map(|(s, l)| l.map(|l| s.spread_pct / f64::from(l.max(1))))
+        .filter_map(|(s, l)| {
+            // A 0 % limit: any spread is past it (as Measurement::unsteady reads it).
+            l.map(|l| match l {
+                0 if s.spread_pct > 0.0 => f64::INFINITY,
+                0 => 0.0,
+                l => s.spread_pct / f64::from(l),
+            })
+        })
         .fold(0.0, f64::max)
 }
 

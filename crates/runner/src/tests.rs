@@ -766,3 +766,17 @@ fn an_observer_sees_a_companion_start_and_finish_after_its_lead() {
         ]
     );
 }
+
+#[test]
+fn a_zero_limit_times_again_any_window_that_spread_at_all() {
+    // Window 1 spreads 0.5 %, window 2 not at all.
+    let out = run1(
+        Scripted::new(&[1.0, 1.0, 1.005, 1.0, 1.0, 1.0, 1.0]),
+        retrying(3, 0),
+        RunOptions::default(),
+    );
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps, vec![1.0; 3], "window 2 kept");
+    assert!(windows_note(r).contains("2 windows in all"));
+    assert!(!r.measurement.unsteady());
+}
