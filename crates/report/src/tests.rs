@@ -895,12 +895,7 @@ fn an_absent_gpu_figure_gives_its_own_gpus_and_placements_waiver_not_another_one
         ),
     ]);
     let md = render(&p);
-    let row = |label: &str| {
-        md.lines()
-            .find(|l| l.starts_with(&format!("| {label} |")))
-            .unwrap_or_else(|| panic!("no row {label}:\n{md}"))
-            .to_string()
-    };
+    let row = |label: &str| table_row(&md, label);
     let local = row("Host → gpu1 H2D (NUMA-local, peak)");
     assert!(local.contains("waived: gpu1 is busy"), "{local}");
     let cross = row("Host → gpu1 H2D (cross-NUMA, peak)");
@@ -938,12 +933,7 @@ fn an_absent_figure_never_cites_a_waiver_scoped_to_something_else() {
     // No host RAM figure at all: the plan's one host RAM waiver is scoped cross-NUMA.
     let p = profile_with(false, |r| r.clear());
     let md = render(&p);
-    let row = |label: &str| {
-        md.lines()
-            .find(|l| l.starts_with(&format!("| {label} |")))
-            .unwrap_or_else(|| panic!("no row {label}:\n{md}"))
-            .to_string()
-    };
+    let row = |label: &str| table_row(&md, label);
     let same = row("Host RAM same-NUMA (sustained)");
     assert!(same.contains("not measured in this run"), "{same}");
     let cross = row("Host RAM cross-NUMA (sustained)");
@@ -960,4 +950,12 @@ fn an_absent_figure_never_cites_a_waiver_scoped_to_something_else() {
     let cold = &md[md.find("### Sub-table 3").unwrap()..md.find("### Sub-table 4").unwrap()];
     assert!(cold.contains("(not measured)"), "{cold}");
     assert!(!cold.contains("cross-NUMA"), "{cold}");
+}
+
+/// The markdown table row that begins with the cell `label`.
+fn table_row(md: &str, label: &str) -> String {
+    md.lines()
+        .find(|l| l.starts_with(&format!("| {label} |")))
+        .unwrap_or_else(|| panic!("no row {label}:\n{md}"))
+        .to_string()
 }

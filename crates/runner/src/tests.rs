@@ -439,13 +439,21 @@ fn only_the_kept_window_s_timer_check_is_reported() {
     assert!(flags_timer(&out.results[0].measurement.notes, "9.1 %"));
 }
 
+/// A case of 3 repetitions held to 1 %, on `times`, with the interrupt flag set after `after`
+/// repetitions (the cold one counted): its outcome and how many repetitions ran.
+fn interrupted_after(after: usize, times: &[f64]) -> (CaseOutcome, usize) {
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let mut b = Scripted::new(times);
+    b.cancel_after = Some((after, flag.clone()));
+    let outcome = run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag);
+    (outcome, b.next)
+}
+
 #[test]
 fn an_interrupt_after_a_noisy_window_keeps_it_instead_of_timing_another() {
     // cold + 3 repetitions (spread 50 %), then the flag: the case is measured, one window.
-    let flag = std::sync::Arc::new(AtomicBool::new(false));
-    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
-    b.cancel_after = Some((4, flag.clone()));
-    match run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag) {
+    let (outcome, ran) = interrupted_after(4, &[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    match outcome {
         CaseOutcome::Measured(r) => {
             assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
             assert!(!r.measurement.notes.iter().any(|n| n.contains("windows")));
@@ -453,16 +461,14 @@ fn an_interrupt_after_a_noisy_window_keeps_it_instead_of_timing_another() {
         }
         other => panic!("expected a measurement, got {other:?}"),
     }
-    assert_eq!(b.next, 4, "no repetition after the interrupt");
+    assert_eq!(ran, 4, "no repetition after the interrupt");
 }
 
 #[test]
 fn an_interrupt_while_timed_again_keeps_the_finished_window_and_says_so() {
     // cold + window 1 (spread 50 %), one repetition of window 2, then the flag.
-    let flag = std::sync::Arc::new(AtomicBool::new(false));
-    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
-    b.cancel_after = Some((5, flag.clone()));
-    match run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag) {
+    let (outcome, ran) = interrupted_after(5, &[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0]);
+    match outcome {
         CaseOutcome::Measured(r) => {
             assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
             let note = windows_note(&r);
@@ -475,15 +481,10 @@ fn an_interrupt_while_timed_again_keeps_the_finished_window_and_says_so() {
         }
         other => panic!("expected a measurement, got {other:?}"),
     }
-    assert_eq!(b.next, 5, "no repetition after the interrupt");
+    assert_eq!(ran, 5, "no repetition after the interrupt");
     // Interrupted within the first window, there is no figure.
-    let flag = std::sync::Arc::new(AtomicBool::new(false));
-    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0]);
-    b.cancel_after = Some((3, flag.clone()));
-    assert!(matches!(
-        run_case(&retrying(3, 1), &mut b, &RunOptions::default(), &flag),
-        CaseOutcome::Failed(_)
-    ));
+    let (outcome, _) = interrupted_after(3, &[1.0, 1.0, 2.0, 1.0]);
+    assert!(matches!(outcome, CaseOutcome::Failed(_)));
 }
 
 /// Three cases: a lead, an unrelated one, and the lead's companion (planned last).
