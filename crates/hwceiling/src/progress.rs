@@ -62,4 +62,71 @@ impl Observer for Progress<'_> {
         self.outcomes.push(outcome.clone());
         (self.save)(&self.outcomes);
     }
+
+    fn case_retimed(&mut self, outcome: &CaseOutcome) {
+        let CaseOutcome::Measured(r) = outcome else {
+            return;
+        };
+        if let Some(b) = &self.bar {
+            b.println(format!(
+                "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}; timed again at the end of the run)",
+                r.measurement.key,
+                r.measurement.gbps.median,
+                r.measurement.gbps.spread_pct,
+                r.measurement.gbps.n
+            ));
+        }
+        let key = &r.measurement.key;
+        match self
+            .outcomes
+            .iter_mut()
+            .find(|o| matches!(o, CaseOutcome::Measured(m) if m.measurement.key == *key))
+        {
+            Some(old) => *old = outcome.clone(),
+            None => self.outcomes.push(outcome.clone()),
+        }
+        (self.save)(&self.outcomes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwc_model::CaseResult;
+    use std::cell::RefCell;
+
+    fn measured(key: &str, median: f64) -> CaseOutcome {
+        CaseOutcome::Measured(Box::new(CaseResult {
+            measurement: hwc_testkit::h2d_measurement(key, median, 0.5, 12),
+            samples_gbps: vec![median; 12],
+            warmup_gbps: Vec::new(),
+            case_seconds: Some(1.0),
+        }))
+    }
+
+    #[test]
+    fn a_case_timed_again_replaces_its_earlier_outcome_in_the_running_record() {
+        let saved: RefCell<Vec<Vec<f64>>> = RefCell::default();
+        let mut progress = Progress::new(
+            2,
+            Box::new(|all: &[CaseOutcome]| {
+                let medians = all
+                    .iter()
+                    .filter_map(|o| match o {
+                        CaseOutcome::Measured(r) => Some(r.measurement.gbps.median),
+                        _ => None,
+                    })
+                    .collect();
+                saved.borrow_mut().push(medians);
+            }),
+        );
+        progress.case_finished(&measured("a", 50.0));
+        progress.case_finished(&measured("b", 40.0));
+        progress.case_retimed(&measured("a", 55.0));
+        drop(progress);
+        assert_eq!(
+            *saved.borrow(),
+            vec![vec![50.0], vec![50.0, 40.0], vec![55.0, 40.0]]
+        );
+    }
 }

@@ -204,9 +204,10 @@ pub struct Reps {
     /// Timed repetitions: the statistics' N.
     pub timed: u32,
     /// Where set: when the timed repetitions spread more than this many per cent, the runner
-    /// times the case again, up to `hwc_runner::MAX_WINDOWS` windows of `timed` repetitions in
-    /// all, and keeps the steadiest window (the one of least spread), saying so in a note.
-    /// Where not set, one window.
+    /// times the case again, a second window of `timed` repetitions at once and, where that one
+    /// spread more too, a third at the end of the run (the case prepared anew:
+    /// `hwc_runner::MAX_WINDOWS` windows in all), and keeps the steadiest window (the one of
+    /// least spread), saying so in a note. Where not set, one window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_above_spread_pct: Option<u32>,
 }

@@ -1,8 +1,9 @@
 //! The runner: takes planned cases and the backends that can measure them, and owns the
 //! measurement discipline — one cold repetition (kept, labelled cold), warm-up, N timed
-//! repetitions (a window of them timed again, up to [`MAX_WINDOWS`], where a case held to a
-//! spread exceeds it), statistics, a data check, the idle guard — and reports each finished case to an
-//! [`Observer`] at once, so an interrupted run keeps what it measured. It never prints.
+//! repetitions (where a case held to a spread exceeds it, a window of them timed again at once,
+//! and once more at the end of the run: [`MAX_WINDOWS`] in all), statistics, a data check, the
+//! idle guard — and reports each finished case to an [`Observer`] at once, so an interrupted run
+//! keeps what it measured. It never prints.
 //!
 //! A prepared case may time other planned cases in its own repetitions ([`Prepared::also`]:
 //! the other direction of a duplex pair, which runs at the same time anyway); the runner then
@@ -138,10 +139,15 @@ pub trait Backend {
 /// Progress and results, as they happen.
 ///
 /// Every case starts and then finishes; a case timed in an earlier case's repetitions
-/// ([`Prepared::also`]) starts and finishes right after that case finishes.
+/// ([`Prepared::also`]) starts and finishes right after that case finishes. After the last case
+/// has finished, cases timed again at the end of the run come back, each once, through
+/// [`Observer::case_retimed`].
 pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _outcome: &CaseOutcome) {}
+    /// A case that finished earlier, timed again at the end of the run (see [`run`]): this
+    /// outcome replaces the one filed under the same key.
+    fn case_retimed(&mut self, _outcome: &CaseOutcome) {}
 }
 
 /// An observer that does nothing.
@@ -185,9 +191,33 @@ impl RunOutcome {
             CaseOutcome::Failed(f) => self.failures.push(f),
         }
     }
+
+    /// File a case's outcome in place of the measurement filed under the same key (a case
+    /// timed again at the end of the run).
+    pub fn replace(&mut self, outcome: CaseOutcome) {
+        if let CaseOutcome::Measured(r) = outcome {
+            match self
+                .results
+                .iter_mut()
+                .find(|o| o.measurement.key == r.measurement.key)
+            {
+                Some(old) => *old = *r,
+                None => self.results.push(*r),
+            }
+        } else {
+            self.record(outcome);
+        }
+    }
 }
 
 /// Run `cases` in order with the first backend that serves each path.
+///
+/// A case held to a spread ([`hwc_model::Reps::retry_above_spread_pct`]) whose
+/// [`AT_ONCE_WINDOWS`] windows all spread past it is prepared and timed once more after the
+/// last case, when a spell of noise on the machine may have passed ([`MAX_WINDOWS`] windows in
+/// all); its outcome, already reported, is then replaced ([`Observer::case_retimed`]). Once
+/// [`NOISY_STOP_AFTER`] cases in a row timed there stayed past their limits, the machine is taken
+/// to be still unsteady: the others keep the windows they have, and their notes say why.
 pub fn run(
     cases: &[Case],
     backends: &mut [Box<dyn Backend>],
@@ -212,6 +242,8 @@ pub fn run(
     }
     // Cases timed with an earlier one (see `Prepared::also`).
     let mut done = vec![false; total];
+    // Groups to time again at the end of the run, with their backend's index.
+    let mut later: Vec<(usize, Timed)> = Vec::new();
     for (index, case) in cases.iter().enumerate() {
         if done[index] {
             continue;
@@ -238,7 +270,16 @@ pub fn run(
                     .filter(|&j| !done[j] && owner[j] == Some(b))
                     .collect();
                 let others: Vec<&Case> = pending.iter().map(|&j| &cases[j]).collect();
-                let group = run_group(case, &others, backends[b].as_mut(), options, cancel);
+                let group = match time_group(case, &others, backends[b].as_mut(), options, cancel) {
+                    Ok(timed) => {
+                        let group = timed.outcomes(options);
+                        if timed.unsteady() && !timed.cut_short {
+                            later.push((b, timed));
+                        }
+                        group
+                    }
+                    Err(group) => group,
+                };
                 let mut outcomes = vec![(None, group.lead)];
                 for (o, outcome) in group.also {
                     done[pending[o]] = true;
@@ -253,6 +294,32 @@ pub fn run(
             }
             observer.case_finished(&outcome);
             out.record(outcome);
+        }
+    }
+    // Cases timed again at the end of the run in a row that stayed past their limits.
+    let mut misses = 0;
+    for (b, mut timed) in later {
+        if cancel.load(Ordering::SeqCst) {
+            break;
+        }
+        if misses >= NOISY_STOP_AFTER {
+            timed.not_again = Some(format!(
+                "the {NOISY_STOP_AFTER} cases timed again there before it all stayed past their \
+                 limits (the machine was still unsteady)"
+            ));
+        } else {
+            match retime(&mut timed, backends[b].as_mut(), cancel) {
+                Ok(()) if timed.unsteady() => misses += 1,
+                Ok(()) => misses = 0,
+                // An interrupt keeps the outcome already filed.
+                Err(_) if cancel.load(Ordering::SeqCst) => break,
+                Err(why) => timed.not_again = Some(why),
+            }
+        }
+        let group = timed.outcomes(options);
+        for outcome in std::iter::once(group.lead).chain(group.also.into_iter().map(|(_, o)| o)) {
+            observer.case_retimed(&outcome);
+            out.replace(outcome);
         }
     }
     if cancel.load(Ordering::SeqCst) {
@@ -295,7 +362,8 @@ fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
     Ok(hwc_stats::gbps(bytes, rep.seconds))
 }
 
-/// Run one case: idle guard, prepare, cold repetition, data check, warm-up, timed repetitions.
+/// Run one case: idle guard, prepare, cold repetition, data check, warm-up, timed repetitions
+/// (up to [`AT_ONCE_WINDOWS`] windows: a lone case has no end of run to be timed again at).
 pub fn run_case(
     case: &Case,
     backend: &mut dyn Backend,
@@ -345,23 +413,127 @@ pub fn run_group(
     options: &RunOptions,
     cancel: &AtomicBool,
 ) -> GroupOutcome {
+    match time_group(case, others, backend, options, cancel) {
+        Ok(timed) => timed.outcomes(options),
+        Err(group) => group,
+    }
+}
+
+/// What a prepared case said of itself, kept for the outcomes once it is gone.
+struct Facts {
+    placement: Option<Placement>,
+    cache_resident: bool,
+    /// The lead's notes ([`Prepared::notes`]).
+    notes: Vec<String>,
+    /// Each member's [`Prepared::also_notes`], by member index (none for the lead).
+    also_notes: Vec<Vec<String>>,
+}
+
+impl Facts {
+    fn of(prepared: &dyn Prepared, members: &[Member]) -> Self {
+        Facts {
+            placement: prepared.placement(),
+            cache_resident: prepared.cache_resident(),
+            notes: prepared.notes(),
+            also_notes: members
+                .iter()
+                .map(|m| {
+                    m.also
+                        .map_or_else(Vec::new, |(ai, _)| prepared.also_notes(ai))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A group as timed so far: everything its outcomes are made of.
+struct Timed<'c> {
+    members: Vec<Member<'c>>,
+    limits: Vec<Option<u32>>,
+    /// The first preparation's cold repetition and warm-ups, by member.
+    cold: Vec<f64>,
+    warmups: Vec<Vec<f64>>,
+    windows: Vec<Window>,
+    /// What each preparation said, by [`Window::pass`].
+    facts: Vec<Facts>,
+    contended: bool,
+    notes: Vec<String>,
+    /// An interrupt stopped a window after an earlier one had finished.
+    cut_short: bool,
+    /// Why the group was not timed again at the end of the run, where it would have been.
+    not_again: Option<String>,
+    /// Seconds spent on the lead, every preparation's included.
+    seconds: f64,
+}
+
+/// Idle guard, prepare, cold repetition, data check, warm-up, and up to [`AT_ONCE_WINDOWS`]
+/// windows of timed repetitions, the next only while every earlier one spread past a limit.
+fn time_group<'c>(
+    case: &'c Case,
+    others: &[&'c Case],
+    backend: &mut dyn Backend,
+    options: &RunOptions,
+    cancel: &AtomicBool,
+) -> Result<Timed<'c>, GroupOutcome> {
     let started = std::time::Instant::now();
     let mut notes = Vec::new();
     let mut contended = false;
     if let Idle::Busy(why) = backend.idle_check(case) {
         if backend.refuse_when_busy() && !options.allow_contended {
-            return GroupOutcome::lead_only(fail(
+            return Err(GroupOutcome::lead_only(fail(
                 case,
                 format!("refused: {why} (rerun when idle, or pass --allow-contended)"),
-            ));
+            )));
         }
         contended = true;
         notes.push(format!("contended: {why}"));
     }
-    let mut prepared = match backend.prepare(case) {
-        Ok(p) => p,
-        Err(e) => return GroupOutcome::lead_only(from_error(case, e)),
-    };
+    let lead_only = |e: BenchError| GroupOutcome::lead_only(from_error(case, e));
+    let mut prepared = backend.prepare(case).map_err(lead_only)?;
+    let members = members_of(case, others, prepared.as_ref());
+    let (cold, warmups) = warm(case, &members, prepared.as_mut()).map_err(lead_only)?;
+    let limits: Vec<Option<u32>> = members
+        .iter()
+        .map(|m| m.case.reps.retry_above_spread_pct)
+        .collect();
+    let mut windows: Vec<Window> = Vec::with_capacity(1);
+    let mut cut_short = false;
+    loop {
+        match time_window(case, &members, prepared.as_mut(), cancel, 0) {
+            Ok(window) => windows.push(window),
+            // An interrupt while being timed again keeps the windows already finished.
+            Err(_) if cancel.load(Ordering::SeqCst) && !windows.is_empty() => {
+                cut_short = true;
+                break;
+            }
+            Err(outcome) => return Err(GroupOutcome::lead_only(outcome)),
+        }
+        // Every earlier window spread more than a limit, or there would be no other. An
+        // interrupt keeps the windows timed so far rather than starting another.
+        let over = windows.last().is_some_and(|w| over_limit(w, &limits) > 1.0);
+        if !(over && windows.len() < AT_ONCE_WINDOWS && !cancel.load(Ordering::SeqCst)) {
+            break;
+        }
+    }
+    let facts = vec![Facts::of(prepared.as_ref(), &members)];
+    Ok(Timed {
+        members,
+        limits,
+        cold,
+        warmups,
+        windows,
+        facts,
+        contended,
+        notes,
+        cut_short,
+        not_again: None,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The lead, then each of `others` that the prepared lead names in [`Prepared::also`] and that
+/// asks for the lead's warm-up and timed repetitions (each taken once).
+fn members_of<'c>(case: &'c Case, others: &[&'c Case], prepared: &dyn Prepared) -> Vec<Member<'c>> {
     let mut members = vec![Member {
         case,
         bytes: prepared.bytes_per_rep(),
@@ -382,119 +554,152 @@ pub fn run_group(
             });
         }
     }
-    let lead_only = |e: BenchError| GroupOutcome::lead_only(from_error(case, e));
-    let cold = match prepared
+    members
+}
+
+/// The cold repetition (and the data check after it), then the warm-up: each member's cold
+/// figure and warm-up figures.
+fn warm(
+    case: &Case,
+    members: &[Member],
+    prepared: &mut dyn Prepared,
+) -> Result<(Vec<f64>, Vec<Vec<f64>>), BenchError> {
+    let cold = prepared
         .run_once()
-        .and_then(|r| sample(&members, prepared.as_ref(), &r))
-    {
-        Ok(v) => v,
-        Err(e) => return lead_only(e),
-    };
-    if let Err(e) = prepared.verify() {
-        return lead_only(e);
-    }
+        .and_then(|r| sample(members, prepared, &r))?;
+    prepared.verify()?;
     let mut warmups: Vec<Vec<f64>> = vec![Vec::new(); members.len()];
     for _ in 0..case.reps.warmup {
-        match prepared
-            .run_once()
-            .and_then(|r| sample(&members, prepared.as_ref(), &r))
-        {
-            Ok(v) => v.into_iter().zip(&mut warmups).for_each(|(g, w)| w.push(g)),
-            Err(e) => return lead_only(e),
+        let rep = prepared.run_once()?;
+        sample(members, prepared, &rep)?
+            .into_iter()
+            .zip(&mut warmups)
+            .for_each(|(g, w)| w.push(g));
+    }
+    Ok((cold, warmups))
+}
+
+/// Time a group again at the end of the run: the idle guard, a new preparation (its cold
+/// repetition, data check and warm-up), and windows until one holds every limit or there are
+/// [`MAX_WINDOWS`]. Its windows join the group's. An error says why it was not (the windows it
+/// had stand).
+fn retime(timed: &mut Timed, backend: &mut dyn Backend, cancel: &AtomicBool) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let case = timed.members[0].case;
+    if let Idle::Busy(why) = backend.idle_check(case) {
+        if !timed.contended {
+            return Err(format!("busy then: {why}"));
         }
     }
-    let limits: Vec<Option<u32>> = members
-        .iter()
-        .map(|m| m.case.reps.retry_above_spread_pct)
-        .collect();
-    let mut windows: Vec<Window> = Vec::with_capacity(1);
-    // Set when an interrupt stopped a window after an earlier one had finished.
-    let mut cut_short = false;
-    loop {
-        match time_window(case, &members, prepared.as_mut(), cancel) {
-            Ok(window) => windows.push(window),
-            // An interrupt while being timed again keeps the windows already finished.
-            Err(_) if cancel.load(Ordering::SeqCst) && !windows.is_empty() => {
-                cut_short = true;
-                break;
-            }
-            Err(outcome) => return GroupOutcome::lead_only(outcome),
-        }
-        // Every earlier window spread more than a limit, or there would be no other. An
-        // interrupt keeps the windows timed so far rather than starting another.
-        let over = windows.last().is_some_and(|w| over_limit(w, &limits) > 1.0);
-        if !(over && windows.len() < MAX_WINDOWS && !cancel.load(Ordering::SeqCst)) {
+    let companions: Vec<&Case> = timed.members[1..].iter().map(|m| m.case).collect();
+    let failed = |e: BenchError| format!("its preparation or repetitions failed: {e}");
+    let mut prepared = backend.prepare(case).map_err(failed)?;
+    let members = members_of(case, &companions, prepared.as_ref());
+    if members.len() != timed.members.len() {
+        return Err("prepared again, it no longer timed the same cases in its repetitions".into());
+    }
+    warm(case, &members, prepared.as_mut()).map_err(failed)?;
+    let pass = timed.facts.len();
+    while timed.windows.len() < MAX_WINDOWS {
+        let window =
+            time_window(case, &members, prepared.as_mut(), cancel, pass).map_err(|outcome| {
+                match outcome {
+                    CaseOutcome::Failed(f) => format!("its repetitions failed: {}", f.error),
+                    _ => "its repetitions did not finish".to_string(),
+                }
+            })?;
+        let over = over_limit(&window, &timed.limits) > 1.0;
+        timed.windows.push(window);
+        if !over {
             break;
         }
     }
-    let chosen = steadiest(&windows, &limits);
-    let placement = prepared.placement();
-    let cache_resident = prepared.cache_resident();
-    let window = &windows[chosen];
-    let mut outcome_of = |mi: usize, member: &Member| {
-        let mut notes = notes.clone();
-        if windows.len() > 1 || cut_short {
-            notes.push(windows_note(&windows, mi, chosen, limits[mi], cut_short));
-        }
-        let mut measurement = Measurement {
-            key: member.case.key.clone(),
-            path: member.case.path,
-            params: member.case.params.clone(),
-            bytes_per_rep: member.bytes,
-            gbps: window.gbps[mi],
-            cold_gbps: Some(cold[mi]),
-            warmup: case.reps.warmup,
-            latency_us: None,
-            latency_p50_us: None,
-            latency_p99_us: None,
-            placement: placement.clone(),
-            cache_resident,
-            contended,
-            spread_limit_pct: limits[mi],
-            notes,
-        };
-        if let Some((ai, _)) = member.also {
-            measurement.notes.push(format!(
-                "timed in the same repetitions as {}, by a timer of its own (no wall-clock \
-                 cross-check of its own: the wall clock times the lead's copies; this case's \
-                 time is in that case's case_seconds)",
-                case.key
-            ));
-            measurement.notes.extend(prepared.also_notes(ai));
-        } else {
-            if let Some(note) = options
-                .wall_tolerance
-                .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol))
-            {
-                measurement.notes.push(note);
+    timed.facts.push(Facts::of(prepared.as_ref(), &members));
+    timed.seconds += started.elapsed().as_secs_f64();
+    Ok(())
+}
+
+impl Timed<'_> {
+    /// The window kept.
+    fn chosen(&self) -> usize {
+        steadiest(&self.windows, &self.limits)
+    }
+
+    /// True when even the window kept spread past a limit.
+    fn unsteady(&self) -> bool {
+        over_limit(&self.windows[self.chosen()], &self.limits) > 1.0
+    }
+
+    /// The lead's outcome and each companion's, from the window kept.
+    fn outcomes(&self, options: &RunOptions) -> GroupOutcome {
+        let chosen = self.chosen();
+        let window = &self.windows[chosen];
+        let facts = &self.facts[window.pass];
+        let outcome_of = |mi: usize, member: &Member| {
+            let mut notes = self.notes.clone();
+            if self.windows.len() > 1 || self.cut_short || self.not_again.is_some() {
+                notes.push(windows_note(self, mi, chosen));
             }
-            let summary = |v: &[f64]| hwc_stats::summarize(v).ok();
-            measurement.latency_us = summary(&window.latencies);
-            let p50: Vec<f64> = window.percentiles.iter().map(|p| p.0).collect();
-            let p99: Vec<f64> = window.percentiles.iter().map(|p| p.1).collect();
-            measurement.latency_p50_us = summary(&p50).map(|s| s.median);
-            measurement.latency_p99_us = summary(&p99).map(|s| s.median);
-            measurement.notes.extend(prepared.notes());
-        }
-        CaseOutcome::Measured(Box::new(CaseResult {
-            measurement,
-            samples_gbps: window.samples_gbps[mi].clone(),
-            warmup_gbps: std::mem::take(&mut warmups[mi]),
-            case_seconds: member
-                .also
-                .is_none()
-                .then(|| started.elapsed().as_secs_f64()),
-        }))
-    };
-    // Member 0 is the lead; every other one a companion, with its index in `others`.
-    let lead = outcome_of(0, &members[0]);
-    let also = members
-        .iter()
-        .enumerate()
-        .skip(1)
-        .filter_map(|(mi, m)| m.also.map(|(_, j)| (j, outcome_of(mi, m))))
-        .collect();
-    GroupOutcome { lead, also }
+            let mut measurement = Measurement {
+                key: member.case.key.clone(),
+                path: member.case.path,
+                params: member.case.params.clone(),
+                bytes_per_rep: member.bytes,
+                gbps: window.gbps[mi],
+                cold_gbps: Some(self.cold[mi]),
+                warmup: self.members[0].case.reps.warmup,
+                latency_us: None,
+                latency_p50_us: None,
+                latency_p99_us: None,
+                placement: facts.placement.clone(),
+                cache_resident: facts.cache_resident,
+                contended: self.contended,
+                spread_limit_pct: self.limits[mi],
+                notes,
+            };
+            if member.also.is_some() {
+                measurement.notes.push(format!(
+                    "timed in the same repetitions as {}, by a timer of its own (no wall-clock \
+                     cross-check of its own: the wall clock times the lead's copies; this case's \
+                     time is in that case's case_seconds)",
+                    self.members[0].case.key
+                ));
+                measurement
+                    .notes
+                    .extend(facts.also_notes[mi].iter().cloned());
+            } else {
+                if let Some(note) = options
+                    .wall_tolerance
+                    .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol))
+                {
+                    measurement.notes.push(note);
+                }
+                let summary = |v: &[f64]| hwc_stats::summarize(v).ok();
+                measurement.latency_us = summary(&window.latencies);
+                let p50: Vec<f64> = window.percentiles.iter().map(|p| p.0).collect();
+                let p99: Vec<f64> = window.percentiles.iter().map(|p| p.1).collect();
+                measurement.latency_p50_us = summary(&p50).map(|s| s.median);
+                measurement.latency_p99_us = summary(&p99).map(|s| s.median);
+                measurement.notes.extend(facts.notes.iter().cloned());
+            }
+            CaseOutcome::Measured(Box::new(CaseResult {
+                measurement,
+                samples_gbps: window.samples_gbps[mi].clone(),
+                warmup_gbps: self.warmups[mi].clone(),
+                case_seconds: member.also.is_none().then_some(self.seconds),
+            }))
+        };
+        // Member 0 is the lead; every other one a companion, with its index in `others`.
+        let lead = outcome_of(0, &self.members[0]);
+        let also = self
+            .members
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter_map(|(mi, m)| m.also.map(|(_, j)| (j, outcome_of(mi, m))))
+            .collect();
+        GroupOutcome { lead, also }
+    }
 }
 
 /// One repetition's throughput for each member: the lead's from the repetition's time, each
@@ -547,8 +752,17 @@ fn over_limit(window: &Window, limits: &[Option<u32>]) -> f64 {
 }
 
 /// Timed windows a case whose repetitions spread too much may take in all (see
-/// [`hwc_model::Reps::retry_above_spread_pct`]).
+/// [`hwc_model::Reps::retry_above_spread_pct`]): [`AT_ONCE_WINDOWS`] back to back, the rest at
+/// the end of the run ([`run`]).
 pub const MAX_WINDOWS: usize = 3;
+/// Timed windows a case may take back to back: the second catches a blip of a moment; a spell
+/// of seconds (on the H200 machine, 2026-12-02, every D2H case of 4–256 MiB in one 15 s stretch)
+/// outlasts it, and the case is timed again at the end of the run.
+pub const AT_ONCE_WINDOWS: usize = 2;
+/// Cases timed again at the end of the run in a row that stay past their limits, after which
+/// the others are not: the machine is still unsteady, and timing them again would lengthen the
+/// run for little.
+pub const NOISY_STOP_AFTER: usize = 4;
 
 /// One window of a case's timed repetitions, with each member's figures by member index.
 struct Window {
@@ -560,6 +774,8 @@ struct Window {
     percentiles: Vec<(f64, f64)>,
     /// The lead's repetitions' throughput by the wall clock, where its timer is another.
     wall_gbps: Vec<f64>,
+    /// Which preparation of the case timed it: 0 the first, 1 the one at the end of the run.
+    pass: usize,
 }
 
 /// Time `case.reps.timed` repetitions. An error, or a cancel before the window is complete,
@@ -569,6 +785,7 @@ fn time_window(
     members: &[Member],
     prepared: &mut dyn Prepared,
     cancel: &AtomicBool,
+    pass: usize,
 ) -> Result<Window, CaseOutcome> {
     let timed = case.reps.timed.max(1) as usize;
     let mut samples_gbps = vec![Vec::with_capacity(timed); members.len()];
@@ -605,6 +822,7 @@ fn time_window(
         latencies,
         percentiles,
         wall_gbps,
+        pass,
     })
 }
 
@@ -650,15 +868,11 @@ fn steadiest(windows: &[Window], limits: &[Option<u32>]) -> usize {
         .map_or(0, |(i, _)| i)
 }
 
-/// What member `mi` of a case timed in several windows says about them (`limit_pct`: its own
-/// case's spread limit, if it has one).
-fn windows_note(
-    windows: &[Window],
-    mi: usize,
-    chosen: usize,
-    limit_pct: Option<u32>,
-    cut_short: bool,
-) -> String {
+/// What member `mi` of a group timed in several windows (or not timed again where it would
+/// have been) says about them; `chosen`: the window kept.
+fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
+    let windows = &timed.windows;
+    let limit_pct = timed.limits[mi];
     let list = |f: fn(&hwc_model::Stats) -> f64| {
         windows
             .iter()
@@ -688,26 +902,42 @@ fn windows_note(
     } else {
         "the steadiest"
     };
-    let mut note = if cut_short {
-        format!(
-            "{why}: the run was interrupted while the case was timed again, so {} finished \
-             window{} (medians {} GB/s; spreads {} %); the figure is window {}'s, {which}",
-            windows.len(),
-            if windows.len() == 1 { "" } else { "s" },
-            list(|s| s.median),
-            list(|s| s.spread_pct),
-            chosen + 1
-        )
-    } else {
-        format!(
-            "{why}: timed again, {} windows in all (medians {} GB/s; spreads {} %); the figure \
-             is window {}'s, {which}",
-            windows.len(),
-            list(|s| s.median),
-            list(|s| s.spread_pct),
-            chosen + 1
-        )
+    let n = windows.len();
+    let plural = if n == 1 { "" } else { "s" };
+    // The windows timed at the end of the run, by number.
+    let at_end: Vec<String> = (1..=n)
+        .filter(|&i| windows[i - 1].pass > 0)
+        .map(|i| i.to_string())
+        .collect();
+    let at_end = match at_end.len() {
+        0 => String::new(),
+        1 => format!(
+            " (window {} at the end of the run, the case prepared anew)",
+            at_end[0]
+        ),
+        _ => format!(
+            " (windows {} at the end of the run, the case prepared anew)",
+            at_end.join(", ")
+        ),
     };
+    let timing = if timed.cut_short {
+        format!("the run was interrupted while the case was timed again, so {n} finished window{plural}")
+    } else if n > 1 {
+        format!("timed again, {n} windows in all{at_end}")
+    } else {
+        "one window".to_string()
+    };
+    let mut note = format!(
+        "{why}: {timing} (medians {} GB/s; spreads {} %); the figure is window {}'s, {which}",
+        list(|s| s.median),
+        list(|s| s.spread_pct),
+        chosen + 1
+    );
+    if let Some(reason) = &timed.not_again {
+        note.push_str(&format!(
+            "; it was not timed again at the end of the run: {reason}"
+        ));
+    }
     if let Some(l) = limit_pct.filter(|&l| windows[chosen].gbps[mi].spread_pct > f64::from(l)) {
         let held = windows
             .iter()

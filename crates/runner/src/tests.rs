@@ -21,6 +21,8 @@ struct Scripted {
     prepared: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// The repetition after which `verify` fails (the cold one is repetition 1).
     fail_verify_of: Option<String>,
+    /// Preparations after this many fail.
+    prepare_limit: Option<usize>,
 }
 
 impl Scripted {
@@ -37,6 +39,7 @@ impl Scripted {
             also: None,
             prepared: Default::default(),
             fail_verify_of: None,
+            prepare_limit: None,
         }
     }
 }
@@ -118,6 +121,9 @@ impl Backend for Scripted {
             });
         }
         if let Ok(mut p) = self.prepared.lock() {
+            if self.prepare_limit.is_some_and(|n| p.len() >= n) {
+                return Err(BenchError::failed("out of pinned memory"));
+            }
             p.push(case.key.clone());
         }
         Ok(Box::new(ScriptedCase(self, case.key.clone())))
@@ -735,12 +741,18 @@ impl Observer for Recorder {
         self.0.push(format!("start {}", case.key));
     }
     fn case_finished(&mut self, outcome: &CaseOutcome) {
-        let key = match outcome {
-            CaseOutcome::Measured(r) => r.measurement.key.clone(),
-            CaseOutcome::Waived(w) => w.scope.clone().unwrap_or_default(),
-            CaseOutcome::Failed(f) => f.key.clone(),
-        };
-        self.0.push(format!("finish {key}"));
+        self.0.push(format!("finish {}", outcome_key(outcome)));
+    }
+    fn case_retimed(&mut self, outcome: &CaseOutcome) {
+        self.0.push(format!("retimed {}", outcome_key(outcome)));
+    }
+}
+
+fn outcome_key(outcome: &CaseOutcome) -> String {
+    match outcome {
+        CaseOutcome::Measured(r) => r.measurement.key.clone(),
+        CaseOutcome::Waived(w) => w.scope.clone().unwrap_or_default(),
+        CaseOutcome::Failed(f) => f.key.clone(),
     }
 }
 
@@ -780,4 +792,180 @@ fn a_zero_limit_times_again_any_window_that_spread_at_all() {
     assert_eq!(r.samples_gbps, vec![1.0; 3], "window 2 kept");
     assert!(windows_note(r).contains("2 windows in all"));
     assert!(!r.measurement.unsteady());
+}
+
+/// Cases of 3 timed repetitions and no warm-up named `keys`, each held to 1 % where `held`.
+fn named_plan(keys: &[&str], held: &[bool]) -> Vec<Case> {
+    keys.iter()
+        .zip(held)
+        .map(|(key, &held)| Case {
+            key: (*key).into(),
+            reps: Reps {
+                warmup: 0,
+                timed: 3,
+                retry_above_spread_pct: held.then_some(1),
+            },
+            ..case(PathId::HostRam, 0, 3)
+        })
+        .collect()
+}
+
+/// Run `cases` on `b`, watched: the outcome, the keys prepared in order, and what the observer
+/// saw.
+fn run_watched(
+    b: Scripted,
+    cases: &[Case],
+    cancel: &AtomicBool,
+) -> (RunOutcome, Vec<String>, Vec<String>) {
+    let prepared = b.prepared.clone();
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let mut seen = Recorder::default();
+    let out = run(
+        cases,
+        &mut backends,
+        &RunOptions::default(),
+        &mut seen,
+        cancel,
+    );
+    let keys = prepared.lock().map(|p| p.clone()).unwrap_or_default();
+    (out, keys, seen.0)
+}
+
+#[test]
+fn a_case_noisy_in_both_windows_at_once_is_timed_again_after_the_last_case() {
+    // a: cold, windows 1 and 2 spread 50 % (1, 0.5, 1 GB/s); b (no limit): cold + 1 window;
+    // a again at the end: cold, window 3 steady.
+    let times = [
+        1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+    ];
+    let cases = named_plan(&["a", "b"], &[true, false]);
+    let (out, prepared, seen) = run_watched(Scripted::new(&times), &cases, &AtomicBool::new(false));
+    assert_eq!(prepared, vec!["a", "b", "a"]);
+    assert_eq!(result_keys(&out), vec!["a", "b"], "filed in place, once");
+    let a = result(&out, "a");
+    assert_eq!(a.samples_gbps, vec![1.0; 3]);
+    assert!(!a.measurement.unsteady());
+    let note = windows_note(a);
+    assert!(note.contains("timed again, 3 windows in all (window 3 at the end of the run, the case prepared anew)"), "{note}");
+    assert!(note.contains("spreads 50.00, 50.00, 0.00 %"), "{note}");
+    assert!(note.contains("window 3's, the steadiest"), "{note}");
+    assert_eq!(a.warmup_gbps, Vec::<f64>::new());
+    assert_eq!(
+        a.measurement.cold_gbps,
+        Some(1.0),
+        "the first preparation's cold figure"
+    );
+    assert_eq!(
+        seen,
+        vec!["start a", "finish a", "start b", "finish b", "retimed a"]
+    );
+    assert!(!out.interrupted);
+}
+
+#[test]
+fn once_four_cases_in_a_row_stay_noisy_at_the_end_the_others_are_not_timed_again() {
+    // Every window spreads 50 %: six held cases, timed twice each, then four at the end.
+    let keys = ["c0", "c1", "c2", "c3", "c4", "c5"];
+    let cases = named_plan(&keys, &[true; 6]);
+    let (out, prepared, seen) =
+        run_watched(Scripted::new(&[1.0, 2.0]), &cases, &AtomicBool::new(false));
+    assert_eq!(
+        prepared,
+        vec!["c0", "c1", "c2", "c3", "c4", "c5", "c0", "c1", "c2", "c3"]
+    );
+    assert_eq!(result_keys(&out), keys.to_vec());
+    for key in ["c0", "c3"] {
+        let note = windows_note(result(&out, key));
+        assert!(
+            note.contains("3 windows in all (window 3 at the end of the run"),
+            "{note}"
+        );
+        assert!(note.contains("no window stayed within 1 %"), "{note}");
+    }
+    for key in ["c4", "c5"] {
+        let r = result(&out, key);
+        let note = windows_note(r);
+        assert!(
+            note.contains("timed again, 2 windows in all (medians"),
+            "{note}"
+        );
+        assert!(
+            note.contains(
+                "it was not timed again at the end of the run: the 4 cases timed again there \
+                 before it all stayed past their limits (the machine was still unsteady)"
+            ),
+            "{note}"
+        );
+        assert!(r.measurement.unsteady());
+    }
+    // Every case comes back once, the ones not timed again with their note.
+    assert_eq!(seen.iter().filter(|s| s.starts_with("retimed")).count(), 6);
+}
+
+#[test]
+fn an_interrupt_at_the_end_of_the_run_keeps_the_outcome_already_filed() {
+    // Windows 1 and 2 spread 50 % (7 repetitions), then the flag within the case's third
+    // preparation.
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let mut b = Scripted::new(&[1.0, 2.0]);
+    b.cancel_after = Some((9, flag.clone()));
+    let (out, prepared, seen) = run_watched(b, &named_plan(&["a"], &[true]), &flag);
+    assert_eq!(prepared, vec!["a", "a"]);
+    let note = windows_note(&out.results[0]);
+    assert!(
+        note.contains("timed again, 2 windows in all (medians"),
+        "{note}"
+    );
+    assert!(!note.contains("end of the run"), "{note}");
+    assert!(out.interrupted);
+    assert_eq!(seen, vec!["start a", "finish a"]);
+}
+
+#[test]
+fn a_case_that_cannot_be_prepared_again_keeps_its_windows_and_says_why() {
+    let mut b = Scripted::new(&[1.0, 2.0]);
+    b.prepare_limit = Some(1);
+    let (out, prepared, _) = run_watched(b, &named_plan(&["a"], &[true]), &AtomicBool::new(false));
+    assert_eq!(prepared, vec!["a"]);
+    assert!(out.failures.is_empty());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps.len(), 3);
+    let note = windows_note(r);
+    assert!(
+        note.contains(
+            "it was not timed again at the end of the run: its preparation or repetitions \
+             failed: out of pinned memory"
+        ),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_pair_timed_again_at_the_end_brings_back_both_figures_from_the_window_kept() {
+    // The lead steady; the companion (0.5 GB a repetition) spreads 50 % in windows 1 and 2
+    // (after cold and warm-up: 2 repetitions each preparation), then holds in window 3.
+    let lead = [1.0; 20];
+    let mut companion = vec![0.5, 0.5];
+    companion.extend([0.5, 0.25, 0.5, 0.5, 0.25, 0.5]);
+    companion.extend([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]);
+    let b = paired(&lead, &companion);
+    let (out, prepared, seen) = run_watched(b, &grouped_plan(3, Some(1)), &AtomicBool::new(false));
+    assert_eq!(prepared, vec!["pair/h2d", "other", "pair/h2d"]);
+    let d2h = result(&out, "pair/d2h");
+    assert_eq!(d2h.samples_gbps, vec![1.0; 3]);
+    assert!(
+        windows_note(d2h).contains("window 3's"),
+        "{}",
+        windows_note(d2h)
+    );
+    let h2d = result(&out, "pair/h2d");
+    assert!(windows_note(h2d).contains("window 3 at the end of the run"));
+    assert!(h2d.case_seconds.is_some() && d2h.case_seconds.is_none());
+    assert_eq!(
+        seen[seen.len() - 2..],
+        [
+            "retimed pair/h2d".to_string(),
+            "retimed pair/d2h".to_string()
+        ]
+    );
 }
