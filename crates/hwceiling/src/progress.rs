@@ -69,7 +69,7 @@ impl Observer for Progress<'_> {
         };
         if let Some(b) = &self.bar {
             b.println(format!(
-                "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}; timed again at the end of the run)",
+                "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}; timed again after its backend's other cases)",
                 r.measurement.key,
                 r.measurement.gbps.median,
                 r.measurement.gbps.spread_pct,

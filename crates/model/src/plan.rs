@@ -205,7 +205,7 @@ pub struct Reps {
     pub timed: u32,
     /// Where set: when the timed repetitions spread more than this many per cent, the runner
     /// times the case again, a second window of `timed` repetitions at once and, where that one
-    /// spread more too, a third at the end of the run (the case prepared anew:
+    /// spread more too, a third after the run's other cases of its backend (the case prepared anew:
     /// `hwc_runner::MAX_WINDOWS` windows in all), and keeps the steadiest window (the one of
     /// least spread), saying so in a note. Where not set, one window.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -65,7 +65,8 @@ pub struct Measurement {
     pub contended: bool,
     /// The spread, in per cent, this case's repetitions were held to, where it had a limit
     /// (pinned H2D, D2H and duplex copies of 4 MiB or more: 1): a window of repetitions that
-    /// spread more was timed again (once at once, once more at the end of the run). A `gbps.spread_pct` above it means the window kept spread
+    /// spread more was timed again (at once, and once more after the other cases of its
+    /// backend). A `gbps.spread_pct` above it means the window kept spread
     /// more (an unsteady figure: something on the machine varied the copies' speed); for a case
     /// timed alone no window stayed within it, for a duplex pair the window was kept for both
     /// figures; the notes list the windows.

@@ -129,8 +129,8 @@ fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
     let _ = writeln!(
         out,
         "Copies of {} or more here are held to a spread of {}: where a window of timed \
-         repetitions spread more, the case was timed again (at once, and once more at the end \
-         of the run) and its cell is the steadiest window's (for a duplex pair, timed together, the window whose two figures went least \
+         repetitions spread more, the case was timed again (at once, and once more after the \
+         other GPU copy cases) and its cell is the steadiest window's (for a duplex pair, timed together, the window whose two figures went least \
          past their limits; its notes list every window); *unsteady* marks a cell whose kept \
          window spread more.\n",
         size_label(smallest),

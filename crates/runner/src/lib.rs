@@ -1,7 +1,7 @@
 //! The runner: takes planned cases and the backends that can measure them, and owns the
 //! measurement discipline — one cold repetition (kept, labelled cold), warm-up, N timed
 //! repetitions (where a case held to a spread exceeds it, a window of them timed again at once,
-//! and once more at the end of the run: [`MAX_WINDOWS`] in all), statistics, a data check, the
+//! and once more after its backend's other cases: [`MAX_WINDOWS`] in all), statistics, a data check, the
 //! idle guard — and reports each finished case to an [`Observer`] at once, so an interrupted run
 //! keeps what it measured. It never prints.
 //!
@@ -139,14 +139,14 @@ pub trait Backend {
 /// Progress and results, as they happen.
 ///
 /// Every case starts and then finishes; a case timed in an earlier case's repetitions
-/// ([`Prepared::also`]) starts and finishes right after that case finishes. After the last case
-/// has finished, cases timed again at the end of the run come back, each once, through
+/// ([`Prepared::also`]) starts and finishes right after that case finishes. After a backend's
+/// last case has finished, its cases timed again then come back, each once, through
 /// [`Observer::case_retimed`].
 pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _outcome: &CaseOutcome) {}
-    /// A case that finished earlier, timed again at the end of the run (see [`run`]): this
-    /// outcome replaces the one filed under the same key.
+    /// A case that finished earlier, timed again after its backend's other cases (see [`run`]):
+    /// this outcome replaces the one filed under the same key.
     fn case_retimed(&mut self, _outcome: &CaseOutcome) {}
 }
 
@@ -193,7 +193,7 @@ impl RunOutcome {
     }
 
     /// File a case's outcome in place of the measurement filed under the same key (a case
-    /// timed again at the end of the run).
+    /// timed again after its backend's other cases).
     pub fn replace(&mut self, outcome: CaseOutcome) {
         if let CaseOutcome::Measured(r) = outcome {
             match self
@@ -213,11 +213,14 @@ impl RunOutcome {
 /// Run `cases` in order with the first backend that serves each path.
 ///
 /// A case held to a spread ([`hwc_model::Reps::retry_above_spread_pct`]) whose
-/// [`AT_ONCE_WINDOWS`] windows all spread past it is prepared and timed once more after the
-/// last case, when a spell of noise on the machine may have passed ([`MAX_WINDOWS`] windows in
-/// all); its outcome, already reported, is then replaced ([`Observer::case_retimed`]). Once
-/// [`NOISY_STOP_AFTER`] cases in a row timed there stayed past their limits, the machine is taken
-/// to be still unsteady: the others keep the windows they have, and their notes say why.
+/// [`AT_ONCE_WINDOWS`] windows all spread past it is prepared and timed once more after the last
+/// of its backend's other cases, when a spell of noise on the machine may have passed
+/// ([`MAX_WINDOWS`] windows in all), and before another backend's cases can leave the machine
+/// in another state (on the H200 machine, large duplex copies spread several times more right
+/// after the host RAM cases than after the GPU ones); its outcome, already reported, is then
+/// replaced ([`Observer::case_retimed`]). Once [`NOISY_STOP_AFTER`] cases in a row timed there
+/// stayed past their limits, the machine is taken to be still unsteady: the backend's other
+/// such cases keep the windows they have, and their notes say why.
 pub fn run(
     cases: &[Case],
     backends: &mut [Box<dyn Backend>],
@@ -242,8 +245,8 @@ pub fn run(
     }
     // Cases timed with an earlier one (see `Prepared::also`).
     let mut done = vec![false; total];
-    // Groups to time again at the end of the run, with their backend's index.
-    let mut later: Vec<(usize, Timed)> = Vec::new();
+    // Groups to time again after their backend's other cases, by backend.
+    let mut later: Vec<Vec<Timed>> = backends.iter().map(|_| Vec::new()).collect();
     for (index, case) in cases.iter().enumerate() {
         if done[index] {
             continue;
@@ -274,7 +277,7 @@ pub fn run(
                     Ok(timed) => {
                         let group = timed.outcomes(options);
                         if timed.unsteady() && !timed.cut_short {
-                            later.push((b, timed));
+                            later[b].push(timed);
                         }
                         group
                     }
@@ -295,31 +298,20 @@ pub fn run(
             observer.case_finished(&outcome);
             out.record(outcome);
         }
-    }
-    // Cases timed again at the end of the run in a row that stayed past their limits.
-    let mut misses = 0;
-    for (b, mut timed) in later {
-        if cancel.load(Ordering::SeqCst) {
-            break;
-        }
-        if misses >= NOISY_STOP_AFTER {
-            timed.not_again = Some(format!(
-                "the {NOISY_STOP_AFTER} cases timed again there before it all stayed past their \
-                 limits (the machine was still unsteady)"
-            ));
-        } else {
-            match retime(&mut timed, backends[b].as_mut(), cancel) {
-                Ok(()) if timed.unsteady() => misses += 1,
-                Ok(()) => misses = 0,
-                // An interrupt keeps the outcome already filed.
-                Err(_) if cancel.load(Ordering::SeqCst) => break,
-                Err(why) => timed.not_again = Some(why),
+        // The backend's last case has run: time its unsteady ones again.
+        if let Some(b) = owner[index] {
+            let more = (index + 1..total).any(|j| !done[j] && owner[j] == Some(b));
+            if !more && !later[b].is_empty() {
+                let groups = std::mem::take(&mut later[b]);
+                retime_all(
+                    groups,
+                    backends[b].as_mut(),
+                    options,
+                    observer,
+                    &mut out,
+                    cancel,
+                );
             }
-        }
-        let group = timed.outcomes(options);
-        for outcome in std::iter::once(group.lead).chain(group.also.into_iter().map(|(_, o)| o)) {
-            observer.case_retimed(&outcome);
-            out.replace(outcome);
         }
     }
     if cancel.load(Ordering::SeqCst) {
@@ -329,6 +321,44 @@ pub fn run(
         out.environment.extend(backend.environment());
     }
     out
+}
+
+/// Time `groups` again, in order, on their backend, and file their new outcomes in place of
+/// the old (see [`run`]).
+fn retime_all(
+    groups: Vec<Timed>,
+    backend: &mut dyn Backend,
+    options: &RunOptions,
+    observer: &mut dyn Observer,
+    out: &mut RunOutcome,
+    cancel: &AtomicBool,
+) {
+    // Cases in a row timed again that stayed past their limits.
+    let mut misses = 0;
+    for mut timed in groups {
+        if cancel.load(Ordering::SeqCst) {
+            return;
+        }
+        if misses >= NOISY_STOP_AFTER {
+            timed.not_again = Some(format!(
+                "the {NOISY_STOP_AFTER} cases timed again there before it all stayed past their \
+                 limits (the machine was still unsteady)"
+            ));
+        } else {
+            match retime(&mut timed, backend, cancel) {
+                Ok(()) if timed.unsteady() => misses += 1,
+                Ok(()) => misses = 0,
+                // An interrupt keeps the outcome already filed.
+                Err(_) if cancel.load(Ordering::SeqCst) => return,
+                Err(why) => timed.not_again = Some(why),
+            }
+        }
+        let group = timed.outcomes(options);
+        for outcome in std::iter::once(group.lead).chain(group.also.into_iter().map(|(_, o)| o)) {
+            observer.case_retimed(&outcome);
+            out.replace(outcome);
+        }
+    }
 }
 
 fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
@@ -363,7 +393,7 @@ fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
 }
 
 /// Run one case: idle guard, prepare, cold repetition, data check, warm-up, timed repetitions
-/// (up to [`AT_ONCE_WINDOWS`] windows: a lone case has no end of run to be timed again at).
+/// (up to [`AT_ONCE_WINDOWS`] windows: a lone case has no other cases to be timed again after).
 pub fn run_case(
     case: &Case,
     backend: &mut dyn Backend,
@@ -448,6 +478,8 @@ impl Facts {
 
 /// A group as timed so far: everything its outcomes are made of.
 struct Timed<'c> {
+    /// The backend's name ([`Backend::name`]).
+    backend: &'static str,
     members: Vec<Member<'c>>,
     limits: Vec<Option<u32>>,
     /// The first preparation's cold repetition and warm-ups, by member.
@@ -460,7 +492,8 @@ struct Timed<'c> {
     notes: Vec<String>,
     /// An interrupt stopped a window after an earlier one had finished.
     cut_short: bool,
-    /// Why the group was not timed again at the end of the run, where it would have been.
+    /// Why the group was not timed again after its backend's other cases, where it would have
+    /// been.
     not_again: Option<String>,
     /// Seconds spent on the lead, every preparation's included.
     seconds: f64,
@@ -489,6 +522,7 @@ fn time_group<'c>(
         notes.push(format!("contended: {why}"));
     }
     let lead_only = |e: BenchError| GroupOutcome::lead_only(from_error(case, e));
+    let name = backend.name();
     let mut prepared = backend.prepare(case).map_err(lead_only)?;
     let members = members_of(case, others, prepared.as_ref());
     let (cold, warmups) = warm(case, &members, prepared.as_mut()).map_err(lead_only)?;
@@ -517,6 +551,7 @@ fn time_group<'c>(
     }
     let facts = vec![Facts::of(prepared.as_ref(), &members)];
     Ok(Timed {
+        backend: name,
         members,
         limits,
         cold,
@@ -579,7 +614,7 @@ fn warm(
     Ok((cold, warmups))
 }
 
-/// Time a group again at the end of the run: the idle guard, a new preparation (its cold
+/// Time a group again after its backend's other cases: the idle guard, a new preparation (its cold
 /// repetition, data check and warm-up), and windows until one holds every limit or there are
 /// [`MAX_WINDOWS`]. Its windows join the group's. An error says why it was not (the windows it
 /// had stand).
@@ -752,15 +787,16 @@ fn over_limit(window: &Window, limits: &[Option<u32>]) -> f64 {
 }
 
 /// Timed windows a case whose repetitions spread too much may take in all (see
-/// [`hwc_model::Reps::retry_above_spread_pct`]): [`AT_ONCE_WINDOWS`] back to back, the rest at
-/// the end of the run ([`run`]).
+/// [`hwc_model::Reps::retry_above_spread_pct`]): [`AT_ONCE_WINDOWS`] back to back, the rest
+/// after the backend's other cases ([`run`]).
 pub const MAX_WINDOWS: usize = 3;
 /// Timed windows a case may take back to back: the second catches a blip of a moment; a spell
 /// of seconds (on the H200 machine, 2026-12-02, every D2H case of 4–256 MiB in one 15 s stretch)
-/// outlasts it, and the case is timed again at the end of the run.
+/// outlasts it, and the case is timed again after its backend's other cases (there, 22 of 24 H2D
+/// cases of 4–256 MiB that spread 1.8–15 % in both windows timed back to back came within 1 %).
 pub const AT_ONCE_WINDOWS: usize = 2;
-/// Cases timed again at the end of the run in a row that stay past their limits, after which
-/// the others are not: the machine is still unsteady, and timing them again would lengthen the
+/// Cases in a row timed again after their backend's other cases that stay past their limits,
+/// after which the others are not: the machine is still unsteady, and timing them again would lengthen the
 /// run for little.
 pub const NOISY_STOP_AFTER: usize = 4;
 
@@ -774,7 +810,8 @@ struct Window {
     percentiles: Vec<(f64, f64)>,
     /// The lead's repetitions' throughput by the wall clock, where its timer is another.
     wall_gbps: Vec<f64>,
-    /// Which preparation of the case timed it: 0 the first, 1 the one at the end of the run.
+    /// Which preparation of the case timed it: 0 the first, 1 the one after its backend's other
+    /// cases.
     pass: usize,
 }
 
@@ -904,21 +941,19 @@ fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
     };
     let n = windows.len();
     let plural = if n == 1 { "" } else { "s" };
-    // The windows timed at the end of the run, by number.
+    // The windows timed after the backend's other cases, by number.
     let at_end: Vec<String> = (1..=n)
         .filter(|&i| windows[i - 1].pass > 0)
         .map(|i| i.to_string())
         .collect();
+    let later = format!(
+        "after the run's other {} cases, the case prepared anew",
+        timed.backend
+    );
     let at_end = match at_end.len() {
         0 => String::new(),
-        1 => format!(
-            " (window {} at the end of the run, the case prepared anew)",
-            at_end[0]
-        ),
-        _ => format!(
-            " (windows {} at the end of the run, the case prepared anew)",
-            at_end.join(", ")
-        ),
+        1 => format!(" (window {} {later})", at_end[0]),
+        _ => format!(" (windows {} {later})", at_end.join(", ")),
     };
     let timing = if timed.cut_short {
         format!("the run was interrupted while the case was timed again, so {n} finished window{plural}")
@@ -935,7 +970,8 @@ fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
     );
     if let Some(reason) = &timed.not_again {
         note.push_str(&format!(
-            "; it was not timed again at the end of the run: {reason}"
+            "; it was not timed again after the run's other {} cases: {reason}",
+            timed.backend
         ));
     }
     if let Some(l) = limit_pct.filter(|&l| windows[chosen].gbps[mi].spread_pct > f64::from(l)) {

@@ -23,6 +23,8 @@ struct Scripted {
     fail_verify_of: Option<String>,
     /// Preparations after this many fail.
     prepare_limit: Option<usize>,
+    /// The path it serves.
+    path: PathId,
 }
 
 impl Scripted {
@@ -40,6 +42,7 @@ impl Scripted {
             prepared: Default::default(),
             fail_verify_of: None,
             prepare_limit: None,
+            path: PathId::HostRam,
         }
     }
 }
@@ -111,7 +114,7 @@ impl Backend for Scripted {
         "scripted"
     }
     fn serves(&self, path: PathId) -> bool {
-        path == PathId::HostRam
+        path == self.path
     }
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         if self.unavailable {
@@ -846,7 +849,7 @@ fn a_case_noisy_in_both_windows_at_once_is_timed_again_after_the_last_case() {
     assert_eq!(a.samples_gbps, vec![1.0; 3]);
     assert!(!a.measurement.unsteady());
     let note = windows_note(a);
-    assert!(note.contains("timed again, 3 windows in all (window 3 at the end of the run, the case prepared anew)"), "{note}");
+    assert!(note.contains("timed again, 3 windows in all (window 3 after the run's other scripted cases, the case prepared anew)"), "{note}");
     assert!(note.contains("spreads 50.00, 50.00, 0.00 %"), "{note}");
     assert!(note.contains("window 3's, the steadiest"), "{note}");
     assert_eq!(a.warmup_gbps, Vec::<f64>::new());
@@ -877,7 +880,7 @@ fn once_four_cases_in_a_row_stay_noisy_at_the_end_the_others_are_not_timed_again
     for key in ["c0", "c3"] {
         let note = windows_note(result(&out, key));
         assert!(
-            note.contains("3 windows in all (window 3 at the end of the run"),
+            note.contains("3 windows in all (window 3 after the run's other scripted cases"),
             "{note}"
         );
         assert!(note.contains("no window stayed within 1 %"), "{note}");
@@ -891,7 +894,7 @@ fn once_four_cases_in_a_row_stay_noisy_at_the_end_the_others_are_not_timed_again
         );
         assert!(
             note.contains(
-                "it was not timed again at the end of the run: the 4 cases timed again there \
+                "it was not timed again after the run's other scripted cases: the 4 cases timed again there \
                  before it all stayed past their limits (the machine was still unsteady)"
             ),
             "{note}"
@@ -916,7 +919,7 @@ fn an_interrupt_at_the_end_of_the_run_keeps_the_outcome_already_filed() {
         note.contains("timed again, 2 windows in all (medians"),
         "{note}"
     );
-    assert!(!note.contains("end of the run"), "{note}");
+    assert!(!note.contains("after the run's other"), "{note}");
     assert!(out.interrupted);
     assert_eq!(seen, vec!["start a", "finish a"]);
 }
@@ -933,7 +936,7 @@ fn a_case_that_cannot_be_prepared_again_keeps_its_windows_and_says_why() {
     let note = windows_note(r);
     assert!(
         note.contains(
-            "it was not timed again at the end of the run: its preparation or repetitions \
+            "it was not timed again after the run's other scripted cases: its preparation or repetitions \
              failed: out of pinned memory"
         ),
         "{note}"
@@ -959,7 +962,7 @@ fn a_pair_timed_again_at_the_end_brings_back_both_figures_from_the_window_kept()
         windows_note(d2h)
     );
     let h2d = result(&out, "pair/h2d");
-    assert!(windows_note(h2d).contains("window 3 at the end of the run"));
+    assert!(windows_note(h2d).contains("window 3 after the run's other scripted cases"));
     assert!(h2d.case_seconds.is_some() && d2h.case_seconds.is_none());
     assert_eq!(
         seen[seen.len() - 2..],
@@ -968,4 +971,41 @@ fn a_pair_timed_again_at_the_end_brings_back_both_figures_from_the_window_kept()
             "retimed pair/d2h".to_string()
         ]
     );
+}
+
+#[test]
+fn a_backend_s_cases_are_timed_again_after_its_last_case_and_before_another_backend_s() {
+    // Backend 1: a (held) spreads 50 % in windows 1 and 2, b (held) is steady, a holds in its
+    // third window. Backend 2: x, planned after both.
+    let times = [
+        1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+    ];
+    let mut cases = named_plan(&["a", "b", "x"], &[true, true, false]);
+    cases[2].path = PathId::H2d;
+    let mut other = Scripted::new(&[1.0]);
+    other.path = PathId::H2d;
+    let mut backends: Vec<Box<dyn Backend>> =
+        vec![Box::new(Scripted::new(&times)), Box::new(other)];
+    let mut seen = Recorder::default();
+    let out = run(
+        &cases,
+        &mut backends,
+        &RunOptions::default(),
+        &mut seen,
+        &AtomicBool::new(false),
+    );
+    assert_eq!(
+        seen.0,
+        vec![
+            "start a",
+            "finish a",
+            "start b",
+            "finish b",
+            "retimed a",
+            "start x",
+            "finish x"
+        ]
+    );
+    assert!(!result(&out, "a").measurement.unsteady());
+    assert_eq!(result_keys(&out), vec!["a", "b", "x"]);
 }
