@@ -503,8 +503,9 @@ impl Backend for CudaBackend {
         }
     }
 
-    /// Busy when another process holds a compute context on the GPU, or NVML's utilisation
-    /// exceeds [`BUSY_UTILISATION_PCT`] for work that is not ours. Our own copies stay in
+    /// Busy when another process holds a compute context on the GPU (or, for copies through
+    /// host memory, on any other GPU of the machine: see [`foreign_compute`]), or NVML's
+    /// utilisation exceeds [`BUSY_UTILISATION_PCT`] for work that is not ours. Our own copies stay in
     /// NVML's device utilisation for up to a second, so right after them the check reads the
     /// per-process utilisation of other processes instead, where the driver keeps it. Device
     /// utilisation above the limit with no other compute process listed is read again after
@@ -513,29 +514,32 @@ impl Backend for CudaBackend {
         let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
             return Idle::Idle;
         };
+        let me = std::process::id();
+        // Copies through host memory share it with every GPU's work.
+        let via_host = case.path != PathId::D2d;
+        let listed: Vec<GpuProcesses> = self
+            .slots
+            .iter()
+            .filter(|s| via_host || s.name == gpu)
+            .filter_map(|s| {
+                let device = nvml.device_by_index(s.nvml_index?).ok()?;
+                let procs = device.running_compute_processes().ok()?;
+                Some(GpuProcesses {
+                    name: &s.name,
+                    bdf: &s.bdf,
+                    pids: procs.iter().map(|p| p.pid).collect(),
+                })
+            })
+            .collect();
+        if let Some(why) = foreign_compute(&listed, gpu, me) {
+            return Idle::Busy(why);
+        }
         let Some(slot) = self.slots.iter_mut().find(|s| s.name == gpu) else {
             return Idle::Idle;
         };
         let Some(device) = slot.nvml_index.and_then(|i| nvml.device_by_index(i).ok()) else {
             return Idle::Idle;
         };
-        let me = std::process::id();
-        if let Ok(procs) = device.running_compute_processes() {
-            let others: Vec<String> = procs
-                .iter()
-                .filter(|p| p.pid != me)
-                .map(|p| format!("pid {}", p.pid))
-                .collect();
-            if !others.is_empty() {
-                return Idle::Busy(format!(
-                    "{} ({}) has {} other compute process(es): {}",
-                    slot.name,
-                    slot.bdf,
-                    others.len(),
-                    others.join(", ")
-                ));
-            }
-        }
         let recently_ours = slot
             .runtime
             .as_ref()
@@ -604,10 +608,54 @@ impl Backend for CudaBackend {
     }
 }
 
+/// One GPU's compute processes as NVML lists them.
+struct GpuProcesses<'a> {
+    /// Our name (`gpu0`).
+    name: &'a str,
+    bdf: &'a str,
+    pids: Vec<u32>,
+}
+
+/// Why a case on `case_gpu` is busy, from the compute processes listed on the GPUs in `gpus`
+/// (ours, `me`, left out): another process on its own GPU first, then on any other GPU listed
+/// (the caller lists the others only for copies through host memory, which share it with that
+/// GPU's work).
+fn foreign_compute(gpus: &[GpuProcesses], case_gpu: &str, me: u32) -> Option<String> {
+    let own = gpus.iter().filter(|g| g.name == case_gpu);
+    let others = gpus.iter().filter(|g| g.name != case_gpu);
+    own.chain(others).find_map(|g| {
+        let pids: Vec<String> = g
+            .pids
+            .iter()
+            .filter(|&&p| p != me)
+            .map(|p| format!("pid {p}"))
+            .collect();
+        if pids.is_empty() {
+            return None;
+        }
+        let (whose, why) = if g.name == case_gpu {
+            ("", "")
+        } else {
+            (
+                ", another GPU of this machine,",
+                " (this case's copies share host memory with that GPU's work)",
+            )
+        };
+        Some(format!(
+            "{} ({}){whose} has {} other compute process(es): {}{why}",
+            g.name,
+            g.bdf,
+            pids.len(),
+            pids.join(", ")
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{
-        copy_placement_setting, partners, stalled_clock_note, warm_duration, FIRST_WARMUP, REWARM,
+        copy_placement_setting, foreign_compute, partners, stalled_clock_note, warm_duration,
+        GpuProcesses, FIRST_WARMUP, REWARM,
     };
     use hwc_model::{Case, CaseParams, PathId, Reps};
     use std::time::Duration;
@@ -757,5 +805,56 @@ mod tests {
         assert_eq!(warm_duration(true, Some(s(20))), Some(FIRST_WARMUP));
         // No record of our last work (warm_up sets one, so only a caller that skipped it).
         assert_eq!(warm_duration(true, None), Some(FIRST_WARMUP));
+    }
+
+    fn gpu<'a>(name: &'a str, bdf: &'a str, pids: &[u32]) -> GpuProcesses<'a> {
+        GpuProcesses {
+            name,
+            bdf,
+            pids: pids.to_vec(),
+        }
+    }
+
+    #[test]
+    fn our_own_compute_context_does_not_make_a_gpu_busy() {
+        let gpus = [
+            gpu("gpu0", "0000:1b:00.0", &[7]),
+            gpu("gpu1", "0000:9a:00.0", &[7]),
+        ];
+        assert_eq!(foreign_compute(&gpus, "gpu0", 7), None);
+    }
+
+    #[test]
+    fn another_process_on_the_case_s_gpu_is_named_first() {
+        let gpus = [
+            gpu("gpu0", "0000:1b:00.0", &[7, 301]),
+            gpu("gpu1", "0000:9a:00.0", &[402]),
+        ];
+        assert_eq!(
+            foreign_compute(&gpus, "gpu1", 7).as_deref(),
+            Some("gpu1 (0000:9a:00.0) has 1 other compute process(es): pid 402")
+        );
+        assert_eq!(
+            foreign_compute(&gpus, "gpu0", 7).as_deref(),
+            Some("gpu0 (0000:1b:00.0) has 1 other compute process(es): pid 301")
+        );
+    }
+
+    #[test]
+    fn another_process_on_another_gpu_makes_a_copy_through_host_memory_busy() {
+        let gpus = [
+            gpu("gpu0", "0000:1b:00.0", &[7]),
+            gpu("gpu1", "0000:9a:00.0", &[402, 403]),
+        ];
+        assert_eq!(
+            foreign_compute(&gpus, "gpu0", 7).as_deref(),
+            Some(
+                "gpu1 (0000:9a:00.0), another GPU of this machine, has 2 other compute \
+                 process(es): pid 402, pid 403 (this case's copies share host memory with that \
+                 GPU's work)"
+            )
+        );
+        // A D2D case lists only its own GPU.
+        assert_eq!(foreign_compute(&gpus[..1], "gpu0", 7), None);
     }
 }
