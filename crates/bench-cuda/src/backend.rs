@@ -514,6 +514,9 @@ impl Backend for CudaBackend {
         let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
             return Idle::Idle;
         };
+        if !self.slots.iter().any(|s| s.name == gpu) {
+            return Idle::Idle;
+        }
         let me = std::process::id();
         // Copies through host memory share it with every GPU's work.
         let via_host = case.path != PathId::D2d;

@@ -3,6 +3,7 @@
 use hwc_model::Case;
 use hwc_runner::{CaseOutcome, Observer};
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::HashMap;
 use std::io::IsTerminal;
 
 /// Called with every outcome so far after each case (to save the running record).
@@ -12,6 +13,10 @@ pub struct Progress<'a> {
     bar: Option<ProgressBar>,
     outcomes: Vec<CaseOutcome>,
     save: SaveFn<'a>,
+    /// The plan index of the case started last, until it finishes.
+    started: Option<usize>,
+    /// Where each finished case's outcome is in `outcomes`, by plan index.
+    filed: HashMap<usize, usize>,
 }
 
 impl<'a> Progress<'a> {
@@ -29,6 +34,8 @@ impl<'a> Progress<'a> {
             bar,
             outcomes: Vec::new(),
             save,
+            started: None,
+            filed: HashMap::new(),
         }
     }
 
@@ -40,7 +47,8 @@ impl<'a> Progress<'a> {
 }
 
 impl Observer for Progress<'_> {
-    fn case_started(&mut self, _index: usize, _total: usize, case: &Case) {
+    fn case_started(&mut self, index: usize, _total: usize, case: &Case) {
+        self.started = Some(index);
         if let Some(b) = &self.bar {
             b.set_message(case.key.clone());
         }
@@ -59,15 +67,15 @@ impl Observer for Progress<'_> {
             }
             b.inc(1);
         }
+        if let Some(index) = self.started.take() {
+            self.filed.insert(index, self.outcomes.len());
+        }
         self.outcomes.push(outcome.clone());
         (self.save)(&self.outcomes);
     }
 
-    fn case_retimed(&mut self, outcome: &CaseOutcome) {
-        let CaseOutcome::Measured(r) = outcome else {
-            return;
-        };
-        if let Some(b) = &self.bar {
+    fn case_retimed(&mut self, index: usize, outcome: &CaseOutcome, timed_again: bool) {
+        if let (Some(b), CaseOutcome::Measured(r), true) = (&self.bar, outcome, timed_again) {
             b.println(format!(
                 "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}; timed again after its backend's other cases)",
                 r.measurement.key,
@@ -76,13 +84,8 @@ impl Observer for Progress<'_> {
                 r.measurement.gbps.n
             ));
         }
-        let key = &r.measurement.key;
-        match self
-            .outcomes
-            .iter_mut()
-            .find(|o| matches!(o, CaseOutcome::Measured(m) if m.measurement.key == *key))
-        {
-            Some(old) => *old = outcome.clone(),
+        match self.filed.get(&index) {
+            Some(&at) => self.outcomes[at] = outcome.clone(),
             None => self.outcomes.push(outcome.clone()),
         }
         (self.save)(&self.outcomes);
@@ -105,7 +108,7 @@ mod tests {
     }
 
     #[test]
-    fn a_case_timed_again_replaces_its_earlier_outcome_in_the_running_record() {
+    fn a_case_timed_again_replaces_its_own_earlier_outcome_in_the_running_record() {
         let saved: RefCell<Vec<Vec<f64>>> = RefCell::default();
         let mut progress = Progress::new(
             2,
@@ -120,13 +123,26 @@ mod tests {
                 saved.borrow_mut().push(medians);
             }),
         );
-        progress.case_finished(&measured("a", 50.0));
-        progress.case_finished(&measured("b", 40.0));
-        progress.case_retimed(&measured("a", 55.0));
+        let case = |key: &str| Case {
+            key: key.into(),
+            path: hwc_model::PathId::H2d,
+            params: Default::default(),
+            reps: hwc_model::Reps {
+                warmup: 1,
+                timed: 12,
+                retry_above_spread_pct: Some(1),
+            },
+        };
+        // Two cases of one key (plan indices 0 and 1): the second is timed again.
+        for (i, median) in [(0, 50.0), (1, 40.0)] {
+            progress.case_started(i, 2, &case("a"));
+            progress.case_finished(&measured("a", median));
+        }
+        progress.case_retimed(1, &measured("a", 45.0), true);
         drop(progress);
         assert_eq!(
             *saved.borrow(),
-            vec![vec![50.0], vec![50.0, 40.0], vec![55.0, 40.0]]
+            vec![vec![50.0], vec![50.0, 40.0], vec![50.0, 45.0]]
         );
     }
 }

@@ -140,14 +140,16 @@ pub trait Backend {
 ///
 /// Every case starts and then finishes; a case timed in an earlier case's repetitions
 /// ([`Prepared::also`]) starts and finishes right after that case finishes. After a backend's
-/// last case has finished, its cases timed again then come back, each once, through
-/// [`Observer::case_retimed`].
+/// last case has finished, each of its cases that was to be timed again then comes back once
+/// through [`Observer::case_retimed`], timed again or with a note saying why not.
 pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _outcome: &CaseOutcome) {}
-    /// A case that finished earlier, timed again after its backend's other cases (see [`run`]):
-    /// this outcome replaces the one filed under the same key.
-    fn case_retimed(&mut self, _outcome: &CaseOutcome) {}
+    /// A case that finished earlier (`index`: its index in the plan, as given to
+    /// [`Observer::case_started`]) and was to be timed again after its backend's other cases
+    /// (see [`run`]): this outcome replaces the one it finished with. `timed_again` is false
+    /// where it was not (its notes say why).
+    fn case_retimed(&mut self, _index: usize, _outcome: &CaseOutcome, _timed_again: bool) {}
 }
 
 /// An observer that does nothing.
@@ -191,23 +193,6 @@ impl RunOutcome {
             CaseOutcome::Failed(f) => self.failures.push(f),
         }
     }
-
-    /// File a case's outcome in place of the measurement filed under the same key (a case
-    /// timed again after its backend's other cases).
-    pub fn replace(&mut self, outcome: CaseOutcome) {
-        if let CaseOutcome::Measured(r) = outcome {
-            match self
-                .results
-                .iter_mut()
-                .find(|o| o.measurement.key == r.measurement.key)
-            {
-                Some(old) => *old = *r,
-                None => self.results.push(*r),
-            }
-        } else {
-            self.record(outcome);
-        }
-    }
 }
 
 /// Run `cases` in order with the first backend that serves each path.
@@ -215,8 +200,8 @@ impl RunOutcome {
 /// A case held to a spread ([`hwc_model::Reps::retry_above_spread_pct`]) whose
 /// [`AT_ONCE_WINDOWS`] windows all spread past it is prepared and timed once more after the last
 /// of its backend's other cases, when a spell of noise on the machine may have passed
-/// ([`MAX_WINDOWS`] windows in all), and before another backend's cases can leave the machine
-/// in another state (on the H200 machine, large duplex copies spread several times more right
+/// ([`MAX_WINDOWS`] windows in all), and, where a backend's cases come together in the plan (as
+/// hwceiling plans them), before another backend's cases can leave the machine in another state (on the H200 machine, large duplex copies spread several times more right
 /// after the host RAM cases than after the GPU ones); its outcome, already reported, is then
 /// replaced ([`Observer::case_retimed`]). Once [`NOISY_STOP_AFTER`] cases in a row timed there
 /// stayed past their limits, the machine is taken to be still unsteady: the backend's other
@@ -246,7 +231,7 @@ pub fn run(
     // Cases timed with an earlier one (see `Prepared::also`).
     let mut done = vec![false; total];
     // Groups to time again after their backend's other cases, by backend.
-    let mut later: Vec<Vec<Timed>> = backends.iter().map(|_| Vec::new()).collect();
+    let mut later: Vec<Vec<Later>> = backends.iter().map(|_| Vec::new()).collect();
     for (index, case) in cases.iter().enumerate() {
         if done[index] {
             continue;
@@ -277,7 +262,15 @@ pub fn run(
                     Ok(timed) => {
                         let group = timed.outcomes(options);
                         if timed.unsteady() && !timed.cut_short {
-                            later[b].push(timed);
+                            // Filed next, lead first, each member a measurement.
+                            let first = out.results.len();
+                            let plan = timed
+                                .members
+                                .iter()
+                                .map(|m| m.also.map_or(index, |(_, j)| pending[j]))
+                                .collect();
+                            let slots = (first..first + timed.members.len()).collect();
+                            later[b].push(Later { timed, plan, slots });
                         }
                         group
                     }
@@ -323,40 +316,66 @@ pub fn run(
     out
 }
 
+/// A group to time again after its backend's other cases.
+struct Later<'c> {
+    timed: Timed<'c>,
+    /// Each member's index in the plan.
+    plan: Vec<usize>,
+    /// Each member's index in [`RunOutcome::results`].
+    slots: Vec<usize>,
+}
+
 /// Time `groups` again, in order, on their backend, and file their new outcomes in place of
-/// the old (see [`run`]).
+/// the old (see [`run`]). Each group's outcome comes back, timed again or, where it was not,
+/// with a note saying why (an interrupt included).
 fn retime_all(
-    groups: Vec<Timed>,
+    groups: Vec<Later>,
     backend: &mut dyn Backend,
     options: &RunOptions,
     observer: &mut dyn Observer,
     out: &mut RunOutcome,
     cancel: &AtomicBool,
 ) {
-    // Cases in a row timed again that stayed past their limits.
+    // Groups in a row timed again that stayed past their limits.
     let mut misses = 0;
-    for mut timed in groups {
-        if cancel.load(Ordering::SeqCst) {
-            return;
-        }
-        if misses >= NOISY_STOP_AFTER {
+    for Later {
+        mut timed,
+        plan,
+        slots,
+    } in groups
+    {
+        let timed_again = if cancel.load(Ordering::SeqCst) {
+            timed.not_again = Some("the run was interrupted first".into());
+            false
+        } else if misses >= NOISY_STOP_AFTER {
             timed.not_again = Some(format!(
-                "the {NOISY_STOP_AFTER} cases timed again there before it all stayed past their \
-                 limits (the machine was still unsteady)"
+                "the {NOISY_STOP_AFTER} timed again just before it (a duplex pair counting once) \
+                 all stayed past their limits (the machine was still unsteady)"
             ));
+            false
         } else {
             match retime(&mut timed, backend, cancel) {
-                Ok(()) if timed.unsteady() => misses += 1,
-                Ok(()) => misses = 0,
-                // An interrupt keeps the outcome already filed.
-                Err(_) if cancel.load(Ordering::SeqCst) => return,
-                Err(why) => timed.not_again = Some(why),
+                Ok(()) => {
+                    misses = if timed.unsteady() { misses + 1 } else { 0 };
+                    true
+                }
+                Err(_) if cancel.load(Ordering::SeqCst) => {
+                    timed.not_again = Some("the run was interrupted while it was".into());
+                    false
+                }
+                Err(why) => {
+                    timed.not_again = Some(why);
+                    false
+                }
             }
-        }
+        };
         let group = timed.outcomes(options);
-        for outcome in std::iter::once(group.lead).chain(group.also.into_iter().map(|(_, o)| o)) {
-            observer.case_retimed(&outcome);
-            out.replace(outcome);
+        let outcomes = std::iter::once(group.lead).chain(group.also.into_iter().map(|(_, o)| o));
+        for ((outcome, index), slot) in outcomes.zip(plan).zip(slots) {
+            observer.case_retimed(index, &outcome, timed_again);
+            if let (CaseOutcome::Measured(r), Some(filed)) = (outcome, out.results.get_mut(slot)) {
+                *filed = *r;
+            }
         }
     }
 }
@@ -457,6 +476,9 @@ struct Facts {
     notes: Vec<String>,
     /// Each member's [`Prepared::also_notes`], by member index (none for the lead).
     also_notes: Vec<Vec<String>>,
+    /// Each member's bytes a repetition, by member index (a preparation may size its
+    /// repetitions anew).
+    bytes: Vec<u64>,
 }
 
 impl Facts {
@@ -472,6 +494,7 @@ impl Facts {
                         .map_or_else(Vec::new, |(ai, _)| prepared.also_notes(ai))
                 })
                 .collect(),
+            bytes: members.iter().map(|m| m.bytes).collect(),
         }
     }
 }
@@ -614,12 +637,26 @@ fn warm(
     Ok((cold, warmups))
 }
 
-/// Time a group again after its backend's other cases: the idle guard, a new preparation (its cold
-/// repetition, data check and warm-up), and windows until one holds every limit or there are
-/// [`MAX_WINDOWS`]. Its windows join the group's. An error says why it was not (the windows it
-/// had stand).
+/// Time a group again after its backend's other cases: the idle guard, a new preparation (its
+/// cold repetition, data check and warm-up), and windows until one holds every limit or there
+/// are [`MAX_WINDOWS`]. Its windows join the group's only once all are timed; an error says why
+/// they do not (the windows it had stand). The time spent counts in the lead's seconds either way.
 fn retime(timed: &mut Timed, backend: &mut dyn Backend, cancel: &AtomicBool) -> Result<(), String> {
     let started = std::time::Instant::now();
+    let result = time_again(timed, backend, cancel);
+    timed.seconds += started.elapsed().as_secs_f64();
+    let (windows, facts) = result?;
+    timed.windows.extend(windows);
+    timed.facts.push(facts);
+    Ok(())
+}
+
+/// The windows and facts of [`retime`]'s new preparation.
+fn time_again(
+    timed: &Timed,
+    backend: &mut dyn Backend,
+    cancel: &AtomicBool,
+) -> Result<(Vec<Window>, Facts), String> {
     let case = timed.members[0].case;
     if let Idle::Busy(why) = backend.idle_check(case) {
         if !timed.contended {
@@ -629,29 +666,37 @@ fn retime(timed: &mut Timed, backend: &mut dyn Backend, cancel: &AtomicBool) -> 
     let companions: Vec<&Case> = timed.members[1..].iter().map(|m| m.case).collect();
     let failed = |e: BenchError| format!("its preparation or repetitions failed: {e}");
     let mut prepared = backend.prepare(case).map_err(failed)?;
-    let members = members_of(case, &companions, prepared.as_ref());
-    if members.len() != timed.members.len() {
+    // The members in the first preparation's order (companion j is member j + 1), whatever
+    // order this preparation names them in: each window's figures are by member index.
+    let mut members = members_of(case, &companions, prepared.as_ref());
+    members.sort_by_key(|m| m.also.map_or(0, |(_, j)| j + 1));
+    let same = members.len() == timed.members.len()
+        && members
+            .iter()
+            .enumerate()
+            .all(|(mi, m)| m.also.map_or(mi == 0, |(_, j)| j + 1 == mi));
+    if !same {
         return Err("prepared again, it no longer timed the same cases in its repetitions".into());
     }
     warm(case, &members, prepared.as_mut()).map_err(failed)?;
     let pass = timed.facts.len();
-    while timed.windows.len() < MAX_WINDOWS {
+    let mut windows = Vec::new();
+    while timed.windows.len() + windows.len() < MAX_WINDOWS {
         let window =
             time_window(case, &members, prepared.as_mut(), cancel, pass).map_err(|outcome| {
                 match outcome {
                     CaseOutcome::Failed(f) => format!("its repetitions failed: {}", f.error),
-                    _ => "its repetitions did not finish".to_string(),
+                    CaseOutcome::Waived(w) => format!("its repetitions failed: {}", w.reason),
+                    CaseOutcome::Measured(_) => "its repetitions did not finish".to_string(),
                 }
             })?;
         let over = over_limit(&window, &timed.limits) > 1.0;
-        timed.windows.push(window);
+        windows.push(window);
         if !over {
             break;
         }
     }
-    timed.facts.push(Facts::of(prepared.as_ref(), &members));
-    timed.seconds += started.elapsed().as_secs_f64();
-    Ok(())
+    Ok((windows, Facts::of(prepared.as_ref(), &members)))
 }
 
 impl Timed<'_> {
@@ -679,7 +724,7 @@ impl Timed<'_> {
                 key: member.case.key.clone(),
                 path: member.case.path,
                 params: member.case.params.clone(),
-                bytes_per_rep: member.bytes,
+                bytes_per_rep: facts.bytes[mi],
                 gbps: window.gbps[mi],
                 cold_gbps: Some(self.cold[mi]),
                 warmup: self.members[0].case.reps.warmup,

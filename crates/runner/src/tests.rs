@@ -25,6 +25,8 @@ struct Scripted {
     prepare_limit: Option<usize>,
     /// The path it serves.
     path: PathId,
+    /// Bytes a repetition of the n-th preparation (by index; else 1 GB).
+    bytes_by_prep: Vec<u64>,
 }
 
 impl Scripted {
@@ -43,6 +45,7 @@ impl Scripted {
             fail_verify_of: None,
             prepare_limit: None,
             path: PathId::HostRam,
+            bytes_by_prep: Vec::new(),
         }
     }
 }
@@ -51,7 +54,12 @@ struct ScriptedCase<'a>(&'a mut Scripted, String);
 
 impl Prepared for ScriptedCase<'_> {
     fn bytes_per_rep(&self) -> u64 {
-        1_000_000_000
+        let n = self.0.prepared.lock().map_or(1, |p| p.len());
+        self.0
+            .bytes_by_prep
+            .get(n.saturating_sub(1))
+            .copied()
+            .unwrap_or(1_000_000_000)
     }
     fn run_once(&mut self) -> Result<Rep, BenchError> {
         let i = self.0.next % self.0.times.len();
@@ -746,8 +754,10 @@ impl Observer for Recorder {
     fn case_finished(&mut self, outcome: &CaseOutcome) {
         self.0.push(format!("finish {}", outcome_key(outcome)));
     }
-    fn case_retimed(&mut self, outcome: &CaseOutcome) {
-        self.0.push(format!("retimed {}", outcome_key(outcome)));
+    fn case_retimed(&mut self, index: usize, outcome: &CaseOutcome, timed_again: bool) {
+        let what = if timed_again { "retimed" } else { "kept" };
+        self.0
+            .push(format!("{what} {} (#{index})", outcome_key(outcome)));
     }
 }
 
@@ -860,7 +870,13 @@ fn a_case_noisy_in_both_windows_at_once_is_timed_again_after_the_last_case() {
     );
     assert_eq!(
         seen,
-        vec!["start a", "finish a", "start b", "finish b", "retimed a"]
+        vec![
+            "start a",
+            "finish a",
+            "start b",
+            "finish b",
+            "retimed a (#0)"
+        ]
     );
     assert!(!out.interrupted);
 }
@@ -894,34 +910,58 @@ fn once_four_cases_in_a_row_stay_noisy_at_the_end_the_others_are_not_timed_again
         );
         assert!(
             note.contains(
-                "it was not timed again after the run's other scripted cases: the 4 cases timed again there \
-                 before it all stayed past their limits (the machine was still unsteady)"
+                "it was not timed again after the run's other scripted cases: the 4 timed again \
+                 just before it (a duplex pair counting once) all stayed past their limits (the \
+                 machine was still unsteady)"
             ),
             "{note}"
         );
         assert!(r.measurement.unsteady());
     }
     // Every case comes back once, the ones not timed again with their note.
-    assert_eq!(seen.iter().filter(|s| s.starts_with("retimed")).count(), 6);
+    let back: Vec<&str> = seen[12..].iter().map(String::as_str).collect();
+    assert_eq!(
+        back,
+        [
+            "retimed c0 (#0)",
+            "retimed c1 (#1)",
+            "retimed c2 (#2)",
+            "retimed c3 (#3)",
+            "kept c4 (#4)",
+            "kept c5 (#5)"
+        ]
+    );
 }
 
 #[test]
-fn an_interrupt_at_the_end_of_the_run_keeps_the_outcome_already_filed() {
-    // Windows 1 and 2 spread 50 % (7 repetitions), then the flag within the case's third
-    // preparation.
+fn an_interrupt_while_cases_wait_to_be_timed_again_keeps_their_windows_and_says_so() {
+    // a and b spread 50 % in windows 1 and 2 (7 repetitions each); the flag is set within a's
+    // third preparation, before b's.
     let flag = std::sync::Arc::new(AtomicBool::new(false));
     let mut b = Scripted::new(&[1.0, 2.0]);
-    b.cancel_after = Some((9, flag.clone()));
-    let (out, prepared, seen) = run_watched(b, &named_plan(&["a"], &[true]), &flag);
-    assert_eq!(prepared, vec!["a", "a"]);
-    let note = windows_note(&out.results[0]);
-    assert!(
-        note.contains("timed again, 2 windows in all (medians"),
-        "{note}"
-    );
-    assert!(!note.contains("after the run's other"), "{note}");
+    b.cancel_after = Some((16, flag.clone()));
+    let (out, prepared, seen) = run_watched(b, &named_plan(&["a", "b"], &[true, true]), &flag);
+    assert_eq!(prepared, vec!["a", "b", "a"]);
+    for (key, why) in [
+        ("a", "the run was interrupted while it was"),
+        ("b", "the run was interrupted first"),
+    ] {
+        let r = result(&out, key);
+        assert_eq!(r.samples_gbps.len(), 3);
+        let note = windows_note(r);
+        assert!(
+            note.contains("timed again, 2 windows in all (medians"),
+            "{note}"
+        );
+        assert!(
+            note.contains(&format!(
+                "it was not timed again after the run's other scripted cases: {why}"
+            )),
+            "{note}"
+        );
+    }
     assert!(out.interrupted);
-    assert_eq!(seen, vec!["start a", "finish a"]);
+    assert_eq!(seen[4..], ["kept a (#0)".to_string(), "kept b (#1)".into()]);
 }
 
 #[test]
@@ -967,8 +1007,8 @@ fn a_pair_timed_again_at_the_end_brings_back_both_figures_from_the_window_kept()
     assert_eq!(
         seen[seen.len() - 2..],
         [
-            "retimed pair/h2d".to_string(),
-            "retimed pair/d2h".to_string()
+            "retimed pair/h2d (#0)".to_string(),
+            "retimed pair/d2h (#2)".to_string()
         ]
     );
 }
@@ -1001,11 +1041,128 @@ fn a_backend_s_cases_are_timed_again_after_its_last_case_and_before_another_back
             "finish a",
             "start b",
             "finish b",
-            "retimed a",
+            "retimed a (#0)",
             "start x",
             "finish x"
         ]
     );
     assert!(!result(&out, "a").measurement.unsteady());
     assert_eq!(result_keys(&out), vec!["a", "b", "x"]);
+}
+
+#[test]
+fn a_window_kept_from_the_second_preparation_carries_that_preparation_s_bytes() {
+    // a's second preparation moves 2 GB a repetition: 2 s repetitions read 1 GB/s.
+    let times = [
+        1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0,
+    ];
+    let mut b = Scripted::new(&times);
+    b.bytes_by_prep = vec![1_000_000_000, 1_000_000_000, 2_000_000_000];
+    let cases = named_plan(&["a", "b"], &[true, false]);
+    let (out, prepared, _) = run_watched(b, &cases, &AtomicBool::new(false));
+    assert_eq!(prepared, vec!["a", "b", "a"]);
+    let a = result(&out, "a");
+    assert!(
+        windows_note(a).contains("window 3's"),
+        "{}",
+        windows_note(a)
+    );
+    assert_eq!(a.samples_gbps, vec![1.0; 3]);
+    assert_eq!(a.measurement.bytes_per_rep, 2_000_000_000);
+}
+
+#[test]
+fn a_case_timed_again_replaces_its_own_result_not_another_of_its_key() {
+    // Two cases keyed a: the first steady, the second noisy twice, then steady.
+    let times = [
+        1.0, 1.0, 1.001, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0,
+    ];
+    let cases = named_plan(&["a", "a"], &[true, true]);
+    let (out, _, seen) = run_watched(Scripted::new(&times), &cases, &AtomicBool::new(false));
+    assert_eq!(out.results[0].samples_gbps.len(), 3);
+    assert!(
+        out.results[0].samples_gbps[1] < 1.0,
+        "the first kept its own"
+    );
+    assert_eq!(out.results[1].samples_gbps, vec![1.0; 3]);
+    assert_eq!(seen.last().map(String::as_str), Some("retimed a (#1)"));
+}
+
+/// A backend whose lead `L` names companions `X` and `Y`, in that order in its first
+/// preparation and the other way round after; Y spreads 50 % in the first and holds after.
+struct Flip {
+    preps: usize,
+    reps: usize,
+}
+
+struct FlipCase<'a>(&'a mut Flip, bool);
+
+impl Prepared for FlipCase<'_> {
+    fn bytes_per_rep(&self) -> u64 {
+        1_000_000_000
+    }
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        self.0.reps += 1;
+        Ok(Rep {
+            seconds: 1.0,
+            wall_seconds: None,
+        })
+    }
+    fn verify(&mut self) -> Result<(), BenchError> {
+        Ok(())
+    }
+    fn also(&self) -> Vec<Also> {
+        let named = |key: &str| Also {
+            key: key.into(),
+            bytes_per_rep: 1_000_000_000,
+        };
+        if self.1 {
+            vec![named("X"), named("Y")]
+        } else {
+            vec![named("Y"), named("X")]
+        }
+    }
+    fn last_also_seconds(&self) -> Vec<f64> {
+        // X 1 GB/s throughout; Y 1 or 2 GB/s by turns at first, then 2 GB/s.
+        let y = if self.1 && self.0.reps % 2 == 1 {
+            1.0
+        } else {
+            0.5
+        };
+        if self.1 {
+            vec![1.0, y]
+        } else {
+            vec![y, 1.0]
+        }
+    }
+}
+
+impl Backend for Flip {
+    fn name(&self) -> &'static str {
+        "flip"
+    }
+    fn serves(&self, path: PathId) -> bool {
+        path == PathId::HostRam
+    }
+    fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        self.preps += 1;
+        let first = self.preps == 1;
+        Ok(Box::new(FlipCase(self, first)))
+    }
+}
+
+#[test]
+fn companions_named_in_another_order_when_prepared_again_keep_their_own_figures() {
+    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(Flip { preps: 0, reps: 0 })];
+    let out = run(
+        &named_plan(&["L", "X", "Y"], &[true; 3]),
+        &mut backends,
+        &RunOptions::default(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    );
+    assert!(windows_note(result(&out, "Y")).contains("window 3's"));
+    assert_eq!(result(&out, "X").measurement.gbps.median, 1.0);
+    assert_eq!(result(&out, "Y").measurement.gbps.median, 2.0);
+    assert_eq!(result(&out, "Y").measurement.gbps.spread_pct, 0.0);
 }
