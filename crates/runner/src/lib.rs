@@ -201,11 +201,13 @@ impl RunOutcome {
 /// [`AT_ONCE_WINDOWS`] windows all spread past it is prepared and timed once more after the last
 /// of its backend's other cases, when a spell of noise on the machine may have passed
 /// ([`MAX_WINDOWS`] windows in all), and, where a backend's cases come together in the plan (as
-/// hwceiling plans them), before another backend's cases can leave the machine in another state (on the H200 machine, large duplex copies spread several times more right
-/// after the host RAM cases than after the GPU ones); its outcome, already reported, is then
-/// replaced ([`Observer::case_retimed`]). Once [`NOISY_STOP_AFTER`] cases in a row timed there
-/// stayed past their limits, the machine is taken to be still unsteady: the backend's other
-/// such cases keep the windows they have, and their notes say why.
+/// hwceiling plans them), before another backend's cases can leave the machine in another
+/// state (on the H200 machine, large duplex copies spread several times more right after the
+/// host RAM cases than after the GPU ones); its outcome, already reported, is then replaced
+/// ([`Observer::case_retimed`]). Once [`NOISY_STOP_AFTER`] cases in a row (a group timed
+/// together counting once) timed there stayed past their limits, the machine is taken to be
+/// still unsteady: the backend's other such cases keep the windows they have, and their notes
+/// say why.
 pub fn run(
     cases: &[Case],
     backends: &mut [Box<dyn Backend>],
