@@ -1,6 +1,6 @@
 //! Progress on a terminal (quiet otherwise) and the running record saved after every case.
 
-use hwc_model::Case;
+use hwc_model::{Case, CaseResult};
 use hwc_runner::{CaseOutcome, Observer};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::HashMap;
@@ -57,13 +57,7 @@ impl Observer for Progress<'_> {
     fn case_finished(&mut self, outcome: &CaseOutcome) {
         if let Some(b) = &self.bar {
             if let CaseOutcome::Measured(r) = outcome {
-                b.println(format!(
-                    "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={})",
-                    r.measurement.key,
-                    r.measurement.gbps.median,
-                    r.measurement.gbps.spread_pct,
-                    r.measurement.gbps.n
-                ));
+                b.println(figure_line(r, ""));
             }
             b.inc(1);
         }
@@ -76,12 +70,9 @@ impl Observer for Progress<'_> {
 
     fn case_retimed(&mut self, index: usize, outcome: &CaseOutcome, timed_again: bool) {
         if let (Some(b), CaseOutcome::Measured(r), true) = (&self.bar, outcome, timed_again) {
-            b.println(format!(
-                "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}; timed again after its backend's other cases)",
-                r.measurement.key,
-                r.measurement.gbps.median,
-                r.measurement.gbps.spread_pct,
-                r.measurement.gbps.n
+            b.println(figure_line(
+                r,
+                "; timed again after its backend's other cases",
             ));
         }
         match self.filed.get(&index) {
@@ -92,10 +83,20 @@ impl Observer for Progress<'_> {
     }
 }
 
+/// A finished case's figure as the progress display prints it (`more` inside the brackets).
+fn figure_line(r: &CaseResult, more: &str) -> String {
+    format!(
+        "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}{more})",
+        r.measurement.key,
+        r.measurement.gbps.median,
+        r.measurement.gbps.spread_pct,
+        r.measurement.gbps.n
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hwc_model::CaseResult;
     use std::cell::RefCell;
 
     fn measured(key: &str, median: f64) -> CaseOutcome {
@@ -105,6 +106,17 @@ mod tests {
             warmup_gbps: Vec::new(),
             case_seconds: Some(1.0),
         }))
+    }
+
+    #[test]
+    fn a_figure_line_names_the_key_median_spread_and_count() {
+        let CaseOutcome::Measured(r) = measured("h2d/gpu0/local/4MiB/s1", 53.456) else {
+            unreachable!()
+        };
+        assert_eq!(
+            figure_line(&r, "; more"),
+            "h2d/gpu0/local/4MiB/s1                       53.46 GB/s ±0.5 % (median, N=12; more)"
+        );
     }
 
     #[test]
