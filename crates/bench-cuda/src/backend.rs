@@ -503,13 +503,13 @@ impl Backend for CudaBackend {
         }
     }
 
-    /// Busy when another process holds a compute context on the GPU (or, for copies through
-    /// host memory, on any other GPU of the machine: see [`foreign_compute`]), or NVML's
-    /// utilisation exceeds [`BUSY_UTILISATION_PCT`] for work that is not ours. Our own copies stay in
-    /// NVML's device utilisation for up to a second, so right after them the check reads the
-    /// per-process utilisation of other processes instead, where the driver keeps it. Device
-    /// utilisation above the limit with no other compute process listed is read again after
-    /// one NVML window (a process that just exited leaves its load in the trailing figure).
+    /// Busy when another process holds a compute context on the GPU (or, for copies through host
+    /// memory, on any other GPU of the machine: see [`foreign_compute`]), or NVML's utilisation
+    /// exceeds [`BUSY_UTILISATION_PCT`] for work that is not ours. Our own copies stay in NVML's
+    /// device utilisation for up to a second, so right after them the check reads the per-process
+    /// utilisation of other processes instead, where the driver keeps it. Device utilisation above
+    /// the limit with no other compute process listed is read again after one NVML window (a
+    /// process that just exited leaves its load in the trailing figure).
     fn idle_check(&mut self, case: &Case) -> Idle {
         let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
             return Idle::Idle;

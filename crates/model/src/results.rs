@@ -101,8 +101,9 @@ pub struct CaseResult {
     /// Warm-up repetitions' throughput in GB/s (discarded from the statistics).
     pub warmup_gbps: Vec<f64>,
     /// Wall time of the whole case (preparation, cold run, warm-up, timed repetitions), seconds;
-    /// for a case prepared again after its backend's other cases, both spans together; absent for a case timed in another case's repetitions (its time is in that case's).
-    /// Raw files of builds before this field was optional hold 0 there.
+    /// for a case prepared again after its backend's other cases, both spans together; absent for a
+    /// case timed in another case's repetitions (its time is in that case's). Raw files of builds
+    /// before this field was optional hold 0 there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_seconds: Option<f64>,
 }

@@ -31,12 +31,12 @@ pub const GPU_COPY_SIZES: [u64; 10] = [
     64 * MIB,
     256 * MIB,
 ];
-/// Pinned H2D, D2H and duplex copies of at least this size must repeat within
-/// [`STEADY_SPREAD_PCT`] (the spec's bar for them): where their first window of timed
-/// repetitions spreads more, the runner times them again (at once, and once more after the
-/// other GPU copy cases: `hwc_runner::MAX_WINDOWS` windows) and keeps the steadiest. Smaller
-/// copies, pageable ones and D2D spread more on a quiet machine too (128 KiB H2D 1.5–5 %, pageable 3–26 %, several-stream L2 D2D 1–8 % on the
-/// H200 machine) and are timed once.
+/// Pinned H2D, D2H and duplex copies of at least this size must repeat within [`STEADY_SPREAD_PCT`]
+/// (the spec's bar for them): where their first window of timed repetitions spreads more, the
+/// runner times them again (at once, and once more after the other GPU copy cases:
+/// `hwc_runner::MAX_WINDOWS` windows) and keeps the steadiest. Smaller copies, pageable ones and
+/// D2D spread more on a quiet machine too (128 KiB H2D 1.5–5 %, pageable 3–26 %, several-stream L2
+/// D2D 1–8 % on the H200 machine) and are timed once.
 pub const STEADY_MIN_BYTES: u64 = 4 * MIB;
 /// The spread, in per cent, above which a copy of [`STEADY_MIN_BYTES`] or more is timed again.
 /// On a quiet H200 machine (2026-12-01) every pinned H2D and D2H case of 4 MiB or more spread

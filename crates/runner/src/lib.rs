@@ -1,9 +1,9 @@
-//! The runner: takes planned cases and the backends that can measure them, and owns the
-//! measurement discipline — one cold repetition (kept, labelled cold), warm-up, N timed
-//! repetitions (where a case held to a spread exceeds it, a window of them timed again at once,
-//! and once more after its backend's other cases: [`MAX_WINDOWS`] in all), statistics, a data check, the
-//! idle guard — and reports each finished case to an [`Observer`] at once, so an interrupted run
-//! keeps what it measured. It never prints.
+//! The runner: takes planned cases and the backends that can measure them, and owns the measurement
+//! discipline — one cold repetition (kept, labelled cold), warm-up, N timed repetitions (where a
+//! case held to a spread exceeds it, a window of them timed again at once, and once more after its
+//! backend's other cases: [`MAX_WINDOWS`] in all), statistics, a data check, the idle guard — and
+//! reports each finished case to an [`Observer`] at once, so an interrupted run keeps what it
+//! measured. It never prints.
 //!
 //! A prepared case may time other planned cases in its own repetitions ([`Prepared::also`]:
 //! the other direction of a duplex pair, which runs at the same time anyway); the runner then
@@ -842,9 +842,9 @@ pub const MAX_WINDOWS: usize = 3;
 /// outlasts it, and the case is timed again after its backend's other cases (there, 22 of 24 H2D
 /// cases of 4–256 MiB that spread 1.8–15 % in both windows timed back to back came within 1 %).
 pub const AT_ONCE_WINDOWS: usize = 2;
-/// Cases in a row timed again after their backend's other cases that stay past their limits,
-/// after which the others are not: the machine is still unsteady, and timing them again would lengthen the
-/// run for little.
+/// Cases in a row (a group timed together counting once) timed again after their backend's other
+/// cases that stay past their limits, after which the others are not: the machine is still
+/// unsteady, and timing them again would lengthen the run for little.
 pub const NOISY_STOP_AFTER: usize = 4;
 
 /// One window of a case's timed repetitions, with each member's figures by member index.

@@ -844,13 +844,21 @@ fn run_watched(
     (out, keys, seen.0)
 }
 
+/// Seconds a repetition, in order, for a held case `a` of 3 repetitions that spreads 50 % in
+/// both windows timed at once (cold, then 1, 2, 1 s twice), a case `b` after it (cold and 3
+/// repetitions of 1 s), then `a` prepared again (cold and 3 repetitions of `third` s).
+fn noisy_a_steady_b_then_a_at(third: f64) -> Vec<f64> {
+    let mut times = vec![1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0];
+    times.extend([1.0; 4]);
+    times.extend([third; 4]);
+    times
+}
+
 #[test]
 fn a_case_noisy_in_both_windows_at_once_is_timed_again_after_the_last_case() {
     // a: cold, windows 1 and 2 spread 50 % (1, 0.5, 1 GB/s); b (no limit): cold + 1 window;
     // a again at the end: cold, window 3 steady.
-    let times = [
-        1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
-    ];
+    let times = noisy_a_steady_b_then_a_at(1.0);
     let cases = named_plan(&["a", "b"], &[true, false]);
     let (out, prepared, seen) = run_watched(Scripted::new(&times), &cases, &AtomicBool::new(false));
     assert_eq!(prepared, vec!["a", "b", "a"]);
@@ -1017,9 +1025,7 @@ fn a_pair_timed_again_at_the_end_brings_back_both_figures_from_the_window_kept()
 fn a_backend_s_cases_are_timed_again_after_its_last_case_and_before_another_backend_s() {
     // Backend 1: a (held) spreads 50 % in windows 1 and 2, b (held) is steady, a holds in its
     // third window. Backend 2: x, planned after both.
-    let times = [
-        1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0,
-    ];
+    let times = noisy_a_steady_b_then_a_at(1.0);
     let mut cases = named_plan(&["a", "b", "x"], &[true, true, false]);
     cases[2].path = PathId::H2d;
     let mut other = Scripted::new(&[1.0]);
@@ -1053,9 +1059,7 @@ fn a_backend_s_cases_are_timed_again_after_its_last_case_and_before_another_back
 #[test]
 fn a_window_kept_from_the_second_preparation_carries_that_preparation_s_bytes() {
     // a's second preparation moves 2 GB a repetition: 2 s repetitions read 1 GB/s.
-    let times = [
-        1.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0,
-    ];
+    let times = noisy_a_steady_b_then_a_at(2.0);
     let mut b = Scripted::new(&times);
     b.bytes_by_prep = vec![1_000_000_000, 1_000_000_000, 2_000_000_000];
     let cases = named_plan(&["a", "b"], &[true, false]);
