@@ -514,9 +514,9 @@ impl Backend for CudaBackend {
         let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
             return Idle::Idle;
         };
-        if !self.slots.iter().any(|s| s.name == gpu) {
+        let Some(at) = self.slots.iter().position(|s| s.name == gpu) else {
             return Idle::Idle;
-        }
+        };
         let me = std::process::id();
         // Copies through host memory share it with every GPU's work.
         let via_host = case.path != PathId::D2d;
@@ -537,9 +537,7 @@ impl Backend for CudaBackend {
         if let Some(why) = foreign_compute(&listed, gpu, me) {
             return Idle::Busy(why);
         }
-        let Some(slot) = self.slots.iter_mut().find(|s| s.name == gpu) else {
-            return Idle::Idle;
-        };
+        let slot = &mut self.slots[at];
         let Some(device) = slot.nvml_index.and_then(|i| nvml.device_by_index(i).ok()) else {
             return Idle::Idle;
         };
