@@ -14,7 +14,10 @@ pub mod topology;
 
 pub use plan::{Case, CaseParams, PathId, Plan, Reps, Waiver};
 pub use profile::{CeilingOrigin, CeilingSource, Profile, Provenance, SCHEMA_VERSION};
-pub use results::{CaseResult, Failure, Measurement, Placement, Stats, PLACEMENT_NOTE_PREFIX};
+pub use results::{
+    failure_groups, CaseResult, Failure, FailureGroup, Measurement, Placement, Stats,
+    PLACEMENT_NOTE_PREFIX,
+};
 pub use topology::Topology;
 
 /// Bytes per GiB / MiB / KiB.

@@ -92,6 +92,34 @@ pub struct Failure {
     pub error: String,
 }
 
+/// Failed cases that share one error, in the order the error first appeared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureGroup<'a> {
+    pub error: &'a str,
+    /// The cases' keys, in run order.
+    pub keys: Vec<&'a str>,
+}
+
+/// `failures` grouped by their error text (an idle guard's refusal, say, is one error for every
+/// case it refused), the most common first; equal counts keep the order they first appeared in.
+pub fn failure_groups<'a>(
+    failures: impl IntoIterator<Item = &'a Failure>,
+) -> Vec<FailureGroup<'a>> {
+    let mut groups: Vec<FailureGroup<'a>> = Vec::new();
+    for f in failures {
+        match groups.iter_mut().find(|g| g.error == f.error) {
+            Some(g) => g.keys.push(&f.key),
+            None => groups.push(FailureGroup {
+                error: &f.error,
+                keys: vec![&f.key],
+            }),
+        }
+    }
+    // Stable: equal counts keep their first-appearance order.
+    groups.sort_by_key(|g| std::cmp::Reverse(g.keys.len()));
+    groups
+}
+
 /// A measurement with every raw sample, for the JSON record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CaseResult {
@@ -106,4 +134,41 @@ pub struct CaseResult {
     /// before this field was optional hold 0 there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_seconds: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{failure_groups, Failure};
+    use crate::PathId;
+
+    fn failed(key: &str, error: &str) -> Failure {
+        Failure {
+            key: key.into(),
+            path: PathId::H2d,
+            error: error.into(),
+        }
+    }
+
+    #[test]
+    fn failures_group_by_error_most_common_first_keys_in_run_order() {
+        let fs = [
+            failed("a", "mismatch"),
+            failed("b", "refused"),
+            failed("c", "refused"),
+            failed("d", "io error"),
+            failed("e", "refused"),
+        ];
+        let groups = failure_groups(&fs);
+        let got: Vec<(&str, Vec<&str>)> =
+            groups.iter().map(|g| (g.error, g.keys.clone())).collect();
+        assert_eq!(
+            got,
+            [
+                ("refused", vec!["b", "c", "e"]),
+                ("mismatch", vec!["a"]),
+                ("io error", vec!["d"]),
+            ]
+        );
+        assert!(failure_groups(&[]).is_empty());
+    }
 }

@@ -305,15 +305,36 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
         ));
     }
     if !p.failures.is_empty() {
-        w.push(format!(
-            "{} case(s) failed; their figures are absent (see failures)",
-            p.failures.len()
-        ));
+        w.push(failures_warning(&p.failures));
     }
     if p.provenance.interrupted {
         w.push("the run was interrupted: only the cases that finished are in this profile".into());
     }
     w
+}
+
+/// One line for the failed cases: how many, and why (the commonest reasons first, each with its
+/// count; the `failures` list names every case).
+fn failures_warning(failures: &[hwc_model::Failure]) -> String {
+    const SHOWN: usize = 3;
+    let groups = hwc_model::failure_groups(failures);
+    let mut why: Vec<String> = groups
+        .iter()
+        .take(SHOWN)
+        .map(|g| format!("{} × {}", g.keys.len(), g.error))
+        .collect();
+    if groups.len() > SHOWN {
+        let rest: usize = groups[SHOWN..].iter().map(|g| g.keys.len()).sum();
+        why.push(format!(
+            "{rest} with {} other error(s)",
+            groups.len() - SHOWN
+        ));
+    }
+    format!(
+        "{} case(s) failed; their figures are absent ({}; `failures` lists every case)",
+        failures.len(),
+        why.join("; ")
+    )
 }
 
 /// The profile as YAML, with the spec's comment header.

@@ -327,6 +327,32 @@ fn contention_and_failures_are_warned() {
 }
 
 #[test]
+fn the_failure_warning_names_the_commonest_reasons_with_their_counts() {
+    let f = |key: &str, error: &str| Failure {
+        key: key.into(),
+        path: PathId::H2d,
+        error: error.into(),
+    };
+    let mut failures = vec![f("a", "e1"), f("b", "refused: busy"), f("c", "e2")];
+    failures.extend((0..3).map(|i| f(&format!("r{i}"), "refused: busy")));
+    failures.push(f("d", "e3"));
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &[],
+        &[],
+        &failures,
+        provenance(),
+    );
+    let w = p.warnings.iter().find(|w| w.contains("failed")).unwrap();
+    assert_eq!(
+        w,
+        "7 case(s) failed; their figures are absent (4 × refused: busy; 1 × e1; 1 × e2; \
+         1 with 1 other error(s); `failures` lists every case)"
+    );
+}
+
+#[test]
 fn figures_that_stayed_over_their_spread_limit_are_warned() {
     // stats() spreads 2 %: over a 1 % limit, within a 3 % one, and no limit is no warning.
     let held = |limit: Option<u32>| {

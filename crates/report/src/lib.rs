@@ -479,6 +479,16 @@ fn short_relation(r: Relation) -> &'static str {
 fn observations(out: &mut String, p: &Profile) {
     out.push_str("## 8. Observations and recommendations\n\n");
     let mut items: Vec<String> = Vec::new();
+    if p.measurements.is_empty() {
+        items.push("Nothing was measured on this run.".into());
+    }
+    for g in hwc_model::failure_groups(&p.failures) {
+        items.push(format!(
+            "{} case(s) failed and have no figure: {}",
+            g.keys.len(),
+            g.error
+        ));
+    }
     for (name, pair) in &p.host_ram.pairs {
         items.push(host_observation(p, name, pair));
     }
@@ -510,9 +520,6 @@ fn observations(out: &mut String, p: &Profile) {
         })
         .collect();
     items.extend(hints);
-    if items.is_empty() {
-        items.push("Nothing was measured on this run.".into());
-    }
     for i in items {
         let _ = writeln!(out, "- {i}");
     }
@@ -636,8 +643,15 @@ fn appendix(out: &mut String, p: &Profile) {
     }
     if !p.failures.is_empty() {
         out.push_str("### Failed cases\n\n");
-        for f in &p.failures {
-            let _ = writeln!(out, "- `{}`: {}", f.key, f.error);
+        for g in hwc_model::failure_groups(&p.failures) {
+            let keys: Vec<String> = g.keys.iter().map(|k| format!("`{k}`")).collect();
+            let _ = writeln!(
+                out,
+                "- {} — {} case(s): {}",
+                g.error,
+                keys.len(),
+                keys.join(", ")
+            );
         }
         out.push('\n');
     }

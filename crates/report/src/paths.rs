@@ -7,49 +7,94 @@ use std::fmt::Write;
 
 pub(crate) fn render(out: &mut String, p: &Profile) {
     out.push_str("## 5. Data paths\n\n");
-    let sections: [fn(&mut String, &Profile); 8] = [
-        |o, p| {
+    type Section = fn(&mut String, &Profile);
+    let sections: [(&[PathId], Section); 8] = [
+        (&[PathId::NvmeRead], |o, p| {
             crate::nvme::render(
                 o,
                 p,
                 PathId::NvmeRead,
                 "Path 1 — NVMe → host RAM sequential read",
             )
-        },
-        |o, p| {
+        }),
+        (&[PathId::NvmeWrite], |o, p| {
             crate::nvme::render(
                 o,
                 p,
                 PathId::NvmeWrite,
                 "Path 2 — host RAM → NVMe sequential write",
             )
-        },
-        gpu_copies,
-        d2d,
-        |o, p| generic(o, p, PathId::Gdrcopy, "Path 5 — GDRCopy CPU ↔ GPU BAR1"),
-        |o, p| {
+        }),
+        (&[PathId::H2d, PathId::D2h, PathId::Duplex], gpu_copies),
+        (&[PathId::D2d], d2d),
+        (&[PathId::Gdrcopy], |o, p| {
+            generic(o, p, PathId::Gdrcopy, "Path 5 — GDRCopy CPU ↔ GPU BAR1")
+        }),
+        (&[PathId::Gds], |o, p| {
             generic(
                 o,
                 p,
                 PathId::Gds,
                 "Path 6 — NVMe → GPU through GPUDirect Storage",
             )
-        },
-        host_ram,
-        |o, p| generic(o, p, PathId::NvmeBar1, "Path 8 — NVMe DMA → GPU BAR1"),
+        }),
+        (&[PathId::HostRam], host_ram),
+        (&[PathId::NvmeBar1], |o, p| {
+            generic(o, p, PathId::NvmeBar1, "Path 8 — NVMe DMA → GPU BAR1")
+        }),
     ];
-    for section in sections {
+    for (paths, section) in sections {
         let mut body = String::new();
         section(&mut body, p);
+        let failed = failures(p, paths);
         // A section that printed only its heading: say so rather than leave it blank.
         if body.trim_end().lines().count() == 1 {
+            let why = if failed.is_empty() {
+                "not selected with --paths, or no case finished"
+            } else {
+                "every case planned failed"
+            };
             body = format!(
-                "{}\n\nNot measured in this run (not selected with --paths, or no case finished).\n\n",
+                "{}\n\nNot measured in this run ({why}).\n\n",
                 body.trim_end()
             );
         }
         out.push_str(&body);
+        out.push_str(&failed);
     }
+}
+
+/// The section's failed cases, one line per error: how many, and which (all of them when few;
+/// the appendix lists every one).
+fn failures(p: &Profile, paths: &[PathId]) -> String {
+    const NAMED: usize = 4;
+    let groups = hwc_model::failure_groups(p.failures.iter().filter(|f| paths.contains(&f.path)));
+    let mut out = String::new();
+    for g in &groups {
+        let which = if g.keys.len() <= NAMED {
+            g.keys
+                .iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            format!(
+                "`{}` … `{}`, all listed under Failed cases in Appendix A",
+                g.keys[0],
+                g.keys[g.keys.len() - 1]
+            )
+        };
+        let _ = writeln!(
+            out,
+            "- **Failed** — {} case(s), no figure: {} ({which})",
+            g.keys.len(),
+            g.error
+        );
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 /// A matrix cell with its flags.

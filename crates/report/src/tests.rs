@@ -959,3 +959,71 @@ fn table_row(md: &str, label: &str) -> String {
         .unwrap_or_else(|| panic!("no row {label}:\n{md}"))
         .to_string()
 }
+
+#[test]
+fn failed_cases_are_grouped_by_error_in_their_path_section_the_observations_and_the_appendix() {
+    let mut p = profile(true);
+    let refused = "refused: gpu0 (0000:00:06.0) has 1 other compute process(es): pid 529";
+    let failed = |key: String, path: PathId, error: &str| hwc_model::Failure {
+        key,
+        path,
+        error: error.into(),
+    };
+    p.failures = (0..6)
+        .map(|i| failed(format!("h2d/gpu0/local/{i}MiB/s1"), PathId::H2d, refused))
+        .chain([
+            failed("d2d/gpu0/1MiB/s1".into(), PathId::D2d, refused),
+            failed(
+                "d2h/gpu0/local/1MiB/s1".into(),
+                PathId::D2h,
+                "data mismatch at byte 7",
+            ),
+        ])
+        .collect();
+    let r = render(&p);
+    let section = |from: &str, to: &str| &r[r.find(from).unwrap()..r.find(to).unwrap()];
+    // Path 3 keeps its figures and names its failures, one line per error, the commonest first.
+    let path3 = section("### Path 3", "### Path 4");
+    assert!(path3.contains("| 4MiB |"), "{path3}");
+    let lines: Vec<&str> = path3
+        .lines()
+        .filter(|l| l.starts_with("- **Failed**"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "- **Failed** — 6 case(s), no figure: {refused} (`h2d/gpu0/local/0MiB/s1` … \
+                 `h2d/gpu0/local/5MiB/s1`, all listed under Failed cases in Appendix A)"
+            ),
+            "- **Failed** — 1 case(s), no figure: data mismatch at byte 7 \
+             (`d2h/gpu0/local/1MiB/s1`)"
+                .to_string(),
+        ]
+    );
+    // A section whose every case failed says so, not that it was left out.
+    let path4 = section("### Path 4", "### Path 5");
+    assert!(
+        path4.contains("Not measured in this run (every case planned failed).")
+            && path4.contains(&format!(
+                "- **Failed** — 1 case(s), no figure: {refused} (`d2d/gpu0/1MiB/s1`)"
+            )),
+        "{path4}"
+    );
+    assert!(!section("### Path 7", "### Path 8").contains("Failed"));
+    let obs = section("## 8. Observations", "## Appendix A");
+    assert!(
+        obs.contains(&format!("- 7 case(s) failed and have no figure: {refused}")),
+        "{obs}"
+    );
+    assert!(obs.contains("- 1 case(s) failed and have no figure: data mismatch at byte 7"));
+    let appendix = &r[r.find("### Failed cases").unwrap()..];
+    assert!(
+        appendix.contains(&format!(
+            "- {refused} — 7 case(s): `h2d/gpu0/local/0MiB/s1`, `h2d/gpu0/local/1MiB/s1`, \
+         `h2d/gpu0/local/2MiB/s1`, `h2d/gpu0/local/3MiB/s1`, `h2d/gpu0/local/4MiB/s1`, \
+         `h2d/gpu0/local/5MiB/s1`, `d2d/gpu0/1MiB/s1`\n"
+        )),
+        "{appendix}"
+    );
+}
