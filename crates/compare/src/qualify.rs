@@ -438,6 +438,22 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
     })
 }
 
+/// Why `path` has no figure, as far as the profile says: the case failed (its error), or it is
+/// absent, with a pointer to the waivers and to the run's failures where there were any (a
+/// ceiling's inputs may be among them).
+fn missing_detail(p: &Profile, path: &str) -> String {
+    if let Some(f) = p.failures.iter().find(|f| f.key == path) {
+        return format!("`{path}` failed in this run: {}", f.error);
+    }
+    let failed = match p.failures.len() {
+        0 => String::new(),
+        n => format!("; {n} case(s) of this run failed: see its `failures` list"),
+    };
+    format!(
+        "`{path}` is not among the profile's ceilings or measurements (see its `waived` list{failed})"
+    )
+}
+
 /// `*` matches any run of characters; everything else matches itself.
 pub fn glob(pattern: &str, name: &str) -> bool {
     match pattern.split_once('*') {
@@ -498,10 +514,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
         detail,
     };
     let Some(found) = find(p, &r.path) else {
-        let detail = format!(
-            "`{}` is not among the profile's ceilings or measurements (see its `waived` list)",
-            r.path
-        );
+        let detail = missing_detail(p, &r.path);
         return if r.required {
             check(
                 Outcome::Fail(FailureKind::MissingInProfile),

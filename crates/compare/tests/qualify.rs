@@ -769,3 +769,49 @@ fn every_failure_type_is_documented() {
         );
     }
 }
+
+#[test]
+fn a_missing_figure_says_why_when_its_case_failed() {
+    let spec = parse_spec(SPEC).unwrap();
+    let baseline = profile("golden", &[("host_ram_same_numa_gbps", 32.0)]);
+    let mut p = profile(
+        "node9",
+        &[
+            ("warm_gpu0_peak_gbps", 55.6),
+            ("host_ram_same_numa_gbps", 30.0),
+        ],
+    );
+    p = with_link(p, "gpu0", (5, 16), (5, 16));
+    let refused = "refused: gpu0 (0000:00:06.0) has 1 other compute process(es): pid 529";
+    p.failures = vec![hwc_model::Failure {
+        key: "h2d/gpu0/local/256MiB/s1".into(),
+        path: hwc_model::PathId::H2d,
+        error: refused.into(),
+    }];
+    let r = qualify(&spec, "spec.yaml", &p, "p.yaml", Some(&baseline)).unwrap();
+    let failed: Vec<&str> = r
+        .checks
+        .iter()
+        .filter(|c| c.outcome.is_fail())
+        .map(|c| c.detail.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [format!(
+            "`h2d/gpu0/local/256MiB/s1` failed in this run: {refused}"
+        )]
+    );
+    // A figure that is absent for another reason points at the waivers and the failures.
+    let skipped = r
+        .checks
+        .iter()
+        .find(|c| c.name.starts_with("nvme_raw_4drive_read_gbps"))
+        .unwrap();
+    assert!(
+        skipped.detail.contains(
+            "(see its `waived` list; 1 case(s) of this run failed: see its `failures` list)"
+        ),
+        "{}",
+        skipped.detail
+    );
+}
