@@ -10,8 +10,9 @@ fn median(m: &Measurement) -> f64 {
 }
 
 /// Host RAM: per node pair, the thread sweeps (one per copy kernel) at the largest size that
-/// does not fit in cache (the largest size when all do), the best thread count and kernel;
-/// then the best same- and cross-node figures.
+/// does not fit in cache, the best thread count and kernel; then the best same- and cross-node
+/// figures. A pair whose every size fits in cache (`--host-sizes 4MiB`, or a run interrupted
+/// before its largest size) has no sustained figure: a cache figure is not a memory ceiling.
 pub fn host_ram(ms: &[Measurement]) -> HostRamProfile {
     let pairs = host_ram_pairs(ms);
     let best = |same: bool| best_pair(&pairs, same).map(|p| p.best_gbps);
@@ -45,13 +46,14 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
     let mut out = BTreeMap::new();
     for ((src, dst, cpu), group) in groups {
         let size_of = |m: &&Measurement| m.params.size_bytes.unwrap_or(0);
-        let size = group
+        let Some(size) = group
             .iter()
             .filter(|m| !m.cache_resident)
             .map(size_of)
             .max()
-            .or_else(|| group.iter().map(size_of).max())
-            .unwrap_or(0);
+        else {
+            continue;
+        };
         let at_size: Vec<&&Measurement> = group.iter().filter(|m| size_of(m) == size).collect();
         let mut sweeps: BTreeMap<String, BTreeMap<u32, f64>> = BTreeMap::new();
         for m in &at_size {

@@ -12,7 +12,7 @@ use hwc_model::{
     SCHEMA_VERSION,
 };
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 mod derive;
 pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
@@ -259,6 +259,19 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
 
 fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
     let mut w = Vec::new();
+    // Host RAM node pairs measured only at sizes a cache holds: no sustained figure.
+    let cached_only: BTreeSet<String> = p
+        .measurements_of(hwc_model::PathId::HostRam)
+        .filter_map(|m| Some(format!("n{}-n{}", m.params.src_node?, m.params.dst_node?)))
+        .filter(|pair| !p.host_ram.pairs.contains_key(pair))
+        .collect();
+    for pair in cached_only {
+        w.push(format!(
+            "host RAM {pair}: every size measured fits in cache (source + destination under 4× \
+             the last-level cache), so it has no sustained figure and no ceiling; measure a \
+             larger size (the default sweep does; --host-sizes)"
+        ));
+    }
     let contended = p.measurements.iter().filter(|m| m.contended).count();
     if contended > 0 {
         w.push(format!(

@@ -188,6 +188,36 @@ fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
     assert_eq!(p.host_ram.cross_numa_gbps, Some(21.0));
     assert_eq!(p.ceilings["host_ram_same_numa_gbps"], 34.7);
     assert_eq!(p.ceilings["host_ram_cross_numa_gbps"], 21.0);
+    assert!(!p.warnings.iter().any(|w| w.contains("fits in cache")));
+}
+
+#[test]
+fn host_ram_measured_only_at_cache_sizes_has_no_sustained_figure_and_says_so() {
+    // `--host-sizes 4MiB`, or a run interrupted before its largest size.
+    let results = vec![
+        host(0, 0, 4 * MIB, 1, 30.0, true),
+        host(0, 0, 16 * MIB, 2, 26.4, true),
+        host(0, 1, 256 * MIB, 4, 21.0, false),
+    ];
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        provenance(),
+    );
+    assert!(!p.host_ram.pairs.contains_key("n0-n0"));
+    assert_eq!(p.host_ram.same_numa_gbps, None);
+    assert!(!p.ceilings.contains_key("host_ram_same_numa_gbps"));
+    assert_eq!(p.ceilings["host_ram_cross_numa_gbps"], 21.0);
+    let cached: Vec<&String> = p
+        .warnings
+        .iter()
+        .filter(|w| w.contains("fits in cache"))
+        .collect();
+    assert_eq!(cached.len(), 1, "{cached:?}");
+    assert!(cached[0].starts_with("host RAM n0-n0: every size measured fits in cache"));
 }
 
 /// A GPU's H2D fields: 4 MiB one-stream and peak, NUMA-local, then the same cross-NUMA.

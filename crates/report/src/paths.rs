@@ -495,6 +495,12 @@ fn host_ram(out: &mut String, p: &Profile) {
                     .map(|m| format!(": median, ±{:.1} %, N={}", m.gbps.spread_pct, m.gbps.n))
                     .unwrap_or_default()
             );
+        } else {
+            out.push_str(
+                "Sustained: none — every size measured here fits in cache, and a cache figure \
+                 is not a memory ceiling (measure a larger size: the default sweep does, or \
+                 `--host-sizes`).\n\n",
+            );
         }
     }
     waivers(out, p, PathId::HostRam);

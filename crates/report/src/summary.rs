@@ -301,7 +301,24 @@ fn raw_paths(out: &mut String, p: &Profile) {
                     note,
                 ]
             }
-            None => waived_row(label, limit, p, PathId::HostRam, label.contains("cross")),
+            None => {
+                let cross = label.contains("cross");
+                let cached_only = p.measurements_of(PathId::HostRam).any(|m| {
+                    m.params.src_node.is_some() && (m.params.src_node != m.params.dst_node) == cross
+                });
+                if cached_only {
+                    // Measured, but only at sizes a cache holds (the pair has no sustained
+                    // size): not a memory ceiling.
+                    vec![
+                        label.into(),
+                        "—".into(),
+                        limit.into(),
+                        "no sustained figure: every size measured fits in cache".into(),
+                    ]
+                } else {
+                    waived_row(label, limit, p, PathId::HostRam, cross)
+                }
+            }
         });
     }
     rows.push(match p.gds.one_drive_gbps {

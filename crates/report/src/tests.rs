@@ -1027,3 +1027,25 @@ fn failed_cases_are_grouped_by_error_in_their_path_section_the_observations_and_
         "{appendix}"
     );
 }
+
+#[test]
+fn host_ram_measured_only_at_cache_sizes_shows_no_sustained_figure() {
+    let p = profile_with(false, |rs| rs.retain(|r| r.measurement.cache_resident));
+    let r = render(&p);
+    let path7 = &r[r.find("### Path 7").unwrap()..r.find("### Path 8").unwrap()];
+    assert!(
+        path7.contains("| 4MiB | 14.20 ±1.0 % *cache* | 25.00 ±1.0 % *cache* |"),
+        "{path7}"
+    );
+    assert!(
+        path7.contains("Sustained: none — every size measured here fits in cache"),
+        "{path7}"
+    );
+    assert!(!path7.contains("best **"), "{path7}");
+    let row = line_starting(&r, "| Host RAM same-NUMA (sustained) |");
+    assert_eq!(
+        row,
+        "| Host RAM same-NUMA (sustained) | — | memory controller | no sustained figure: every \
+         size measured fits in cache |"
+    );
+}
