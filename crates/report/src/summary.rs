@@ -345,6 +345,29 @@ fn raw_paths(out: &mut String, p: &Profile) {
 
 fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
     let n = &p.nvme;
+    // Why an NVMe row has no figure: cases that ran on a `--target` (a file or device named for
+    // the run, not a detected drive) give no drive ceiling; otherwise the path's own waiver
+    // (a long test's waiver is scoped to that test, never the reason a sweep figure is absent).
+    let absent = |label: &str, limit: &str, path: PathId| {
+        let sweeps = |drive: bool| {
+            p.measurements_of(path).any(|m| {
+                m.params.pattern.as_deref() == Some("sequential")
+                    && hwc_profile::nvme::is_drive_sweep(m) == drive
+            })
+        };
+        if sweeps(false) && !sweeps(true) {
+            vec![
+                label.to_string(),
+                "—".into(),
+                limit.to_string(),
+                "measured on --target only (see the path's section): a target gives no drive \
+                 ceiling"
+                    .into(),
+            ]
+        } else {
+            absent_row(label, limit, path_waiver(p, path))
+        }
+    };
     for (path, label, map, dir) in [
         (
             PathId::NvmeRead,
@@ -360,7 +383,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
         ),
     ] {
         if map.is_empty() {
-            rows.push(waived_row(label, "drive PCIe link", p, path, false));
+            rows.push(absent(label, "drive PCIe link", path));
         }
         for (k, v) in map {
             rows.push(vec![
@@ -390,7 +413,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
                 "knee: smallest size ≥ 95 % of peak".into(),
                 String::new(),
             ]),
-            None => rows.push(waived_row(label, "knee of the size sweep", p, path, false)),
+            None => rows.push(absent(label, "knee of the size sweep", path)),
         }
     }
 }

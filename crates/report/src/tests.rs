@@ -1049,3 +1049,44 @@ fn host_ram_measured_only_at_cache_sizes_shows_no_sustained_figure() {
          size measured fits in cache |"
     );
 }
+
+#[test]
+fn nvme_summary_rows_of_a_target_run_say_a_target_gives_no_drive_ceiling() {
+    let target = m(
+        "nvme_read/target/1MiB/qd16",
+        PathId::NvmeRead,
+        CaseParams {
+            size_bytes: Some(MIB),
+            queue_depth: Some(16),
+            drives: vec!["/var/tmp/t".into()],
+            pattern: Some("sequential".into()),
+            ..CaseParams::default()
+        },
+        2.5,
+        false,
+    );
+    let mut p = profile_with(false, |rs| rs.push(target));
+    // The plan's drive waiver is gone (a target was named); a long test's waiver, scoped to
+    // that test, is never why a sweep figure is absent.
+    p.waived.retain(|w| w.path != PathId::NvmeRead);
+    p.waived.push(Waiver {
+        path: PathId::NvmeRead,
+        scope: Some("read-cache".into()),
+        reason: "not requested: the read-cache test runs with --nvme-long-tests".into(),
+        hint: None,
+    });
+    let r = render(&p);
+    for label in ["| NVMe → Host read |", "| Optimal read chunk size |"] {
+        let row = line_starting(&r, label);
+        assert!(
+            row.ends_with("| measured on --target only (see the path's section): a target gives no drive ceiling |"),
+            "{row}"
+        );
+    }
+    // Without the target's figures the row says it was not measured, and still never names the
+    // long test's waiver.
+    p.measurements.clear();
+    let r = render(&p);
+    let row = line_starting(&r, "| NVMe → Host read |");
+    assert!(row.ends_with("| not measured in this run |"), "{row}");
+}
