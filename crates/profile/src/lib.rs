@@ -274,9 +274,20 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
     }
     let contended = p.measurements.iter().filter(|m| m.contended).count();
     if contended > 0 {
+        // A GPU case's idle guard reads its GPU (NVML), a host case's the CPUs' load.
+        let on_gpu = p
+            .measurements
+            .iter()
+            .filter(|m| m.contended && m.params.gpu.is_some())
+            .count();
+        let busy = match (on_gpu, contended - on_gpu) {
+            (0, _) => "their CPUs were busy",
+            (_, 0) => "their GPU was busy",
+            _ => "their CPUs or GPU were busy",
+        };
         w.push(format!(
-            "{contended} measurement(s) ran while their CPUs or GPU were busy and are marked contended: \
-             treat them as lower bounds and rerun on an idle node"
+            "{contended} measurement(s) ran while {busy} and are marked contended: treat them as \
+             lower bounds and rerun on an idle node"
         ));
     }
     let unsteady = p.measurements.iter().filter(|m| m.unsteady()).count();

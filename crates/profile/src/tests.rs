@@ -351,9 +351,38 @@ fn contention_and_failures_are_warned() {
         &[f],
         provenance(),
     );
-    assert!(p.warnings.iter().any(|w| w.contains("contended")));
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("1 measurement(s) ran while their CPUs were busy")));
     assert!(!p.warnings.iter().any(|w| w.contains("unsteady")));
     assert!(p.warnings.iter().any(|w| w.contains("1 case(s) failed")));
+}
+
+#[test]
+fn the_contention_warning_names_what_was_busy() {
+    let busy = |results: &[CaseResult]| {
+        let p = build(
+            &Topology::default(),
+            &Plan::default(),
+            results,
+            &[],
+            &[],
+            provenance(),
+        );
+        p.warnings
+            .into_iter()
+            .find(|w| w.contains("contended"))
+            .unwrap()
+    };
+    let mut gpu = gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 55.0);
+    gpu.measurement.contended = true;
+    let mut host_case = host(0, 0, 256 * MIB, 1, 10.0, false);
+    host_case.measurement.contended = true;
+    assert!(busy(std::slice::from_ref(&gpu))
+        .starts_with("1 measurement(s) ran while their GPU was busy"));
+    assert!(busy(&[gpu, host_case])
+        .starts_with("2 measurement(s) ran while their CPUs or GPU were busy"));
 }
 
 #[test]
