@@ -147,10 +147,26 @@ fn matrix<'a>(
 }
 
 fn reps_line(out: &mut String, ms: &[&Measurement]) {
-    let ns: BTreeSet<(u32, u32)> = ms.iter().map(|m| (m.gbps.n, m.warmup)).collect();
+    // (timed, warm-up) → the sizes measured so, most repetitions first.
+    let mut ns: BTreeMap<(u32, u32), BTreeSet<u64>> = BTreeMap::new();
+    for m in ms {
+        ns.entry((m.gbps.n, m.warmup))
+            .or_default()
+            .insert(m.params.size_bytes.unwrap_or(0));
+    }
+    let several = ns.len() > 1;
     let desc: Vec<String> = ns
         .iter()
-        .map(|(n, w)| format!("{n} timed repetitions after {w} warm-up"))
+        .rev()
+        .map(|((n, w), sizes)| {
+            let at = if several {
+                let sizes: Vec<String> = sizes.iter().map(|&b| size_label(b)).collect();
+                format!(" ({})", sizes.join(", "))
+            } else {
+                String::new()
+            };
+            format!("{n} timed repetitions after {w} warm-up{at}")
+        })
         .collect();
     if !desc.is_empty() {
         let _ = writeln!(out, "Cells: median GB/s ± spread; {}.\n", desc.join(" or "));

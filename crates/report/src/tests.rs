@@ -1090,3 +1090,27 @@ fn nvme_summary_rows_of_a_target_run_say_a_target_gives_no_drive_ceiling() {
     let row = line_starting(&r, "| NVMe → Host read |");
     assert!(row.ends_with("| not measured in this run |"), "{row}");
 }
+
+#[test]
+fn the_repetitions_line_says_which_sizes_took_which_counts() {
+    let p = profile_with(false, |rs| {
+        for r in rs.iter_mut() {
+            if r.measurement.params.size_bytes == Some(4 * MIB) {
+                r.measurement.gbps.n = 200;
+                r.measurement.warmup = 20;
+            }
+        }
+    });
+    let r = render(&p);
+    let path7 = &r[r.find("### Path 7").unwrap()..r.find("### Path 8").unwrap()];
+    assert!(
+        path7.contains(
+            "Cells: median GB/s ± spread; 200 timed repetitions after 20 warm-up (4MiB) or 20 \
+             timed repetitions after 3 warm-up (256MiB)."
+        ),
+        "{path7}"
+    );
+    // One count for every cell: no sizes named.
+    let r = render(&profile(false));
+    assert!(r.contains("Cells: median GB/s ± spread; 20 timed repetitions after 3 warm-up.\n"));
+}
