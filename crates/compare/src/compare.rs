@@ -2,7 +2,7 @@
 //! measurement, deltas, regressions beyond a tolerance), or a fleet of three or more (per path the
 //! median and the nodes that stray from it).
 
-use crate::keys::{self, Direction};
+use crate::keys::{self, natural_cmp, Direction};
 use crate::method;
 use crate::settings::{self, SettingDiff};
 use crate::source::Source;
@@ -81,6 +81,15 @@ struct Value {
     /// How it was measured, where that can differ between profiles of one machine: the host
     /// RAM copy kernel (`memcpy`, `streaming`).
     method: Option<String>,
+}
+
+/// The distinct keys, by section, then in [`natural_cmp`] order (sizes by bytes).
+fn in_reading_order<'a>(
+    keys: impl Iterator<Item = &'a (Section, String)>,
+) -> Vec<&'a (Section, String)> {
+    let mut keys: Vec<_> = keys.collect::<BTreeSet<_>>().into_iter().collect();
+    keys.sort_by(|(sa, ka), (sb, kb)| sa.cmp(sb).then_with(|| natural_cmp(ka, kb)));
+    keys
 }
 
 /// Every comparable value of a profile: its ceilings and its measurements' medians.
@@ -226,7 +235,7 @@ pub struct PairReport {
 pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairReport {
     let a = values(baseline.profile, opts);
     let b = values(candidate.profile, opts);
-    let keys: BTreeSet<&(Section, String)> = a.keys().chain(b.keys()).collect();
+    let keys = in_reading_order(a.keys().chain(b.keys()));
     let rows: Vec<PairRow> = keys
         .into_iter()
         .map(|k| {
@@ -366,7 +375,7 @@ pub fn median(values: &[f64]) -> f64 {
 pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
     let per_node: Vec<BTreeMap<(Section, String), Value>> =
         nodes.iter().map(|n| values(n.profile, opts)).collect();
-    let keys: BTreeSet<&(Section, String)> = per_node.iter().flat_map(|m| m.keys()).collect();
+    let keys = in_reading_order(per_node.iter().flat_map(|m| m.keys()));
     let mut rows = Vec::new();
     for k in keys {
         let (section, key) = k;

@@ -3,6 +3,51 @@
 //! `nvme_raw_4drive_read_gbps`, `p2p_cold_4drive_gpu0_cross_numa_gbps`, …).
 
 use serde::Serialize;
+use std::cmp::Ordering;
+
+/// Keys in the order a reader expects: numbers by value, sizes by bytes (`4MiB` before `16MiB`
+/// before `1GiB`), thread and stream counts by count (`t2` before `t16`), the rest as text.
+pub fn natural_cmp(a: &str, b: &str) -> Ordering {
+    natural_tokens(a)
+        .cmp(&natural_tokens(b))
+        .then_with(|| a.cmp(b))
+}
+
+/// A key cut into numbers (a size in bytes where a unit follows) and the text between them.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Token<'a> {
+    Number(u128),
+    Text(&'a str),
+}
+
+fn natural_tokens(s: &str) -> Vec<Token<'_>> {
+    const UNITS: [(&str, u32); 4] = [("KiB", 10), ("MiB", 20), ("GiB", 30), ("TiB", 40)];
+    let mut out = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            let text = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            out.push(Token::Text(&rest[..text]));
+            rest = &rest[text..];
+            continue;
+        }
+        let mut n = rest[..digits].bytes().fold(0u128, |n, d| {
+            n.saturating_mul(10).saturating_add(u128::from(d - b'0'))
+        });
+        rest = &rest[digits..];
+        if let Some((unit, shift)) = UNITS.iter().find(|(u, _)| rest.starts_with(u)) {
+            n = n.saturating_mul(1u128 << shift);
+            rest = &rest[unit.len()..];
+        }
+        out.push(Token::Number(n));
+    }
+    out
+}
 
 /// NUMA locality of a ceiling: the spec's ceilings are NUMA-local unless the key says
 /// `cross_numa`.
@@ -172,5 +217,46 @@ mod tests {
         assert!(is_bandwidth_ceiling("host_ram_same_numa_gbps"));
         assert!(!is_bandwidth_ceiling("warm_gpu0_cross_numa_penalty_gbps"));
         assert!(!is_bandwidth_ceiling("nvme_optimal_read_chunk_bytes"));
+    }
+}
+
+#[cfg(test)]
+mod natural_order_tests {
+    use super::natural_cmp;
+
+    #[test]
+    fn sizes_counts_and_text_sort_as_a_reader_expects() {
+        let mut keys = vec![
+            "d2d/gpu0/1GiB/s1",
+            "d2d/gpu0/256MiB/s1",
+            "d2d/gpu0/16MiB/s1",
+            "d2d/gpu0/128KiB/s1",
+            "d2d/gpu0/4MiB/s1",
+            "d2d/gpu0/1MiB/s1",
+            "d2d/gpu10/1MiB/s1",
+            "d2d/gpu2/1MiB/s1",
+            "host_ram/n0-n0/1GiB/t16",
+            "host_ram/n0-n0/1GiB/t2",
+            "host_ram/n0-n0/1GiB/t16/streaming",
+        ];
+        keys.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            keys,
+            [
+                "d2d/gpu0/128KiB/s1",
+                "d2d/gpu0/1MiB/s1",
+                "d2d/gpu0/4MiB/s1",
+                "d2d/gpu0/16MiB/s1",
+                "d2d/gpu0/256MiB/s1",
+                "d2d/gpu0/1GiB/s1",
+                "d2d/gpu2/1MiB/s1",
+                "d2d/gpu10/1MiB/s1",
+                "host_ram/n0-n0/1GiB/t2",
+                "host_ram/n0-n0/1GiB/t16",
+                "host_ram/n0-n0/1GiB/t16/streaming",
+            ]
+        );
+        // A total order: equal only when equal.
+        assert_eq!(natural_cmp("s01", "s1"), "s01".cmp("s1"));
     }
 }

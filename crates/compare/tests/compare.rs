@@ -319,8 +319,8 @@ warm_gpu0_cross_numa_penalty_gbps       3.00       derived       2.00       deri
 warm_gpu0_gbps                         53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
 
 measurement (median GB/s)           baseline     spread, N  candidate     spread, N      delta   delta%  verdict
-h2d/gpu0/local/256MiB/s1               53.40    ±0.1% N=12      50.00    ±0.1% N=12      -3.40    -6.4%  REGRESSION
 h2d/gpu0/local/4MiB/s1                 53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
+h2d/gpu0/local/256MiB/s1               53.40    ±0.1% N=12      50.00    ±0.1% N=12      -3.40    -6.4%  REGRESSION
 
 derived:
   warm_gpu0_cross_numa_penalty_gbps: local minus cross one-stream H2D peak

@@ -71,16 +71,12 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    let line = s
-        .lines()
-        .find(|l| l.contains("host_ram_same_numa_gbps"))
-        .unwrap_or_else(|| panic!("no ceiling line: {s}"));
-    // Every printed ceiling says which measurement it is, with its spread and count.
+    // 1 MiB is a cache size on every machine: measured, but no sustained figure or ceiling
+    // (the printed ceiling line's form is `ceiling_line`'s unit tests'), and the run says why.
+    assert!(!s.contains("host_ram_same_numa_gbps"), "{s}");
     assert!(
-        line.contains("median, ±")
-            && line.contains(", N=")
-            && line.contains("host_ram/n0-n0/1MiB/t1"),
-        "{line}"
+        s.contains("warning: host RAM n0-n0: every size measured fits in cache"),
+        "{s}"
     );
     let names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
@@ -120,8 +116,8 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
             .get("host.transparent_hugepage"),
         thp.map(|t| t.trim().to_string()).as_ref()
     );
-    let pair = &profile.host_ram.pairs["n0-n0"];
-    assert_eq!(pair.kernel_sweeps_gbps.len(), 2, "{pair:?}");
+    assert!(profile.host_ram.pairs.is_empty() && profile.ceilings.is_empty());
+    assert!(profile.measurements.iter().all(|m| m.cache_resident));
     assert!(profile
         .waived
         .iter()

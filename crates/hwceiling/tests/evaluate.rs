@@ -639,10 +639,22 @@ fn serve_runs_a_real_profile_on_request() {
     assert_eq!(status["outcome"], "completed", "{status}");
     let t = Instant::now();
     loop {
-        let r = client::get_json(&served.target(), "/v1/ceilings", Duration::from_secs(5)).unwrap();
+        let r = client::get_json(&served.target(), "/v1/profile", Duration::from_secs(5)).unwrap();
         if r.status == 200 {
+            // The run's profile, served: its measurements, and (1 MiB being a cache size) no
+            // host RAM ceiling.
             let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-            assert!(v["host_ram_same_numa_gbps"].as_f64().unwrap() > 0.0, "{v}");
+            let keys: Vec<&str> = v["measurements"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["key"].as_str().unwrap())
+                .collect();
+            assert!(keys.contains(&"host_ram/n0-n0/1MiB/t1"), "{v}");
+            assert!(
+                v["ceilings"].get("host_ram_same_numa_gbps").is_none(),
+                "{v}"
+            );
             break;
         }
         assert!(
