@@ -1,5 +1,6 @@
 //! End-to-end: every output path a user names (`qualify --junit`, `report -o`, `profile -o`)
-//! through the real binary. A write that fails leaves no temp file behind.
+//! through the real binary. Something there that is not a regular file is refused before any
+//! work and nothing is created; a write that fails leaves no temp file behind.
 //!
 //! Failed writes are forced without root or a mount: the child runs under a small
 //! `RLIMIT_FSIZE` with `SIGXFSZ` ignored, so a write past the limit fails with EFBIG ("File too
@@ -11,6 +12,10 @@ use std::process::{Command, Output};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hwceiling"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run hwceiling")
 }
 
 /// Run with every regular file the child writes capped at `max_bytes`.
@@ -64,6 +69,14 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
+fn mkfifo(path: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; mkfifo only reads it.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}", path.display());
+}
+
 /// A good profile and a spec it passes, in `dir`.
 fn profile_and_spec(dir: &Path) -> (PathBuf, PathBuf) {
     let p = hwc_testkit::ceilings_profile(
@@ -80,6 +93,124 @@ fn profile_and_spec(dir: &Path) -> (PathBuf, PathBuf) {
     )
     .unwrap();
     (profile, spec)
+}
+
+/// An output folder holding, under the names `fifo.out`, `adir.out`, `link.out` and
+/// `dangling.out`, each kind of entry that is not a regular file (a FIFO stands in for a device
+/// node: both are refused by the same check, and tests never touch real devices). Returns each
+/// with the words its error must hold.
+fn not_regular_files(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+    let target = dir.join("target.out");
+    std::fs::write(&target, b"kept").unwrap();
+    let fifo = dir.join("fifo.out");
+    mkfifo(&fifo);
+    let folder = dir.join("adir.out");
+    std::fs::create_dir(&folder).unwrap();
+    let link = dir.join("link.out");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let dangling = dir.join("dangling.out");
+    std::os::unix::fs::symlink(dir.join("nowhere.out"), &dangling).unwrap();
+    vec![
+        (fifo, "is a FIFO (named pipe), not a regular file"),
+        (folder, "is a directory, not a regular file"),
+        (link, "is a symbolic link"),
+        (dangling, "is a symbolic link"),
+    ]
+}
+
+#[test]
+fn qualify_junit_refuses_a_fifo_directory_or_link_before_any_work() {
+    let d = tempfile::tempdir().unwrap();
+    let (profile, spec) = profile_and_spec(d.path());
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let cases = not_regular_files(&out);
+    let before = names_in(&out);
+    for (path, says) in &cases {
+        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
+        let o = run(&[
+            "qualify",
+            s(&profile),
+            "--spec",
+            s(&spec),
+            "--junit",
+            s(path),
+        ]);
+        let e = one_line_error(&o, says);
+        assert!(e.contains(s(path)), "{e}");
+        assert!(o.stdout.is_empty(), "refused before the table");
+        // Before any work: a spec that does not exist is not even read.
+        let o = run(&[
+            "qualify",
+            s(&profile),
+            "--spec",
+            "/nonexistent-spec.yaml",
+            "--junit",
+            s(path),
+        ]);
+        one_line_error(&o, says);
+        assert_eq!(std::fs::symlink_metadata(path).unwrap().file_type(), kind);
+        assert_eq!(names_in(&out), before, "nothing created beside it");
+    }
+    assert_eq!(std::fs::read(out.join("target.out")).unwrap(), b"kept");
+    assert!(names_in(&out.join("adir.out")).is_empty());
+    // A missing folder is refused up front too.
+    let o = run(&[
+        "qualify",
+        s(&profile),
+        "--spec",
+        s(&spec),
+        "--junit",
+        s(&d.path().join("missing/junit.xml")),
+    ]);
+    one_line_error(&o, "no folder");
+
+    // A regular file is replaced, as before.
+    let junit = out.join("junit.xml");
+    std::fs::write(&junit, b"old").unwrap();
+    let o = run(&[
+        "qualify",
+        s(&profile),
+        "--spec",
+        s(&spec),
+        "--junit",
+        s(&junit),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&junit)
+        .unwrap()
+        .contains("<testsuite"));
+}
+
+#[test]
+fn report_output_refuses_anything_already_there_before_reading_the_profile() {
+    let d = tempfile::tempdir().unwrap();
+    let (profile, _) = profile_and_spec(d.path());
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let mut cases = not_regular_files(&out);
+    cases.push((out.join("target.out"), "already exists"));
+    let before = names_in(&out);
+    for (path, says) in &cases {
+        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
+        let e = one_line_error(&run(&["report", s(&profile), "-o", s(path)]), says);
+        assert!(e.contains(s(path)), "{e}");
+        one_line_error(&run(&["report", "/nonexistent.yaml", "-o", s(path)]), says);
+        assert_eq!(std::fs::symlink_metadata(path).unwrap().file_type(), kind);
+        assert_eq!(names_in(&out), before, "nothing created beside it");
+    }
+    assert_eq!(std::fs::read(out.join("target.out")).unwrap(), b"kept");
+}
+
+#[test]
+fn profile_output_folder_that_is_a_fifo_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("profiling");
+    mkfifo(&fifo);
+    let o = run(&["profile", "-o", s(&fifo), "--paths", "host_ram"]);
+    let e = one_line_error(&o, "is a FIFO (named pipe), not a folder");
+    assert!(e.contains(s(&fifo)), "{e}");
+    assert_eq!(names_in(d.path()), ["profiling"]);
 }
 
 #[test]
