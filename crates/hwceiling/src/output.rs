@@ -1,9 +1,16 @@
 //! Files: dated names that never overwrite an earlier run, and atomic writes (temp file in the
-//! same folder, fsync, then a hard link that fails rather than replace an existing file).
+//! same folder, fsync, then a hard link that fails rather than replace an existing file, or a
+//! rename over an existing regular file).
+//!
+//! An output path the user names is checked before any work: it must be nothing yet, or (for
+//! [`replace`]) a regular file. A device node, FIFO, socket, folder or symbolic link there is
+//! refused with an error naming what it is, so a rename never swaps `/dev/full` or a link for a
+//! regular file. Every temp file is removed on every error path.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 /// The three files of one run, plus the record kept while it runs.
@@ -26,10 +33,13 @@ impl RunFiles {
         }
     }
 
+    /// Whether any of the names is taken, by anything at all: a dangling symbolic link or a
+    /// folder reserves a name as much as a file does (the final hard link would fail on it, at
+    /// the end of a run).
     fn any_exists(&self) -> bool {
         [&self.report, &self.profile, &self.raw, &self.partial]
             .iter()
-            .any(|p| p.exists())
+            .any(|p| fs::symlink_metadata(p).is_ok())
     }
 
     /// The first set of names for `date` in `dir` that no earlier run used: `…-<date>`, then
@@ -52,50 +62,190 @@ impl RunFiles {
 
 /// Create `dir` if needed and prove it is writable, before any measurement runs.
 pub fn ensure_writable(dir: &Path) -> Result<()> {
+    // `metadata` follows a link: a link to a folder is a folder.
+    if let Ok(m) = fs::metadata(dir) {
+        if !m.is_dir() {
+            bail!(
+                "cannot use {} as the output folder: it is {}, not a folder",
+                dir.display(),
+                kind_of(m.file_type())
+            );
+        }
+    }
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create output folder {}", dir.display()))?;
-    let probe = dir.join(format!(".hwceiling-write-test-{}", std::process::id()));
-    File::create(&probe)
-        .and_then(|mut f| f.write_all(b"ok"))
-        .with_context(|| format!("output folder {} is not writable", dir.display()))?;
-    fs::remove_file(&probe).ok();
-    Ok(())
+    create_temp(&dir.join("hwceiling-write-test"))
+        .and_then(|(mut f, _probe)| f.write_all(b"ok"))
+        .with_context(|| format!("output folder {} is not writable", dir.display()))
 }
 
-fn temp_beside(path: &Path) -> PathBuf {
+/// What a file system entry is, in words.
+fn kind_of(t: fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "an unknown kind of file"
+    }
+}
+
+/// Refuse `path` as an output before any work: when it names no file, when its folder is
+/// missing, when something other than a regular file is there (a device node, FIFO, socket,
+/// directory or symbolic link — a link is refused rather than followed or replaced), or, unless
+/// `existing_ok`, when anything is there at all.
+fn check_target(path: &Path, existing_ok: bool) -> Result<()> {
+    let shown = path.display();
+    if path.file_name().is_none() {
+        bail!("cannot write {shown}: it does not name a file");
+    }
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => bail!(
+            "refusing to write {shown}: it is a symbolic link (give the path of the file it \
+             points to instead)"
+        ),
+        Ok(m) if !m.file_type().is_file() => bail!(
+            "refusing to write {shown}: it is {}, not a regular file",
+            kind_of(m.file_type())
+        ),
+        Ok(_) if !existing_ok => {
+            bail!("cannot create {shown}: it already exists (it is never overwritten)")
+        }
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            match fs::metadata(dir) {
+                Ok(m) if m.is_dir() => Ok(()),
+                Ok(m) => bail!(
+                    "cannot write {shown}: {} is {}, not a folder",
+                    dir.display(),
+                    kind_of(m.file_type())
+                ),
+                Err(e) => Err(e)
+                    .with_context(|| format!("cannot write {shown}: no folder {}", dir.display())),
+            }
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot write {shown}")),
+    }
+}
+
+/// Check, before any work, that [`write_new`] may create `path`: nothing may be there yet.
+pub fn check_new(path: &Path) -> Result<()> {
+    check_target(path, false)
+}
+
+/// Check, before any work, that [`replace`] may write `path`: nothing, or a regular file.
+pub fn check_replaceable(path: &Path) -> Result<()> {
+    check_target(path, true)
+}
+
+/// A temp file this process created; removed when dropped unless it was renamed into place.
+struct Temp {
+    path: PathBuf,
+    armed: bool,
+}
+
+impl Temp {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// It is no longer there to remove: it was renamed into place.
+    fn renamed(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Create a new, empty temp file beside `path` (`.<name>.tmp-<pid>`, `-<n>` added if that is
+/// taken). `create_new` neither follows a link planted at the name nor truncates a file that
+/// is there, so the guard only ever removes a file this call made.
+fn create_temp(path: &Path) -> std::io::Result<(File, Temp)> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+    let pid = std::process::id();
+    for n in 0..100 {
+        let tmp = match n {
+            0 => path.with_file_name(format!(".{name}.tmp-{pid}")),
+            _ => path.with_file_name(format!(".{name}.tmp-{pid}-{n}")),
+        };
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => {
+                return Ok((
+                    f,
+                    Temp {
+                        path: tmp,
+                        armed: true,
+                    },
+                ))
+            }
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::new(
+        ErrorKind::AlreadyExists,
+        "100 temp files of this process are in the way",
+    ))
 }
 
-fn write_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf> {
-    let tmp = temp_beside(path);
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+/// `bytes` in a synced temp file beside `path`; on any error the temp file is gone.
+fn write_temp(path: &Path, bytes: &[u8]) -> Result<Temp> {
+    let (mut f, tmp) = create_temp(path)?;
+    f.write_all(bytes).and_then(|()| f.sync_all())?;
     Ok(tmp)
 }
 
-/// Write a new file atomically; fails (leaving nothing behind) if `path` exists.
+/// Write a new file atomically; fails (leaving nothing behind) if anything is at `path`.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(path, bytes)?;
-    let linked = fs::hard_link(&tmp, path);
-    fs::remove_file(&tmp).ok();
-    linked.with_context(|| format!("cannot create {} (it must not exist yet)", path.display()))
+    check_new(path)?;
+    let tmp =
+        write_temp(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    // A hard link never replaces what is there, whatever it is; the temp name goes either way.
+    fs::hard_link(tmp.path(), path).map_err(|e| match e.kind() {
+        ErrorKind::AlreadyExists => anyhow!(
+            "cannot create {}: it already exists (it is never overwritten)",
+            path.display()
+        ),
+        _ => anyhow!(e).context(format!("cannot create {}", path.display())),
+    })
 }
 
-/// Atomically replace `path` (for the running record only).
+/// Atomically replace `path`, which must be nothing or a regular file (see [`check_replaceable`];
+/// what is there is checked again here, a moment before the rename).
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = write_temp(path, bytes)?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot update {}", path.display()))
+    check_replaceable(path)?;
+    rename_into_place(path, bytes)
+}
+
+fn rename_into_place(path: &Path, bytes: &[u8]) -> Result<()> {
+    let failed = || format!("cannot write {}", path.display());
+    let tmp = write_temp(path, bytes).with_context(failed)?;
+    fs::rename(tmp.path(), path).with_context(failed)?;
+    tmp.renamed();
+    Ok(())
 }
 
 #[cfg(test)]
@@ -129,6 +279,151 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    fn names_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `c` is a NUL-terminated path that outlives the call; mkfifo only reads it.
+        let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+        assert_eq!(rc, 0, "mkfifo {}", path.display());
+    }
+
+    /// A folder holding one of each kind of entry that is not a regular file.
+    fn not_regular_files(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+        let target = dir.join("target.xml");
+        fs::write(&target, b"kept").unwrap();
+        let fifo = dir.join("fifo.xml");
+        mkfifo(&fifo);
+        let folder = dir.join("adir");
+        fs::create_dir(&folder).unwrap();
+        let link = dir.join("link.xml");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let dangling = dir.join("dangling.xml");
+        std::os::unix::fs::symlink(dir.join("nowhere.xml"), &dangling).unwrap();
+        let socket = dir.join("sock.xml");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        vec![
+            (fifo, "is a FIFO (named pipe), not a regular file"),
+            (folder, "is a directory, not a regular file"),
+            (link, "is a symbolic link"),
+            (dangling, "is a symbolic link"),
+            (socket, "is a socket, not a regular file"),
+        ]
+    }
+
+    #[test]
+    fn replace_and_write_new_refuse_what_is_not_a_regular_file_and_create_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let cases = not_regular_files(d.path());
+        let before = names_in(d.path());
+        for (path, says) in &cases {
+            let kind = fs::symlink_metadata(path).unwrap().file_type();
+            for (what, result) in [
+                ("check_replaceable", check_replaceable(path)),
+                ("replace", replace(path, b"new")),
+                ("check_new", check_new(path)),
+                ("write_new", write_new(path, b"new")),
+            ] {
+                let e = format!("{:#}", result.unwrap_err());
+                assert!(
+                    e.contains(&path.display().to_string()) && e.contains(says),
+                    "{what}: {e}"
+                );
+                assert!(!e.contains('\n'), "{what}: {e}");
+            }
+            // Still what it was, and nothing new beside it.
+            assert_eq!(fs::symlink_metadata(path).unwrap().file_type(), kind);
+            assert_eq!(names_in(d.path()), before);
+        }
+        assert_eq!(fs::read(d.path().join("target.xml")).unwrap(), b"kept");
+        assert!(names_in(&d.path().join("adir")).is_empty());
+    }
+
+    #[test]
+    fn replace_writes_a_new_file_or_over_a_regular_one_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("junit.xml");
+        replace(&p, b"one").unwrap();
+        replace(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(names_in(d.path()), ["junit.xml"]);
+        // A temp file left by an earlier process of this id is neither used nor removed.
+        let stale = d
+            .path()
+            .join(format!(".junit.xml.tmp-{}", std::process::id()));
+        fs::write(&stale, b"stale").unwrap();
+        replace(&p, b"three").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"three");
+        assert_eq!(fs::read(&stale).unwrap(), b"stale");
+        assert_eq!(names_in(d.path()).len(), 2);
+    }
+
+    #[test]
+    fn a_missing_folder_or_a_path_naming_no_file_is_refused_up_front() {
+        let d = tempfile::tempdir().unwrap();
+        let e = format!(
+            "{:#}",
+            check_replaceable(&d.path().join("no/junit.xml")).unwrap_err()
+        );
+        assert!(e.contains("cannot write") && e.contains("no folder"), "{e}");
+        let file = d.path().join("plain");
+        fs::write(&file, b"").unwrap();
+        let e = format!("{:#}", check_new(&file.join("out.md")).unwrap_err());
+        assert!(e.contains("is a regular file, not a folder"), "{e}");
+        let e = format!("{:#}", check_new(Path::new("/")).unwrap_err());
+        assert!(e.contains("does not name a file"), "{e}");
+        let e = format!("{:#}", check_new(&file).unwrap_err());
+        assert!(e.contains("already exists"), "{e}");
+        assert_eq!(names_in(d.path()), ["plain"]);
+    }
+
+    #[test]
+    fn a_failed_rename_removes_its_temp_file() {
+        // Checked up front, a directory is refused before any temp file; past the check (as
+        // when one appears mid-run), the rename fails on it and the temp file must still go.
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("out.json");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("inside"), b"x").unwrap();
+        let e = format!("{:#}", rename_into_place(&target, b"new").unwrap_err());
+        assert!(e.starts_with("cannot write") && !e.contains('\n'), "{e}");
+        assert_eq!(names_in(d.path()), ["out.json"]);
+        assert_eq!(names_in(&target), ["inside"]);
+    }
+
+    #[test]
+    fn any_entry_reserves_a_run_name_a_dangling_link_included() {
+        let d = tempfile::tempdir().unwrap();
+        let a = RunFiles::choose(d.path(), "2026-12-02").unwrap();
+        std::os::unix::fs::symlink(d.path().join("gone"), &a.raw).unwrap();
+        let b = RunFiles::choose(d.path(), "2026-12-02").unwrap();
+        assert!(b.raw.ends_with("hardware_raw_2026-12-02-2.json"), "{b:?}");
+    }
+
+    #[test]
+    fn an_output_folder_that_is_not_a_folder_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        mkfifo(&fifo);
+        let e = format!("{:#}", ensure_writable(&fifo).unwrap_err());
+        assert!(e.contains("is a FIFO (named pipe), not a folder"), "{e}");
+        // A link to a folder is a folder; the probe leaves nothing behind.
+        let real = d.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        ensure_writable(&link).unwrap();
+        assert!(names_in(&real).is_empty());
     }
 
     #[test]

@@ -381,6 +381,10 @@ pub fn render_plan(plan: &Plan) -> String {
 }
 
 pub fn report(a: &ReportArgs) -> Result<i32> {
+    // Before any work: the output must not exist yet, whatever kind of file it would be.
+    if let Some(path) = &a.output {
+        output::check_new(path)?;
+    }
     let profile = hwc_profile::read_profile(&a.profile)?;
     let md = hwc_report::render(&profile);
     match &a.output {

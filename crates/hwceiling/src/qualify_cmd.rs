@@ -18,7 +18,8 @@ pub struct QualifyArgs {
     /// Baseline profile for `min_pct_of_baseline` rules (overrides the spec's `baseline:`).
     #[arg(long, value_name = "PROFILE")]
     pub baseline: Option<PathBuf>,
-    /// Also write the result as JUnit XML to FILE (replaced if it exists).
+    /// Also write the result as JUnit XML to FILE (a regular file there is replaced; anything
+    /// else, a symbolic link included, is refused).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
@@ -32,6 +33,10 @@ fn file_name(p: &Path) -> String {
 }
 
 pub fn run(a: &QualifyArgs) -> Result<i32> {
+    // Before any work: a device node, FIFO, directory or link named as the JUnit file is refused.
+    if let Some(path) = &a.junit {
+        output::check_replaceable(path)?;
+    }
     let text = hwc_profile::read_text_capped(&a.spec, qualify::MAX_SPEC_BYTES)?;
     let spec = qualify::parse_spec(&text).with_context(|| a.spec.display().to_string())?;
     let profile = hwc_profile::read_profile(&a.profile)?;
