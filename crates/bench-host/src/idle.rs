@@ -26,13 +26,25 @@ pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, Jiffies> {
         .collect()
 }
 
-/// Share (0–1) of `cpus`' time that was busy over `window`.
-pub fn busy_share(proc_root: &Path, cpus: &[u32], window: Duration) -> io::Result<f64> {
+/// Two `/proc/stat` samples `window` apart.
+pub fn sample(
+    proc_root: &Path,
+    window: Duration,
+) -> io::Result<(BTreeMap<u32, Jiffies>, BTreeMap<u32, Jiffies>)> {
     let read = || std::fs::read_to_string(proc_root.join("stat")).map(|t| parse_proc_stat(&t));
     let a = read()?;
     std::thread::sleep(window);
-    let b = read()?;
-    Ok(share_between(&a, &b, cpus))
+    Ok((a, read()?))
+}
+
+/// The busiest CPU of every CPU in both samples, with its busy share (0–1); the lowest number
+/// of equals. `None` when no CPU ticked.
+pub fn busiest(a: &BTreeMap<u32, Jiffies>, b: &BTreeMap<u32, Jiffies>) -> Option<(u32, f64)> {
+    b.keys()
+        .filter(|c| a.contains_key(c))
+        .filter(|c| b[c].1 > a[c].1)
+        .map(|&c| (c, share_between(a, b, &[c])))
+        .reduce(|x, y| if y.1 > x.1 { y } else { x })
 }
 
 /// Busy share of `cpus` between two samples; CPUs missing from either sample are skipped.
@@ -74,6 +86,14 @@ mod tests {
         assert!((share_between(&a, &b, &[1]) - 0.0).abs() < 1e-12);
         assert!((share_between(&a, &b, &[0, 1]) - 0.45).abs() < 1e-12);
         assert_eq!(share_between(&a, &b, &[7]), 0.0);
+    }
+
+    #[test]
+    fn the_busiest_cpu_is_found_among_all() {
+        let (a, b) = (parse_proc_stat(A), parse_proc_stat(B));
+        assert_eq!(busiest(&a, &b), Some((0, 0.9)));
+        // No tick between the samples: nothing to say.
+        assert_eq!(busiest(&a, &a), None);
     }
 
     #[test]

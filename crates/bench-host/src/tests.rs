@@ -254,3 +254,45 @@ fn the_first_difference_is_found_in_any_piece_of_a_large_buffer() {
     assert_eq!(first_difference(b"abcd", b"abxd"), Some(2));
     assert_eq!(first_difference(b"abcd", b"abcd"), None);
 }
+
+#[test]
+fn one_busy_cpu_anywhere_marks_a_host_case_contended_a_stray_tick_does_not() {
+    // Jiffies over one 50 ms window (5 ticks per CPU): 16 CPUs, the case on CPUs 0–3.
+    let window = |busy: &[(u32, u64)]| {
+        let a: std::collections::BTreeMap<u32, (u64, u64)> = (0..16).map(|c| (c, (0, 0))).collect();
+        let b = (0..16)
+            .map(|c| {
+                let ticks = busy.iter().find(|(x, _)| *x == c).map_or(0, |(_, t)| *t);
+                (c, (ticks, 5))
+            })
+            .collect();
+        (a, b)
+    };
+    let case_cpus = [0, 1, 2, 3];
+    let (a, b) = window(&[]);
+    assert_eq!(busy_reason(&a, &b, &case_cpus), None);
+    // A stray tick on one CPU (20 %): idle.
+    let (a, b) = window(&[(9, 1)]);
+    assert_eq!(busy_reason(&a, &b, &case_cpus), None);
+    // A process spinning on CPU 12, off the case's CPUs: contended, and the reason says where.
+    let (a, b) = window(&[(12, 5)]);
+    let why = busy_reason(&a, &b, &case_cpus).unwrap();
+    assert!(
+        why.starts_with("CPU 12 was 100 % busy before the case"),
+        "{why}"
+    );
+    assert!(!why.contains("runs one of its threads"), "{why}");
+    // One busy CPU of the sixteen the case runs on: 6 % on average, under the average
+    // threshold, and still contended, named as one of the case's.
+    let sixteen: Vec<u32> = (0..16).collect();
+    let (a, b) = window(&[(2, 5)]);
+    let why = busy_reason(&a, &b, &sixteen).unwrap();
+    assert!(
+        why.contains("CPU 2 was 100 % busy") && why.contains("runs one of its threads"),
+        "{why}"
+    );
+    // The case's CPUs busy on average: the first reason.
+    let (a, b) = window(&[(0, 1), (1, 1), (2, 1), (3, 1)]);
+    let why = busy_reason(&a, &b, &case_cpus).unwrap();
+    assert!(why.starts_with("CPUs 0-3 were 20 % busy"), "{why}");
+}
