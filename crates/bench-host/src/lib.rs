@@ -284,15 +284,16 @@ const PARALLEL_COMPARE_BYTES: usize = 64 << 20;
 /// The index of the first byte where `a` and `b` differ (over the shorter length), or `None`.
 /// `==` on slices is memcmp (about 10 GB/s on one core); the byte loop only runs to name the
 /// difference (verifying 1 GiB byte by byte took most of a second). Large buffers are compared
-/// in pieces on up to 16 threads: one thread read both 1 GiB buffers of a host-memory case in
-/// 0.2 s, ten such cases a profile.
-fn first_difference(a: &[u8], b: &[u8]) -> Option<usize> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
-    first_difference_on(a, b, threads)
+/// in pieces on up to 16 threads, free to run on `cpus` (the calling thread's affinity before
+/// the case pinned it to one CPU, which threads it spawns would inherit): one thread read both
+/// 1 GiB buffers of a host-memory case in 0.2 s, ten such cases a profile.
+fn first_difference(a: &[u8], b: &[u8], cpus: &[u32]) -> Option<usize> {
+    first_difference_on(a, b, cpus.len().clamp(1, 16), cpus)
 }
 
-/// [`first_difference`] on up to `threads` threads (pieces of whole pages).
-fn first_difference_on(a: &[u8], b: &[u8], threads: usize) -> Option<usize> {
+/// [`first_difference`] on up to `threads` threads (pieces of whole pages), each allowed on
+/// `cpus` (none: as spawned).
+fn first_difference_on(a: &[u8], b: &[u8], threads: usize, cpus: &[u32]) -> Option<usize> {
     let len = a.len().min(b.len());
     let (a, b) = (&a[..len], &b[..len]);
     let serial = |a: &[u8], b: &[u8]| -> Option<usize> {
@@ -310,7 +311,15 @@ fn first_difference_on(a: &[u8], b: &[u8], threads: usize) -> Option<usize> {
         let handles: Vec<_> = a
             .chunks(piece)
             .zip(b.chunks(piece))
-            .map(|(x, y)| scope.spawn(move || serial(x, y)))
+            .map(|(x, y)| {
+                scope.spawn(move || {
+                    if !cpus.is_empty() {
+                        // Best effort: a thread left on the spawner's CPU still compares right.
+                        let _ = hwc_numa::pin_current_thread(cpus);
+                    }
+                    serial(x, y)
+                })
+            })
             .collect();
         // In piece order: the first piece with a difference holds the first difference. A
         // worker that panicked is raised again (a check must never pass because one died).
@@ -499,7 +508,7 @@ impl Prepared for PreparedCopy<'_> {
             &b.src.as_slice()[..self.size],
             &b.dst.as_slice()[..self.size],
         );
-        match first_difference(src, dst) {
+        match first_difference(src, dst, &self.saved_affinity) {
             None => Ok(()),
             Some(i) => Err(BenchError::failed(format!(
                 "copy mismatch at byte {i}: expected {:#04x}, found {:#04x}",

@@ -231,12 +231,19 @@ fn the_first_difference_is_found_in_any_piece_of_a_large_buffer() {
     let len = (PARALLEL_COMPARE_BYTES * 2) + 12_345;
     let a = vec![0x5Au8; len];
     let mut b = a.clone();
-    assert_eq!(first_difference(&a, &b), None);
+    assert_eq!(
+        first_difference(&a, &b, &hwc_numa::current_affinity()),
+        None
+    );
     // The earliest of several differences, wherever the pieces split.
     for at in [0, 4095, PARALLEL_COMPARE_BYTES + 1, len - 1] {
         b[at] ^= 1;
         b[len - 1] ^= 0x80;
-        assert_eq!(first_difference(&a, &b), Some(at), "{at}");
+        assert_eq!(
+            first_difference(&a, &b, &hwc_numa::current_affinity()),
+            Some(at),
+            "{at}"
+        );
         b[at] ^= 1;
         b[len - 1] ^= 0x80;
     }
@@ -245,14 +252,14 @@ fn the_first_difference_is_found_in_any_piece_of_a_large_buffer() {
     for at in [piece - 1, piece, piece + 1, 2 * piece - 1, 2 * piece] {
         b[at] ^= 1;
         b[len - 1] ^= 0x80;
-        assert_eq!(first_difference_on(&a, &b, 3), Some(at), "{at}");
+        assert_eq!(first_difference_on(&a, &b, 3, &[]), Some(at), "{at}");
         b[at] ^= 1;
         b[len - 1] ^= 0x80;
     }
-    assert_eq!(first_difference_on(&a, &b, 3), None);
+    assert_eq!(first_difference_on(&a, &b, 3, &[]), None);
     // Small buffers, on one thread.
-    assert_eq!(first_difference(b"abcd", b"abxd"), Some(2));
-    assert_eq!(first_difference(b"abcd", b"abcd"), None);
+    assert_eq!(first_difference(b"abcd", b"abxd", &[]), Some(2));
+    assert_eq!(first_difference(b"abcd", b"abcd", &[]), None);
 }
 
 #[test]
