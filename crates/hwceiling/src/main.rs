@@ -22,23 +22,14 @@ mod signals;
 fn main() {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
-        Err(e) if e.use_stderr() => {
-            // Bad input: one line, non-zero exit (clap's usage block is one `--help` away).
-            let msg = e.to_string();
-            let lines: Vec<&str> = msg
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let first = lines.join(" ");
-            eprintln!(
-                "hwceiling: {} (see `hwceiling --help`)",
-                first.trim_start_matches("error: ")
-            );
-            std::process::exit(2);
-        }
+        Err(e) if e.use_stderr() => bad_command_line(&clap_one_line(&e)),
         Err(e) => e.exit(),
     };
+    if let cli::Command::Profile(p) = &args.command {
+        if let Err(e) = p.validate() {
+            bad_command_line(&e);
+        }
+    }
     if asks_for_queues(&args.command) {
         // SAFETY: no other thread exists yet (argument parsing spawns none) and CUDA is not
         // initialised before `run`; only a measuring command asks for more hardware queues.
@@ -64,6 +55,23 @@ fn run(args: cli::Cli) -> Result<i32> {
         cli::Command::Compare(a) => compare_cmd::run(&a),
         cli::Command::Qualify(a) => qualify_cmd::run(&a),
     }
+}
+
+/// Bad input: one line on stderr, exit 2 (clap's usage block is one `--help` away).
+fn bad_command_line(msg: &str) -> ! {
+    eprintln!("hwceiling: {msg} (see `hwceiling --help`)");
+    std::process::exit(2);
+}
+
+/// A clap error's message on one line, without its `error: ` prefix and usage block.
+fn clap_one_line(e: &clap::Error) -> String {
+    let msg = e.to_string();
+    let lines: Vec<&str> = msg
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    lines.join(" ").trim_start_matches("error: ").to_string()
 }
 
 /// Only a command that measures GPUs chooses the CUDA driver's hardware queue count
