@@ -312,6 +312,37 @@ fn values_no_machine_can_run_or_listed_twice_are_a_bad_command_line_creating_not
 }
 
 #[test]
+fn a_drive_or_target_that_is_not_there_is_refused_before_anything_is_created() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("no-such-dir").join("x");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["--paths", "nvme_read", "--drives", "NO-SUCH-SERIAL"][..],
+        &["--drives", "/dev/nvme999n1"],
+        // Named drives and targets are checked whatever --paths keeps.
+        &["--paths", "host_ram", "--drives", "NO-SUCH-SERIAL"],
+        &["--paths", "host_ram", "--drives", "0000:fe:1f.7"],
+    ] {
+        let mut full = vec!["profile"];
+        full.extend_from_slice(args);
+        let (o, left) = run_in_empty_folder(&full);
+        one_line_error(&o, 1, "--drives: ");
+        assert!(
+            stderr(&o).contains("names no NVMe drive here"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    for paths in ["nvme_read", "host_ram"] {
+        let (o, left) = run_in_empty_folder(&["profile", "--paths", paths, "--target", missing]);
+        one_line_error(&o, 1, "no-such-dir does not exist");
+        assert!(left.is_empty(), "{paths}: left {left:?}");
+    }
+    assert!(!d.path().join("no-such-dir").exists());
+}
+
+#[test]
 fn thread_counts_and_sizes_a_node_cannot_run_are_waived_with_the_reason() {
     // The 2-CPU snapshot, whose node 0 has 5.0 GiB of memory.
     let root = fixtures().join("cpu-vm-2core");
