@@ -22,6 +22,9 @@ mod signals;
 fn main() {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            bad_command_line(&no_subcommand())
+        }
         Err(e) if e.use_stderr() => bad_command_line(&clap_one_line(&e)),
         Err(e) => e.exit(),
     };
@@ -74,6 +77,17 @@ fn clap_one_line(e: &clap::Error) -> String {
     lines.join(" ").trim_start_matches("error: ").to_string()
 }
 
+/// What bare `hwceiling` says: a subcommand is needed, and which there are.
+fn no_subcommand() -> String {
+    use clap::CommandFactory;
+    let names: Vec<String> = cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|n| n != "help")
+        .collect();
+    format!("a subcommand is required: {}", names.join(", "))
+}
+
 /// Only a command that measures GPUs chooses the CUDA driver's hardware queue count
 /// (`hwc_bench_cuda::connections`); the daemon's profiles run as `hwceiling profile` children,
 /// which choose for themselves.
@@ -97,6 +111,19 @@ mod tests {
         cli::Cli::try_parse_from(std::iter::once("hwceiling").chain(args.iter().copied()))
             .expect("valid arguments")
             .command
+    }
+
+    #[test]
+    fn no_subcommand_names_every_subcommand() {
+        assert_eq!(
+            no_subcommand(),
+            "a subcommand is required: detect, profile, report, serve, efficiency, compare, qualify"
+        );
+        let e = cli::Cli::try_parse_from(["hwceiling"]).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
     }
 
     #[test]

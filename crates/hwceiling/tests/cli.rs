@@ -415,3 +415,13 @@ fn a_run_whose_thread_count_no_node_has_says_why_in_its_files() {
         .unwrap_or_else(|| panic!("no waiver {scope}: {:?}", profile.waived));
     assert!(w.reason.contains("CPU"), "{}", w.reason);
 }
+
+#[test]
+fn no_subcommand_says_one_is_required_and_lists_them() {
+    let o = run(&[]);
+    one_line_error(
+        &o,
+        2,
+        "a subcommand is required: detect, profile, report, serve",
+    );
+}
