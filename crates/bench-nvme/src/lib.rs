@@ -58,7 +58,7 @@ pub struct Setup {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error(transparent)]
+    #[error("--drives: {0}")]
     Select(#[from] SelectError),
     #[error("refused to write to {device}: {}", reasons.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Refused {
@@ -71,6 +71,12 @@ pub enum SetupError {
     NotNamed,
     #[error("--target {0}: {1}")]
     Target(String, String),
+    #[error("--drives names {drive} twice (`{first}` and `{second}`): name each drive once")]
+    SameDrive {
+        drive: String,
+        first: String,
+        second: String,
+    },
 }
 
 /// The key under which the plan names a drive: its BDF, or its controller name.
@@ -91,12 +97,17 @@ pub fn setup(
     req: &Request,
     cancel: &'static AtomicBool,
 ) -> Result<Setup, SetupError> {
-    let mut named = Vec::new();
-    for n in &req.drives {
+    let mut named: Vec<String> = Vec::new();
+    for (i, n) in req.drives.iter().enumerate() {
         let d = gate::select(topo, n)?;
-        if !named.contains(&d.name) {
-            named.push(d.name.clone());
+        if let Some(j) = named.iter().position(|x| x == &d.name) {
+            return Err(SetupError::SameDrive {
+                drive: d.name.clone(),
+                first: req.drives[j].trim().to_string(),
+                second: req.drives[i].trim().to_string(),
+            });
         }
+        named.push(d.name.clone());
     }
     let write_req = WriteRequest {
         allow_destructive_writes: req.allow_destructive_writes,
@@ -217,7 +228,9 @@ fn target_access(
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // hwceiling creates it: reads and writes touch only its own file.
+            // hwceiling creates it: reads and writes touch only its own file. Whether it can is
+            // checked now, before anything is measured or any output is written.
+            creatable(path, req.bytes_per_drive).map_err(|why| SetupError::Target(shown, why))?;
             return Ok((req.wants_write.then_some(Approved::OwnFile), true));
         }
         Err(e) => return Err(SetupError::Target(shown, e.to_string())),
@@ -252,6 +265,50 @@ fn target_access(
             "neither a regular file nor a block device".into(),
         ))
     }
+}
+
+/// Why hwceiling cannot create `path` with `bytes` bytes (its folder is missing, not a folder, not
+/// writable, or its filesystem has less free space), or `Ok` when it can.
+fn creatable(path: &Path, bytes: u64) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let shown = folder.display();
+    match std::fs::metadata(folder) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(format!("{shown} is not a folder")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("its folder {shown} does not exist"))
+        }
+        Err(e) => return Err(format!("its folder {shown}: {e}")),
+    }
+    let c_folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .map_err(|_| format!("{shown} holds a NUL byte"))?;
+    // SAFETY: access(2) with a valid NUL-terminated path.
+    if unsafe { libc::access(c_folder.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!("cannot create a file in {shown}: {e}"));
+    }
+    // SAFETY: statvfs is plain data, for which all zeroes is a valid value.
+    let mut vfs: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs(2) with a valid NUL-terminated path and a live struct to fill; the struct
+    // is read only on success.
+    if unsafe { libc::statvfs(c_folder.as_ptr(), &mut vfs) } == 0 {
+        let free = vfs.f_bavail.saturating_mul(vfs.f_frsize);
+        // The file is filled in whole 4 KiB pieces (see `device::create_scratch_file`).
+        let need = bytes.div_ceil(4096).saturating_mul(4096);
+        if free < need {
+            let gib = |b: u64| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64);
+            return Err(format!(
+                "it would be created with {} (--nvme-bytes), but its filesystem has {} free",
+                gib(need),
+                gib(free)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// True when the block device at `path` is a partition (sysfs has a `partition` attribute).
@@ -343,6 +400,78 @@ mod tests {
         // Without the flag, naming drives only selects what is read.
         let s = setup(&Topology::default(), &req(None, true, false), &NEVER).unwrap();
         assert!(s.write_drives.is_none() && s.selected.is_none());
+    }
+
+    #[test]
+    fn a_new_target_needs_a_folder_it_can_be_created_in_with_room_for_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup_err = |path: PathBuf, bytes: u64| {
+            let mut r = req(Some(path), false, false);
+            r.bytes_per_drive = bytes;
+            setup(&Topology::default(), &r, &NEVER)
+                .err()
+                .map(|e| e.to_string())
+        };
+        let missing = dir.path().join("no-such-dir").join("x");
+        let e = setup_err(missing.clone(), 1 << 20).unwrap();
+        assert_eq!(
+            e,
+            format!(
+                "--target {}: its folder {} does not exist",
+                missing.display(),
+                dir.path().join("no-such-dir").display()
+            )
+        );
+        let file = dir.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        // A path through a file: the system says so (not a directory).
+        let e = setup_err(file.join("x"), 1 << 20).unwrap();
+        assert!(e.starts_with("--target "), "{e}");
+        // More than the filesystem has free.
+        let e = setup_err(dir.path().join("huge"), u64::MAX / 2).unwrap();
+        assert!(e.contains("but its filesystem has"), "{e}");
+        assert!(setup_err(dir.path().join("fine"), 1 << 20).is_none());
+        assert!(
+            !dir.path().join("fine").exists(),
+            "nothing is created by the check"
+        );
+    }
+
+    #[test]
+    fn one_drive_named_twice_is_refused_naming_both() {
+        let drive = |name: &str, serial: &str, bdf: &str| hwc_model::topology::NvmeDrive {
+            name: name.into(),
+            serial: Some(serial.into()),
+            bdf: Some(bdf.into()),
+            namespaces: vec![hwc_model::topology::NvmeNamespace {
+                name: format!("{name}n1"),
+                size_bytes: None,
+                logical_block_size: None,
+                max_hw_sectors_kb: None,
+                partitions: vec![],
+                holders: vec![],
+                mounts: vec![],
+                in_use: false,
+            }],
+            ..Default::default()
+        };
+        let topo = Topology {
+            nvme: vec![
+                drive("nvme0", "S0", "0000:41:00.0"),
+                drive("nvme1", "S1", "0000:42:00.0"),
+            ],
+            ..Topology::default()
+        };
+        let mut r = req(None, false, false);
+        r.drives = vec!["S1".into(), "nvme0".into(), "/dev/nvme1n1".into()];
+        let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "--drives names nvme1 twice (`S1` and `/dev/nvme1n1`): name each drive once"
+        );
+        r.drives = vec!["S1".into(), "0000:41:00.0".into()];
+        let s = setup(&topo, &r, &NEVER).unwrap();
+        assert_eq!(s.selected, Some(vec!["nvme1".into(), "nvme0".into()]));
     }
 
     #[test]

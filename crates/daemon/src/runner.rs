@@ -55,46 +55,52 @@ pub struct RunRequest {
     pub allow_contended: bool,
 }
 
-fn valid_size(s: &str) -> bool {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    (1..=12).contains(&num.len())
-        && matches!(
-            unit.to_ascii_lowercase().as_str(),
-            "" | "b" | "k" | "kib" | "m" | "mib" | "g" | "gib"
-        )
-}
-
 impl RunRequest {
-    /// Check the options, and turn them into `profile` arguments.
+    /// Check the options as `hwceiling profile` checks its flags (the same checks, from
+    /// `hwc_plan::input`: a request the command line would refuse is refused here, and one it
+    /// takes is taken), and turn them into `profile` arguments.
     pub fn to_args(&self) -> Result<Vec<OsString>, String> {
+        use hwc_plan::input::{check_host_threads, no_repeats, parse_size};
         let mut args: Vec<OsString> = Vec::new();
         let list = |v: Vec<String>| OsString::from(v.join(","));
         if let Some(paths) = &self.paths {
             if paths.is_empty() {
                 return Err("`paths` is empty: leave it out to run every path".into());
             }
-            let mut names = Vec::new();
-            for p in paths {
-                let id: hwc_model::PathId = p.parse().map_err(|e| format!("{e}"))?;
-                names.push(id.as_str().to_string());
-            }
+            let ids = paths
+                .iter()
+                .map(|p| p.parse::<hwc_model::PathId>().map_err(|e| format!("{e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            no_repeats(&ids, |x| x.to_string()).map_err(|e| format!("`paths` {e}"))?;
             args.push("--paths".into());
-            args.push(list(names));
+            args.push(list(ids.iter().map(|id| id.as_str().to_string()).collect()));
         }
         if let Some(threads) = &self.threads {
-            if threads.is_empty() || threads.iter().any(|&t| t == 0 || t > 4096) {
-                return Err("`threads` must list counts from 1 to 4096".into());
+            if threads.is_empty() {
+                return Err("`threads` is empty: leave it out for the sweep".into());
             }
+            for &t in threads {
+                check_host_threads(t).map_err(|e| format!("`threads`: {e}"))?;
+            }
+            no_repeats(threads, u32::to_string).map_err(|e| format!("`threads` {e}"))?;
             args.push("--threads".into());
             args.push(list(threads.iter().map(u32::to_string).collect()));
         }
         if let Some(sizes) = &self.host_sizes {
-            if sizes.is_empty() || !sizes.iter().all(|s| valid_size(s)) {
-                return Err("`host_sizes` must list sizes such as 4MiB, 1GiB or 4096".into());
+            if sizes.is_empty() {
+                return Err("`host_sizes` is empty: leave it out for the default sizes".into());
             }
+            let bytes = sizes
+                .iter()
+                .map(|s| parse_size(s).map_err(|e| format!("`host_sizes`: {e}")))
+                .collect::<Result<Vec<u64>, _>>()?;
+            no_repeats(&bytes, |&b| hwc_model::size_label(b))
+                .map_err(|e| format!("`host_sizes` {e}"))?;
             args.push("--host-sizes".into());
-            args.push(list(sizes.clone()));
+            // The sizes as the child's case keys write them: nothing of the caller's text.
+            args.push(list(
+                bytes.iter().map(|&b| hwc_model::size_label(b)).collect(),
+            ));
         }
         if self.quick {
             args.push("--quick".into());
@@ -522,7 +528,7 @@ mod tests {
                 "--threads",
                 "1,8",
                 "--host-sizes",
-                "256MiB,4096",
+                "256MiB,4KiB",
                 "--quick"
             ]
         );
@@ -534,11 +540,6 @@ mod tests {
         })
         .contains("unknown path `nvram`"));
         assert!(bad(RunRequest {
-            threads: Some(vec![0]),
-            ..RunRequest::default()
-        })
-        .contains("threads"));
-        assert!(bad(RunRequest {
             host_sizes: Some(vec!["1TB; rm -rf /".into()]),
             ..RunRequest::default()
         })
@@ -548,6 +549,42 @@ mod tests {
             ..RunRequest::default()
         })
         .contains("empty"));
+    }
+
+    #[test]
+    fn run_requests_are_refused_as_the_command_line_refuses_them() {
+        let bad = |r: RunRequest| r.to_args().unwrap_err();
+        let threads = |t: Vec<u32>| RunRequest {
+            threads: Some(t),
+            ..RunRequest::default()
+        };
+        let sizes = |s: &[&str]| RunRequest {
+            host_sizes: Some(s.iter().map(|x| x.to_string()).collect()),
+            ..RunRequest::default()
+        };
+        // The command line's words: `profile --threads 0` says "from 1 to 4096" too.
+        assert_eq!(
+            bad(threads(vec![0])),
+            "`threads`: `0`: a thread count must be from 1 to 4096"
+        );
+        assert!(bad(threads(vec![4097])).contains("from 1 to 4096"));
+        assert!(bad(threads(vec![])).contains("empty"));
+        assert!(threads(vec![4096]).to_args().is_ok());
+        assert_eq!(bad(threads(vec![1, 2, 1])), "`threads` lists 1 twice");
+        assert_eq!(
+            bad(sizes(&["4MiB", "4096KiB"])),
+            "`host_sizes` lists 4MiB twice"
+        );
+        assert!(bad(sizes(&["0"])).contains("not a usable size"));
+        assert!(bad(sizes(&["99999999999999999999G"])).contains("host_sizes"));
+        assert!(bad(sizes(&[])).contains("empty"));
+        assert_eq!(
+            bad(RunRequest {
+                paths: Some(vec!["h2d".into(), "host_ram".into(), "H2D".into()]),
+                ..RunRequest::default()
+            }),
+            "`paths` lists h2d twice"
+        );
     }
 
     #[test]

@@ -273,6 +273,23 @@ fn unknown_paths_methods_and_bodies_get_4xx() {
     assert!(r.text().contains("unknown path `warp`"), "{}", r.text());
     let r = d.send("POST", "/v1/profile/run", br#"{"rm":"-rf"}"#);
     assert_eq!(r.status, 400, "{}", r.text());
+    // Options `profile` refuses on its command line are refused here, before any run starts.
+    for (body, needle) in [
+        (&br#"{"threads":[0]}"#[..], "from 1 to 4096"),
+        (br#"{"threads":[1,1]}"#, "`threads` lists 1 twice"),
+        (
+            br#"{"host_sizes":["4MiB","4096KiB"]}"#,
+            "`host_sizes` lists 4MiB twice",
+        ),
+        (br#"{"host_sizes":["0"]}"#, "not a usable size"),
+        (br#"{"paths":["h2d","h2d"]}"#, "`paths` lists h2d twice"),
+    ] {
+        let r = d.send("POST", "/v1/profile/run", body);
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert!(r.text().contains(needle), "{}", r.text());
+    }
+    let (_, run) = d.json("/v1/profile/run");
+    assert_eq!(run["state"], "idle", "no run was started: {run}");
     let r = d.send("DELETE", "/v1/profile/run", b"");
     assert_eq!(r.status, 409, "nothing to cancel: {}", r.text());
     // Garbage on the wire: a 400 or a closed connection, and the daemon keeps answering.

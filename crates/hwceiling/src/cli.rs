@@ -2,7 +2,11 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hwc_model::long_tests::LongTestRequest;
-use hwc_model::PathId;
+use hwc_model::{size_label, PathId};
+use hwc_plan::input::{
+    check_nvme_bytes, no_repeats, parse_host_threads, parse_nvme_bytes, parse_nvme_size,
+    parse_queue_depth, parse_size,
+};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -62,10 +66,12 @@ pub struct ProfileArgs {
     /// gdrcopy, gds, host_ram, nvme_bar1.
     #[arg(long, value_delimiter = ',', value_name = "PATHS")]
     pub paths: Option<Vec<PathId>>,
-    /// Host memcpy thread counts instead of the sweep (e.g. `1,8,16`).
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    /// Host memcpy thread counts instead of the sweep (e.g. `1,8,16`; 1 to 4096; a count above
+    /// a node's CPUs is waived for that node).
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = parse_host_threads)]
     pub threads: Option<Vec<u32>>,
-    /// Host memcpy sizes instead of 4,16,64,256 MiB (e.g. `256MiB,1GiB`).
+    /// Host memcpy sizes instead of 4,16,64,256 MiB (e.g. `256MiB,1GiB`; a size whose buffers
+    /// need more than half a node's memory is waived for that node).
     #[arg(long, value_delimiter = ',', value_name = "SIZE,...", value_parser = parse_size)]
     pub host_sizes: Option<Vec<u64>>,
     /// Fewer repetitions (a tenth, at least 5 timed): a quick look, not a ceiling to publish.
@@ -86,14 +92,16 @@ pub struct ProfileArgs {
     /// is created, filled, and removed (its name at once).
     #[arg(long, value_name = "PATH")]
     pub target: Option<PathBuf>,
-    /// NVMe block sizes instead of 4KiB,16KiB,…,8MiB (e.g. `128KiB,1MiB`).
-    #[arg(long, value_delimiter = ',', value_name = "SIZE,...", value_parser = parse_size)]
+    /// NVMe block sizes instead of 4KiB,16KiB,…,8MiB (e.g. `128KiB,1MiB`; multiples of 512
+    /// bytes up to 256MiB).
+    #[arg(long, value_delimiter = ',', value_name = "SIZE,...", value_parser = parse_nvme_size)]
     pub nvme_sizes: Option<Vec<u64>>,
-    /// NVMe queue depths instead of 16,32.
-    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    /// NVMe queue depths instead of 16,32 (1 to 4096).
+    #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = parse_queue_depth)]
     pub queue_depths: Option<Vec<u32>>,
-    /// Bytes per drive per NVMe repetition (default 2GiB; a smaller device is read over again).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    /// Bytes per drive per NVMe repetition (default 2GiB; at least 1MiB and the largest NVMe
+    /// block size; a smaller device is read over again).
+    #[arg(long, value_name = "SIZE", value_parser = parse_nvme_bytes)]
     pub nvme_bytes: Option<u64>,
     /// The spec's long drive tests, comma-separated: read-cache and power-states (reads; about
     /// 20 s and 9 min per drive), gc-settle (WRITES, DESTROYS THE DATA: only with
@@ -138,28 +146,39 @@ pub fn parse_idle_max(s: &str) -> Result<f64, String> {
     }
 }
 
-/// `4MiB`, `1GiB`, `512KiB`, `4096` (bytes), `2M`, `1G`.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size (examples: 4MiB, 1GiB, 4096)"))?;
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        _ => {
-            return Err(format!(
-                "`{s}`: unknown unit `{unit}` (use KiB, MiB or GiB)"
-            ))
+impl ProfileArgs {
+    /// What clap cannot check value by value: a value listed twice (two cases under one key, or
+    /// one drive twice) and `--nvme-bytes` against the block sizes. An error is a bad command
+    /// line (exit 2), found before anything is detected, created or measured.
+    pub fn validate(&self) -> Result<(), String> {
+        let flag = |name: &str, r: Result<(), String>| r.map_err(|e| format!("--{name} {e}"));
+        if let Some(p) = &self.paths {
+            flag("paths", no_repeats(p, |x| x.to_string()))?;
         }
-    };
-    match n.checked_mul(mult) {
-        Some(0) | None => Err(format!("`{s}` is not a usable size")),
-        Some(v) => Ok(v),
+        if let Some(t) = &self.threads {
+            flag("threads", no_repeats(t, u32::to_string))?;
+        }
+        if let Some(s) = &self.host_sizes {
+            flag("host-sizes", no_repeats(s, |&b| size_label(b)))?;
+        }
+        if let Some(d) = &self.drives {
+            let trimmed: Vec<&str> = d.iter().map(|x| x.trim()).collect();
+            flag("drives", no_repeats(&trimmed, |x| format!("`{x}`")))?;
+        }
+        if let Some(s) = &self.nvme_sizes {
+            flag("nvme-sizes", no_repeats(s, |&b| size_label(b)))?;
+        }
+        if let Some(q) = &self.queue_depths {
+            flag("queue-depths", no_repeats(q, u32::to_string))?;
+        }
+        if let Some(bytes) = self.nvme_bytes {
+            let sizes = self
+                .nvme_sizes
+                .clone()
+                .unwrap_or_else(|| hwc_plan::NVME_SIZES.to_vec());
+            check_nvme_bytes(bytes, &sizes).map_err(|e| format!("--nvme-bytes: {e}"))?;
+        }
+        Ok(())
     }
 }
 
@@ -167,28 +186,99 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 mod tests {
     use super::*;
 
+    /// `profile` with these arguments, parsed and validated as `main` does.
+    fn parse(args: &[&str]) -> Result<ProfileArgs, String> {
+        let p = Cli::try_parse_from(["hwceiling", "profile"].iter().chain(args.iter()))
+            .map(|c| match c.command {
+                Command::Profile(p) => p,
+                _ => unreachable!(),
+            })
+            .map_err(|e| e.to_string())?;
+        p.validate()?;
+        Ok(p)
+    }
+
     #[test]
-    fn sizes_parse_with_binary_units() {
-        assert_eq!(parse_size("4MiB"), Ok(4 << 20));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("512k"), Ok(512 << 10));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("4 TB").is_err());
-        assert!(parse_size("lots").unwrap_err().contains("not a size"));
-        assert!(parse_size("99999999999999999999G").is_err());
+    fn thread_counts_outside_1_to_4096_are_a_bad_command_line() {
+        assert_eq!(
+            parse(&["--threads", "1,4096"]).unwrap().threads,
+            Some(vec![1, 4096])
+        );
+        for bad in ["0", "1,0", "4097", "1000000", "two"] {
+            let e = parse(&["--threads", bad]).unwrap_err();
+            assert!(e.contains("1 to 4096"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn nvme_values_that_cannot_run_anywhere_are_a_bad_command_line() {
+        let p = parse(&[
+            "--queue-depths",
+            "1,4096",
+            "--nvme-sizes",
+            "512,4KiB,256MiB",
+        ])
+        .unwrap();
+        assert_eq!(p.queue_depths, Some(vec![1, 4096]));
+        assert_eq!(p.nvme_sizes, Some(vec![512, 4096, 256 << 20]));
+        for (flag, bad, needle) in [
+            ("--queue-depths", "0", "from 1 to 4096"),
+            ("--queue-depths", "100000", "from 1 to 4096"),
+            ("--nvme-sizes", "1B", "multiple of 512 bytes"),
+            ("--nvme-sizes", "4KiB,1000", "multiple of 512 bytes"),
+            ("--nvme-sizes", "1GiB", "at most 256MiB"),
+            ("--nvme-bytes", "4KiB", "at least 1MiB"),
+        ] {
+            let e = parse(&[flag, bad]).unwrap_err();
+            assert!(e.contains(needle) && e.contains(flag), "{flag} {bad}: {e}");
+        }
+        // A repetition holds at least one I/O of the largest block size (8 MiB by default).
+        let e = parse(&["--nvme-bytes", "4MiB"]).unwrap_err();
+        assert!(
+            e.contains("--nvme-bytes") && e.contains("one 8MiB block"),
+            "{e}"
+        );
+        let e = parse(&["--nvme-bytes", "1MiB", "--nvme-sizes", "4KiB,2MiB"]).unwrap_err();
+        assert!(e.contains("one 2MiB block"), "{e}");
+        assert!(parse(&["--nvme-bytes", "1MiB", "--nvme-sizes", "4KiB,1MiB"]).is_ok());
+        assert!(parse(&["--nvme-bytes", "8MiB"]).is_ok());
+    }
+
+    #[test]
+    fn a_value_listed_twice_is_a_bad_command_line_naming_it() {
+        for (args, needle) in [
+            (
+                ["--nvme-sizes", "1MiB,1MiB"],
+                "--nvme-sizes lists 1MiB twice",
+            ),
+            (
+                ["--nvme-sizes", "1MiB,1024KiB"],
+                "--nvme-sizes lists 1MiB twice",
+            ),
+            (
+                ["--queue-depths", "16,32,16"],
+                "--queue-depths lists 16 twice",
+            ),
+            (
+                ["--host-sizes", "4MiB,4MiB"],
+                "--host-sizes lists 4MiB twice",
+            ),
+            (["--threads", "1,1"], "--threads lists 1 twice"),
+            (["--paths", "h2d,host_ram,h2d"], "--paths lists h2d twice"),
+            (
+                ["--paths", "host_ram,host-ram"],
+                "--paths lists host_ram twice",
+            ),
+            (["--drives", "x,y, x"], "--drives lists `x` twice"),
+        ] {
+            let e = parse(&args).unwrap_err();
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+        assert!(parse(&["--threads", "1,2", "--host-sizes", "4MiB,16MiB"]).is_ok());
     }
 
     #[test]
     fn long_test_options_parse_and_refuse_bad_input() {
-        let parse = |args: &[&str]| {
-            Cli::try_parse_from(["hwceiling", "profile"].iter().chain(args.iter()))
-                .map(|c| match c.command {
-                    Command::Profile(p) => p,
-                    _ => unreachable!(),
-                })
-                .map_err(|e| e.to_string())
-        };
         let p = parse(&["--nvme-long-tests", "all", "--nvme-idle-max-s", "0.5"]).unwrap();
         assert_eq!(p.nvme_long_tests.unwrap().tests.len(), 3);
         assert_eq!(p.nvme_idle_max_s, Some(0.5));
@@ -204,6 +294,7 @@ mod tests {
         assert!(parse_idle_max("0.001").is_err());
         assert!(parse_idle_max("NaN").is_err());
         assert!(parse_idle_max("soon").unwrap_err().contains("not a number"));
+        assert!(parse_size("4 TB").is_err());
         assert_eq!(parse_idle_max("60"), Ok(60.0));
     }
 

@@ -22,23 +22,17 @@ mod signals;
 fn main() {
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
-        Err(e) if e.use_stderr() => {
-            // Bad input: one line, non-zero exit (clap's usage block is one `--help` away).
-            let msg = e.to_string();
-            let lines: Vec<&str> = msg
-                .lines()
-                .take_while(|l| !l.trim().is_empty())
-                .map(str::trim)
-                .collect();
-            let first = lines.join(" ");
-            eprintln!(
-                "hwceiling: {} (see `hwceiling --help`)",
-                first.trim_start_matches("error: ")
-            );
-            std::process::exit(2);
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            bad_command_line(&no_subcommand())
         }
+        Err(e) if e.use_stderr() => bad_command_line(&clap_one_line(&e)),
         Err(e) => e.exit(),
     };
+    if let cli::Command::Profile(p) = &args.command {
+        if let Err(e) = p.validate() {
+            bad_command_line(&e);
+        }
+    }
     if asks_for_queues(&args.command) {
         // SAFETY: no other thread exists yet (argument parsing spawns none) and CUDA is not
         // initialised before `run`; only a measuring command asks for more hardware queues.
@@ -66,6 +60,34 @@ fn run(args: cli::Cli) -> Result<i32> {
     }
 }
 
+/// Bad input: one line on stderr, exit 2 (clap's usage block is one `--help` away).
+fn bad_command_line(msg: &str) -> ! {
+    eprintln!("hwceiling: {msg} (see `hwceiling --help`)");
+    std::process::exit(2);
+}
+
+/// A clap error's message on one line, without its `error: ` prefix and usage block.
+fn clap_one_line(e: &clap::Error) -> String {
+    let msg = e.to_string();
+    let lines: Vec<&str> = msg
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    lines.join(" ").trim_start_matches("error: ").to_string()
+}
+
+/// What bare `hwceiling` says: a subcommand is needed, and which there are.
+fn no_subcommand() -> String {
+    use clap::CommandFactory;
+    let names: Vec<String> = cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|n| n != "help")
+        .collect();
+    format!("a subcommand is required: {}", names.join(", "))
+}
+
 /// Only a command that measures GPUs chooses the CUDA driver's hardware queue count
 /// (`hwc_bench_cuda::connections`); the daemon's profiles run as `hwceiling profile` children,
 /// which choose for themselves.
@@ -89,6 +111,19 @@ mod tests {
         cli::Cli::try_parse_from(std::iter::once("hwceiling").chain(args.iter().copied()))
             .expect("valid arguments")
             .command
+    }
+
+    #[test]
+    fn no_subcommand_names_every_subcommand() {
+        assert_eq!(
+            no_subcommand(),
+            "a subcommand is required: detect, profile, report, serve, efficiency, compare, qualify"
+        );
+        let e = cli::Cli::try_parse_from(["hwceiling"]).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+        );
     }
 
     #[test]

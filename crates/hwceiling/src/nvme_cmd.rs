@@ -48,7 +48,9 @@ fn runnable_long_tests(a: &ProfileArgs) -> Result<(BTreeSet<LongTest>, LeftOut)>
 }
 
 /// Resolve the NVMe request. `live` is false for a dry run on a snapshot (`--fsroot`): nothing
-/// is opened, and writes are not planned (the gate needs the live devices).
+/// is opened, and writes are not planned (the gate needs the live devices). Every refusal
+/// (a drive that is not there, a target that cannot be made, the write gate) comes before
+/// anything is measured or written: `profile` calls this before it creates its output folder.
 pub fn prepare(
     a: &ProfileArgs,
     topo: &mut Topology,
@@ -73,6 +75,18 @@ pub fn prepare(
     };
     let wants_nvme = wants(a, PathId::NvmeRead) || wants(a, PathId::NvmeWrite);
     if !wants_nvme {
+        // A drive or target named that is not there is bad input whatever --paths says: the
+        // names are resolved and the target checked (reads only: nothing is opened or written).
+        if a.drives.is_some() || a.target.is_some() {
+            let check = Request {
+                drives: a.drives.clone().unwrap_or_default(),
+                allow_destructive_writes: false,
+                target: a.target.clone(),
+                wants_write: false,
+                bytes_per_drive: a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
+            };
+            hwc_bench_nvme::setup(topo, &check, cancel)?;
+        }
         return Ok(Nvme {
             plan,
             backend: None,

@@ -141,11 +141,13 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         print!("{}", render_plan(&plan));
         return Ok(0);
     }
-    output::ensure_writable(&a.output_dir)?;
     let started = chrono::Local::now();
+    // Every refusal of the request comes before the output folder is made: bad input leaves
+    // nothing behind.
+    let nvme = nvme_cmd::prepare(a, &mut topo, true, &signals::CANCEL)?;
+    output::ensure_writable(&a.output_dir)?;
     let date = started.format("%Y-%m-%d").to_string();
     let files = RunFiles::choose(&a.output_dir, &date)?;
-    let nvme = nvme_cmd::prepare(a, &mut topo, true, &signals::CANCEL)?;
     let gc_settle = nvme.gc_settle;
     let Backends {
         list: mut backends,

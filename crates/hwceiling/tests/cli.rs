@@ -243,3 +243,181 @@ fn bad_input_gets_one_line_and_a_non_zero_exit() {
         "cannot read /nonexistent.yaml",
     );
 }
+
+/// `hwceiling ARGS` run in a new empty folder (the default `-o profiling` lands there), and what
+/// the folder holds afterwards.
+fn run_in_empty_folder(args: &[&str]) -> (Output, Vec<String>) {
+    let d = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(args)
+        .current_dir(d.path())
+        .output()
+        .expect("run hwceiling");
+    let left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    (o, left)
+}
+
+#[test]
+fn values_no_machine_can_run_or_listed_twice_are_a_bad_command_line_creating_nothing() {
+    for (args, needle) in [
+        (
+            &["--threads", "0"][..],
+            "a thread count must be from 1 to 4096",
+        ),
+        (
+            &["--threads", "1,4097"],
+            "a thread count must be from 1 to 4096",
+        ),
+        (
+            &["--queue-depths", "0"],
+            "a queue depth must be from 1 to 4096",
+        ),
+        (
+            &["--queue-depths", "100000"],
+            "a queue depth must be from 1 to 4096",
+        ),
+        (&["--nvme-sizes", "1B"], "multiple of 512 bytes"),
+        (&["--nvme-sizes", "1GiB"], "at most 256MiB"),
+        (&["--nvme-bytes", "4KiB"], "at least 1MiB"),
+        (&["--nvme-bytes", "4MiB"], "less than one 8MiB block"),
+        (
+            &["--nvme-sizes", "1MiB,1MiB"],
+            "--nvme-sizes lists 1MiB twice",
+        ),
+        (
+            &["--queue-depths", "16,16"],
+            "--queue-depths lists 16 twice",
+        ),
+        (
+            &["--host-sizes", "4MiB,4MiB"],
+            "--host-sizes lists 4MiB twice",
+        ),
+        (&["--threads", "1,1"], "--threads lists 1 twice"),
+        (&["--paths", "h2d,h2d"], "--paths lists h2d twice"),
+        (&["--drives", "x,x"], "--drives lists `x` twice"),
+    ] {
+        let mut full = vec!["profile"];
+        full.extend_from_slice(args);
+        let (o, left) = run_in_empty_folder(&full);
+        one_line_error(&o, 2, needle);
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+}
+
+#[test]
+fn a_drive_or_target_that_is_not_there_is_refused_before_anything_is_created() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("no-such-dir").join("x");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["--paths", "nvme_read", "--drives", "NO-SUCH-SERIAL"][..],
+        &["--drives", "/dev/nvme999n1"],
+        // Named drives and targets are checked whatever --paths keeps.
+        &["--paths", "host_ram", "--drives", "NO-SUCH-SERIAL"],
+        &["--paths", "host_ram", "--drives", "0000:fe:1f.7"],
+    ] {
+        let mut full = vec!["profile"];
+        full.extend_from_slice(args);
+        let (o, left) = run_in_empty_folder(&full);
+        one_line_error(&o, 1, "--drives: ");
+        assert!(
+            stderr(&o).contains("names no NVMe drive here"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
+    for paths in ["nvme_read", "host_ram"] {
+        let (o, left) = run_in_empty_folder(&["profile", "--paths", paths, "--target", missing]);
+        one_line_error(&o, 1, "no-such-dir does not exist");
+        assert!(left.is_empty(), "{paths}: left {left:?}");
+    }
+    assert!(!d.path().join("no-such-dir").exists());
+}
+
+#[test]
+fn thread_counts_and_sizes_a_node_cannot_run_are_waived_with_the_reason() {
+    // The 2-CPU snapshot, whose node 0 has 5.0 GiB of memory.
+    let root = fixtures().join("cpu-vm-2core");
+    let o = run(&[
+        "profile",
+        "--dry-run",
+        "--fsroot",
+        root.to_str().unwrap(),
+        "--paths",
+        "host_ram",
+        "--threads",
+        "1,3",
+        "--host-sizes",
+        "4MiB,1000GiB",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = stdout(&o);
+    let cases: Vec<&str> = s
+        .lines()
+        .filter(|l| l.trim_start().starts_with("host_ram/"))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        cases,
+        ["host_ram/n0-n0/4MiB/t1", "host_ram/n0-n0/4MiB/t1/streaming"]
+    );
+    assert!(
+        s.contains("waived: n0-n0, 3 threads: node 0 has 2 CPUs: 3 copy threads need a CPU each"),
+        "{s}"
+    );
+    assert!(
+        s.contains(
+            "waived: n0-n0, 1000GiB: the source and destination buffers of 1000GiB would take \
+             2000.0 GiB of node 0's 5.0 GiB of memory"
+        ),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_run_whose_thread_count_no_node_has_says_why_in_its_files() {
+    // More threads than this machine has CPUs: nothing to measure, and the profile says why.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = (cpus + 1).to_string();
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&[
+        "profile",
+        "-o",
+        out.path().to_str().unwrap(),
+        "--paths",
+        "host_ram",
+        "--threads",
+        &threads,
+        "--host-sizes",
+        "1MiB",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("0 measured, "), "{}", stdout(&o));
+    let yaml = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .unwrap();
+    let profile = hwc_profile::from_yaml(&std::fs::read_to_string(yaml).unwrap()).unwrap();
+    let scope = format!("n0-n0, {threads} threads");
+    let w = profile
+        .waived
+        .iter()
+        .find(|w| w.scope.as_deref() == Some(scope.as_str()))
+        .unwrap_or_else(|| panic!("no waiver {scope}: {:?}", profile.waived));
+    assert!(w.reason.contains("CPU"), "{}", w.reason);
+}
+
+#[test]
+fn no_subcommand_says_one_is_required_and_lists_them() {
+    let o = run(&[]);
+    one_line_error(
+        &o,
+        2,
+        "a subcommand is required: detect, profile, report, serve",
+    );
+}

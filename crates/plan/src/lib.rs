@@ -3,9 +3,12 @@
 //! run on this machine or in this build is waived with its reason and a hint.
 
 use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
-use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Reps, Topology, Waiver, KIB, MIB};
+use hwc_model::{
+    size_label, Case, CaseParams, PathId, Plan, Reps, Topology, Waiver, GIB, KIB, MIB,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
+pub mod input;
 mod nvme;
 pub use nvme::{
     drive_counts, drive_group, drive_key, same_root_groups, NvmePlanOptions, LATENCY_QUEUE_DEPTHS,
@@ -17,6 +20,12 @@ pub const HOST_RAM_SIZES: [u64; 4] = [4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB];
 /// A host copy is a memory figure only when source + destination exceed the last-level cache
 /// this many times over; below that it is (partly) a cache figure, and is labelled so.
 pub const CACHE_MARGIN: u64 = 4;
+
+/// The buffers one case places on a NUMA node may take at most this share of the node's memory
+/// (1/2): the rest is left to the system and other processes. Pre-faulted, `mbind`-bound buffers
+/// beyond it would fail with ENOMEM or wake the OOM killer; a case that needs more is waived
+/// with the figures.
+pub const BUFFER_SHARE_DIVISOR: u64 = 2;
 
 /// H2D/D2H sizes (spec Path 3).
 pub const GPU_COPY_SIZES: [u64; 10] = [
@@ -70,9 +79,11 @@ pub struct PlanOptions {
     pub implemented: BTreeSet<PathId>,
     /// Paths whose backend probed this machine and cannot run here: path → (reason, hint).
     pub unavailable: BTreeMap<PathId, (String, Option<String>)>,
-    /// Override the host thread sweep (`--threads 1,4,16`).
+    /// Override the host thread sweep (`--threads 1,4,16`); a count larger than a node's CPUs
+    /// is waived for that node (see [`input`] for the counts refused outright).
     pub host_threads: Option<Vec<u32>>,
-    /// Override the host sizes (`--host-sizes 4MiB,256MiB`).
+    /// Override the host sizes (`--host-sizes 4MiB,256MiB`); a size whose buffers would take
+    /// more than [`BUFFER_SHARE_DIVISOR`]'s share of a node's memory is waived for that pair.
     pub host_sizes: Option<Vec<u64>>,
     /// Divide repetition counts (for quick smoke runs): timed = max(timed / n, 5).
     pub reps_divisor: Option<u32>,
@@ -291,11 +302,41 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
     }
     for (src, dst) in pairs {
         let cpus = u32::try_from(src.cpus.len()).unwrap_or(u32::MAX);
-        let threads = opts
-            .host_threads
-            .clone()
-            .map(|t| t.into_iter().filter(|&x| x >= 1 && x <= cpus).collect())
-            .unwrap_or_else(|| thread_sweep(cpus, physical_cores(topo, &src.cpus)));
+        let pair = if src.id == dst {
+            format!("n{}-n{dst}", src.id)
+        } else {
+            format!("cross-NUMA n{}-n{dst}", src.id)
+        };
+        let threads: Vec<u32> = match &opts.host_threads {
+            Some(asked) => {
+                for &t in asked.iter().filter(|&&t| t == 0 || t > cpus) {
+                    waive_threads(p, &pair, src.id, cpus, t);
+                }
+                asked
+                    .iter()
+                    .copied()
+                    .filter(|&t| t >= 1 && t <= cpus)
+                    .collect()
+            }
+            None => thread_sweep(cpus, physical_cores(topo, &src.cpus)),
+        };
+        let sizes: Vec<u64> = sizes
+            .iter()
+            .copied()
+            .filter(|&size| {
+                let why = host_buffers_too_large(topo, src.id, dst, size);
+                if let Some(why) = &why {
+                    waive(
+                        p,
+                        PathId::HostRam,
+                        Some(format!("{pair}, {}", size_label(size))),
+                        why.clone(),
+                        Some("a smaller --host-sizes"),
+                    );
+                }
+                why.is_none()
+            })
+            .collect();
         // Every size with the C library's memcpy (the spec's table); the largest (the
         // sustained size, see `host_sizes`) also with the streaming kernel, whose
         // non-temporal stores skip the read-for-ownership that memcpy pays when it keeps to
@@ -332,6 +373,84 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
                 }
             }
         }
+    }
+}
+
+/// A `--threads` count the node cannot run: each copy thread is pinned to a CPU of its own.
+fn waive_threads(p: &mut Plan, pair: &str, node: u32, cpus: u32, t: u32) {
+    let reason = if t == 0 {
+        "0 threads copy nothing".to_string()
+    } else {
+        format!(
+            "node {node} has {cpus} CPU{}: {t} copy threads need a CPU each (they are pinned \
+             one to a CPU)",
+            if cpus == 1 { "" } else { "s" }
+        )
+    };
+    waive(
+        p,
+        PathId::HostRam,
+        Some(format!("{pair}, {t} threads")),
+        reason,
+        Some(&format!("--threads from 1 to {cpus} for node {node}")),
+    );
+}
+
+/// The memory of a NUMA node, when the topology knows it; a machine with one node has the
+/// machine's memory.
+fn node_memory(topo: &Topology, node: Option<u32>) -> Option<u64> {
+    let one_node = topo.platform.numa.len() <= 1;
+    match node {
+        Some(id) => topo
+            .platform
+            .numa
+            .iter()
+            .find(|n| n.id == id)
+            .and_then(|n| n.memory_bytes)
+            .or_else(|| one_node.then_some(topo.platform.memory_bytes).flatten()),
+        None => topo.platform.memory_bytes,
+    }
+}
+
+/// `24.5 GiB`: a memory size for a waiver.
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / GIB as f64)
+}
+
+/// Why buffers of `need` bytes cannot go on `node` (`None`: the machine's memory, the node
+/// being unknown), or `None` when they fit [`BUFFER_SHARE_DIVISOR`]'s share of its memory (or
+/// the memory is unknown: an unknown fact is not guessed).
+pub(crate) fn buffers_too_large(
+    topo: &Topology,
+    node: Option<u32>,
+    need: u64,
+    what: &str,
+) -> Option<String> {
+    let memory = node_memory(topo, node)?;
+    let share = memory / BUFFER_SHARE_DIVISOR;
+    (need > share).then(|| {
+        let place = match node {
+            Some(n) => format!("node {n}'s"),
+            None => "this machine's".to_string(),
+        };
+        format!(
+            "{what} would take {} of {place} {} of memory, more than half (the rest is left to \
+             the system and other processes)",
+            gib(need),
+            gib(memory)
+        )
+    })
+}
+
+/// Why a host copy of `size` bytes from `src` to `dst` does not fit the nodes' memory.
+fn host_buffers_too_large(topo: &Topology, src: u32, dst: u32, size: u64) -> Option<String> {
+    if src == dst {
+        let what = format!("the source and destination buffers of {}", size_label(size));
+        buffers_too_large(topo, Some(src), size.saturating_mul(2), &what)
+    } else {
+        let what = |role: &str| format!("the {role} buffer of {}", size_label(size));
+        buffers_too_large(topo, Some(src), size, &what("source"))
+            .or_else(|| buffers_too_large(topo, Some(dst), size, &what("destination")))
     }
 }
 

@@ -9,7 +9,7 @@
 //! The long tests: `read-cache` and `power-states` read (cases of `nvme_read`), `gc-settle`
 //! writes (a case of `nvme_write`, planned only where the write gate approved the drive).
 
-use crate::{waive, PlanOptions};
+use crate::{buffers_too_large, waive, PlanOptions};
 use hwc_model::long_tests::{
     gap_label, idle_gaps_ms, LongTest, DEFAULT_GC_SETTLE_MAX_S, DEFAULT_GC_WRITE_S,
     DEFAULT_IDLE_MAX_S, GC_WRITE_BLOCK, GC_WRITE_QUEUE_DEPTH, READ_CACHE_HOT_REGION_BYTES,
@@ -280,7 +280,88 @@ fn sweep_case(path: PathId, label: &str, size: u64, qd: u32, drives: Vec<String>
     }
 }
 
+/// The NVMe matrix of `path`, less the cases this machine cannot run, each waived with why: a
+/// block size that is not a whole number of a drive's logical blocks (O_DIRECT refuses it), or
+/// I/O buffers larger than their node's share of memory (see [`crate::BUFFER_SHARE_DIVISOR`]).
 pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
+    let before = p.cases.len();
+    plan_nvme_cases(path, topo, opts, p);
+    let planned = p.cases.split_off(before);
+    let mut scopes = BTreeSet::new();
+    for case in planned {
+        match unrunnable(topo, &case) {
+            None => p.cases.push(case),
+            Some((scope, reason, hint)) => {
+                if scopes.insert(scope.clone()) {
+                    waive(p, path, Some(scope), reason, Some(&hint));
+                }
+            }
+        }
+    }
+}
+
+/// Why this machine cannot run an NVMe case: (waiver scope, reason, hint).
+fn unrunnable(topo: &Topology, case: &Case) -> Option<(String, String, String)> {
+    let size = case.params.size_bytes?;
+    let qd = u64::from(case.params.queue_depth.unwrap_or(1).max(1));
+    let drive = |key: &str| topo.nvme.iter().find(|d| drive_key(d) == key);
+    for key in &case.params.drives {
+        let Some(d) = drive(key) else { continue };
+        let Some(ns) = d.namespaces.first() else {
+            continue;
+        };
+        let Some(lbs) = ns.logical_block_size.map(u64::from).filter(|&b| b > 0) else {
+            continue;
+        };
+        if !size.is_multiple_of(lbs) {
+            return Some((
+                format!("{} I/O on {}", size_label(size), d.name),
+                format!(
+                    "{} has {lbs}-byte logical blocks: an O_DIRECT I/O of {} is not a whole \
+                     number of them",
+                    ns.name,
+                    size_label(size)
+                ),
+                format!("--nvme-sizes in multiples of {lbs} bytes for {}", d.name),
+            ));
+        }
+    }
+    // Every drive's engine holds `qd` buffers of `size` bytes on the drive's node; a `--target`
+    // is served from the only node with CPUs, when there is one (as hwc-bench-nvme places it).
+    let cpu_nodes: Vec<u32> = topo
+        .platform
+        .numa
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| n.id)
+        .collect();
+    let target_node = match cpu_nodes.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    };
+    let mut per_node: BTreeMap<Option<u32>, u64> = BTreeMap::new();
+    for key in &case.params.drives {
+        let node = drive(key).map_or(target_node, |d| d.numa_node);
+        let need = per_node.entry(node).or_default();
+        *need = need.saturating_add(qd.saturating_mul(size));
+    }
+    per_node.into_iter().find_map(|(node, need)| {
+        let what = format!(
+            "the I/O buffers of {} (queue depth {qd} × {} per drive)",
+            case.key,
+            size_label(size)
+        );
+        buffers_too_large(topo, node, need, &what).map(|why| {
+            (
+                case.key.clone(),
+                why,
+                "a smaller --nvme-sizes or --queue-depths".to_string(),
+            )
+        })
+    })
+}
+
+fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
     let o = &opts.nvme;
     let sizes = o.sizes.clone().unwrap_or_else(|| NVME_SIZES.to_vec());
     let qds = o

@@ -387,3 +387,112 @@ proptest! {
         prop_assert_eq!(touched.len(), need);
     }
 }
+
+#[test]
+fn sizes_that_are_not_whole_logical_blocks_of_a_drive_are_waived_on_it() {
+    // nvme0 is formatted with 4 KiB blocks, nvme1 and nvme2 with 512-byte ones.
+    let mut t = bed();
+    t.nvme[0].namespaces[0].logical_block_size = Some(4096);
+    let o = NvmePlanOptions {
+        sizes: Some(vec![512, 4 * KIB]),
+        queue_depths: Some(vec![16]),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&t, &opts(o));
+    let keys: Vec<&str> = p
+        .cases_of(PathId::NvmeRead)
+        .filter(|c| !c.key.contains("latency"))
+        .map(|c| c.key.as_str())
+        .collect();
+    // Groups of 1 and 2 drives are on root 0000:10 (nvme1, nvme2); the 3-drive group has nvme0.
+    assert_eq!(
+        keys,
+        [
+            "nvme_read/1drive/512B/qd16",
+            "nvme_read/1drive/4KiB/qd16",
+            "nvme_read/2drive/512B/qd16",
+            "nvme_read/2drive/4KiB/qd16",
+            "nvme_read/3drive/4KiB/qd16",
+        ]
+    );
+    let w: Vec<_> = p
+        .waivers_of(PathId::NvmeRead)
+        .filter(|w| w.scope.as_deref() == Some("512B I/O on nvme0"))
+        .collect();
+    assert_eq!(w.len(), 1, "one waiver per size and drive: {w:?}");
+    assert_eq!(
+        w[0].reason,
+        "nvme0n1 has 4096-byte logical blocks: an O_DIRECT I/O of 512B is not a whole number of \
+         them"
+    );
+    assert_eq!(
+        w[0].hint.as_deref(),
+        Some("--nvme-sizes in multiples of 4096 bytes for nvme0")
+    );
+    // The 4 KiB latency probes fit every drive.
+    assert_eq!(
+        p.cases_of(PathId::NvmeRead)
+            .filter(|c| c.key.contains("latency"))
+            .count(),
+        9
+    );
+}
+
+#[test]
+fn io_buffers_beyond_half_a_nodes_memory_are_waived_per_case() {
+    let mut t = bed();
+    t.platform.numa = vec![hwc_model::topology::NumaNode {
+        id: 0,
+        cpus: vec![0, 1],
+        memory_only: false,
+        memory_bytes: Some(16 << 30),
+        distances: vec![],
+    }];
+    let o = NvmePlanOptions {
+        sizes: Some(vec![MIB, 256 * MIB]),
+        queue_depths: Some(vec![16]),
+        ..NvmePlanOptions::default()
+    };
+    let p = plan(&t, &opts(o.clone()));
+    let sweep: Vec<&str> = p
+        .cases_of(PathId::NvmeRead)
+        .filter(|c| !c.key.contains("latency"))
+        .map(|c| c.key.as_str())
+        .collect();
+    // 256 MiB × QD 16 = 4 GiB per drive: one or two drives fit half of 16 GiB, three do not.
+    assert_eq!(
+        sweep,
+        [
+            "nvme_read/1drive/1MiB/qd16",
+            "nvme_read/1drive/256MiB/qd16",
+            "nvme_read/2drive/1MiB/qd16",
+            "nvme_read/2drive/256MiB/qd16",
+            "nvme_read/3drive/1MiB/qd16",
+        ]
+    );
+    let w = p
+        .waivers_of(PathId::NvmeRead)
+        .find(|w| w.scope.as_deref() == Some("nvme_read/3drive/256MiB/qd16"))
+        .unwrap();
+    assert_eq!(
+        w.reason,
+        "the I/O buffers of nvme_read/3drive/256MiB/qd16 (queue depth 16 × 256MiB per drive) \
+         would take 12.0 GiB of node 0's 16.0 GiB of memory, more than half (the rest is left to \
+         the system and other processes)"
+    );
+    // A target is served from the only node with CPUs.
+    let o = NvmePlanOptions {
+        target: Some(("/tmp/x".into(), false)),
+        queue_depths: Some(vec![64]),
+        ..o
+    };
+    let p = plan(&t, &opts(o));
+    let reads: Vec<&str> = p
+        .cases_of(PathId::NvmeRead)
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(reads, ["nvme_read/target/1MiB/qd64"]);
+    assert!(p.waivers_of(PathId::NvmeRead).any(|w| w.scope.as_deref()
+        == Some("nvme_read/target/256MiB/qd64")
+        && w.reason.contains("16.0 GiB of node 0's 16.0 GiB")));
+}

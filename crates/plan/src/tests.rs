@@ -458,6 +458,157 @@ fn path_filter_and_overrides() {
             retry_above_spread_pct: None
         }
     );
+    // 64 threads on a 16-CPU node: waived with the node's CPU count, never dropped silently.
+    let w: Vec<_> = p.waivers_of(PathId::HostRam).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.scope.as_deref() == Some("n0-n0, 64 threads")
+                && w.reason.contains("node 0 has 16 CPUs")
+                && w.hint.as_deref() == Some("--threads from 1 to 16 for node 0")),
+        "{w:?}"
+    );
+}
+
+#[test]
+fn thread_counts_a_node_cannot_run_are_waived_per_pair_with_its_cpu_count() {
+    // Node 0 has 2 CPUs, node 1 has 4: 3 threads run from node 1 only.
+    let t = machine(vec![node(0, 0..2), node(1, 2..6)]);
+    let opts = PlanOptions {
+        paths: Some([PathId::HostRam].into_iter().collect()),
+        host_threads: Some(vec![1, 3]),
+        host_sizes: Some(vec![MIB]),
+        ..all_implemented()
+    };
+    let p = plan(&t, &opts);
+    let keys: Vec<&str> = p
+        .cases
+        .iter()
+        .filter(|c| c.params.copy_kernel.as_deref() == Some("memcpy"))
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "host_ram/n0-n0/1MiB/t1",
+            "host_ram/n1-n1/1MiB/t1",
+            "host_ram/n1-n1/1MiB/t3",
+            "host_ram/n0-n1/1MiB/t1"
+        ]
+    );
+    let scopes: Vec<(&str, &str)> = p
+        .waivers_of(PathId::HostRam)
+        .map(|w| (w.scope.as_deref().unwrap(), w.reason.as_str()))
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            (
+                "n0-n0, 3 threads",
+                "node 0 has 2 CPUs: 3 copy threads need a CPU each (they are pinned one to a CPU)"
+            ),
+            (
+                "cross-NUMA n0-n1, 3 threads",
+                "node 0 has 2 CPUs: 3 copy threads need a CPU each (they are pinned one to a CPU)"
+            ),
+        ]
+    );
+    // Nothing runnable at all: every pair is waived, none silently empty.
+    let opts = PlanOptions {
+        host_threads: Some(vec![1000]),
+        ..opts
+    };
+    let p = plan(&machine(vec![node(0, 0..2)]), &opts);
+    assert_eq!(p.cases.len(), 0);
+    let w: Vec<_> = p.waivers_of(PathId::HostRam).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.scope.as_deref() == Some("n0-n0, 1000 threads")),
+        "{w:?}"
+    );
+    // A count of 0 (refused by the command line) is never planned as a 0-thread case either.
+    let opts = PlanOptions {
+        host_threads: Some(vec![0]),
+        ..opts
+    };
+    let p = plan(&machine(vec![node(0, 0..2)]), &opts);
+    assert_eq!(p.cases.len(), 0);
+    assert!(p
+        .waivers_of(PathId::HostRam)
+        .any(|w| w.reason.contains("0 threads")));
+}
+
+#[test]
+fn host_sizes_whose_buffers_exceed_half_a_nodes_memory_are_waived_with_the_figures() {
+    let mut n0 = node(0, 0..2);
+    n0.memory_bytes = Some(16 * GIB);
+    let mut n1 = node(1, 2..4);
+    n1.memory_bytes = Some(64 * GIB);
+    let t = machine(vec![n0, n1]);
+    let opts = PlanOptions {
+        paths: Some([PathId::HostRam].into_iter().collect()),
+        host_threads: Some(vec![1]),
+        // 4 GiB: 8 GiB of buffers fits half of node 0's 16 GiB exactly; 5 GiB does not, but
+        // does fit node 1's half, and one 5 GiB buffer on each side of a cross pair fits both.
+        host_sizes: Some(vec![4 * GIB, 5 * GIB, 1000 * GIB]),
+        ..all_implemented()
+    };
+    let p = plan(&t, &opts);
+    let keys: Vec<&str> = p
+        .cases
+        .iter()
+        .filter(|c| c.params.copy_kernel.as_deref() == Some("memcpy"))
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "host_ram/n0-n0/4GiB/t1",
+            "host_ram/n1-n1/4GiB/t1",
+            "host_ram/n1-n1/5GiB/t1",
+            "host_ram/n0-n1/4GiB/t1",
+            "host_ram/n0-n1/5GiB/t1",
+        ]
+    );
+    // The streaming kernel goes with the largest size that runs on the pair.
+    assert!(p
+        .cases
+        .iter()
+        .any(|c| c.key == "host_ram/n0-n0/4GiB/t1/streaming"));
+    let w: Vec<(&str, &str)> = p
+        .waivers_of(PathId::HostRam)
+        .map(|w| (w.scope.as_deref().unwrap(), w.reason.as_str()))
+        .collect();
+    assert_eq!(w.len(), 4, "{w:?}");
+    assert_eq!(w[0].0, "n0-n0, 5GiB");
+    assert_eq!(
+        w[0].1,
+        "the source and destination buffers of 5GiB would take 10.0 GiB of node 0's 16.0 GiB \
+         of memory, more than half (the rest is left to the system and other processes)"
+    );
+    assert_eq!(w[1].0, "n0-n0, 1000GiB");
+    assert_eq!(w[2].0, "n1-n1, 1000GiB");
+    assert_eq!(w[3].0, "cross-NUMA n0-n1, 1000GiB");
+    assert!(w[3]
+        .1
+        .starts_with("the source buffer of 1000GiB would take 1000.0 GiB of node 0's"));
+    // Unknown memory is not guessed: nothing is waived for it.
+    let p = plan(&machine(vec![node(0, 0..2)]), &opts);
+    assert_eq!(
+        p.waivers_of(PathId::HostRam).count(),
+        1,
+        "only the cross-NUMA one"
+    );
+    // One node without its own figure: the machine's memory is the node's.
+    let mut t = machine(vec![node(0, 0..2)]);
+    t.platform.memory_bytes = Some(24 * GIB);
+    let p = plan(&t, &opts);
+    let w: Vec<_> = p.waivers_of(PathId::HostRam).collect();
+    assert!(
+        w.iter()
+            .any(|w| w.scope.as_deref() == Some("n0-n0, 1000GiB")
+                && w.reason.contains("of node 0's 24.0 GiB")),
+        "{w:?}"
+    );
 }
 
 proptest! {
