@@ -11,7 +11,7 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct EfficiencyArgs {
-    /// The ceiling key (e.g. `warm_gpu0_peak_gbps`; `hwceiling report` or GET /v1/ceilings lists them).
+    /// The ceiling key (e.g. `warm_gpu0_peak_gbps`; the profile's `ceilings:`, `profile`'s closing lines or GET /v1/ceilings list them).
     #[arg(long, value_name = "KEY")]
     pub path: String,
     /// What your workload measured on that path, in GB/s (10^9 bytes/s).
