@@ -102,7 +102,29 @@ pub fn efficiency_in(
     measured_gbps: f64,
 ) -> Result<Efficiency, EfficiencyError> {
     let mut e = efficiency(&p.ceilings, path, measured_gbps)?;
-    e.ceiling_source = Source::of_ceiling(p, path).map(|(s, _)| s);
+    let source = Source::of_ceiling(p, path);
+    let contended = source.as_ref().is_some_and(|(_, c)| *c);
+    e.ceiling_source = source.map(|(s, _)| s);
+    // What makes the ceiling itself weaker than a ceiling: the evaluator should know before
+    // dividing by it.
+    let mut caveats: Vec<String> = e.note.take().into_iter().collect();
+    if contended {
+        caveats.push(
+            "the ceiling was measured while its CPUs or GPU were busy (contended): a lower bound, \
+             so this efficiency reads high"
+                .into(),
+        );
+    }
+    if p.ceiling_source(path).is_some_and(|o| o.unsteady()) {
+        caveats.push("the ceiling's measurement spread more than it is held to (unsteady)".into());
+    }
+    if p.provenance.interrupted {
+        caveats.push("the profile is of an interrupted run".into());
+    }
+    if p.provenance.options.get("quick").map(String::as_str) == Some("true") {
+        caveats.push("the profile is a --quick run (a look, not a ceiling to publish)".into());
+    }
+    e.note = (!caveats.is_empty()).then(|| caveats.join("; "));
     Ok(e)
 }
 

@@ -1,0 +1,71 @@
+//! `efficiency_in`: the answer says when the ceiling it divides by is weaker than a ceiling.
+
+mod common;
+use common::{profile, with_limit, with_measurement, with_source};
+use hwc_compare::efficiency::efficiency_in;
+use hwc_model::CeilingSource;
+
+const KEY: &str = "warm_gpu0_peak_gbps";
+const FROM: &str = "h2d/gpu0/local/256MiB/s1";
+
+fn sourced(p: hwc_model::Profile) -> hwc_model::Profile {
+    with_source(
+        p,
+        KEY,
+        CeilingSource::Measured {
+            measurement: FROM.into(),
+        },
+    )
+}
+
+#[test]
+fn a_clean_ceiling_carries_no_note() {
+    let p = sourced(with_measurement(
+        profile("n", &[(KEY, 55.0)]),
+        FROM,
+        55.0,
+        false,
+    ));
+    let e = efficiency_in(&p, KEY, 44.0).unwrap();
+    assert!((e.efficiency - 0.8).abs() < 1e-12);
+    assert_eq!(e.note, None);
+}
+
+#[test]
+fn a_contended_unsteady_quick_or_interrupted_ceiling_says_so() {
+    let p = sourced(with_measurement(
+        profile("n", &[(KEY, 55.0)]),
+        FROM,
+        55.0,
+        true,
+    ));
+    let note = efficiency_in(&p, KEY, 44.0).unwrap().note.unwrap();
+    assert!(
+        note.contains("(contended): a lower bound, so this efficiency reads high"),
+        "{note}"
+    );
+
+    let p = sourced(with_limit(profile("n", &[(KEY, 55.0)]), FROM, 55.0, 3.0, 1));
+    let note = efficiency_in(&p, KEY, 44.0).unwrap().note.unwrap();
+    assert_eq!(
+        note,
+        "the ceiling's measurement spread more than it is held to (unsteady)"
+    );
+
+    let mut p = sourced(with_measurement(
+        profile("n", &[(KEY, 55.0)]),
+        FROM,
+        55.0,
+        false,
+    ));
+    p.provenance.interrupted = true;
+    p.provenance.options.insert("quick".into(), "true".into());
+    let note = efficiency_in(&p, KEY, 60.0).unwrap().note.unwrap();
+    // Every caveat, the measurement above its ceiling first.
+    assert_eq!(
+        note,
+        "the measurement exceeds the ceiling: the profile is stale, or the two count bytes \
+         differently; the profile is of an interrupted run; the profile is a --quick run (a look, \
+         not a ceiling to publish)"
+    );
+}
