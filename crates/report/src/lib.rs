@@ -330,13 +330,24 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
         ],
         &rows,
     );
-    let lat = |a: Option<f64>, p50: Option<f64>, p99: Option<f64>| match a {
-        Some(a) => format!(
-            "{a:.0} / {} / {}",
+    // The average with the spread and count of the probe it comes from, where the profile
+    // holds that measurement (`nvme_read/latency/<drive>/4KiB-random/qd<q>`).
+    let lat = |drive: &str, qd: u32, a: Option<f64>, p50: Option<f64>, p99: Option<f64>| {
+        let Some(a) = a else {
+            return "—".to_string();
+        };
+        let probe = p
+            .measurement(&format!("nvme_read/latency/{drive}/4KiB-random/qd{qd}"))
+            .and_then(|m| m.latency_us)
+            .filter(|s| s.median == a);
+        let (spread, n) = probe
+            .map(|s| (format!(" ±{:.1} %", s.spread_pct), format!(" (N={})", s.n)))
+            .unwrap_or_default();
+        format!(
+            "{a:.0}{spread} / {} / {}{n}",
             p50.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into()),
             p99.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into())
-        ),
-        None => "—".into(),
+        )
     };
     let rows: Vec<Vec<String>> = p
         .nvme
@@ -347,16 +358,22 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
             vec![
                 d.name.clone(),
                 lat(
+                    &d.name,
+                    1,
                     d.read_latency_qd1_us,
                     d.read_latency_qd1_p50_us,
                     d.read_latency_qd1_p99_us,
                 ),
                 lat(
+                    &d.name,
+                    16,
                     d.read_latency_qd16_us,
                     d.read_latency_qd16_p50_us,
                     d.read_latency_qd16_p99_us,
                 ),
                 lat(
+                    &d.name,
+                    32,
                     d.read_latency_qd32_us,
                     d.read_latency_qd32_p50_us,
                     d.read_latency_qd32_p99_us,
@@ -365,7 +382,10 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
         })
         .collect();
     if !rows.is_empty() {
-        out.push_str("4 KiB random-read latency per I/O, µs (average / p50 / p99):\n\n");
+        out.push_str(
+            "4 KiB random-read latency per I/O, µs (average ± its spread / p50 / p99: medians \
+             over the probe's repetitions):\n\n",
+        );
         table(out, &["Drive", "QD 1", "QD 16", "QD 32"], &rows);
     }
     nvme::power_states(out, p);

@@ -451,11 +451,20 @@ fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
     table(out, &["After writes", "Read probe", "vs baseline"], &rows);
 }
 
+/// `avg ±spread / p50 / p99 (N=n)`: the average's median over the repetitions with its spread,
+/// and the percentiles' medians over the same repetitions.
 fn latency_cell(m: &Measurement) -> String {
     let f = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into());
+    let avg = match m.latency_us {
+        Some(s) => format!("{:.0} ±{:.1} %", s.median, s.spread_pct),
+        None => "—".into(),
+    };
+    let n = m
+        .latency_us
+        .map(|s| format!(" (N={})", s.n))
+        .unwrap_or_default();
     format!(
-        "{} / {} / {}",
-        f(m.latency_us.map(|s| s.median)),
+        "{avg} / {} / {}{n}",
         f(m.latency_p50_us),
         f(m.latency_p99_us)
     )
@@ -835,8 +844,17 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| target /tmp/f | 1MiB |"), "{md}");
+        // Sweep latencies: the average with its spread and count, the percentiles' medians.
         assert!(
-            md.contains("| nvme0 | 80 / 75 / 120 | — | 2560 / 2400 / 3840 |"),
+            md.contains(
+                "| 1 drive | 1MiB | 1280 ±2.0 % / 1200 / 1920 (N=5) | 2560 ±2.0 % / 2400 / 3840 (N=5) |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| nvme0 | 80 ±2.0 % / 75 / 120 (N=5) | — | 2560 ±2.0 % / 2400 / 3840 (N=5) |"
+            ),
             "{md}"
         );
         assert!(md.contains("128KiB (identify)"), "{md}");
