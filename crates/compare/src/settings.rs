@@ -68,7 +68,9 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
         .filter_map(|key| {
             let mut values: Vec<SettingValue> = Vec::new();
             let mut recorded = false;
-            for (name, p) in nodes {
+            // A node that measured nothing the setting shapes is left out of it: a host RAM
+            // profile has no NVMe engine to differ in.
+            for (name, p) in nodes.iter().filter(|(_, p)| shapes_figures_of(key, p)) {
                 let v = match p.provenance.environment.get(*key) {
                     Some(v) => {
                         recorded = true;
@@ -102,6 +104,31 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
         .collect()
 }
 
+/// Whether `p` measured a path the setting `key` shapes: the NVMe engine NVMe paths, the
+/// driver and CUDA settings GPU paths; transparent huge pages shape every host buffer. A
+/// profile without measurements (its `ceilings:` only) cannot tell, and counts.
+fn shapes_figures_of(key: &str, p: &Profile) -> bool {
+    use hwc_model::PathId;
+    let measured = |paths: &[PathId]| {
+        p.measurements.is_empty() || p.measurements.iter().any(|m| paths.contains(&m.path))
+    };
+    if key == "nvme_engine" {
+        measured(&[PathId::NvmeRead, PathId::NvmeWrite])
+    } else if key.starts_with("cuda.") || key.starts_with("nvidia.") {
+        measured(&[
+            PathId::H2d,
+            PathId::D2h,
+            PathId::Duplex,
+            PathId::D2d,
+            PathId::Gdrcopy,
+            PathId::Gds,
+            PathId::NvmeBar1,
+        ])
+    } else {
+        true
+    }
+}
+
 /// `settings that differ (the figures may move with them):` and a line per setting and value.
 pub fn render(s: &mut String, diffs: &[SettingDiff]) {
     use std::fmt::Write;
@@ -131,8 +158,15 @@ mod tests {
         }
     }
 
+    /// A profile that measured a GPU copy, with these settings recorded.
     fn with(env: &[(&str, &str)]) -> Profile {
         let mut p = hwc_testkit::ceilings_profile("node", "2026-11-30T00:00:00Z", &[]);
+        p.measurements.push(hwc_testkit::h2d_measurement(
+            "h2d/gpu0/local/256MiB/s1",
+            55.0,
+            0.1,
+            12,
+        ));
         p.provenance.environment = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -176,6 +210,27 @@ mod tests {
         let mut s = String::new();
         render(&mut s, &[]);
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn a_node_that_measured_nothing_a_setting_shapes_is_left_out_of_it() {
+        // A host RAM profile records no GPU driver and no NVMe engine: not a difference.
+        let gpu = with(&[
+            ("nvidia.driver_version", "580"),
+            ("nvme_engine", "io_uring"),
+        ]);
+        let mut host_only = hwc_testkit::with_host_ram_ceiling(with(&[]), None, 30.0);
+        host_only
+            .measurements
+            .retain(|m| m.path == hwc_model::PathId::HostRam);
+        assert_eq!(host_only.measurements.len(), 1);
+        assert!(differences(&[("gpu", &gpu), ("host", &host_only)]).is_empty());
+        // Two GPU nodes still differ when one did not record the driver.
+        let unrecorded = with(&[]);
+        let d = differences(&[("gpu", &gpu), ("old", &unrecorded)]);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].key, "nvidia.driver_version");
+        assert_eq!(d[0].values[1], value(NOT_RECORDED, &["old"]));
     }
 
     #[test]
