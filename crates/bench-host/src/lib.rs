@@ -228,6 +228,50 @@ struct Gate {
     /// Workers that found themselves on a CPU they were not pinned to.
     misplaced: AtomicUsize,
     ready: AtomicUsize,
+    /// The next block of a shared copy ([`Work::Blocks`]) to take; reset before each
+    /// repetition.
+    next_block: AtomicUsize,
+}
+
+/// What one thread copies in a repetition.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Its own fixed slice (`memcpy`: the C library picks its store type by the length of
+    /// each call, so the length is kept as the case's size over its threads).
+    Slice(Chunk),
+    /// Blocks of `block` bytes of the whole copy, taken in turn from [`Gate::next_block`] by
+    /// every thread until none is left (the streaming kernel): a thread slowed by anything else
+    /// on its CPU takes fewer blocks instead of holding the whole repetition back.
+    Blocks { all: Chunk, block: usize },
+}
+
+impl Work {
+    fn run(self, gate: &Gate) {
+        match self {
+            Work::Slice(c) => c.copy(),
+            Work::Blocks { all, block } => loop {
+                let i = gate.next_block.fetch_add(1, Ordering::Relaxed);
+                let off = i.saturating_mul(block);
+                if off >= all.len {
+                    break;
+                }
+                // Each index is taken once per repetition, so the blocks are disjoint.
+                Chunk {
+                    src: all.src + off,
+                    dst: all.dst + off,
+                    len: block.min(all.len - off),
+                    kernel: all.kernel,
+                }
+                .copy();
+            },
+        }
+    }
+}
+
+/// The block size of a shared copy of `size` bytes on `threads` threads: about 16 blocks a
+/// thread, whole 4 KiB pages, 64 KiB to 8 MiB (a 1 GiB copy on 16 threads: 4 MiB blocks).
+fn shared_block(size: usize, threads: usize) -> usize {
+    (size / (threads.max(1) * 16)).clamp(64 << 10, 8 << 20) / 4096 * 4096
 }
 
 /// A raw slice to copy, handed to a worker thread.
@@ -242,8 +286,9 @@ struct Chunk {
 impl Chunk {
     fn copy(self) {
         // SAFETY: src/dst point into two live, distinct NumaBuffers (they outlive the workers:
-        // PreparedCopy joins the workers before its buffers drop) and each worker's chunk is
-        // disjoint from every other worker's; a streaming kernel's ISA came from Isa::detect.
+        // PreparedCopy joins the workers before its buffers drop) and each chunk a repetition
+        // copies is disjoint from every other (fixed slices, or blocks each taken once); a
+        // streaming kernel's ISA came from Isa::detect.
         unsafe {
             self.kernel
                 .copy(self.dst as *mut u8, self.src as *const u8, self.len)
@@ -258,7 +303,7 @@ struct PreparedCopy<'a> {
     size: usize,
     gate: Arc<Gate>,
     workers: Vec<JoinHandle<()>>,
-    own_chunk: Chunk,
+    own_work: Work,
     cpus: Vec<u32>,
     saved_affinity: Vec<u32>,
     cache_resident: bool,
@@ -408,18 +453,29 @@ impl<'a> PreparedCopy<'a> {
             stop: AtomicBool::new(false),
             misplaced: AtomicUsize::new(0),
             ready: AtomicUsize::new(0),
+            next_block: AtomicUsize::new(0),
         });
-        let chunks: Vec<Chunk> = split(size, cpus.len())
-            .into_iter()
-            .map(|(off, len)| Chunk {
-                src: bufs.src.as_ptr() as usize + off,
-                dst: bufs.dst.as_ptr() as usize + off,
-                len,
-                kernel,
-            })
-            .collect();
+        let chunk = |off: usize, len: usize| Chunk {
+            src: bufs.src.as_ptr() as usize + off,
+            dst: bufs.dst.as_ptr() as usize + off,
+            len,
+            kernel,
+        };
+        let work: Vec<Work> = match kernel {
+            CopyKernel::Memcpy => split(size, cpus.len())
+                .into_iter()
+                .map(|(off, len)| Work::Slice(chunk(off, len)))
+                .collect(),
+            CopyKernel::Streaming(_) => {
+                let shared = Work::Blocks {
+                    all: chunk(0, size),
+                    block: shared_block(size, cpus.len()),
+                };
+                vec![shared; cpus.len()]
+            }
+        };
         let mut me = PreparedCopy {
-            own_chunk: chunks[0],
+            own_work: work[0],
             bufs: Some(bufs),
             home,
             size,
@@ -430,7 +486,7 @@ impl<'a> PreparedCopy<'a> {
             cache_resident,
             kernel,
         };
-        for (i, chunk) in chunks.into_iter().enumerate().skip(1) {
+        for (i, chunk) in work.into_iter().enumerate().skip(1) {
             let gate = gate.clone();
             let cpu = cpus[i];
             let spawned = std::thread::Builder::new()
@@ -452,7 +508,7 @@ impl<'a> PreparedCopy<'a> {
     }
 }
 
-fn worker(gate: Arc<Gate>, cpu: u32, chunk: Chunk) {
+fn worker(gate: Arc<Gate>, cpu: u32, work: Work) {
     if hwc_numa::pin_current_thread(&[cpu]).is_err() || hwc_numa::current_cpu() != Some(cpu) {
         gate.misplaced.fetch_add(1, Ordering::Relaxed);
     }
@@ -465,7 +521,7 @@ fn worker(gate: Arc<Gate>, cpu: u32, chunk: Chunk) {
         }
         if g != seen {
             seen = g;
-            chunk.copy();
+            work.run(&gate);
             gate.done.fetch_add(1, Ordering::AcqRel);
         } else {
             std::hint::spin_loop();
@@ -489,9 +545,11 @@ impl Prepared for PreparedCopy<'_> {
     fn run_once(&mut self) -> Result<Rep, BenchError> {
         let n_workers = self.workers.len();
         self.gate.done.store(0, Ordering::Release);
+        self.gate.next_block.store(0, Ordering::Relaxed);
         let t0 = Instant::now();
+        // Release: the resets above are seen by every worker that sees the new generation.
         self.gate.generation.fetch_add(1, Ordering::AcqRel);
-        self.own_chunk.copy();
+        self.own_work.run(&self.gate);
         while self.gate.done.load(Ordering::Acquire) < n_workers {
             std::hint::spin_loop();
         }
@@ -541,6 +599,13 @@ impl Prepared for PreparedCopy<'_> {
 
     fn notes(&self) -> Vec<String> {
         let mut n = vec![format!("copy: {}", self.kernel)];
+        if let Work::Blocks { block, .. } = self.own_work {
+            n.push(format!(
+                "work: {} blocks taken in turn by the {} thread(s), not fixed slices",
+                hwc_model::size_label(block as u64),
+                self.cpus.len()
+            ));
+        }
         let b = self.buffers();
         if let Some((src, dst)) = b.huge_bytes {
             let cover = |bytes: Option<u64>| match bytes {

@@ -196,8 +196,44 @@ fn the_streaming_kernel_is_measured_verified_and_named() {
         "{:?}",
         r.measurement.notes
     );
-    // A copy that wrote nothing, or the wrong bytes, fails verify: run_case verified it.
+    // A copy that wrote nothing, or the wrong bytes, fails verify: run_case verified it (every
+    // block of the shared copy, the odd-sized last one too, was written).
     assert_eq!(r.measurement.gbps.n, 3);
+    let block = shared_block((8 << 20) + 4096 + 100, threads as usize);
+    let work = format!(
+        "work: {} blocks taken in turn by the {threads} thread(s), not fixed slices",
+        hwc_model::size_label(block as u64)
+    );
+    assert!(
+        r.measurement.notes.contains(&work),
+        "{:?}",
+        r.measurement.notes
+    );
+}
+
+#[test]
+fn shared_blocks_are_whole_pages_about_sixteen_a_thread_within_bounds() {
+    assert_eq!(shared_block(1 << 30, 16), 4 << 20);
+    assert_eq!(shared_block(1 << 30, 1), 8 << 20);
+    assert_eq!(shared_block(4 << 20, 16), 64 << 10);
+    assert_eq!(shared_block(100 << 20, 3) % 4096, 0);
+    assert_eq!(shared_block(0, 0), 64 << 10);
+}
+
+#[test]
+fn a_shared_copy_covers_the_buffer_once_over_repetitions() {
+    // Several threads taking blocks of a buffer that is not a whole number of blocks, over
+    // three repetitions: a block skipped or cut short leaves the cleared destination's zeros,
+    // which verify finds.
+    let threads = hwc_numa::current_affinity().len().clamp(1, 4) as u32;
+    let size = 3 * shared_block(3 << 20, threads as usize) + 12_345;
+    let mut c = case(size as u64, threads);
+    c.params.copy_kernel = Some("streaming".into());
+    if Isa::detect().is_none() {
+        return;
+    }
+    let out = run_here(&c);
+    assert!(matches!(out, CaseOutcome::Measured(_)), "{out:?}");
 }
 
 #[test]
