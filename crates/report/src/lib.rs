@@ -47,9 +47,21 @@ pub fn waiver_text(w: &Waiver) -> String {
         .as_ref()
         .map(|s| format!("{s}: "))
         .unwrap_or_default();
-    match &w.hint {
-        Some(h) => format!("{scope}{} — {h}", w.reason),
-        None => format!("{scope}{}", w.reason),
+    // The hint's clauses the reason does not already give (`… runs with --nvme-long-tests
+    // read-cache` needs no `— --nvme-long-tests read-cache (or all)` after it).
+    let hint: Vec<&str> = w
+        .hint
+        .iter()
+        .flat_map(|h| h.split("; "))
+        .filter(|clause| {
+            let head = clause.split(" (").next().unwrap_or(clause).trim();
+            head.is_empty() || !w.reason.contains(head)
+        })
+        .collect();
+    if hint.is_empty() {
+        format!("{scope}{}", w.reason)
+    } else {
+        format!("{scope}{} — {}", w.reason, hint.join("; "))
     }
 }
 

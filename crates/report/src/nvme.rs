@@ -145,6 +145,10 @@ fn sweep(out: &mut String, ms: &[&Measurement]) {
     out.push_str("Latency per I/O (submission to completion; medians over repetitions):\n\n");
     table(out, &lhead, &lrows);
     for ((_, label), drives) in &used {
+        // A target's label is its path already.
+        if drives.len() == 1 && label.ends_with(drives[0].as_str()) {
+            continue;
+        }
         let _ = writeln!(out, "- {label}: {}", drives.join(", "));
     }
     out.push('\n');

@@ -1114,3 +1114,29 @@ fn the_repetitions_line_says_which_sizes_took_which_counts() {
     let r = render(&profile(false));
     assert!(r.contains("Cells: median GB/s ± spread; 20 timed repetitions after 3 warm-up.\n"));
 }
+
+#[test]
+fn a_waiver_hint_the_reason_already_gives_is_not_said_twice() {
+    let w = |reason: &str, hint: Option<&str>| Waiver {
+        path: PathId::NvmeRead,
+        scope: Some("power-states".into()),
+        reason: reason.into(),
+        hint: hint.map(str::to_string),
+    };
+    let reason = "not requested: runs with --nvme-long-tests power-states";
+    assert_eq!(
+        waiver_text(&w(
+            reason,
+            Some("--nvme-long-tests power-states (or all); --nvme-idle-max-s caps the gaps")
+        )),
+        format!("power-states: {reason} — --nvme-idle-max-s caps the gaps")
+    );
+    assert_eq!(
+        waiver_text(&w(reason, Some("--nvme-long-tests power-states (or all)"))),
+        format!("power-states: {reason}")
+    );
+    assert_eq!(
+        waiver_text(&w("libcuda not found", Some("install the NVIDIA driver"))),
+        "power-states: libcuda not found — install the NVIDIA driver"
+    );
+}
