@@ -6,6 +6,7 @@
 //! `RLIMIT_FSIZE` with `SIGXFSZ` ignored, so a write past the limit fails with EFBIG ("File too
 //! large") exactly where a full disk would fail with ENOSPC.
 
+use hwc_testkit::{mkfifo, names_in};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -58,23 +59,6 @@ fn one_line_error(o: &Output, needle: &str) -> String {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
-fn mkfifo(path: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: `c` is a NUL-terminated path that outlives the call; mkfifo only reads it.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(rc, 0, "mkfifo {}", path.display());
 }
 
 /// A good profile and a spec it passes, in `dir`.

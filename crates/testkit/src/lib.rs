@@ -160,3 +160,23 @@ pub fn junit_cases(xml: &str) -> Vec<(String, Option<(String, String)>)> {
         })
         .collect()
 }
+
+/// The names in `dir`, sorted (what a test expects a command to have left there).
+pub fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Make a FIFO at `path`: a file that is not a regular file, which tests use in place of a device
+/// node (never `/dev/…`).
+pub fn mkfifo(path: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call; mkfifo only reads it.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}", path.display());
+}
