@@ -83,6 +83,19 @@ struct Value {
     method: Option<String>,
 }
 
+/// Why a profile cannot be compared, if it cannot: a ceiling that is not a finite number, or a
+/// bandwidth ceiling (a GB/s figure where higher is better) that is not above zero, which no
+/// run measures (a hand-edited or damaged file). Penalties, sizes and counts may be zero or
+/// negative.
+pub fn damaged(p: &Profile) -> Option<String> {
+    p.ceilings.iter().find_map(|(k, &v)| {
+        let bad = !v.is_finite() || (keys::is_bandwidth_ceiling(k) && v <= 0.0);
+        bad.then(|| {
+            format!("ceiling `{k}` is {v}, which no measurement gives: the profile is damaged")
+        })
+    })
+}
+
 /// The distinct keys, by section, then in [`natural_cmp`] order (sizes by bytes).
 fn in_reading_order<'a>(
     keys: impl Iterator<Item = &'a (Section, String)>,

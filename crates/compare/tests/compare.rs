@@ -593,3 +593,25 @@ fn settings_that_differ_are_listed_beside_the_deltas_without_changing_verdicts()
         render_fleet(&f)
     );
 }
+
+#[test]
+fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
+    use hwc_compare::compare::damaged;
+    let ok = profile(
+        "n",
+        &[
+            ("warm_gpu0_gbps", 53.4),
+            ("warm_gpu0_cross_numa_penalty_gbps", -0.3),
+        ],
+    );
+    assert_eq!(damaged(&ok), None);
+    for (key, v) in [
+        ("warm_gpu0_gbps", 0.0),
+        ("warm_gpu0_gbps", -5.0),
+        ("warm_gpu0_cross_numa_penalty_gbps", f64::NAN),
+    ] {
+        let p = profile("n", &[(key, v)]);
+        let why = damaged(&p).unwrap_or_else(|| panic!("{key} = {v} passed"));
+        assert!(why.starts_with(&format!("ceiling `{key}` is {v}")), "{why}");
+    }
+}

@@ -100,6 +100,17 @@ fn compare_flags_a_regression_with_exit_1_and_passes_within_tolerance() {
         "not a tolerance",
     );
     one_line_error(&run(&["compare", s(&a)]), 2, "PROFILE");
+    // A damaged profile (a bandwidth ceiling no run gives) is refused, not compared.
+    let bad = write(
+        d.path(),
+        "bad.yaml",
+        &profile("node3", &[("warm_gpu0_gbps", -5.0)]),
+    );
+    one_line_error(
+        &run(&["compare", s(&a), s(&bad)]),
+        1,
+        "ceiling `warm_gpu0_gbps` is -5, which no measurement gives: the profile is damaged",
+    );
 }
 
 #[test]
