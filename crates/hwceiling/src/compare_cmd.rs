@@ -59,9 +59,22 @@ pub fn run(a: &CompareArgs) -> Result<i32> {
     };
     let (text, regressions) = if let [baseline, candidate] = nodes[..] {
         let r = compare::compare_pair(baseline, candidate, &opts);
+        if r.rows.is_empty() {
+            anyhow::bail!(
+                "nothing to compare: neither profile has a {}",
+                if a.ceilings_only {
+                    "ceiling"
+                } else {
+                    "ceiling or measurement"
+                }
+            );
+        }
         (render(a.format, &r, compare::render_pair)?, r.regressions)
     } else {
         let r = compare::compare_fleet(&nodes, &opts);
+        if r.rows.is_empty() {
+            anyhow::bail!("nothing to compare: no profile has a ceiling or measurement");
+        }
         (render(a.format, &r, compare::render_fleet)?, r.regressions)
     };
     print!("{text}");

@@ -100,6 +100,13 @@ fn compare_flags_a_regression_with_exit_1_and_passes_within_tolerance() {
         "not a tolerance",
     );
     one_line_error(&run(&["compare", s(&a)]), 2, "PROFILE");
+    // Two profiles with nothing in them: no rows, not "no regression".
+    let empty = write(d.path(), "empty.yaml", &profile("node4", &[]));
+    one_line_error(
+        &run(&["compare", s(&empty), s(&empty)]),
+        1,
+        "nothing to compare: neither profile has a ceiling or measurement",
+    );
     // A damaged profile (a bandwidth ceiling no run gives) is refused, not compared.
     let bad = write(
         d.path(),
