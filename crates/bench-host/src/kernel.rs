@@ -11,6 +11,39 @@
 
 use std::fmt;
 
+/// glibc's non-temporal threshold from the dynamic loader's `--list-diagnostics` output
+/// (`x86.cpu_features.non_temporal_threshold=0xb580000`): its `memcpy` writes calls at least
+/// this long with non-temporal stores, shorter ones through the cache.
+pub fn parse_non_temporal_threshold(diagnostics: &str) -> Option<u64> {
+    diagnostics.lines().find_map(|l| {
+        let v = l
+            .trim()
+            .strip_prefix("x86.cpu_features.non_temporal_threshold=")?;
+        let v = v.trim();
+        match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        }
+    })
+}
+
+/// This process's glibc non-temporal threshold, asked of the x86-64 dynamic loader (glibc 2.33
+/// and later answer `--list-diagnostics`; the child inherits `GLIBC_TUNABLES`, so a tuned
+/// threshold is the one read). `None` elsewhere, or when the loader does not say.
+pub fn glibc_non_temporal_threshold() -> Option<u64> {
+    const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let out = std::process::Command::new(LOADER)
+        .arg("--list-diagnostics")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    parse_non_temporal_threshold(&String::from_utf8_lossy(&out.stdout))
+}
+
 /// How a worker copies its slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CopyKernel {
@@ -222,6 +255,25 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_non_temporal_threshold_is_read_from_the_loader_diagnostics() {
+        let text = "x86.cpu_features.rep_movsb_threshold=0x840\n\
+                    x86.cpu_features.non_temporal_threshold=0xb580000\n";
+        assert_eq!(parse_non_temporal_threshold(text), Some(190_316_544));
+        assert_eq!(
+            parse_non_temporal_threshold("x86.cpu_features.non_temporal_threshold=4096"),
+            Some(4096)
+        );
+        assert_eq!(
+            parse_non_temporal_threshold("version.release=\"stable\"\n"),
+            None
+        );
+        assert_eq!(
+            parse_non_temporal_threshold("x86.cpu_features.non_temporal_threshold=0xzz"),
+            None
+        );
+    }
 
     /// The report reads the instruction set back from the note `copy: <this text>`
     /// (`hwc_report`'s `streaming_isa`): this wording is an interface, pinned here.

@@ -41,6 +41,9 @@ pub struct HostMemcpy {
     /// sweep runs several in a row; mapping, faulting and filling 2 × 1 GiB takes about a
     /// second).
     spare: Option<Buffers>,
+    /// glibc's `memcpy` writes calls at least this long with non-temporal stores (read from the
+    /// dynamic loader), when known.
+    non_temporal_threshold: Option<u64>,
 }
 
 /// A case's source and destination, and what they were made for.
@@ -73,6 +76,7 @@ impl HostMemcpy {
         HostMemcpy {
             node_cpus,
             llc_bytes,
+            non_temporal_threshold: kernel::glibc_non_temporal_threshold(),
             proc_root: proc_root.into(),
             spare: None,
         }
@@ -158,8 +162,11 @@ impl Backend for HostMemcpy {
         let cache_resident = self
             .llc_bytes
             .is_some_and(|llc| 2 * size < hwc_plan::CACHE_MARGIN * llc);
-        let copy = PreparedCopy::new(
-            usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?,
+        let size =
+            usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?;
+        let threshold = self.non_temporal_threshold;
+        let mut copy = PreparedCopy::new(
+            size,
             &cpus,
             kernel,
             case.params.src_node,
@@ -167,7 +174,26 @@ impl Backend for HostMemcpy {
             cache_resident,
             &mut self.spare,
         )?;
+        if kernel == CopyKernel::Memcpy {
+            copy.store_note = threshold.map(|t| memcpy_store_note(size, cpus.len(), t));
+        }
         Ok(Box::new(copy))
+    }
+
+    fn environment(&self) -> BTreeMap<String, String> {
+        self.non_temporal_threshold
+            .map(|t| {
+                (
+                    "host.glibc_non_temporal_threshold".to_string(),
+                    format!(
+                        "{t} bytes ({}): glibc's memcpy uses non-temporal stores for calls this \
+                         long or longer (ld.so --list-diagnostics)",
+                        mib(t)
+                    ),
+                )
+            })
+            .into_iter()
+            .collect()
     }
 
     fn idle_check(&mut self, case: &Case) -> Idle {
@@ -179,6 +205,31 @@ impl Backend for HostMemcpy {
         };
         busy_reason(&a, &b, &cpus).map_or(Idle::Idle, Idle::Busy)
     }
+}
+
+/// Which stores glibc's `memcpy` uses for each thread's call of a `size`-byte copy on
+/// `threads` threads, against its non-temporal `threshold`: why the `memcpy` sweep can level
+/// off where the calls fall under it (cached stores pay a read of every destination line).
+fn memcpy_store_note(size: usize, threads: usize, threshold: u64) -> String {
+    let call = split(size, threads.max(1))
+        .first()
+        .map_or(0, |&(_, len)| len as u64);
+    let (side, stores) = if call >= threshold {
+        ("at or above", "non-temporal stores")
+    } else {
+        ("under", "stores through the cache")
+    };
+    format!(
+        "memcpy: each thread's call copies {}, {side} glibc's non-temporal threshold of {} \
+         (ld.so --list-diagnostics): {stores}",
+        hwc_model::size_label(call),
+        mib(threshold)
+    )
+}
+
+/// `181.5 MiB`: a threshold glibc derives from the cache size is rarely a whole unit.
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
 }
 
 /// How long the idle guard watches `/proc/stat` before a case (5 ticks of each CPU at the
@@ -308,6 +359,8 @@ struct PreparedCopy<'a> {
     saved_affinity: Vec<u32>,
     cache_resident: bool,
     kernel: CopyKernel,
+    /// For `memcpy`: which stores glibc uses for each thread's call ([`memcpy_store_note`]).
+    store_note: Option<String>,
 }
 
 /// Split `size` into `n` chunks, each a multiple of 4 KiB except the last.
@@ -485,6 +538,7 @@ impl<'a> PreparedCopy<'a> {
             saved_affinity,
             cache_resident,
             kernel,
+            store_note: None,
         };
         for (i, chunk) in work.into_iter().enumerate().skip(1) {
             let gate = gate.clone();
@@ -599,6 +653,7 @@ impl Prepared for PreparedCopy<'_> {
 
     fn notes(&self) -> Vec<String> {
         let mut n = vec![format!("copy: {}", self.kernel)];
+        n.extend(self.store_note.clone());
         if let Work::Blocks { block, .. } = self.own_work {
             n.push(format!(
                 "work: {} blocks taken in turn by the {} thread(s), not fixed slices",

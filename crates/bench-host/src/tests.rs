@@ -339,3 +339,15 @@ fn one_busy_cpu_anywhere_marks_a_host_case_contended_a_stray_tick_does_not() {
     let why = busy_reason(&a, &b, &case_cpus).unwrap();
     assert!(why.starts_with("CPUs 0-3 were 20 % busy"), "{why}");
 }
+
+#[test]
+fn the_memcpy_note_says_which_stores_each_threads_call_gets() {
+    let t = 181 << 20;
+    assert_eq!(
+        memcpy_store_note(1 << 30, 4, t),
+        "memcpy: each thread's call copies 256MiB, at or above glibc's non-temporal threshold of \
+         181.0 MiB (ld.so --list-diagnostics): non-temporal stores"
+    );
+    assert!(memcpy_store_note(1 << 30, 8, t).contains("128MiB, under glibc's"));
+    assert!(memcpy_store_note(1 << 30, 8, t).ends_with("stores through the cache"));
+}

@@ -22,6 +22,7 @@ pub const KEYS: &[&str] = &[
     "cuda.timing",
     "cuda.pinned_memory",
     "host.transparent_hugepage",
+    "host.glibc_non_temporal_threshold",
     "nvme_engine",
 ];
 

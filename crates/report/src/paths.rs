@@ -457,6 +457,24 @@ fn host_ram(out: &mut String, p: &Profile) {
              it; the sustained figure comes from the largest size beyond that.\n\n",
         );
     }
+    if let (false, Some(t)) = (
+        ms.is_empty(),
+        p.provenance
+            .environment
+            .get("host.glibc_non_temporal_threshold"),
+    ) {
+        // The recorded text begins `<bytes> bytes (<MiB>)`: the figure in MiB is enough here.
+        let shown = t
+            .split_once('(')
+            .and_then(|(_, r)| r.split_once(')'))
+            .map_or(t.as_str(), |(mib, _)| mib);
+        let _ = writeln!(
+            out,
+            "`memcpy` gives each thread one call of size ÷ threads; glibc writes calls of {shown} \
+             or more with non-temporal stores and shorter ones through the cache (each case's \
+             notes say which), so its sweep can level off where the calls fall under that.\n"
+        );
+    }
     let pairs: BTreeSet<(u32, u32)> = ms
         .iter()
         .filter_map(|m| Some((m.params.src_node?, m.params.dst_node?)))

@@ -1140,3 +1140,22 @@ fn a_waiver_hint_the_reason_already_gives_is_not_said_twice() {
         "power-states: libcuda not found — install the NVIDIA driver"
     );
 }
+
+#[test]
+fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
+    let mut p = profile(false);
+    let r = render(&p);
+    assert!(!r.contains("non-temporal stores and shorter ones"));
+    p.provenance.environment.insert(
+        "host.glibc_non_temporal_threshold".into(),
+        "190316544 bytes (181.5 MiB): glibc's memcpy uses non-temporal stores for calls this \
+         long or longer (ld.so --list-diagnostics)"
+            .into(),
+    );
+    let r = render(&p);
+    let path7 = &r[r.find("### Path 7").unwrap()..r.find("### Path 8").unwrap()];
+    assert!(
+        path7.contains("glibc writes calls of 181.5 MiB or more with non-temporal stores"),
+        "{path7}"
+    );
+}
