@@ -110,21 +110,14 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
 /// profile without measurements (its `ceilings:` only) cannot tell, and counts.
 fn shapes_figures_of(key: &str, p: &Profile) -> bool {
     use hwc_model::PathId;
-    let measured = |paths: &[PathId]| {
-        p.measurements.is_empty() || p.measurements.iter().any(|m| paths.contains(&m.path))
+    let measured = |shaped: fn(PathId) -> bool| {
+        p.measurements.is_empty() || p.measurements.iter().any(|m| shaped(m.path))
     };
     if key == "nvme_engine" {
-        measured(&[PathId::NvmeRead, PathId::NvmeWrite])
+        measured(|path| matches!(path, PathId::NvmeRead | PathId::NvmeWrite))
     } else if key.starts_with("cuda.") || key.starts_with("nvidia.") {
-        measured(&[
-            PathId::H2d,
-            PathId::D2h,
-            PathId::Duplex,
-            PathId::D2d,
-            PathId::Gdrcopy,
-            PathId::Gds,
-            PathId::NvmeBar1,
-        ])
+        // Every path but the kernel's NVMe ones and host RAM goes through a GPU.
+        measured(|path| !matches!(path, PathId::NvmeRead | PathId::NvmeWrite | PathId::HostRam))
     } else {
         true
     }

@@ -158,6 +158,18 @@ fn provenance() -> Provenance {
     }
 }
 
+/// The profile of `results` and `failures` alone: no topology, no plan, no run-time waivers.
+fn of_results(results: &[CaseResult], failures: &[Failure]) -> Profile {
+    build(
+        &Topology::default(),
+        &Plan::default(),
+        results,
+        &[],
+        failures,
+        provenance(),
+    )
+}
+
 #[test]
 fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
     let results = vec![
@@ -169,14 +181,7 @@ fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
         host(0, 1, 256 * MIB, 4, 21.0, false),
         host(1, 1, 256 * MIB, 4, 33.0, false),
     ];
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = of_results(&results, &[]);
     let pair = &p.host_ram.pairs["n0-n0"];
     assert_eq!(
         (pair.size_bytes, pair.best_threads, pair.best_gbps),
@@ -199,14 +204,7 @@ fn host_ram_measured_only_at_cache_sizes_has_no_sustained_figure_and_says_so() {
         host(0, 0, 16 * MIB, 2, 26.4, true),
         host(0, 1, 256 * MIB, 4, 21.0, false),
     ];
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = of_results(&results, &[]);
     assert!(!p.host_ram.pairs.contains_key("n0-n0"));
     assert_eq!(p.host_ram.same_numa_gbps, None);
     assert!(!p.ceilings.contains_key("host_ram_same_numa_gbps"));
@@ -343,14 +341,7 @@ fn contention_and_failures_are_warned() {
         path: PathId::HostRam,
         error: "boom".into(),
     };
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &[r],
-        &[],
-        &[f],
-        provenance(),
-    );
+    let p = of_results(&[r], &[f]);
     assert!(p
         .warnings
         .iter()
@@ -362,14 +353,7 @@ fn contention_and_failures_are_warned() {
 #[test]
 fn the_contention_warning_names_what_was_busy() {
     let busy = |results: &[CaseResult]| {
-        let p = build(
-            &Topology::default(),
-            &Plan::default(),
-            results,
-            &[],
-            &[],
-            provenance(),
-        );
+        let p = of_results(results, &[]);
         p.warnings
             .into_iter()
             .find(|w| w.contains("contended"))
@@ -395,14 +379,7 @@ fn the_failure_warning_names_the_commonest_reasons_with_their_counts() {
     let mut failures = vec![f("a", "e1"), f("b", "refused: busy"), f("c", "e2")];
     failures.extend((0..3).map(|i| f(&format!("r{i}"), "refused: busy")));
     failures.push(f("d", "e3"));
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &[],
-        &[],
-        &failures,
-        provenance(),
-    );
+    let p = of_results(&[], &failures);
     let w = p.warnings.iter().find(|w| w.contains("failed")).unwrap();
     assert_eq!(
         w,
@@ -728,14 +705,7 @@ fn host_ram_ceiling_is_the_better_copy_kernel_and_keeps_both_sweeps() {
         // A cache-resident streaming figure would be higher still: never the ceiling.
         streaming(host(0, 0, 4 * MIB, 16, 200.0, true)),
     ];
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = of_results(&results, &[]);
     let pair = &p.host_ram.pairs["n0-n0"];
     assert_eq!(pair.key, "host_ram/n0-n0/1GiB/t16/streaming");
     assert_eq!(pair.kernel.as_deref(), Some("streaming"));
