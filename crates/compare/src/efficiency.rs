@@ -121,7 +121,7 @@ pub fn efficiency_in(
     if p.provenance.interrupted {
         caveats.push("the profile is of an interrupted run".into());
     }
-    if p.provenance.options.get("quick").map(String::as_str) == Some("true") {
+    if p.provenance.quick() {
         caveats.push("the profile is a --quick run (a look, not a ceiling to publish)".into());
     }
     e.note = (!caveats.is_empty()).then(|| caveats.join("; "));

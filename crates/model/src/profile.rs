@@ -208,6 +208,20 @@ pub struct Provenance {
     pub interrupted: bool,
 }
 
+impl Provenance {
+    /// True for a `profile --quick` run (option `quick: "true"`): a tenth of the repetitions, a
+    /// look, not a ceiling to publish.
+    pub fn quick(&self) -> bool {
+        self.options.get("quick").map(String::as_str) == Some("true")
+    }
+
+    /// True for a run that was neither `--quick` nor interrupted: its ceilings are the ones to
+    /// divide by.
+    pub fn complete(&self) -> bool {
+        !self.quick() && !self.interrupted
+    }
+}
+
 /// The spec's `gpus.gpuN` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct GpuProfile {
@@ -471,6 +485,22 @@ mod tests {
     use super::*;
     use crate::results::Stats;
     use crate::CaseParams;
+
+    #[test]
+    fn quick_and_interrupted_runs_are_not_complete() {
+        let mut p = Provenance::default();
+        assert!(
+            p.complete() && !p.quick(),
+            "a profile without options is complete"
+        );
+        p.options.insert("quick".into(), "false".into());
+        assert!(p.complete());
+        p.options.insert("quick".into(), "true".into());
+        assert!(p.quick() && !p.complete());
+        p.options.insert("quick".into(), "false".into());
+        p.interrupted = true;
+        assert!(!p.quick() && !p.complete());
+    }
 
     fn measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measurement {
         Measurement {
