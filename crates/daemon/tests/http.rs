@@ -223,6 +223,91 @@ fn a_newer_profile_is_picked_up_and_a_broken_one_never_replaces_a_good_one() {
     );
 }
 
+/// A profile of a `profile --quick` run (the option it records), with one ceiling.
+fn quick_profile_yaml(gbps: f64) -> String {
+    let mut p = hwc_testkit::ceilings_profile(
+        "node1",
+        "2026-11-29T10:00:00+00:00",
+        &[("warm_gpu0_peak_gbps", gbps)],
+    );
+    p.provenance.options.insert("quick".into(), "true".into());
+    hwc_profile::to_yaml(&p).unwrap()
+}
+
+#[test]
+fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_over() {
+    // Only a quick profile: served, and marked everywhere.
+    let d = Daemon::tcp(|dir, _| write_profile(dir, DAY1, &quick_profile_yaml(40.0)));
+    let (_, h) = d.json("/healthz");
+    let p = &h["profile"];
+    assert_eq!(
+        (&p["file"], &p["complete"], &p["quick"], &p["interrupted"]),
+        (&DAY1.into(), &false.into(), &true.into(), &false.into()),
+        "{h}"
+    );
+    assert_eq!(p["passed_over"], serde_json::Value::Null, "{h}");
+    assert!(
+        p["note"].as_str().unwrap().contains("no complete profile"),
+        "{h}"
+    );
+    let c = d.get("/v1/ceilings");
+    assert_eq!(c.header("x-hwceiling-profile"), Some(DAY1));
+    assert_eq!(c.header("x-hwceiling-profile-incomplete"), Some("quick"));
+    let m = d.get("/metrics").text();
+    assert!(
+        m.lines().any(|l| l == "hwceiling_profile_complete 0.0"),
+        "{m}"
+    );
+
+    // A complete one replaces it.
+    write_profile(
+        d.dir(),
+        DAY2,
+        &profile_yaml(
+            "node1",
+            "2026-11-29T12:00:00+00:00",
+            &[("warm_gpu0_peak_gbps", 55.0)],
+        ),
+    );
+    let h = d.wait_for("/healthz", |h| h["profile"]["file"] == DAY2);
+    assert_eq!(h["profile"]["complete"], true, "{h}");
+    assert_eq!(h["profile"]["note"], serde_json::Value::Null, "{h}");
+
+    // A newer quick one does not replace it, and is named wherever the profile is.
+    let newer = "hardware_profile_2026-11-29-2.yaml";
+    write_profile(d.dir(), newer, &quick_profile_yaml(40.0));
+    let h = d.wait_for("/healthz", |h| h["profile"]["passed_over"].is_object());
+    assert_eq!(h["profile"]["file"], DAY2, "{h}");
+    assert_eq!(
+        h["profile"]["passed_over"],
+        serde_json::json!({"file": newer, "quick": true, "interrupted": false})
+    );
+    let note = h["profile"]["note"].as_str().unwrap();
+    assert!(note.contains(newer) && note.contains("--quick"), "{note}");
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_peak_gbps&measured_gbps=27.5");
+    assert_eq!(
+        (status, e["efficiency"].as_f64(), &e["profile"]["file"]),
+        (200, Some(0.5), &DAY2.into()),
+        "{e}"
+    );
+    assert_eq!(e["profile"]["passed_over"]["file"], newer, "{e}");
+    let c = d.get("/v1/ceilings");
+    assert_eq!(c.header("x-hwceiling-profile"), Some(DAY2));
+    assert_eq!(c.header("x-hwceiling-profile-incomplete"), None);
+    let passed = format!("{newer} (quick)");
+    assert_eq!(
+        c.header("x-hwceiling-profile-passed-over"),
+        Some(passed.as_str())
+    );
+    let m = d.get("/metrics").text();
+    for line in [
+        "hwceiling_profile_complete 1.0".to_string(),
+        format!(r#"hwceiling_profile_passed_over{{file="{newer}",reason="quick"}} 1.0"#),
+    ] {
+        assert!(m.lines().any(|l| l == line), "missing `{line}` in\n{m}");
+    }
+}
+
 #[test]
 fn without_a_profile_the_daemon_still_answers() {
     let d = Daemon::tcp(|_, _| {});
