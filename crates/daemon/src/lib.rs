@@ -1,5 +1,6 @@
 //! `hwceiling serve`: a local daemon that keeps the newest complete ceiling profile of an output
-//! folder (not a `--quick` or interrupted run, unless the folder has nothing else: see `store`)
+//! folder (not a `--quick`, interrupted or narrowed run — `--paths h2d`, `--threads 4`, … —
+//! unless the folder has nothing else: see `store`)
 //! and answers the efficiency evaluator, monitoring and operators over HTTP — on a Unix socket by
 //! default, or on a loopback TCP address.
 //!

@@ -178,8 +178,9 @@ pub(crate) fn render(state: &AppState) -> String {
         complete.set(if l.completeness.complete() { 1.0 } else { 0.0 });
         reg.register(
             "hwceiling_profile_complete",
-            "1 when the served profile is of a complete run; 0 for a --quick or interrupted run, \
-             served because the folder has no complete profile (its ceilings are weaker)",
+            "1 when the served profile is of a complete run; 0 for a --quick, interrupted or \
+             narrowed run, served because the folder has no complete profile (its ceilings are \
+             weaker, or fewer)",
             complete,
         );
         if let Some(o) = &serving.passed_over {
@@ -192,8 +193,8 @@ pub(crate) fn render(state: &AppState) -> String {
                 .set(1.0);
             reg.register(
                 "hwceiling_profile_passed_over",
-                "A profile newer than the served one, not served because its run was --quick or \
-                 interrupted (reason)",
+                "A profile newer than the served one, not served because its run was --quick, \
+                 interrupted or narrowed by a selection (reason)",
                 passed,
             );
         }

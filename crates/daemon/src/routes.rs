@@ -93,18 +93,24 @@ fn profile_meta(s: &Serving, l: &Loaded) -> Value {
         "complete": l.completeness.complete(),
         "quick": l.completeness.quick,
         "interrupted": l.completeness.interrupted,
+        "narrowed": l.completeness.narrowed(),
+        "narrowed_by": l.completeness.narrowed_by,
         "passed_over": s.passed_over.as_ref().map(|o| json!({
             "file": o.file,
             "quick": o.why.quick,
             "interrupted": o.why.interrupted,
+            "narrowed": o.why.narrowed(),
+            "narrowed_by": o.why.narrowed_by,
         })),
         "note": s.note(),
     })
 }
 
 /// `x-hwceiling-profile` names the file served; `x-hwceiling-profile-incomplete` says what its
-/// run lacked (`quick`, `interrupted`), and `x-hwceiling-profile-passed-over` names a newer
-/// incomplete profile not served (`FILE (quick)`).
+/// run lacked (`quick`, `interrupted`, `narrowed`, comma-separated), and
+/// `x-hwceiling-profile-passed-over` names a newer incomplete profile not served
+/// (`FILE (quick)`). The options that narrowed a run are in the JSON answers (`narrowed_by`),
+/// not in headers: they may hold a path that is no header value.
 fn source_headers(s: &Serving, l: &Loaded, resp: &mut Response) {
     let mut headers = vec![("x-hwceiling-profile", l.file_name())];
     if !l.completeness.complete() {
@@ -309,8 +315,17 @@ async fn run_start(
         Ok(a) => a,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
     };
+    let note = request.note();
     match state.runner.start(request, args) {
-        Ok(status) => (StatusCode::ACCEPTED, Json(status)).into_response(),
+        Ok(status) => {
+            // The run's state, and, for a quick or narrowed run, that its profile will not
+            // replace a complete one.
+            let mut body = serde_json::to_value(&status).unwrap_or(Value::Null);
+            if let (Value::Object(m), Some(note)) = (&mut body, note) {
+                m.insert("note".into(), note.into());
+            }
+            (StatusCode::ACCEPTED, Json(body)).into_response()
+        }
         Err(StartError::Busy(status)) => (
             StatusCode::CONFLICT,
             Json(json!({

@@ -1,12 +1,13 @@
 //! The profile being served: the newest *complete* `hardware_profile_<date>[-N].yaml` of the
-//! output folder (neither a `--quick` run nor an interrupted one), or, while the folder holds no
-//! complete profile, the newest one that parses, marked as what it is. An efficiency evaluator
-//! divides by the ceilings served, so a quick look or a run stopped half-way never silently
-//! replaces a complete run's ceilings.
+//! output folder (not a `--quick` run, not an interrupted one, not one narrowed by a selection
+//! such as `--paths h2d`), or, while the folder holds no complete profile, the newest one that
+//! parses, marked as what it is. An efficiency evaluator divides by the ceilings served, so a
+//! quick look, a run stopped half-way or a run of a part of the plan never silently replaces a
+//! complete run's ceilings (a narrowed run would take away every ceiling it did not measure).
 //!
 //! The folder is polled. A newer complete profile, or a changed version of the file served,
-//! replaces the profile served; a newer quick or interrupted one does not replace a complete one
-//! but is noted as passed over ([`Serving::passed_over`]: the newest such file, and why). A file
+//! replaces the profile served; a newer quick, interrupted or narrowed one does not replace a
+//! complete one but is noted as passed over ([`Serving::passed_over`]: the newest such file, and why). A file
 //! that fails to parse is logged, remembered until it changes, and skipped: the profile already
 //! served is kept, even when the broken file is a rewrite of it. Each version of a file is parsed
 //! once: those found incomplete are remembered too, so a poll costs a directory listing.
@@ -42,12 +43,16 @@ impl Fingerprint {
     }
 }
 
-/// What makes a run's ceilings weaker than a complete run's: fewer repetitions (`--quick`), or
-/// cases that never ran (interrupted).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What makes a run's ceilings weaker than a complete run's: fewer repetitions (`--quick`),
+/// cases that never ran (interrupted), or a plan narrowed by a selection (`--paths h2d`,
+/// `--threads 4`, …: fewer ceilings, or ceilings of a narrower sweep; see
+/// `hwc_model::profile::narrowing`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Completeness {
     pub quick: bool,
     pub interrupted: bool,
+    /// The options that narrowed the run, as flags with their values; empty when none did.
+    pub narrowed_by: Vec<String>,
 }
 
 impl Completeness {
@@ -55,32 +60,47 @@ impl Completeness {
         Completeness {
             quick: p.provenance.quick(),
             interrupted: p.provenance.interrupted,
+            narrowed_by: p.provenance.narrowed_by(),
         }
     }
 
-    pub fn complete(self) -> bool {
-        !self.quick && !self.interrupted
+    pub fn narrowed(&self) -> bool {
+        !self.narrowed_by.is_empty()
     }
 
-    /// The run in words: `a --quick run`, `an interrupted run`, … .
-    pub fn describe(self) -> &'static str {
-        match (self.quick, self.interrupted) {
-            (false, false) => "a complete run",
+    pub fn complete(&self) -> bool {
+        !self.quick && !self.interrupted && !self.narrowed()
+    }
+
+    /// The run in words: `a --quick run`, `an interrupted run`, `a run narrowed by --paths
+    /// h2d`, … .
+    pub fn describe(&self) -> String {
+        let run = match (self.quick, self.interrupted) {
+            (false, false) if !self.narrowed() => "a complete run",
+            (false, false) => "a run",
             (true, false) => "a --quick run",
             (false, true) => "an interrupted run",
             (true, true) => "an interrupted --quick run",
+        };
+        if self.narrowed() {
+            format!("{run} narrowed by {}", self.narrowed_by.join(", "))
+        } else {
+            run.to_string()
         }
     }
 
-    /// What is missing, for headers and labels: `quick`, `interrupted`, `quick,interrupted`;
-    /// empty when complete.
-    pub fn reasons(self) -> String {
+    /// What is missing, for headers and labels: `quick`, `interrupted`, `narrowed`, or several
+    /// joined by commas (`quick,narrowed`); empty when complete.
+    pub fn reasons(&self) -> String {
         let mut v = Vec::new();
         if self.quick {
             v.push("quick");
         }
         if self.interrupted {
             v.push("interrupted");
+        }
+        if self.narrowed() {
+            v.push("narrowed");
         }
         v.join(",")
     }
@@ -149,8 +169,8 @@ pub(crate) struct Serving {
 }
 
 impl Serving {
-    /// One line for people, when what is served needs one: a quick or interrupted profile
-    /// served for want of a complete one, or a newer incomplete profile passed over.
+    /// One line for people, when what is served needs one: a quick, interrupted or narrowed
+    /// profile served for want of a complete one, or a newer incomplete profile passed over.
     pub fn note(&self) -> Option<String> {
         let l = self.loaded.as_ref()?;
         if !l.completeness.complete() {
@@ -353,7 +373,7 @@ impl Store {
         }
         if let Some((fp, why)) = lock(&self.incomplete).get(&c.path) {
             if *fp == c.fingerprint {
-                return Read::Incomplete(*why, None);
+                return Read::Incomplete(why.clone(), None);
             }
         }
         let Some(parsed) = self.parse(c) else {
@@ -365,7 +385,7 @@ impl Store {
             incomplete.remove(&c.path);
             Read::Complete(parsed)
         } else {
-            incomplete.insert(c.path.clone(), (c.fingerprint, why));
+            incomplete.insert(c.path.clone(), (c.fingerprint, why.clone()));
             Read::Incomplete(why, Some(parsed))
         }
     }
@@ -382,13 +402,13 @@ impl Store {
         let mut passed_over: Option<PassedOver> = None;
         for entry in entries(&files, served.as_ref()) {
             let (pick, why) = match entry {
-                Entry::Served(l) => (Pick::Served(l.clone()), l.completeness),
+                Entry::Served(l) => (Pick::Served(l.clone()), l.completeness.clone()),
                 Entry::File(c) => match self.read(c) {
                     Read::Complete(p) => (Pick::File(c, Some(p)), Completeness::default()),
                     Read::Incomplete(why, p) => (Pick::File(c, p), why),
                     Read::Bad => match served.as_ref().filter(|l| l.file == c.path) {
                         // A broken rewrite of the file served: the version in memory stands in.
-                        Some(l) => (Pick::Served(l.clone()), l.completeness),
+                        Some(l) => (Pick::Served(l.clone()), l.completeness.clone()),
                         None => continue,
                     },
                 },
@@ -509,28 +529,45 @@ mod tests {
     const COMPLETE: Completeness = Completeness {
         quick: false,
         interrupted: false,
+        narrowed_by: Vec::new(),
     };
     const QUICK: Completeness = Completeness {
         quick: true,
         interrupted: false,
+        narrowed_by: Vec::new(),
     };
     const INTERRUPTED: Completeness = Completeness {
         quick: false,
         interrupted: true,
+        narrowed_by: Vec::new(),
     };
 
-    /// Write a profile of a run of this kind to `dir/name`, with one ceiling of `gbps`; its
-    /// quick mark is the option `profile --quick` records.
+    /// A run narrowed by these options (flags with their values, as the model names them).
+    fn narrowed(by: &[&str]) -> Completeness {
+        Completeness {
+            narrowed_by: by.iter().map(|s| s.to_string()).collect(),
+            ..COMPLETE
+        }
+    }
+
+    /// Write a profile of a quick, interrupted or complete run to `dir/name`, with one ceiling
+    /// of `gbps`; its quick mark is the option `profile --quick` records.
     fn put(dir: &Path, name: &str, run: Completeness, gbps: f64) {
-        let mut p = hwc_testkit::ceilings_profile(
+        assert!(!run.narrowed(), "a narrowed run is written with put_run");
+        let quick = run.quick.to_string();
+        put_run(dir, name, &[("quick", &quick)], run.interrupted, gbps);
+    }
+
+    /// Write a profile of a run that recorded these options (`paths: h2d`, as `hwceiling
+    /// profile` records them) to `dir/name`, with one ceiling of `gbps`.
+    fn put_run(dir: &Path, name: &str, options: &[(&str, &str)], interrupted: bool, gbps: f64) {
+        let p = hwc_testkit::ceilings_profile(
             "node1",
             "2026-11-28T10:00:00+00:00",
             &[("warm_gpu0_peak_gbps", gbps)],
         );
-        p.provenance
-            .options
-            .insert("quick".into(), run.quick.to_string());
-        p.provenance.interrupted = run.interrupted;
+        let mut p = hwc_testkit::with_options(p, options);
+        p.provenance.interrupted = interrupted;
         std::fs::write(dir.join(name), hwc_profile::to_yaml(&p).unwrap()).unwrap();
     }
 
@@ -541,7 +578,7 @@ mod tests {
         let l = s.loaded.as_ref().expect("a profile served");
         assert_eq!(Completeness::of(&l.profile), l.completeness);
         (
-            (l.file_name(), l.completeness),
+            (l.file_name(), l.completeness.clone()),
             s.passed_over.map(|o| (o.file, o.why)),
         )
     }
@@ -652,6 +689,92 @@ mod tests {
         assert_eq!(
             refresh(&store),
             ((DAY1.into(), COMPLETE), Some((DAY2_2.into(), INTERRUPTED)))
+        );
+    }
+
+    #[test]
+    fn a_newer_narrowed_profile_does_not_replace_a_full_one_and_is_named() {
+        let (d, store) = store();
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        put_run(d.path(), DAY2, &[("paths", "h2d")], false, 30.0);
+        assert_eq!(
+            refresh(&store),
+            (
+                (DAY1.into(), COMPLETE),
+                Some((DAY2.into(), narrowed(&["--paths h2d"])))
+            )
+        );
+        assert_eq!(
+            store.current().unwrap().profile.ceilings["warm_gpu0_peak_gbps"],
+            55.0
+        );
+        let s = store.serving();
+        assert_eq!(s.passed_over.as_ref().unwrap().why.reasons(), "narrowed");
+        let note = s.note().unwrap();
+        assert!(
+            note.contains(&format!(
+                "newer {DAY2} not served: a run narrowed by --paths h2d"
+            )) && note.contains(DAY1),
+            "{note}"
+        );
+        // A quick run of some paths says both; the newest passed over is named.
+        put_run(
+            d.path(),
+            DAY2_2,
+            &[("quick", "true"), ("paths", "host_ram"), ("threads", "4")],
+            false,
+            40.0,
+        );
+        let by = narrowed(&["--paths host_ram", "--threads 4"]);
+        let quick_narrowed = Completeness { quick: true, ..by };
+        assert_eq!(quick_narrowed.reasons(), "quick,narrowed");
+        assert_eq!(
+            refresh(&store),
+            (
+                (DAY1.into(), COMPLETE),
+                Some((DAY2_2.into(), quick_narrowed))
+            )
+        );
+        // A run that named every drive, as a full run with writes does, is a full run.
+        put_run(
+            d.path(),
+            DAY3,
+            &[("drives", "nvme0,nvme1"), ("drives_left_out", "")],
+            false,
+            56.0,
+        );
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+    }
+
+    #[test]
+    fn with_only_narrowed_profiles_the_newest_is_served_marked_narrowed() {
+        let (d, store) = store();
+        put_run(d.path(), DAY1, &[("threads", "4")], false, 20.0);
+        put_run(d.path(), DAY2, &[("drives", "nvme0")], false, 30.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY2.into(), narrowed(&["--drives nvme0"])), None)
+        );
+        let s = store.serving();
+        assert_eq!(
+            s.loaded.as_ref().unwrap().completeness.reasons(),
+            "narrowed"
+        );
+        let note = s.note().unwrap();
+        assert!(
+            note.contains(&format!(
+                "{DAY2} is a run narrowed by --drives nvme0, served because"
+            )) && note.contains("no complete profile"),
+            "{note}"
+        );
+        // A complete profile, even an older one, replaces it.
+        put(d.path(), "hardware_profile_2026-11-27.yaml", COMPLETE, 55.0);
+        assert_eq!(
+            refresh(&store),
+            (
+                ("hardware_profile_2026-11-27.yaml".into(), COMPLETE),
+                Some((DAY2.into(), narrowed(&["--drives nvme0"])))
+            )
         );
     }
 
