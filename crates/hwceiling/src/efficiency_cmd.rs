@@ -43,6 +43,8 @@ fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
         "complete": p.provenance.complete(),
         "quick": p.provenance.quick(),
         "interrupted": p.provenance.interrupted,
+        "narrowed": p.provenance.narrowed(),
+        "narrowed_by": p.provenance.narrowed_by(),
         "hostname": p.platform.hostname.or(p.provenance.hostname),
         "finished_at": p.provenance.finished_at,
         "schema_version": p.schema_version,
@@ -94,8 +96,8 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
 /// The text answer, from the JSON fields of the answer (as the daemon sends them) and the
 /// profile it came from. The ceiling's line says where it comes from: its measurement's median
 /// with spread and N, or how it was derived; under the profile's line, the daemon's note on it
-/// (a quick or interrupted profile served for want of a complete one, or a newer one passed
-/// over).
+/// (a quick, interrupted or narrowed profile served for want of a complete one, or a newer one
+/// passed over).
 fn render_text(v: &serde_json::Value) -> String {
     let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let p = &v["profile"];
