@@ -121,8 +121,16 @@ pub fn efficiency_in(
     if p.provenance.interrupted {
         caveats.push("the profile is of an interrupted run".into());
     }
-    if p.provenance.options.get("quick").map(String::as_str) == Some("true") {
+    if p.provenance.quick() {
         caveats.push("the profile is a --quick run (a look, not a ceiling to publish)".into());
+    }
+    let narrowed_by = p.provenance.narrowed_by();
+    if !narrowed_by.is_empty() {
+        caveats.push(format!(
+            "the profile is of a run narrowed by {} (a part of the full plan: a ceiling of a \
+             narrower sweep can be low, and this efficiency high)",
+            narrowed_by.join(", ")
+        ));
     }
     e.note = (!caveats.is_empty()).then(|| caveats.join("; "));
     Ok(e)

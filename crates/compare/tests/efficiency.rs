@@ -4,6 +4,7 @@ mod common;
 use common::{profile, with_limit, with_measurement, with_source};
 use hwc_compare::efficiency::efficiency_in;
 use hwc_model::CeilingSource;
+use hwc_testkit::with_options;
 
 const KEY: &str = "warm_gpu0_peak_gbps";
 const FROM: &str = "h2d/gpu0/local/256MiB/s1";
@@ -32,7 +33,7 @@ fn a_clean_ceiling_carries_no_note() {
 }
 
 #[test]
-fn a_contended_unsteady_quick_or_interrupted_ceiling_says_so() {
+fn a_contended_unsteady_quick_interrupted_or_narrowed_ceiling_says_so() {
     let p = sourced(with_measurement(
         profile("n", &[(KEY, 55.0)]),
         FROM,
@@ -59,13 +60,22 @@ fn a_contended_unsteady_quick_or_interrupted_ceiling_says_so() {
         false,
     ));
     p.provenance.interrupted = true;
-    p.provenance.options.insert("quick".into(), "true".into());
+    let mut p = with_options(p, &[("quick", "true"), ("paths", "h2d")]);
     let note = efficiency_in(&p, KEY, 60.0).unwrap().note.unwrap();
     // Every caveat, the measurement above its ceiling first.
     assert_eq!(
         note,
         "the measurement exceeds the ceiling: the profile is stale, or the two count bytes \
          differently; the profile is of an interrupted run; the profile is a --quick run (a look, \
-         not a ceiling to publish)"
+         not a ceiling to publish); the profile is of a run narrowed by --paths h2d (a part of \
+         the full plan: a ceiling of a narrower sweep can be low, and this efficiency high)"
+    );
+    // Narrowed alone, by a sweep: said alone.
+    p.provenance.interrupted = false;
+    p.provenance.options = [("threads".to_string(), "4".to_string())].into();
+    let note = efficiency_in(&p, KEY, 44.0).unwrap().note.unwrap();
+    assert!(
+        note.starts_with("the profile is of a run narrowed by --threads 4 ("),
+        "{note}"
     );
 }

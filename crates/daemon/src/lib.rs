@@ -1,4 +1,6 @@
-//! `hwceiling serve`: a local daemon that keeps the newest ceiling profile of an output folder
+//! `hwceiling serve`: a local daemon that keeps the newest complete ceiling profile of an output
+//! folder (not a `--quick`, interrupted or narrowed run — `--paths h2d`, `--threads 4`, … —
+//! unless the folder has nothing else: see `store`)
 //! and answers the efficiency evaluator, monitoring and operators over HTTP — on a Unix socket by
 //! default, or on a loopback TCP address.
 //!
@@ -7,7 +9,7 @@
 //!
 //! | endpoint | answer |
 //! |---|---|
-//! | `GET /healthz` | liveness, the loaded profile's file, the run state |
+//! | `GET /healthz` | liveness, the loaded profile's file (and whether it is complete, and a newer incomplete one passed over), the run state |
 //! | `GET /v1/profile` | the profile, YAML (as written) or JSON by `Accept` or `?format=` |
 //! | `GET /v1/ceilings` | the flat `ceilings:` map (JSON) |
 //! | `GET /v1/efficiency?path=KEY&measured_gbps=X` | measured / ceiling, the ceiling, the profile |
@@ -51,7 +53,8 @@ pub enum Peer {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The folder `hwceiling profile` writes to; the daemon serves its newest profile.
+    /// The folder `hwceiling profile` writes to; the daemon serves its newest complete profile
+    /// (the newest at all while none is complete).
     pub output_dir: PathBuf,
     /// How often the folder is checked for a newer profile.
     pub poll_interval: Duration,

@@ -1,7 +1,7 @@
 //! `GET /metrics`: the served profile as Prometheus gauges, one per ceiling, labelled with what
-//! the key names (`path` = the ceiling key, `gpu`, `drives`, `numa`), plus the profile's age and
-//! the daemon's own counters. The registry is built per scrape, so a reload never leaves stale
-//! series behind.
+//! the key names (`path` = the ceiling key, `gpu`, `drives`, `numa`), plus the profile's age,
+//! whether it is complete (and a newer incomplete one passed over), and the daemon's own
+//! counters. The registry is built per scrape, so a reload never leaves stale series behind.
 
 use crate::AppState;
 use prometheus_client::encoding::text::encode;
@@ -95,7 +95,8 @@ fn register_sources(reg: &mut Registry, p: &hwc_model::Profile) {
 /// The metrics text for the current state.
 pub(crate) fn render(state: &AppState) -> String {
     let mut reg = Registry::default();
-    let loaded = state.store.current();
+    let serving = state.store.serving();
+    let loaded = serving.loaded.clone();
 
     let by_unit: [(&str, &str); 5] = [
         (
@@ -173,6 +174,30 @@ pub(crate) fn render(state: &AppState) -> String {
         ])
         .set(1.0);
         reg.register("hwceiling_profile_info", "The served profile", info);
+        let complete: FloatGauge = Gauge::default();
+        complete.set(if l.completeness.complete() { 1.0 } else { 0.0 });
+        reg.register(
+            "hwceiling_profile_complete",
+            "1 when the served profile is of a complete run; 0 for a --quick, interrupted or \
+             narrowed run, served because the folder has no complete profile (its ceilings are \
+             weaker, or fewer)",
+            complete,
+        );
+        if let Some(o) = &serving.passed_over {
+            let passed: Family<Labels, FloatGauge> = Family::default();
+            passed
+                .get_or_create(&vec![
+                    ("file".to_string(), o.file.clone()),
+                    ("reason".to_string(), o.why.reasons()),
+                ])
+                .set(1.0);
+            reg.register(
+                "hwceiling_profile_passed_over",
+                "A profile newer than the served one, not served because its run was --quick, \
+                 interrupted or narrowed by a selection (reason)",
+                passed,
+            );
+        }
         let counts: Family<Labels, FloatGauge> = Family::default();
         for (what, n) in [
             ("measurements", p.measurements.len()),

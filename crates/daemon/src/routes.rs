@@ -3,7 +3,7 @@
 //! crash).
 
 use crate::runner::{RunRequest, StartError};
-use crate::store::Loaded;
+use crate::store::{Loaded, Serving};
 use crate::{metrics, AppState, Peer};
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -80,7 +80,8 @@ fn no_profile(state: &AppState) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, msg)
 }
 
-fn profile_meta(l: &Loaded) -> Value {
+/// The profile served, what its run was, and the newer incomplete profile passed over, if any.
+fn profile_meta(s: &Serving, l: &Loaded) -> Value {
     let p = &l.profile;
     json!({
         "file": l.file_name(),
@@ -89,17 +90,47 @@ fn profile_meta(l: &Loaded) -> Value {
         "schema_version": p.schema_version,
         "age_seconds": l.age_seconds(),
         "loaded_at": chrono::DateTime::<chrono::Local>::from(l.loaded_at).to_rfc3339(),
+        "complete": l.completeness.complete(),
+        "quick": l.completeness.quick,
+        "interrupted": l.completeness.interrupted,
+        "narrowed": l.completeness.narrowed(),
+        "narrowed_by": l.completeness.narrowed_by,
+        "passed_over": s.passed_over.as_ref().map(|o| json!({
+            "file": o.file,
+            "quick": o.why.quick,
+            "interrupted": o.why.interrupted,
+            "narrowed": o.why.narrowed(),
+            "narrowed_by": o.why.narrowed_by,
+        })),
+        "note": s.note(),
     })
 }
 
-fn source_headers(l: &Loaded, resp: &mut Response) {
-    if let Ok(v) = HeaderValue::from_str(&l.file_name()) {
-        resp.headers_mut().insert("x-hwceiling-profile", v);
+/// `x-hwceiling-profile` names the file served; `x-hwceiling-profile-incomplete` says what its
+/// run lacked (`quick`, `interrupted`, `narrowed`, comma-separated), and
+/// `x-hwceiling-profile-passed-over` names a newer incomplete profile not served
+/// (`FILE (quick)`). The options that narrowed a run are in the JSON answers (`narrowed_by`),
+/// not in headers: they may hold a path that is no header value.
+fn source_headers(s: &Serving, l: &Loaded, resp: &mut Response) {
+    let mut headers = vec![("x-hwceiling-profile", l.file_name())];
+    if !l.completeness.complete() {
+        headers.push(("x-hwceiling-profile-incomplete", l.completeness.reasons()));
+    }
+    if let Some(o) = &s.passed_over {
+        headers.push((
+            "x-hwceiling-profile-passed-over",
+            format!("{} ({})", o.file, o.why.reasons()),
+        ));
+    }
+    for (name, value) in headers {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            resp.headers_mut().insert(name, v);
+        }
     }
 }
 
 async fn healthz(State(state): AppStateRef) -> Response {
-    let loaded = state.store.current();
+    let serving = state.store.serving();
     let (run, _) = state.runner.status_now();
     let run_state = match run {
         crate::RunStatus::Idle => "idle",
@@ -108,7 +139,7 @@ async fn healthz(State(state): AppStateRef) -> Response {
     };
     Json(json!({
         "status": "ok",
-        "profile": loaded.as_deref().map(profile_meta),
+        "profile": serving.loaded.as_deref().map(|l| profile_meta(&serving, l)),
         "last_load_error": state.store.last_error(),
         "run": run_state,
     }))
@@ -170,7 +201,8 @@ async fn profile(
         Ok(f) => f,
         Err(e) => return error(StatusCode::NOT_ACCEPTABLE, e),
     };
-    let Some(loaded) = state.store.current() else {
+    let serving = state.store.serving();
+    let Some(loaded) = serving.loaded.as_deref() else {
         return no_profile(&state);
     };
     let mut resp = match format {
@@ -181,16 +213,17 @@ async fn profile(
             .into_response(),
         Format::Json => Json(&loaded.profile).into_response(),
     };
-    source_headers(&loaded, &mut resp);
+    source_headers(&serving, loaded, &mut resp);
     resp
 }
 
 async fn ceilings(State(state): AppStateRef) -> Response {
-    let Some(loaded) = state.store.current() else {
+    let serving = state.store.serving();
+    let Some(loaded) = serving.loaded.as_deref() else {
         return no_profile(&state);
     };
     let mut resp = Json(&loaded.profile.ceilings).into_response();
-    source_headers(&loaded, &mut resp);
+    source_headers(&serving, loaded, &mut resp);
     resp
 }
 
@@ -217,7 +250,8 @@ async fn efficiency(
         Ok(v) => v,
         Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
-    let Some(loaded) = state.store.current() else {
+    let serving = state.store.serving();
+    let Some(loaded) = serving.loaded.as_deref() else {
         return no_profile(&state);
     };
     use hwc_compare::EfficiencyError as E;
@@ -225,10 +259,10 @@ async fn efficiency(
         Ok(e) => {
             let mut body = serde_json::to_value(&e).unwrap_or(Value::Null);
             if let Value::Object(m) = &mut body {
-                m.insert("profile".into(), profile_meta(&loaded));
+                m.insert("profile".into(), profile_meta(&serving, loaded));
             }
             let mut resp = Json(body).into_response();
-            source_headers(&loaded, &mut resp);
+            source_headers(&serving, loaded, &mut resp);
             resp
         }
         Err(E::UnknownPath { path, known }) => (
@@ -281,8 +315,17 @@ async fn run_start(
         Ok(a) => a,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
     };
+    let note = request.note();
     match state.runner.start(request, args) {
-        Ok(status) => (StatusCode::ACCEPTED, Json(status)).into_response(),
+        Ok(status) => {
+            // The run's state, and, for a quick or narrowed run, that its profile will not
+            // replace a complete one.
+            let mut body = serde_json::to_value(&status).unwrap_or(Value::Null);
+            if let (Value::Object(m), Some(note)) = (&mut body, note) {
+                m.insert("note".into(), note.into());
+            }
+            (StatusCode::ACCEPTED, Json(body)).into_response()
+        }
         Err(StartError::Busy(status)) => (
             StatusCode::CONFLICT,
             Json(json!({

@@ -5,6 +5,7 @@
 //! interrupted — and SIGKILL only if it has not exited after the grace period.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -37,6 +38,8 @@ impl RunConfig {
 }
 
 /// The body of `POST /v1/profile/run` (all optional; `{}` or no body runs the full profile).
+/// A run with `quick`, or narrowed by `paths`, `threads` or `host_sizes`, writes a profile that
+/// `serve` does not let replace a complete one ([`RunRequest::note`] says so in the answer).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRequest {
@@ -109,6 +112,55 @@ impl RunRequest {
             args.push("--allow-contended".into());
         }
         Ok(args)
+    }
+
+    /// The selections among the options the run's profile will record, as `hwceiling profile`
+    /// records them (for a request [`RunRequest::to_args`] took; a value it would refuse is left
+    /// out).
+    fn recorded_selections(&self) -> BTreeMap<String, String> {
+        let mut o = BTreeMap::new();
+        if let Some(paths) = &self.paths {
+            let ids: Vec<&str> = paths
+                .iter()
+                .filter_map(|p| p.parse::<hwc_model::PathId>().ok())
+                .map(|id| id.as_str())
+                .collect();
+            o.insert("paths".into(), ids.join(","));
+        }
+        if let Some(threads) = &self.threads {
+            let v: Vec<String> = threads.iter().map(u32::to_string).collect();
+            o.insert("threads".into(), v.join(","));
+        }
+        if let Some(sizes) = &self.host_sizes {
+            let v: Vec<String> = sizes
+                .iter()
+                .filter_map(|s| hwc_plan::input::parse_size(s).ok())
+                .map(hwc_model::size_label)
+                .collect();
+            o.insert("host_sizes".into(), v.join(","));
+        }
+        o
+    }
+
+    /// When the run's profile will not replace a complete profile (a `--quick` run, or one
+    /// narrowed by its selections, by the rule `serve` applies to the profile it will write:
+    /// `hwc_model::profile::narrowing`), one line that says so; `None` for a full run.
+    pub fn note(&self) -> Option<String> {
+        let by = hwc_model::profile::narrowing(&self.recorded_selections());
+        let run = match (self.quick, by.is_empty()) {
+            (false, true) => return None,
+            (true, true) => "a --quick run".to_string(),
+            (quick, false) => format!(
+                "{} narrowed by {}",
+                if quick { "a --quick run" } else { "a run" },
+                by.join(", ")
+            ),
+        };
+        Some(format!(
+            "{run}: its profile will not replace a complete profile of the full plan; while the \
+             folder has one, it is passed over (and named), and it is served, marked, only while \
+             the folder has none"
+        ))
     }
 }
 
@@ -549,6 +601,54 @@ mod tests {
             ..RunRequest::default()
         })
         .contains("empty"));
+    }
+
+    #[test]
+    fn a_quick_or_narrowed_request_is_told_its_profile_will_not_replace_a_full_one() {
+        assert_eq!(RunRequest::default().note(), None);
+        let contended = RunRequest {
+            allow_contended: true,
+            ..RunRequest::default()
+        };
+        assert_eq!(contended.note(), None);
+        let every_path = RunRequest {
+            paths: Some(
+                hwc_model::PathId::ALL
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect(),
+            ),
+            ..RunRequest::default()
+        };
+        assert_eq!(every_path.note(), None);
+        let quick = RunRequest {
+            quick: true,
+            ..RunRequest::default()
+        };
+        assert!(quick
+            .note()
+            .unwrap()
+            .starts_with("a --quick run: its profile will not replace a complete profile"));
+        let narrowed = RunRequest {
+            paths: Some(vec!["host-ram".into(), "h2d".into()]),
+            threads: Some(vec![1, 8]),
+            host_sizes: Some(vec!["256MiB".into(), "4096".into()]),
+            quick: true,
+            allow_contended: false,
+        };
+        // The options as the child records them (canonical names and sizes).
+        assert!(narrowed.note().unwrap().starts_with(
+            "a --quick run narrowed by --paths host_ram,h2d, --threads 1,8, --host-sizes \
+             256MiB,4KiB: its profile will not replace"
+        ));
+        let sizes = RunRequest {
+            host_sizes: Some(vec!["1GiB".into()]),
+            ..RunRequest::default()
+        };
+        assert!(sizes
+            .note()
+            .unwrap()
+            .starts_with("a run narrowed by --host-sizes 1GiB: "));
     }
 
     #[test]

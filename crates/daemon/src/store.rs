@@ -1,6 +1,16 @@
-//! The profile being served: the newest `hardware_profile_<date>[-N].yaml` of the output folder
-//! that parses, reloaded when a newer one appears (the folder is polled; a file that fails to
-//! parse is logged, remembered until it changes, and the profile already served is kept).
+//! The profile being served: the newest *complete* `hardware_profile_<date>[-N].yaml` of the
+//! output folder (not a `--quick` run, not an interrupted one, not one narrowed by a selection
+//! such as `--paths h2d`), or, while the folder holds no complete profile, the newest one that
+//! parses, marked as what it is. An efficiency evaluator divides by the ceilings served, so a
+//! quick look, a run stopped half-way or a run of a part of the plan never silently replaces a
+//! complete run's ceilings (a narrowed run would take away every ceiling it did not measure).
+//!
+//! The folder is polled. A newer complete profile, or a changed version of the file served,
+//! replaces the profile served; a newer quick, interrupted or narrowed one does not replace a
+//! complete one but is noted as passed over ([`Serving::passed_over`]: the newest such file, and why). A file
+//! that fails to parse is logged, remembered until it changes, and skipped: the profile already
+//! served is kept, even when the broken file is a rewrite of it. Each version of a file is parsed
+//! once: those found incomplete are remembered too, so a poll costs a directory listing.
 //!
 //! "Newest" is by file name: the date, then the `-N` suffix a second run of the same day gets.
 //! hwceiling writes profiles atomically (a temp file hard-linked into place), so a profile file
@@ -33,23 +43,97 @@ impl Fingerprint {
     }
 }
 
+/// What makes a run's ceilings weaker than a complete run's: fewer repetitions (`--quick`),
+/// cases that never ran (interrupted), or a plan narrowed by a selection (`--paths h2d`,
+/// `--threads 4`, …: fewer ceilings, or ceilings of a narrower sweep; see
+/// `hwc_model::profile::narrowing`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Completeness {
+    pub quick: bool,
+    pub interrupted: bool,
+    /// The options that narrowed the run, as flags with their values; empty when none did.
+    pub narrowed_by: Vec<String>,
+}
+
+impl Completeness {
+    pub fn of(p: &Profile) -> Self {
+        Completeness {
+            quick: p.provenance.quick(),
+            interrupted: p.provenance.interrupted,
+            narrowed_by: p.provenance.narrowed_by(),
+        }
+    }
+
+    pub fn narrowed(&self) -> bool {
+        !self.narrowed_by.is_empty()
+    }
+
+    pub fn complete(&self) -> bool {
+        !self.quick && !self.interrupted && !self.narrowed()
+    }
+
+    /// The run in words: `a --quick run`, `an interrupted run`, `a run narrowed by --paths
+    /// h2d`, … .
+    pub fn describe(&self) -> String {
+        let run = match (self.quick, self.interrupted) {
+            (false, false) if !self.narrowed() => "a complete run",
+            (false, false) => "a run",
+            (true, false) => "a --quick run",
+            (false, true) => "an interrupted run",
+            (true, true) => "an interrupted --quick run",
+        };
+        if self.narrowed() {
+            format!("{run} narrowed by {}", self.narrowed_by.join(", "))
+        } else {
+            run.to_string()
+        }
+    }
+
+    /// What is missing, for headers and labels: `quick`, `interrupted`, `narrowed`, or several
+    /// joined by commas (`quick,narrowed`); empty when complete.
+    pub fn reasons(&self) -> String {
+        let mut v = Vec::new();
+        if self.quick {
+            v.push("quick");
+        }
+        if self.interrupted {
+            v.push("interrupted");
+        }
+        if self.narrowed() {
+            v.push("narrowed");
+        }
+        v.join(",")
+    }
+}
+
 /// A profile in memory, with the exact text it was read from.
 #[derive(Debug)]
 pub(crate) struct Loaded {
     pub file: PathBuf,
     pub text: String,
     pub profile: Profile,
+    pub completeness: Completeness,
     fingerprint: Fingerprint,
     key: (String, u32),
     pub loaded_at: SystemTime,
 }
 
 impl Loaded {
+    fn new(c: &Candidate, parsed: Box<Parsed>) -> Self {
+        let Parsed { profile, text } = *parsed;
+        Loaded {
+            file: c.path.clone(),
+            completeness: Completeness::of(&profile),
+            text,
+            profile,
+            fingerprint: c.fingerprint,
+            key: c.key.clone(),
+            loaded_at: SystemTime::now(),
+        }
+    }
+
     pub fn file_name(&self) -> String {
-        self.file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
+        file_name(&self.file)
     }
 
     /// Seconds since the profile's run finished (`provenance.finished_at`), when it parses.
@@ -61,11 +145,59 @@ impl Loaded {
     }
 }
 
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A profile newer than the one served that is not served because its run was not complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PassedOver {
+    /// Its file name.
+    pub file: String,
+    pub why: Completeness,
+}
+
+/// What the daemon serves: the profile, and the newest newer profile passed over for being
+/// incomplete (only ever beside a complete profile: without one, the newest profile that
+/// parses is served, whatever its run).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Serving {
+    pub loaded: Option<Arc<Loaded>>,
+    pub passed_over: Option<PassedOver>,
+}
+
+impl Serving {
+    /// One line for people, when what is served needs one: a quick, interrupted or narrowed
+    /// profile served for want of a complete one, or a newer incomplete profile passed over.
+    pub fn note(&self) -> Option<String> {
+        let l = self.loaded.as_ref()?;
+        if !l.completeness.complete() {
+            return Some(format!(
+                "{} is {}, served because the folder has no complete profile: its ceilings are \
+                 weaker than a complete run's",
+                l.file_name(),
+                l.completeness.describe()
+            ));
+        }
+        let p = self.passed_over.as_ref()?;
+        Some(format!(
+            "newer {} not served: {}; serving {}, the newest complete profile",
+            p.file,
+            p.why.describe(),
+            l.file_name()
+        ))
+    }
+}
+
 pub(crate) struct Store {
     dir: PathBuf,
-    current: RwLock<Option<Arc<Loaded>>>,
+    serving: RwLock<Serving>,
     /// Files that failed to load, until they change.
     failed: Mutex<HashMap<PathBuf, Fingerprint>>,
+    /// Files read and found incomplete, until they change (so they are not parsed every poll).
+    incomplete: Mutex<HashMap<PathBuf, (Fingerprint, Completeness)>>,
     last_error: Mutex<Option<String>>,
     pub reloads: Counter,
     pub reload_errors: Counter,
@@ -116,20 +248,89 @@ fn candidates(dir: &Path) -> Vec<Candidate> {
     out
 }
 
+/// A profile file's contents.
+struct Parsed {
+    profile: Profile,
+    text: String,
+}
+
+/// What a file holds, as far as choosing goes.
+enum Read {
+    /// It does not parse (now, or at this version before).
+    Bad,
+    Complete(Box<Parsed>),
+    /// Parsed now, or known from an earlier poll (`None`).
+    Incomplete(Completeness, Option<Box<Parsed>>),
+}
+
+/// The profiles to choose from, newest first: the files, with the profile in memory standing in
+/// for its own file when that is unchanged, or at its place by name when its file is gone.
+enum Entry<'a> {
+    Served(&'a Arc<Loaded>),
+    File(&'a Candidate),
+}
+
+fn entries<'a>(files: &'a [Candidate], served: Option<&'a Arc<Loaded>>) -> Vec<Entry<'a>> {
+    let mut out = Vec::with_capacity(files.len() + 1);
+    let mut pending = served;
+    for c in files {
+        if let Some(l) = pending {
+            if c.path == l.file {
+                pending = None;
+                if c.fingerprint == l.fingerprint {
+                    out.push(Entry::Served(l));
+                    continue;
+                }
+                // A new version of it: read as a file (if it does not parse, `l` stands in).
+            } else if c.key < l.key {
+                out.push(Entry::Served(l));
+                pending = None;
+            }
+        }
+        out.push(Entry::File(c));
+    }
+    if let Some(l) = pending {
+        out.push(Entry::Served(l));
+    }
+    out
+}
+
+/// The profile chosen: the one in memory, or a file (parsed already, or to be read).
+enum Pick<'a> {
+    Served(Arc<Loaded>),
+    File(&'a Candidate, Option<Box<Parsed>>),
+}
+
+impl Pick<'_> {
+    fn file_name(&self) -> String {
+        match self {
+            Pick::Served(l) => l.file_name(),
+            Pick::File(c, _) => file_name(&c.path),
+        }
+    }
+}
+
 impl Store {
     pub fn new(dir: PathBuf) -> Self {
         Store {
             dir,
-            current: RwLock::new(None),
+            serving: RwLock::new(Serving::default()),
             failed: Mutex::new(HashMap::new()),
+            incomplete: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
             reloads: Counter::default(),
             reload_errors: Counter::default(),
         }
     }
 
+    /// The profile served, if any.
     pub fn current(&self) -> Option<Arc<Loaded>> {
-        self.current
+        self.serving().loaded
+    }
+
+    /// The profile served and what was passed over, read together.
+    pub fn serving(&self) -> Serving {
+        self.serving
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
@@ -146,71 +347,148 @@ impl Store {
         &self.dir
     }
 
-    fn try_load(&self, c: &Candidate) -> bool {
+    /// Parse `c`; a failure is logged, counted and remembered until the file changes.
+    fn parse(&self, c: &Candidate) -> Option<Box<Parsed>> {
         match hwc_profile::read_profile_with_text(&c.path) {
             Ok((profile, text)) => {
-                tracing::info!(file = %c.path.display(), "serving profile");
-                let loaded = Loaded {
-                    file: c.path.clone(),
-                    text,
-                    profile,
-                    fingerprint: c.fingerprint,
-                    key: c.key.clone(),
-                    loaded_at: SystemTime::now(),
-                };
-                *self.current.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(loaded));
-                self.failed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&c.path);
-                self.reloads.inc();
-                true
+                lock(&self.failed).remove(&c.path);
+                Some(Box::new(Parsed { profile, text }))
             }
             Err(e) => {
                 let msg = e.to_string();
                 tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
-                self.failed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(c.path.clone(), c.fingerprint);
-                *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(msg);
+                lock(&self.failed).insert(c.path.clone(), c.fingerprint);
+                *lock(&self.last_error) = Some(msg);
                 self.reload_errors.inc();
-                false
+                None
             }
         }
     }
 
-    /// Load the newest profile that parses, if it is newer than (or a changed version of) the
-    /// one served. Blocking: call from a blocking thread.
+    /// What `c` holds: from memory when this version of it was read before and was broken or
+    /// incomplete, else parsed now.
+    fn read(&self, c: &Candidate) -> Read {
+        if lock(&self.failed).get(&c.path) == Some(&c.fingerprint) {
+            return Read::Bad;
+        }
+        if let Some((fp, why)) = lock(&self.incomplete).get(&c.path) {
+            if *fp == c.fingerprint {
+                return Read::Incomplete(why.clone(), None);
+            }
+        }
+        let Some(parsed) = self.parse(c) else {
+            return Read::Bad;
+        };
+        let why = Completeness::of(&parsed.profile);
+        let mut incomplete = lock(&self.incomplete);
+        if why.complete() {
+            incomplete.remove(&c.path);
+            Read::Complete(parsed)
+        } else {
+            incomplete.insert(c.path.clone(), (c.fingerprint, why.clone()));
+            Read::Incomplete(why, Some(parsed))
+        }
+    }
+
+    /// Choose what to serve from the folder as it is now: the newest complete profile, else the
+    /// newest that parses; load it if it is not the one served. Blocking: call from a blocking
+    /// thread.
     pub fn refresh_blocking(&self) {
-        let current = self.current();
-        for c in candidates(&self.dir) {
-            if let Some(cur) = &current {
-                if c.path == cur.file {
-                    if c.fingerprint != cur.fingerprint && !self.known_bad(&c) {
-                        self.try_load(&c);
-                    }
-                    return;
-                }
-                if c.key < cur.key {
-                    return;
-                }
+        let served = self.current();
+        let files = candidates(&self.dir);
+        self.forget_gone(&files);
+        let mut chosen: Option<Pick> = None;
+        let mut fallback: Option<Pick> = None;
+        let mut passed_over: Option<PassedOver> = None;
+        for entry in entries(&files, served.as_ref()) {
+            let (pick, why) = match entry {
+                Entry::Served(l) => (Pick::Served(l.clone()), l.completeness.clone()),
+                Entry::File(c) => match self.read(c) {
+                    Read::Complete(p) => (Pick::File(c, Some(p)), Completeness::default()),
+                    Read::Incomplete(why, p) => (Pick::File(c, p), why),
+                    Read::Bad => match served.as_ref().filter(|l| l.file == c.path) {
+                        // A broken rewrite of the file served: the version in memory stands in.
+                        Some(l) => (Pick::Served(l.clone()), l.completeness.clone()),
+                        None => continue,
+                    },
+                },
+            };
+            if why.complete() {
+                chosen = Some(pick);
+                break;
             }
-            if self.known_bad(&c) {
-                continue;
+            if passed_over.is_none() {
+                passed_over = Some(PassedOver {
+                    file: pick.file_name(),
+                    why,
+                });
             }
-            if self.try_load(&c) {
-                return;
+            if fallback.is_none() {
+                fallback = Some(pick);
             }
         }
+        let (pick, passed_over) = match (chosen, fallback) {
+            (Some(pick), _) => (pick, passed_over),
+            // No complete profile: the newest that parses, with nothing newer passed over.
+            (None, Some(pick)) => (pick, None),
+            (None, None) => return,
+        };
+        let loaded = match pick {
+            Pick::Served(l) => l,
+            Pick::File(c, parsed) => {
+                let Some(parsed) = parsed.or_else(|| self.parse(c)) else {
+                    return;
+                };
+                self.reloads.inc();
+                Arc::new(Loaded::new(c, parsed))
+            }
+        };
+        let next = Serving {
+            loaded: Some(loaded),
+            passed_over,
+        };
+        let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
+        let reloaded = !same_profile(&serving.loaded, &next.loaded);
+        if reloaded || serving.passed_over != next.passed_over {
+            log_serving(&next, reloaded);
+        }
+        *serving = next;
     }
 
-    fn known_bad(&self, c: &Candidate) -> bool {
-        self.failed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&c.path)
-            == Some(&c.fingerprint)
+    /// Forget what was remembered about files no longer in the folder.
+    fn forget_gone(&self, files: &[Candidate]) {
+        let present: std::collections::HashSet<&Path> =
+            files.iter().map(|c| c.path.as_path()).collect();
+        lock(&self.failed).retain(|p, _| present.contains(p.as_path()));
+        lock(&self.incomplete).retain(|p, _| present.contains(p.as_path()));
+    }
+}
+
+fn same_profile(a: &Option<Arc<Loaded>>, b: &Option<Arc<Loaded>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The log line of a change in what is served: which file, and, when it is not a complete run
+/// or a newer incomplete one was passed over, that too (a warning).
+fn log_serving(s: &Serving, reloaded: bool) {
+    let Some(l) = &s.loaded else {
+        return;
+    };
+    let file = l.file.display();
+    let passed_over = s.passed_over.as_ref().map(|p| p.file.as_str());
+    let run = l.completeness.describe();
+    match (s.note(), reloaded) {
+        (None, _) => tracing::info!(%file, "serving profile"),
+        (Some(note), true) => tracing::warn!(%file, run, passed_over, "serving profile: {note}"),
+        (Some(note), false) => tracing::warn!(%file, run, passed_over, "{note}"),
     }
 }
 
@@ -242,6 +520,285 @@ pub(crate) async fn watch(state: Arc<AppState>, mut stop: tokio::sync::watch::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const DAY1: &str = "hardware_profile_2026-11-28.yaml";
+    const DAY2: &str = "hardware_profile_2026-11-29.yaml";
+    const DAY2_2: &str = "hardware_profile_2026-11-29-2.yaml";
+    const DAY3: &str = "hardware_profile_2026-11-30.yaml";
+
+    const COMPLETE: Completeness = Completeness {
+        quick: false,
+        interrupted: false,
+        narrowed_by: Vec::new(),
+    };
+    const QUICK: Completeness = Completeness {
+        quick: true,
+        interrupted: false,
+        narrowed_by: Vec::new(),
+    };
+    const INTERRUPTED: Completeness = Completeness {
+        quick: false,
+        interrupted: true,
+        narrowed_by: Vec::new(),
+    };
+
+    /// A run narrowed by these options (flags with their values, as the model names them).
+    fn narrowed(by: &[&str]) -> Completeness {
+        Completeness {
+            narrowed_by: by.iter().map(|s| s.to_string()).collect(),
+            ..COMPLETE
+        }
+    }
+
+    /// Write a profile of a quick, interrupted or complete run to `dir/name`, with one ceiling
+    /// of `gbps`; its quick mark is the option `profile --quick` records.
+    fn put(dir: &Path, name: &str, run: Completeness, gbps: f64) {
+        assert!(!run.narrowed(), "a narrowed run is written with put_run");
+        let quick = run.quick.to_string();
+        put_run(dir, name, &[("quick", &quick)], run.interrupted, gbps);
+    }
+
+    /// Write a profile of a run that recorded these options (`paths: h2d`, as `hwceiling
+    /// profile` records them) to `dir/name`, with one ceiling of `gbps`.
+    fn put_run(dir: &Path, name: &str, options: &[(&str, &str)], interrupted: bool, gbps: f64) {
+        let p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-28T10:00:00+00:00",
+            &[("warm_gpu0_peak_gbps", gbps)],
+        );
+        let mut p = hwc_testkit::with_options(p, options);
+        p.provenance.interrupted = interrupted;
+        std::fs::write(dir.join(name), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+    }
+
+    /// Refresh, then: the file served with its run, and the file passed over with its run.
+    fn refresh(store: &Store) -> ((String, Completeness), Option<(String, Completeness)>) {
+        store.refresh_blocking();
+        let s = store.serving();
+        let l = s.loaded.as_ref().expect("a profile served");
+        assert_eq!(Completeness::of(&l.profile), l.completeness);
+        (
+            (l.file_name(), l.completeness.clone()),
+            s.passed_over.map(|o| (o.file, o.why)),
+        )
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path().to_path_buf());
+        (d, s)
+    }
+
+    #[test]
+    fn a_complete_profile_newer_than_a_quick_one_is_served() {
+        let (d, store) = store();
+        put(d.path(), DAY1, QUICK, 40.0);
+        put(d.path(), DAY2, COMPLETE, 55.0);
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        assert_eq!(store.serving().note(), None);
+        assert_eq!(store.reloads.get(), 1);
+    }
+
+    #[test]
+    fn a_newer_quick_or_interrupted_profile_is_passed_over_and_named() {
+        let (d, store) = store();
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        put(d.path(), DAY2, INTERRUPTED, 30.0);
+        put(d.path(), DAY2_2, QUICK, 40.0);
+        // The newest of the incomplete ones is named.
+        assert_eq!(
+            refresh(&store),
+            ((DAY1.into(), COMPLETE), Some((DAY2_2.into(), QUICK)))
+        );
+        let l = store.current().unwrap();
+        assert_eq!(l.profile.ceilings["warm_gpu0_peak_gbps"], 55.0);
+        let note = store.serving().note().unwrap();
+        assert!(
+            note.contains(DAY2_2) && note.contains("--quick") && note.contains(DAY1),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn without_a_complete_profile_the_newest_that_parses_is_served_and_marked() {
+        let (d, store) = store();
+        put(d.path(), DAY1, INTERRUPTED, 30.0);
+        put(d.path(), DAY2, QUICK, 40.0);
+        std::fs::write(d.path().join(DAY3), "schema_version: 1\nplatform: [oops\n").unwrap();
+        assert_eq!(refresh(&store), ((DAY2.into(), QUICK), None));
+        assert!(store.last_error().unwrap().contains(DAY3));
+        let note = store.serving().note().unwrap();
+        assert!(
+            note.contains(DAY2) && note.contains("no complete profile"),
+            "{note}"
+        );
+        // Only interrupted ones: the newest, marked so.
+        std::fs::remove_file(d.path().join(DAY2)).unwrap();
+        std::fs::remove_file(d.path().join(DAY3)).unwrap();
+        let store = Store::new(d.path().to_path_buf());
+        assert_eq!(refresh(&store), ((DAY1.into(), INTERRUPTED), None));
+        assert!(store
+            .serving()
+            .note()
+            .unwrap()
+            .contains("an interrupted run"));
+    }
+
+    #[test]
+    fn reloads_take_a_new_complete_profile_and_only_note_an_incomplete_one() {
+        let (d, store) = store();
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        assert_eq!(refresh(&store), ((DAY1.into(), COMPLETE), None));
+        let first = store.current().unwrap();
+
+        // A quick run appears: noted, not served, and the profile in memory is the same one.
+        put(d.path(), DAY2, QUICK, 40.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY1.into(), COMPLETE), Some((DAY2.into(), QUICK)))
+        );
+        assert!(Arc::ptr_eq(&first, &store.current().unwrap()));
+        assert_eq!(store.reloads.get(), 1);
+        // Polled again: still so, and nothing reloaded.
+        assert_eq!(
+            refresh(&store),
+            ((DAY1.into(), COMPLETE), Some((DAY2.into(), QUICK)))
+        );
+        assert_eq!(store.reloads.get(), 1);
+
+        // A newer complete run replaces it, and nothing is passed over any more.
+        put(d.path(), DAY3, COMPLETE, 56.0);
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+        assert_eq!(
+            store.current().unwrap().profile.ceilings["warm_gpu0_peak_gbps"],
+            56.0
+        );
+        assert_eq!(store.reloads.get(), 2);
+    }
+
+    #[test]
+    fn a_served_incomplete_profile_gives_way_to_any_complete_one() {
+        let (d, store) = store();
+        put(d.path(), DAY2, QUICK, 40.0);
+        assert_eq!(refresh(&store), ((DAY2.into(), QUICK), None));
+        // A newer incomplete one: the newest that parses.
+        put(d.path(), DAY2_2, INTERRUPTED, 30.0);
+        assert_eq!(refresh(&store), ((DAY2_2.into(), INTERRUPTED), None));
+        // A complete one, even an older one (copied in), since the folder now has one.
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY1.into(), COMPLETE), Some((DAY2_2.into(), INTERRUPTED)))
+        );
+    }
+
+    #[test]
+    fn a_newer_narrowed_profile_does_not_replace_a_full_one_and_is_named() {
+        let (d, store) = store();
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        put_run(d.path(), DAY2, &[("paths", "h2d")], false, 30.0);
+        assert_eq!(
+            refresh(&store),
+            (
+                (DAY1.into(), COMPLETE),
+                Some((DAY2.into(), narrowed(&["--paths h2d"])))
+            )
+        );
+        assert_eq!(
+            store.current().unwrap().profile.ceilings["warm_gpu0_peak_gbps"],
+            55.0
+        );
+        let s = store.serving();
+        assert_eq!(s.passed_over.as_ref().unwrap().why.reasons(), "narrowed");
+        let note = s.note().unwrap();
+        assert!(
+            note.contains(&format!(
+                "newer {DAY2} not served: a run narrowed by --paths h2d"
+            )) && note.contains(DAY1),
+            "{note}"
+        );
+        // A quick run of some paths says both; the newest passed over is named.
+        put_run(
+            d.path(),
+            DAY2_2,
+            &[("quick", "true"), ("paths", "host_ram"), ("threads", "4")],
+            false,
+            40.0,
+        );
+        let by = narrowed(&["--paths host_ram", "--threads 4"]);
+        let quick_narrowed = Completeness { quick: true, ..by };
+        assert_eq!(quick_narrowed.reasons(), "quick,narrowed");
+        assert_eq!(
+            refresh(&store),
+            (
+                (DAY1.into(), COMPLETE),
+                Some((DAY2_2.into(), quick_narrowed))
+            )
+        );
+        // A run that named every drive, as a full run with writes does, is a full run.
+        put_run(
+            d.path(),
+            DAY3,
+            &[("drives", "nvme0,nvme1"), ("drives_left_out", "")],
+            false,
+            56.0,
+        );
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+    }
+
+    #[test]
+    fn with_only_narrowed_profiles_the_newest_is_served_marked_narrowed() {
+        let (d, store) = store();
+        put_run(d.path(), DAY1, &[("threads", "4")], false, 20.0);
+        put_run(d.path(), DAY2, &[("drives", "nvme0")], false, 30.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY2.into(), narrowed(&["--drives nvme0"])), None)
+        );
+        let s = store.serving();
+        assert_eq!(
+            s.loaded.as_ref().unwrap().completeness.reasons(),
+            "narrowed"
+        );
+        let note = s.note().unwrap();
+        assert!(
+            note.contains(&format!(
+                "{DAY2} is a run narrowed by --drives nvme0, served because"
+            )) && note.contains("no complete profile"),
+            "{note}"
+        );
+        // A complete profile, even an older one, replaces it.
+        put(d.path(), "hardware_profile_2026-11-27.yaml", COMPLETE, 55.0);
+        assert_eq!(
+            refresh(&store),
+            (
+                ("hardware_profile_2026-11-27.yaml".into(), COMPLETE),
+                Some((DAY2.into(), narrowed(&["--drives nvme0"])))
+            )
+        );
+    }
+
+    #[test]
+    fn a_broken_rewrite_or_removal_of_the_served_file_keeps_the_version_in_memory() {
+        let (d, store) = store();
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        put(d.path(), DAY2, COMPLETE, 56.0);
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        std::fs::write(d.path().join(DAY2), "schema_version: 1\nplatform: [oops\n").unwrap();
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        assert_eq!(store.reload_errors.get(), 1);
+        std::fs::remove_file(d.path().join(DAY2)).unwrap();
+        put(d.path(), DAY2_2, QUICK, 40.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY2.into(), COMPLETE), Some((DAY2_2.into(), QUICK)))
+        );
+        assert_eq!(
+            store.current().unwrap().profile.ceilings["warm_gpu0_peak_gbps"],
+            56.0
+        );
+        assert_eq!(store.reloads.get(), 1);
+    }
 
     #[test]
     fn profile_names_sort_by_date_then_run_number() {

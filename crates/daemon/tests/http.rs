@@ -223,6 +223,172 @@ fn a_newer_profile_is_picked_up_and_a_broken_one_never_replaces_a_good_one() {
     );
 }
 
+/// A profile of a run that recorded these options (`quick: "true"` for `profile --quick`,
+/// `paths: "h2d"` for `--paths h2d`), with one ceiling.
+fn run_profile_yaml(options: &[(&str, &str)], gbps: f64) -> String {
+    let p = hwc_testkit::ceilings_profile(
+        "node1",
+        "2026-11-29T10:00:00+00:00",
+        &[("warm_gpu0_peak_gbps", gbps)],
+    );
+    hwc_profile::to_yaml(&hwc_testkit::with_options(p, options)).unwrap()
+}
+
+fn quick_profile_yaml(gbps: f64) -> String {
+    run_profile_yaml(&[("quick", "true")], gbps)
+}
+
+#[test]
+fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_over() {
+    // Only a quick profile: served, and marked everywhere.
+    let d = Daemon::tcp(|dir, _| write_profile(dir, DAY1, &quick_profile_yaml(40.0)));
+    let (_, h) = d.json("/healthz");
+    let p = &h["profile"];
+    assert_eq!(
+        (&p["file"], &p["complete"], &p["quick"], &p["interrupted"]),
+        (&DAY1.into(), &false.into(), &true.into(), &false.into()),
+        "{h}"
+    );
+    assert_eq!(p["passed_over"], serde_json::Value::Null, "{h}");
+    assert!(
+        p["note"].as_str().unwrap().contains("no complete profile"),
+        "{h}"
+    );
+    let c = d.get("/v1/ceilings");
+    assert_eq!(c.header("x-hwceiling-profile"), Some(DAY1));
+    assert_eq!(c.header("x-hwceiling-profile-incomplete"), Some("quick"));
+    let m = d.get("/metrics").text();
+    assert!(
+        m.lines().any(|l| l == "hwceiling_profile_complete 0.0"),
+        "{m}"
+    );
+
+    // A complete one replaces it.
+    write_profile(
+        d.dir(),
+        DAY2,
+        &profile_yaml(
+            "node1",
+            "2026-11-29T12:00:00+00:00",
+            &[("warm_gpu0_peak_gbps", 55.0)],
+        ),
+    );
+    let h = d.wait_for("/healthz", |h| h["profile"]["file"] == DAY2);
+    assert_eq!(h["profile"]["complete"], true, "{h}");
+    assert_eq!(h["profile"]["note"], serde_json::Value::Null, "{h}");
+
+    // A newer quick one does not replace it, and is named wherever the profile is.
+    let newer = "hardware_profile_2026-11-29-2.yaml";
+    write_profile(d.dir(), newer, &quick_profile_yaml(40.0));
+    let h = d.wait_for("/healthz", |h| h["profile"]["passed_over"].is_object());
+    assert_eq!(h["profile"]["file"], DAY2, "{h}");
+    assert_eq!(
+        h["profile"]["passed_over"],
+        serde_json::json!({"file": newer, "quick": true, "interrupted": false,
+                           "narrowed": false, "narrowed_by": []})
+    );
+    let note = h["profile"]["note"].as_str().unwrap();
+    assert!(note.contains(newer) && note.contains("--quick"), "{note}");
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_peak_gbps&measured_gbps=27.5");
+    assert_eq!(
+        (status, e["efficiency"].as_f64(), &e["profile"]["file"]),
+        (200, Some(0.5), &DAY2.into()),
+        "{e}"
+    );
+    assert_eq!(e["profile"]["passed_over"]["file"], newer, "{e}");
+    let c = d.get("/v1/ceilings");
+    assert_eq!(c.header("x-hwceiling-profile"), Some(DAY2));
+    assert_eq!(c.header("x-hwceiling-profile-incomplete"), None);
+    let passed = format!("{newer} (quick)");
+    assert_eq!(
+        c.header("x-hwceiling-profile-passed-over"),
+        Some(passed.as_str())
+    );
+    let m = d.get("/metrics").text();
+    for line in [
+        "hwceiling_profile_complete 1.0".to_string(),
+        format!(r#"hwceiling_profile_passed_over{{file="{newer}",reason="quick"}} 1.0"#),
+    ] {
+        assert!(m.lines().any(|l| l == line), "missing `{line}` in\n{m}");
+    }
+
+    // A newer run of some paths does not replace it either: its other ceilings would be lost.
+    let narrowed = "hardware_profile_2026-11-29-3.yaml";
+    write_profile(
+        d.dir(),
+        narrowed,
+        &run_profile_yaml(&[("paths", "h2d")], 30.0),
+    );
+    let h = d.wait_for("/healthz", |h| {
+        h["profile"]["passed_over"]["file"] == narrowed
+    });
+    assert_eq!(h["profile"]["file"], DAY2, "{h}");
+    assert_eq!(
+        h["profile"]["passed_over"],
+        serde_json::json!({"file": narrowed, "quick": false, "interrupted": false,
+                           "narrowed": true, "narrowed_by": ["--paths h2d"]})
+    );
+    let note = h["profile"]["note"].as_str().unwrap();
+    assert!(
+        note.contains(&format!(
+            "newer {narrowed} not served: a run narrowed by --paths h2d"
+        )),
+        "{note}"
+    );
+    let (_, e) = d.json("/v1/efficiency?path=warm_gpu0_peak_gbps&measured_gbps=27.5");
+    assert_eq!(
+        (e["efficiency"].as_f64(), &e["profile"]["file"]),
+        (Some(0.5), &DAY2.into()),
+        "{e}"
+    );
+    let passed = format!("{narrowed} (narrowed)");
+    assert_eq!(
+        d.get("/v1/ceilings")
+            .header("x-hwceiling-profile-passed-over"),
+        Some(passed.as_str())
+    );
+    let m = d.get("/metrics").text();
+    let line =
+        format!(r#"hwceiling_profile_passed_over{{file="{narrowed}",reason="narrowed"}} 1.0"#);
+    assert!(m.lines().any(|l| l == line), "missing `{line}` in\n{m}");
+}
+
+#[test]
+fn a_narrowed_profile_served_for_want_of_a_full_one_is_marked_narrowed() {
+    let d = Daemon::tcp(|dir, _| {
+        write_profile(
+            dir,
+            DAY1,
+            &run_profile_yaml(&[("paths", "h2d"), ("quick", "true")], 40.0),
+        )
+    });
+    let (_, h) = d.json("/healthz");
+    let p = &h["profile"];
+    assert_eq!(
+        (&p["file"], &p["complete"], &p["quick"], &p["narrowed"]),
+        (&DAY1.into(), &false.into(), &true.into(), &true.into()),
+        "{h}"
+    );
+    assert_eq!(p["narrowed_by"], serde_json::json!(["--paths h2d"]), "{h}");
+    let note = p["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "{DAY1} is a --quick run narrowed by --paths h2d, served"
+        )),
+        "{note}"
+    );
+    let c = d.get("/v1/profile");
+    assert_eq!(
+        c.header("x-hwceiling-profile-incomplete"),
+        Some("quick,narrowed")
+    );
+    assert!(d
+        .get("/metrics")
+        .text()
+        .lines()
+        .any(|l| l == "hwceiling_profile_complete 0.0"));
+}
+
 #[test]
 fn without_a_profile_the_daemon_still_answers() {
     let d = Daemon::tcp(|_, _| {});

@@ -49,6 +49,12 @@ fn one_run_at_a_time_with_progress_then_its_profile_is_served() {
     let started: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert_eq!(started["state"], "running");
     assert_eq!(started["request"]["paths"][0], "host_ram");
+    // Its profile will not replace a full one, and the answer says so.
+    let note = started["note"].as_str().unwrap_or_default();
+    assert!(
+        note.starts_with("a --quick run narrowed by --paths host_ram: its profile will not"),
+        "{started}"
+    );
 
     let busy = d.send("POST", "/v1/profile/run", b"");
     assert_eq!(busy.status, 409, "{}", busy.text());

@@ -28,7 +28,7 @@ pub enum Command {
     Profile(ProfileArgs),
     /// Re-render the markdown report from a YAML profile.
     Report(ReportArgs),
-    /// Serve the newest profile: ceilings, efficiency, Prometheus metrics, profile runs.
+    /// Serve the newest complete profile: ceilings, efficiency, Prometheus metrics, profile runs.
     Serve(crate::serve_cmd::ServeArgs),
     /// Measured / ceiling for one path, from a profile file or the daemon.
     Efficiency(crate::efficiency_cmd::EfficiencyArgs),

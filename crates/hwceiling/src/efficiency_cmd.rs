@@ -40,6 +40,11 @@ fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
     let mut v = serde_json::to_value(&e)?;
     v["profile"] = json!({
         "file": file.display().to_string(),
+        "complete": p.provenance.complete(),
+        "quick": p.provenance.quick(),
+        "interrupted": p.provenance.interrupted,
+        "narrowed": p.provenance.narrowed(),
+        "narrowed_by": p.provenance.narrowed_by(),
         "hostname": p.platform.hostname.or(p.provenance.hostname),
         "finished_at": p.provenance.finished_at,
         "schema_version": p.schema_version,
@@ -90,7 +95,9 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
 
 /// The text answer, from the JSON fields of the answer (as the daemon sends them) and the
 /// profile it came from. The ceiling's line says where it comes from: its measurement's median
-/// with spread and N, or how it was derived.
+/// with spread and N, or how it was derived; under the profile's line, the daemon's note on it
+/// (a quick, interrupted or narrowed profile served for want of a complete one, or a newer one
+/// passed over).
 fn render_text(v: &serde_json::Value) -> String {
     let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let p = &v["profile"];
@@ -120,8 +127,40 @@ fn render_text(v: &serde_json::Value) -> String {
         p["hostname"].as_str().unwrap_or("unknown host"),
         p["finished_at"].as_str().unwrap_or("?"),
     );
+    if let Some(note) = p["note"].as_str() {
+        s.push_str(&format!("            {note}\n"));
+    }
     if let Some(note) = v["note"].as_str() {
         s.push_str(&format!("note        {note}\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_daemons_note_on_the_profile_follows_the_profile_line() {
+        let mut v = json!({
+            "path": "warm_gpu0_peak_gbps", "measured_gbps": 27.5, "ceiling_gbps": 55.0,
+            "efficiency": 0.5, "ceiling_source": {"kind": "derived"},
+            "profile": {"file": "hardware_profile_2026-11-29.yaml", "hostname": "n",
+                        "finished_at": "2026-11-29T12:00:00+00:00"},
+        });
+        let plain = render_text(&v);
+        assert_eq!(plain.lines().count(), 4, "{plain}");
+        v["profile"]["note"] =
+            "newer hardware_profile_2026-11-29-2.yaml not served: a --quick run".into();
+        let text = render_text(&v);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[3].starts_with("profile     hardware_profile_2026-11-29.yaml"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[4],
+            "            newer hardware_profile_2026-11-29-2.yaml not served: a --quick run"
+        );
+    }
 }

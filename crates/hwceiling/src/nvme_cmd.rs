@@ -18,6 +18,20 @@ pub struct Nvme {
     pub plan: NvmePlanOptions,
     pub backend: Option<NvmeBackend>,
     pub gc_settle: Option<GcSettleRunner>,
+    /// With `--drives`, when the NVMe paths are planned: the drives a full run reads that the
+    /// selection leaves out (for the profile's options, where an empty list says the run named
+    /// every drive and is not narrowed by it: `hwc_model::profile::narrowing`).
+    pub drives_left_out: Option<Vec<String>>,
+}
+
+/// The drives a full run reads — those the kernel shows a namespace of (a full run waives the
+/// others too) — that `named` leaves out.
+fn drives_left_out(topo: &Topology, named: &[String]) -> Vec<String> {
+    topo.nvme
+        .iter()
+        .filter(|d| !d.namespaces.is_empty() && !named.contains(&d.name))
+        .map(|d| d.name.clone())
+        .collect()
 }
 
 fn wants(a: &ProfileArgs, path: PathId) -> bool {
@@ -91,6 +105,7 @@ pub fn prepare(
             plan,
             backend: None,
             gc_settle: None,
+            drives_left_out: None,
         });
     }
     let notes = if live {
@@ -106,6 +121,10 @@ pub fn prepare(
         bytes_per_drive: a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
     };
     let setup = hwc_bench_nvme::setup(topo, &req, cancel)?;
+    let drives_left_out = setup
+        .selected
+        .as_ref()
+        .map(|named| drives_left_out(topo, named));
     plan.selected = setup.selected;
     plan.write_drives = setup.write_drives;
     plan.target = setup.target;
@@ -122,6 +141,7 @@ pub fn prepare(
         plan,
         backend,
         gc_settle,
+        drives_left_out,
     })
 }
 
@@ -161,10 +181,18 @@ pub fn run_gc_settle(
     records
 }
 
-/// The NVMe options that shaped the run, for the provenance.
-pub fn options(a: &ProfileArgs, o: &mut BTreeMap<String, String>) {
+/// The NVMe options that shaped the run, for the provenance; `drives_left_out` is
+/// [`Nvme::drives_left_out`] (recorded empty when `--drives` named every drive a full run reads).
+pub fn options(
+    a: &ProfileArgs,
+    drives_left_out: Option<&[String]>,
+    o: &mut BTreeMap<String, String>,
+) {
     if let Some(d) = &a.drives {
         o.insert("drives".into(), d.join(","));
+    }
+    if let Some(left_out) = drives_left_out {
+        o.insert("drives_left_out".into(), left_out.join(","));
     }
     o.insert(
         "allow_destructive_writes".into(),
@@ -244,7 +272,7 @@ mod tests {
         assert_eq!(left_out, [(LongTest::GcSettle, PathId::NvmeWrite)]);
         // The profile's options say what ran and what was left out, and why.
         let mut o = BTreeMap::new();
-        options(&a, &mut o);
+        options(&a, None, &mut o);
         assert_eq!(o["nvme_long_tests"], "read-cache,power-states");
         assert_eq!(
             o["nvme_long_tests_left_out"],
@@ -253,7 +281,7 @@ mod tests {
         let a = args(&["--nvme-long-tests", "all"]);
         assert_eq!(runnable_long_tests(&a).unwrap().0.len(), 3);
         let mut o = BTreeMap::new();
-        options(&a, &mut o);
+        options(&a, None, &mut o);
         assert!(!o.contains_key("nvme_long_tests_left_out"));
         let a = args(&["--paths", "nvme_read", "--nvme-long-tests", "all,gc-settle"]);
         let e = runnable_long_tests(&a).unwrap_err().to_string();
@@ -261,5 +289,89 @@ mod tests {
         let a = args(&["--paths", "host_ram", "--nvme-long-tests", "all"]);
         assert!(runnable_long_tests(&a).unwrap().0.is_empty());
         assert!(runnable_long_tests(&args(&[])).unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn left_out_are_the_drives_with_a_namespace_not_named() {
+        let drive = |name: &str, namespace: bool| hwc_model::topology::NvmeDrive {
+            name: name.into(),
+            namespaces: namespace
+                .then(|| {
+                    serde_json::from_value(
+                        serde_json::json!({"name": format!("{name}n1"), "in_use": false}),
+                    )
+                    .unwrap()
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        };
+        // nvme2 has no namespace: a full run waives it too.
+        let topo = Topology {
+            nvme: vec![
+                drive("nvme0", true),
+                drive("nvme1", true),
+                drive("nvme2", false),
+            ],
+            ..Default::default()
+        };
+        let named = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(drives_left_out(&topo, &named(&["nvme0"])), ["nvme1"]);
+        assert!(drives_left_out(&topo, &named(&["nvme1", "nvme0"])).is_empty());
+    }
+
+    #[test]
+    fn the_options_a_run_records_say_what_narrowed_it() {
+        let narrowed_by = |extra: &[&str], left_out: Option<&[String]>| {
+            let p = hwc_model::Provenance {
+                options: crate::profile_cmd::options_map(&args(extra), left_out),
+                ..Default::default()
+            };
+            p.narrowed_by()
+        };
+        let none: &[&str] = &[];
+        let full = [
+            "--allow-contended",
+            "--quick",
+            "--nvme-bytes",
+            "1GiB",
+            "--nvme-long-tests",
+            "read-cache",
+            "--nvme-idle-max-s",
+            "1",
+        ];
+        assert_eq!(narrowed_by(&full, None), none);
+        assert_eq!(narrowed_by(&["--paths", "h2d"], None), ["--paths h2d"]);
+        // Every drive named (as a full run with writes must): not narrowed, when the run
+        // recorded that it left none out.
+        let drives = ["--drives", "nvme0,nvme1", "--allow-destructive-writes"];
+        assert_eq!(narrowed_by(&drives, Some(&[])), none);
+        assert_eq!(
+            narrowed_by(&drives, Some(&["nvme2".to_string()])),
+            ["--drives nvme0,nvme1 (leaves out nvme2)"]
+        );
+        assert_eq!(narrowed_by(&drives, None), ["--drives nvme0,nvme1"]);
+        let sweeps = [
+            "--target",
+            "/scratch/f",
+            "--threads",
+            "4",
+            "--host-sizes",
+            "4MiB",
+            "--nvme-sizes",
+            "1MiB",
+            "--queue-depths",
+            "64",
+        ];
+        assert_eq!(
+            narrowed_by(&sweeps, None),
+            [
+                "--target /scratch/f",
+                "--threads 4",
+                "--host-sizes 4MiB",
+                "--nvme-sizes 1MiB",
+                "--queue-depths 64"
+            ]
+        );
     }
 }

@@ -98,7 +98,12 @@ fn plan_options(
     }
 }
 
-fn options_map(a: &ProfileArgs) -> BTreeMap<String, String> {
+/// Every option that shaped the run, for the provenance (`drives_left_out`: see
+/// [`nvme_cmd::Nvme::drives_left_out`]).
+pub(crate) fn options_map(
+    a: &ProfileArgs,
+    drives_left_out: Option<&[String]>,
+) -> BTreeMap<String, String> {
     let mut o = BTreeMap::new();
     o.insert("output_dir".into(), a.output_dir.display().to_string());
     let list = |v: &[String]| v.join(",");
@@ -120,7 +125,7 @@ fn options_map(a: &ProfileArgs) -> BTreeMap<String, String> {
     }
     o.insert("quick".into(), a.quick.to_string());
     o.insert("allow_contended".into(), a.allow_contended.to_string());
-    nvme_cmd::options(a, &mut o);
+    nvme_cmd::options(a, drives_left_out, &mut o);
     o
 }
 
@@ -169,7 +174,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         finished_at: String::new(),
         date,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        options: options_map(a),
+        options: options_map(a, nvme.drives_left_out.as_deref()),
         environment: BTreeMap::new(),
         interrupted: false,
     };

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Serve the newest profile of this folder [default: profiling].
+    /// Serve the newest complete profile of this folder (not --quick, not interrupted, not
+    /// narrowed by --paths, --drives, --target or a sweep; the newest at all while none is
+    /// complete) [default: profiling].
     #[arg(long, short = 'o', value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
     /// Listen on this Unix socket, mode 0660 [default: $XDG_RUNTIME_DIR/hwceiling.sock, else

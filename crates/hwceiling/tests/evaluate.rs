@@ -643,6 +643,13 @@ fn serve_runs_a_real_profile_on_request() {
     )
     .unwrap();
     assert_eq!(r.status, 202, "{}", r.text());
+    // A quick run of a part of the plan: the answer says its profile will not replace a full one.
+    assert!(
+        r.text()
+            .contains("a --quick run narrowed by --paths host_ram, --threads 1, --host-sizes 1MiB"),
+        "{}",
+        r.text()
+    );
     let t = Instant::now();
     let status = loop {
         let r =
@@ -672,6 +679,18 @@ fn serve_runs_a_real_profile_on_request() {
             assert!(
                 v["ceilings"].get("host_ram_same_numa_gbps").is_none(),
                 "{v}"
+            );
+            // Served for want of a complete profile, and marked: the options the run recorded
+            // are judged as the request was.
+            let h = client::get_json(&served.target(), "/healthz", Duration::from_secs(5)).unwrap();
+            let h: serde_json::Value = serde_json::from_slice(&h.body).unwrap();
+            assert_eq!(
+                (&h["profile"]["complete"], &h["profile"]["narrowed_by"]),
+                (
+                    &false.into(),
+                    &serde_json::json!(["--paths host_ram", "--threads 1", "--host-sizes 1MiB"])
+                ),
+                "{h}"
             );
             break;
         }

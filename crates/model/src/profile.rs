@@ -208,6 +208,101 @@ pub struct Provenance {
     pub interrupted: bool,
 }
 
+impl Provenance {
+    /// True for a `profile --quick` run (option `quick: "true"`): a tenth of the repetitions, a
+    /// look, not a ceiling to publish.
+    pub fn quick(&self) -> bool {
+        self.options.get("quick").map(String::as_str) == Some("true")
+    }
+
+    /// The options this run recorded that narrow its plan below a full run's, as flags with
+    /// their values (`--paths h2d`); empty for a run of the full plan. See [`narrowing`].
+    pub fn narrowed_by(&self) -> Vec<String> {
+        narrowing(&self.options)
+    }
+
+    /// True for a run whose plan was narrowed by a selection ([`narrowing`]).
+    pub fn narrowed(&self) -> bool {
+        !self.narrowed_by().is_empty()
+    }
+
+    /// True for a run that was neither `--quick`, nor interrupted, nor narrowed: a full run
+    /// whose ceilings are the ones to divide by.
+    pub fn complete(&self) -> bool {
+        !self.quick() && !self.interrupted && !self.narrowed()
+    }
+}
+
+/// The options of a run (`provenance.options`, as `hwceiling profile` records them) that narrow
+/// its plan below a full run's, each as its flag and the value recorded (`--paths h2d`), in the
+/// order below; empty for a run of the full plan.
+///
+/// A narrowed run measures a part of the full plan, or a sweep other than the full one: its
+/// profile lacks ceilings a full run has, or holds ceilings that are the best of fewer points.
+/// An evaluator dividing by it gets "unknown ceiling", or an efficiency that reads high, so
+/// `serve` does not let it replace a full profile, as it does not a `--quick` or interrupted one.
+///
+/// Narrowing:
+/// - `paths`: only the paths named — unless it names every path there is (the full plan).
+/// - `drives`: the NVMe sweeps read (and write) only the drives named. Not when the run recorded
+///   an empty `drives_left_out`: it named every drive a full run reads (the write sweep needs the
+///   drives named, so a full run with writes names them all). `drives` without
+///   `drives_left_out` (a profile written before it was recorded, or a run whose `--paths` left
+///   the NVMe paths out) cannot say, and counts.
+/// - `target`: a file or block device measured instead of the drives: the NVMe ceilings are its
+///   own, not the drives'.
+/// - `threads`, `host_sizes`, `nvme_sizes`, `queue_depths`: a list replaces the default sweep, and
+///   a ceiling is the best point of the sweep measured. The default host sweeps depend on the
+///   machine's nodes, which the options do not record, so a list holding every point of the
+///   default cannot be told from a narrower one: any list counts.
+///
+/// Not narrowing — they select no fewer cases and no fewer points:
+/// - `quick` (a reason of its own, [`Provenance::quick`]), `allow_contended` (a contended figure
+///   is marked, and an efficiency answer against it says so), `output_dir`.
+/// - `allow_destructive_writes`: it adds the write sweep to the plan; it takes nothing away.
+/// - `nvme_bytes_per_drive` (recorded by every run, 2GiB unless `--nvme-bytes`): how many bytes a
+///   repetition moves per drive. Every case of the plan still runs, with its repetitions, over
+///   the same points; it sets how long a repetition lasts (the tool keeps it at least 1MiB and
+///   the largest block size), not which ceilings are measured or what they are the best of. How
+///   steady each figure is stays judged per measurement (spread, `unsteady`), as for any run.
+/// - `nvme_long_tests` and its settings (`nvme_idle_max_s`, `nvme_gc_write_s`,
+///   `nvme_gc_settle_max_s`, `nvme_long_tests_left_out`): the long tests are cases beyond the
+///   full plan, which has none, and their settings shape only them. A test that `all` left out
+///   (`nvme_long_tests_left_out`) was left out because `--paths` left its path out, and `paths`
+///   narrows that run already.
+pub fn narrowing(options: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for key in [
+        "paths",
+        "drives",
+        "target",
+        "threads",
+        "host_sizes",
+        "nvme_sizes",
+        "queue_depths",
+    ] {
+        let Some(value) = options.get(key) else {
+            continue;
+        };
+        let flag = format!("--{} {value}", key.replace('_', "-"));
+        match key {
+            "paths" => {
+                let named: Vec<&str> = value.split(',').map(str::trim).collect();
+                if !PathId::ALL.iter().all(|p| named.contains(&p.as_str())) {
+                    out.push(flag);
+                }
+            }
+            "drives" => match options.get("drives_left_out").map(String::as_str) {
+                Some("") => {}
+                Some(left_out) => out.push(format!("{flag} (leaves out {left_out})")),
+                None => out.push(flag),
+            },
+            _ => out.push(flag),
+        }
+    }
+    out
+}
+
 /// The spec's `gpus.gpuN` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct GpuProfile {
@@ -471,6 +566,80 @@ mod tests {
     use super::*;
     use crate::results::Stats;
     use crate::CaseParams;
+
+    #[test]
+    fn quick_and_interrupted_runs_are_not_complete() {
+        let mut p = Provenance::default();
+        assert!(
+            p.complete() && !p.quick(),
+            "a profile without options is complete"
+        );
+        p.options.insert("quick".into(), "false".into());
+        assert!(p.complete());
+        p.options.insert("quick".into(), "true".into());
+        assert!(p.quick() && !p.complete());
+        p.options.insert("quick".into(), "false".into());
+        p.interrupted = true;
+        assert!(!p.quick() && !p.complete());
+    }
+
+    #[test]
+    fn each_selection_that_narrows_the_plan_is_named_and_the_rest_are_not() {
+        let every_path: Vec<&str> = PathId::ALL.iter().map(|p| p.as_str()).collect();
+        let every_path = every_path.join(",");
+        let all_but_one = PathId::ALL[1..]
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(",");
+        let all_but_one_flag = format!("--paths {all_but_one}");
+        // The options a run recorded, and what narrowed it.
+        type Row<'a> = (Vec<(&'a str, &'a str)>, Vec<&'a str>);
+        #[rustfmt::skip]
+        let table: Vec<Row> = vec![
+            // What a full run records, and what never narrows.
+            (vec![], vec![]),
+            (vec![("output_dir", "profiling"), ("quick", "true"), ("allow_contended", "true")],
+             vec![]),
+            (vec![("allow_destructive_writes", "true"), ("nvme_bytes_per_drive", "1048576")],
+             vec![]),
+            (vec![("nvme_long_tests", "read-cache,power-states"), ("nvme_idle_max_s", "1"),
+                  ("nvme_gc_write_s", "3"), ("nvme_gc_settle_max_s", "0"),
+                  ("nvme_long_tests_left_out", "gc-settle (nvme_write not in --paths)")],
+             vec![]),
+            // Paths: some, or every one.
+            (vec![("paths", "h2d")], vec!["--paths h2d"]),
+            (vec![("paths", &all_but_one)], vec![&all_but_one_flag]),
+            (vec![("paths", &every_path)], vec![]),
+            // Drives: some, every one a full run reads, or unknown.
+            (vec![("drives", "nvme0")], vec!["--drives nvme0"]),
+            (vec![("drives", "S1,S2"), ("drives_left_out", "")], vec![]),
+            (vec![("drives", "nvme0"), ("drives_left_out", "nvme1,nvme2")],
+             vec!["--drives nvme0 (leaves out nvme1,nvme2)"]),
+            // A target, and each sweep given.
+            (vec![("target", "/scratch/f")], vec!["--target /scratch/f"]),
+            (vec![("threads", "4")], vec!["--threads 4"]),
+            (vec![("host_sizes", "4MiB")], vec!["--host-sizes 4MiB"]),
+            (vec![("nvme_sizes", "128KiB,1MiB")], vec!["--nvme-sizes 128KiB,1MiB"]),
+            (vec![("queue_depths", "64")], vec!["--queue-depths 64"]),
+            // Several: in a fixed order, whatever the map's.
+            (vec![("threads", "4"), ("paths", "host_ram"), ("quick", "true")],
+             vec!["--paths host_ram", "--threads 4"]),
+        ];
+        for (options, narrowed_by) in table {
+            let mut p = Provenance::default();
+            for (k, v) in &options {
+                p.options.insert(k.to_string(), v.to_string());
+            }
+            assert_eq!(p.narrowed_by(), narrowed_by, "{options:?}");
+            assert_eq!(p.narrowed(), !narrowed_by.is_empty(), "{options:?}");
+            assert_eq!(
+                p.complete(),
+                narrowed_by.is_empty() && !p.quick(),
+                "{options:?}"
+            );
+        }
+    }
 
     fn measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measurement {
         Measurement {

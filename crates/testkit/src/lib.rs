@@ -134,6 +134,15 @@ pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profil
     p
 }
 
+/// `p` as a run that recorded these options would have it (`provenance.options`, as `hwceiling
+/// profile` records them: `quick: "true"` for `--quick`, `paths: "h2d"` for `--paths h2d`, …).
+pub fn with_options(mut p: Profile, options: &[(&str, &str)]) -> Profile {
+    p.provenance
+        .options
+        .extend(options.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    p
+}
+
 /// Each `<testcase>` of a JUnit document: its name, and its `<failure>`'s type and message
 /// (`None` when it did not fail). Panics on XML that is not well formed, on a testcase without
 /// a name or a failure without a type or message, and on a failure whose text is not its
