@@ -324,10 +324,37 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
     for w in &p.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
+    if let Some(n) = not_served_over_full(&p.provenance) {
+        let _ = writeln!(s, "note: {n}");
+    }
     let _ = writeln!(s, "report   {}", files.report.display());
     let _ = writeln!(s, "profile  {}", files.profile.display());
     let _ = write!(s, "raw      {}", files.raw.display());
     s
+}
+
+/// For a run that is not complete (`--quick`, interrupted, or narrowed by a selection): that
+/// `hwceiling serve` keeps serving a complete profile of the folder over it.
+fn not_served_over_full(p: &Provenance) -> Option<String> {
+    if p.complete() {
+        return None;
+    }
+    let mut why = Vec::new();
+    if p.quick() {
+        why.push("a --quick run".to_string());
+    }
+    if p.interrupted {
+        why.push("interrupted".to_string());
+    }
+    let narrowed = p.narrowed_by();
+    if !narrowed.is_empty() {
+        why.push(format!("narrowed by {}", narrowed.join(", ")));
+    }
+    Some(format!(
+        "this profile is {}: `hwceiling serve` does not serve it in place of a complete profile \
+         of the same folder (docs/serve.md)",
+        why.join(", ")
+    ))
 }
 
 /// One ceiling with where it comes from (by key, from the profile's `ceiling_sources`): a
@@ -407,8 +434,9 @@ fn write_report(path: &Path, md: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ceiling_line, merge_cuda_facts};
+    use super::{ceiling_line, merge_cuda_facts, not_served_over_full};
     use hwc_model::CeilingSource;
+    use hwc_model::Provenance;
 
     #[test]
     fn cuda_ordinals_are_matched_to_gpus_by_pci_address_not_by_order() {
@@ -466,6 +494,27 @@ mod tests {
                 (0, Some(1), Some(1), Some(0)),
                 (1, Some(0), Some(2), Some(1))
             ]
+        );
+    }
+
+    #[test]
+    fn an_incomplete_run_is_told_serve_keeps_a_complete_profile_over_it() {
+        let mut p = Provenance::default();
+        assert_eq!(not_served_over_full(&p), None, "a full run gets no note");
+        p.options.insert("quick".into(), "true".into());
+        p.options.insert("paths".into(), "h2d".into());
+        p.interrupted = true;
+        let n = not_served_over_full(&p).expect("a note");
+        assert!(
+            n.starts_with("this profile is a --quick run, interrupted, narrowed by --paths h2d:"),
+            "{n}"
+        );
+        p.options.insert("quick".into(), "false".into());
+        p.interrupted = false;
+        let n = not_served_over_full(&p).expect("a note");
+        assert!(
+            n.starts_with("this profile is narrowed by --paths h2d:"),
+            "{n}"
         );
     }
 
