@@ -26,11 +26,15 @@ pub const SCHED_NOTE_PREFIX: &str = "scheduling:";
 /// kworker's few µs on a repetition of milliseconds); a higher one would pass delays that move
 /// a figure more than the tool calls steady.
 ///
-/// Two limits of the counters, said where the evidence is shown: the counters bracket the timed
-/// region by the few µs it takes to read them (1 % of the shortest repetitions, about 100 µs,
-/// is 1 µs, so a thread preempted right at an edge can count); and steal is counted in ticks of
-/// `1/USER_HZ` s (10 ms), more than 1 % of any repetition shorter than a second, so for those
-/// any tick of steal on a thread's CPU marks the repetition, and its size is known to a tick.
+/// Three limits of the counters, which make the rule err towards *disturbed*: they bracket the
+/// timed region by the few µs it takes to read them (1 % of the shortest repetitions, about
+/// 100 µs, is 1 µs, so a thread preempted right at an edge can count); a thread that finished
+/// its part and spins until the others have counts the time it waited for its CPU meanwhile
+/// too, which holds the repetition back only if it still waits when the others finish (reading
+/// its counters right after its own part would put a read inside the timed region); and steal
+/// is counted in ticks of `1/USER_HZ` s (10 ms), more than 1 % of any repetition shorter than a
+/// second, so for those any tick of steal on a thread's CPU marks the repetition, and its size
+/// is known to a tick.
 pub const DISTURBED_ABOVE_PCT: f64 = 1.0;
 
 /// One thread's scheduling over one repetition (differences of counters read by the thread
