@@ -4,21 +4,26 @@
 //! streaming kernel (non-temporal stores; see [`kernel`]), as its `copy_kernel` says. Buffers are pre-faulted, bound with `mbind` and their placement
 //! verified; every worker checks that it runs where it was pinned. GB/s counts bytes copied
 //! (a copy of N bytes is N, the STREAM "copy" convention without its 2× read+write).
+//!
+//! Around each repetition, outside its timed region, every thread reads its own scheduling
+//! counters and the timing thread the CPUs' steal ([`sched`]): the runner judges from them
+//! which repetitions scheduling disturbed ([`Prepared::last_sched`]).
 
 use hwc_model::cpulist::format as cpulist;
 use hwc_model::topology::LogicalCpu;
-use hwc_model::{Case, PathId, Placement, Topology};
+use hwc_model::{Case, PathId, Placement, RepSched, SchedSources, ThreadSched, Topology};
 use hwc_numa::{NumaBuffer, PlacementCheck};
 use hwc_runner::{Backend, BenchError, Idle, Prepared, Rep};
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 mod idle;
 pub mod kernel;
+pub mod sched;
 
 pub use kernel::{CopyKernel, Isa};
 
@@ -172,6 +177,7 @@ impl Backend for HostMemcpy {
             case.params.src_node,
             case.params.dst_node,
             cache_resident,
+            &self.proc_root,
             &mut self.spare,
         )?;
         if kernel == CopyKernel::Memcpy {
@@ -270,11 +276,29 @@ fn busy_reason(
 }
 
 /// Shared state between the timing thread and the workers.
+///
+/// A repetition, in turn: the timing thread bumps `generation`; each worker reads its
+/// scheduling counters and counts itself `armed`; once all are, the timing thread reads its
+/// own, takes the start time and sets `go` to the generation, and every thread copies; each
+/// worker counts itself `done` (the end time is taken when all are), then reads its counters
+/// again, leaves the difference in its slot and counts itself `reported`. The counters are
+/// read outside the timed region, by each thread of its own.
 struct Gate {
-    /// Bumped by the timing thread to release one repetition.
+    /// Bumped by the timing thread to start one repetition.
     generation: AtomicU64,
+    /// Workers that read their counters for the current repetition.
+    armed: AtomicUsize,
+    /// Set to the current generation, after the start time is taken, to release the copy.
+    go: AtomicU64,
     /// Workers that finished the current repetition.
     done: AtomicUsize,
+    /// Workers that left their counters of the current repetition in their slot.
+    reported: AtomicUsize,
+    /// Each thread's counters over the last repetition, by thread index (0, the timing
+    /// thread's, unused).
+    slots: Vec<Mutex<Option<ThreadSched>>>,
+    /// Why a worker could not read a counter, each once.
+    why: Mutex<BTreeSet<String>>,
     stop: AtomicBool,
     /// Workers that found themselves on a CPU they were not pinned to.
     misplaced: AtomicUsize,
@@ -348,6 +372,11 @@ impl Chunk {
 }
 
 struct PreparedCopy<'a> {
+    /// The timing thread's counters (it copies too, as thread 0).
+    probe: sched::ThreadProbe,
+    steal: sched::StealProbe,
+    /// The last repetition's scheduling counters.
+    last_sched: Option<RepSched>,
     /// Always `Some` until Drop hands the buffers back to `home`.
     bufs: Option<Buffers>,
     home: &'a mut Option<Buffers>,
@@ -453,6 +482,9 @@ fn fill_pattern(buf: &mut [u8]) {
 }
 
 impl<'a> PreparedCopy<'a> {
+    /// `proc_root`: where the threads' `schedstat` and the CPUs' steal (`stat`) are read
+    /// (`/proc`).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         size: usize,
         cpus: &[u32],
@@ -460,6 +492,7 @@ impl<'a> PreparedCopy<'a> {
         src_node: Option<u32>,
         dst_node: Option<u32>,
         cache_resident: bool,
+        proc_root: &Path,
         home: &'a mut Option<Buffers>,
     ) -> Result<Self, BenchError> {
         let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
@@ -502,7 +535,12 @@ impl<'a> PreparedCopy<'a> {
         hwc_numa::pin_current_thread(&cpus[..1]).map_err(|e| BenchError::failed(e.to_string()))?;
         let gate = Arc::new(Gate {
             generation: AtomicU64::new(0),
+            armed: AtomicUsize::new(0),
+            go: AtomicU64::new(0),
             done: AtomicUsize::new(0),
+            reported: AtomicUsize::new(0),
+            slots: cpus.iter().map(|_| Mutex::new(None)).collect(),
+            why: Mutex::new(BTreeSet::new()),
             stop: AtomicBool::new(false),
             misplaced: AtomicUsize::new(0),
             ready: AtomicUsize::new(0),
@@ -528,6 +566,10 @@ impl<'a> PreparedCopy<'a> {
             }
         };
         let mut me = PreparedCopy {
+            // Opened on this thread, the one that times and copies as thread 0.
+            probe: sched::ThreadProbe::open(proc_root),
+            steal: sched::StealProbe::new(proc_root, sched::clk_tck()),
+            last_sched: None,
             own_work: work[0],
             bufs: Some(bufs),
             home,
@@ -543,9 +585,10 @@ impl<'a> PreparedCopy<'a> {
         for (i, chunk) in work.into_iter().enumerate().skip(1) {
             let gate = gate.clone();
             let cpu = cpus[i];
+            let root = proc_root.to_path_buf();
             let spawned = std::thread::Builder::new()
                 .name(format!("hwc-memcpy-{cpu}"))
-                .spawn(move || worker(gate, cpu, chunk));
+                .spawn(move || worker(gate, i, cpu, chunk, &root));
             match spawned {
                 Ok(h) => me.workers.push(h),
                 Err(e) => return Err(BenchError::failed(format!("spawning a worker: {e}"))),
@@ -562,10 +605,13 @@ impl<'a> PreparedCopy<'a> {
     }
 }
 
-fn worker(gate: Arc<Gate>, cpu: u32, work: Work) {
+/// Thread `index` of a copy (1 and up; the timing thread is 0), pinned to `cpu`.
+fn worker(gate: Arc<Gate>, index: usize, cpu: u32, work: Work, proc_root: &Path) {
     if hwc_numa::pin_current_thread(&[cpu]).is_err() || hwc_numa::current_cpu() != Some(cpu) {
         gate.misplaced.fetch_add(1, Ordering::Relaxed);
     }
+    // Opened here: `thread-self` is the thread that opens it.
+    let mut probe = sched::ThreadProbe::open(proc_root);
     gate.ready.fetch_add(1, Ordering::Release);
     let mut seen = 0;
     loop {
@@ -575,11 +621,43 @@ fn worker(gate: Arc<Gate>, cpu: u32, work: Work) {
         }
         if g != seen {
             seen = g;
+            let before = probe.read();
+            gate.armed.fetch_add(1, Ordering::AcqRel);
+            while gate.go.load(Ordering::Acquire) != g {
+                if gate.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                std::hint::spin_loop();
+            }
             work.run(&gate);
             gate.done.fetch_add(1, Ordering::AcqRel);
+            // After the end: the timing thread takes its end time once every thread is done.
+            let after = probe.read();
+            if let Ok(mut slot) = gate.slots[index].lock() {
+                *slot = Some(thread_sched(cpu, before, after));
+            }
+            if let Ok(mut why) = gate.why.lock() {
+                why.extend(probe.unavailable().cloned());
+            }
+            gate.reported.fetch_add(1, Ordering::Release);
         } else {
             std::hint::spin_loop();
         }
+    }
+}
+
+/// A thread's counters over a repetition, from its readings before and after (steal is added
+/// by the timing thread).
+fn thread_sched(
+    cpu: u32,
+    before: sched::ThreadCounters,
+    after: sched::ThreadCounters,
+) -> ThreadSched {
+    ThreadSched {
+        cpu,
+        run_delay_ns: sched::delta(before.run_delay_ns, after.run_delay_ns),
+        nivcsw: sched::delta(before.nivcsw, after.nivcsw),
+        steal_us: None,
     }
 }
 
@@ -598,20 +676,66 @@ impl Prepared for PreparedCopy<'_> {
 
     fn run_once(&mut self) -> Result<Rep, BenchError> {
         let n_workers = self.workers.len();
-        self.gate.done.store(0, Ordering::Release);
-        self.gate.next_block.store(0, Ordering::Relaxed);
-        let t0 = Instant::now();
+        let gate = &self.gate;
+        gate.armed.store(0, Ordering::Release);
+        gate.done.store(0, Ordering::Release);
+        gate.reported.store(0, Ordering::Release);
+        gate.next_block.store(0, Ordering::Relaxed);
+        // Steal brackets the whole repetition, the threads' readings included.
+        let steal_before = self.steal.read();
         // Release: the resets above are seen by every worker that sees the new generation.
-        self.gate.generation.fetch_add(1, Ordering::AcqRel);
-        self.own_work.run(&self.gate);
-        while self.gate.done.load(Ordering::Acquire) < n_workers {
+        let g = gate.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        while gate.armed.load(Ordering::Acquire) < n_workers {
+            std::hint::spin_loop();
+        }
+        let before = self.probe.read();
+        let t0 = Instant::now();
+        gate.go.store(g, Ordering::Release);
+        self.own_work.run(gate);
+        while gate.done.load(Ordering::Acquire) < n_workers {
             std::hint::spin_loop();
         }
         let seconds = t0.elapsed().as_secs_f64();
+        let after = self.probe.read();
+        while gate.reported.load(Ordering::Acquire) < n_workers {
+            std::hint::spin_loop();
+        }
+        let steal_after = self.steal.read();
+        let mut threads = vec![thread_sched(self.cpus[0], before, after)];
+        for slot in &gate.slots[1..] {
+            let taken = slot.lock().ok().and_then(|mut s| s.take());
+            // Every worker reported (the count above) before its slot was read.
+            threads.push(
+                taken.ok_or_else(|| {
+                    BenchError::failed("a copy thread left no scheduling counters")
+                })?,
+            );
+        }
+        for t in &mut threads {
+            t.steal_us = self.steal.cpu_us(&steal_before, &steal_after, t.cpu);
+        }
+        self.last_sched = Some(RepSched {
+            threads,
+            machine_steal_us: self.steal.machine_us(&steal_before, &steal_after),
+        });
         Ok(Rep {
             seconds,
             wall_seconds: None,
         })
+    }
+
+    fn last_sched(&self) -> Option<RepSched> {
+        self.last_sched.clone()
+    }
+
+    fn sched_sources(&self) -> SchedSources {
+        let mut why: BTreeSet<String> = self.gate.why.lock().map(|w| w.clone()).unwrap_or_default();
+        why.extend(self.probe.unavailable().cloned());
+        why.extend(self.steal.unavailable().cloned());
+        SchedSources {
+            steal_tick_us: self.steal.tick_us,
+            unavailable: why.into_iter().collect(),
+        }
     }
 
     fn verify(&mut self) -> Result<(), BenchError> {

@@ -53,7 +53,17 @@ fn run_here(c: &Case) -> CaseOutcome {
 /// cache-resident; it takes the buffers kept in `home` when they fit and leaves its own there.
 #[track_caller]
 fn memcpy_on(cpu: u32, size: usize, home: &mut Option<Buffers>) -> PreparedCopy<'_> {
-    PreparedCopy::new(size, &[cpu], CopyKernel::Memcpy, None, None, false, home).unwrap()
+    PreparedCopy::new(
+        size,
+        &[cpu],
+        CopyKernel::Memcpy,
+        None,
+        None,
+        false,
+        Path::new("/proc"),
+        home,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -350,4 +360,155 @@ fn the_memcpy_note_says_which_stores_each_threads_call_gets() {
     );
     assert!(memcpy_store_note(1 << 30, 8, t).contains("128MiB, under glibc's"));
     assert!(memcpy_store_note(1 << 30, 8, t).ends_with("stores through the cache"));
+}
+
+/// The kernel gives each thread its run-queue delay here (else the live scheduling tests say
+/// so and stop).
+fn has_schedstat() -> bool {
+    let here = Path::new("/proc/thread-self/schedstat").exists();
+    if !here {
+        eprintln!("skipped: /proc/thread-self/schedstat is absent on this kernel");
+    }
+    here
+}
+
+/// A thread pinned to `cpu` that spins until the returned flag is set, then is joined.
+fn hog(cpu: u32) -> (Arc<AtomicBool>, JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let h = std::thread::spawn(move || {
+        hwc_numa::pin_current_thread(&[cpu]).unwrap();
+        while !flag.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+    });
+    (stop, h)
+}
+
+#[test]
+fn a_busy_thread_on_the_copy_threads_cpu_is_seen_as_run_queue_delay_and_noted() {
+    if !has_schedstat() {
+        return;
+    }
+    let cpu = hwc_numa::current_affinity()[0];
+    let (stop, h) = hog(cpu);
+    let mut topo = this_machine();
+    topo.platform.numa[0].cpus = vec![cpu];
+    let mut b = HostMemcpy::new(&topo, "/proc");
+    let mut c = case(64 << 20, 1);
+    c.reps.timed = 5;
+    let out = run_case(&c, &mut b, &RunOptions::default(), &AtomicBool::new(false));
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    let CaseOutcome::Measured(r) = out else {
+        panic!("not measured: {out:?}")
+    };
+    let ev = r.scheduling.as_ref().expect("scheduling evidence");
+    assert_eq!(ev.reps.len(), 5);
+    // The copy thread shared its CPU with a spinning thread for every repetition: it waited.
+    let delays: Vec<Option<u64>> = ev
+        .reps
+        .iter()
+        .map(|e| e.sched.threads[0].run_delay_ns)
+        .collect();
+    assert!(delays.iter().all(Option::is_some), "{delays:?}");
+    assert!(
+        delays.iter().any(|d| d.is_some_and(|d| d > 0)),
+        "{delays:?}"
+    );
+    assert!(
+        ev.reps.iter().any(|e| e.disturbed == Some(true)),
+        "no repetition disturbed: {ev:?}"
+    );
+    let note = r
+        .measurement
+        .notes
+        .iter()
+        .find(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX))
+        .expect("a scheduling note");
+    assert!(!note.starts_with("scheduling: 0 of"), "{note}");
+    assert!(note.contains("largest run-queue delay"), "{note}");
+    // The statistic keeps every repetition.
+    assert_eq!(r.samples_gbps.len(), 5);
+}
+
+#[test]
+fn two_copy_threads_pinned_to_one_cpu_each_read_their_own_delay() {
+    if !has_schedstat() {
+        return;
+    }
+    let cpu = hwc_numa::current_affinity()[0];
+    let mut home = None;
+    let mut p = PreparedCopy::new(
+        32 << 20,
+        &[cpu, cpu],
+        CopyKernel::Memcpy,
+        None,
+        None,
+        false,
+        Path::new("/proc"),
+        &mut home,
+    )
+    .unwrap();
+    let mut delays = Vec::new();
+    for _ in 0..4 {
+        p.run_once().unwrap();
+        let s = p.last_sched().expect("counters of the repetition");
+        assert_eq!(s.threads.len(), 2);
+        assert!(s.threads.iter().all(|t| t.cpu == cpu));
+        // The worker thread (index 1) read its own counters, not the timing thread's.
+        assert!(s.threads[1].run_delay_ns.is_some() && s.threads[1].nivcsw.is_some());
+        delays.extend(s.threads.iter().map(|t| t.run_delay_ns.unwrap_or(0)));
+    }
+    p.verify().unwrap();
+    // One CPU, two threads copying on it: each waits while the other runs.
+    assert!(delays.iter().any(|&d| d > 0), "{delays:?}");
+    assert!(
+        p.sched_sources().unavailable.is_empty(),
+        "{:?}",
+        p.sched_sources()
+    );
+}
+
+#[test]
+fn without_the_counters_the_evidence_is_not_available_with_why_never_zero() {
+    // A /proc with neither schedstat nor stat in it.
+    let root = std::env::temp_dir().join(format!("hwc-noproc-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    let mut b = HostMemcpy::new(&this_machine(), &root);
+    let out = run_case(
+        &case(1 << 20, 1),
+        &mut b,
+        &RunOptions::default(),
+        &AtomicBool::new(false),
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+    let CaseOutcome::Measured(r) = out else {
+        panic!("not measured: {out:?}")
+    };
+    let ev = r
+        .scheduling
+        .as_ref()
+        .expect("evidence, if only of what was missing");
+    for e in &ev.reps {
+        assert_eq!(e.disturbed, None);
+        assert_eq!(e.sched.machine_steal_us, None);
+        assert!(e
+            .sched
+            .threads
+            .iter()
+            .all(|t| t.run_delay_ns.is_none() && t.steal_us.is_none()));
+    }
+    let note = r
+        .measurement
+        .notes
+        .iter()
+        .find(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX))
+        .expect("a scheduling note");
+    assert!(
+        note.starts_with("scheduling: not available (run-queue delay not available: neither"),
+        "{note}"
+    );
+    assert!(note.contains("steal not available: "), "{note}");
+    assert!(!note.contains("repetitions disturbed"), "{note}");
 }

@@ -105,6 +105,7 @@ mod tests {
             samples_gbps: vec![median; 12],
             warmup_gbps: Vec::new(),
             case_seconds: Some(1.0),
+            scheduling: None,
         }))
     }
 

@@ -10,6 +10,7 @@ pub mod long_tests;
 pub mod plan;
 pub mod profile;
 pub mod results;
+pub mod sched;
 pub mod topology;
 
 pub use plan::{Case, CaseParams, PathId, Plan, Reps, Waiver};
@@ -17,6 +18,9 @@ pub use profile::{CeilingOrigin, CeilingSource, Profile, Provenance, SCHEMA_VERS
 pub use results::{
     failure_groups, CaseResult, Failure, FailureGroup, Measurement, Placement, Stats,
     PLACEMENT_NOTE_PREFIX,
+};
+pub use sched::{
+    RepEvidence, RepSched, SchedEvidence, SchedSources, ThreadSched, SCHED_NOTE_PREFIX,
 };
 pub use topology::Topology;
 

@@ -134,6 +134,11 @@ pub struct CaseResult {
     /// before this field was optional hold 0 there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_seconds: Option<f64>,
+    /// Each timed repetition's scheduling evidence (host RAM cases: every copy thread's
+    /// run-queue delay, involuntary switches and steal), in the order of `samples_gbps`; absent
+    /// where the backend reads none, and in raw files of earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<crate::sched::SchedEvidence>,
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ fn result(key: &str, path: PathId, params: CaseParams, gbps: f64) -> CaseResult 
         samples_gbps: vec![gbps; 20],
         warmup_gbps: vec![gbps; 3],
         case_seconds: Some(1.0),
+        scheduling: None,
     }
 }
 

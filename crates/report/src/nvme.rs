@@ -522,6 +522,7 @@ mod tests {
             samples_gbps: vec![gbps; 5],
             warmup_gbps: vec![gbps],
             case_seconds: Some(1.0),
+            scheduling: None,
         }
     }
 

@@ -1,7 +1,9 @@
 //! Section 5: one matrix per data path (spec Paths 1–8), or the path's waivers.
 
 use crate::{cell, gbps, table, waivers};
-use hwc_model::{size_label, Measurement, PathId, Profile, PLACEMENT_NOTE_PREFIX};
+use hwc_model::{
+    size_label, Measurement, PathId, Profile, PLACEMENT_NOTE_PREFIX, SCHED_NOTE_PREFIX,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -537,7 +539,46 @@ fn host_ram(out: &mut String, p: &Profile) {
             );
         }
     }
+    scheduling(out, &ms);
     waivers(out, p, PathId::HostRam);
+    out.push('\n');
+}
+
+/// Each case's scheduling line (its `scheduling:` note, as the runner wrote it), under what the
+/// lines count and why; nothing where no case has one (profiles of earlier builds).
+fn scheduling(out: &mut String, ms: &[&Measurement]) {
+    let lines: Vec<(&str, &str)> = ms
+        .iter()
+        .filter_map(|m| {
+            let note = m
+                .notes
+                .iter()
+                .find_map(|n| n.strip_prefix(SCHED_NOTE_PREFIX))?;
+            Some((m.key.as_str(), note.trim_start()))
+        })
+        .collect();
+    if lines.is_empty() {
+        return;
+    }
+    let pct = hwc_model::sched::DISTURBED_ABOVE_PCT;
+    let _ = writeln!(
+        out,
+        "Scheduling of each case's timed repetitions, read around each one outside its timed \
+         region: every copy thread's run-queue delay (its `/proc/thread-self/schedstat`) and \
+         involuntary context switches (`getrusage`), and the time the hypervisor stole from its \
+         CPU (`/proc/stat`, counted in ticks of 1/USER_HZ s, 10 ms at the usual 100 Hz: steal is \
+         known to a tick). A repetition is *disturbed* when one thread waited for its CPU, or \
+         had it stolen, for more than {pct} % of the repetition: a `memcpy` repetition lasts as \
+         long as its slowest thread, so less time off the CPU moves its figure by less than \
+         {pct} % and cannot explain spreads of several per cent, while more can explain at least \
+         that much ({pct} % is also the spread the GPU copies are held to; with one tick of \
+         steal over {pct} % of any repetition under a second, any steal counted on a thread's \
+         CPU marks one). Disturbed repetitions stay in every figure; each line says whether \
+         they were the slow ones.\n"
+    );
+    for (key, line) in lines {
+        let _ = writeln!(out, "- `{key}`: {line}");
+    }
     out.push('\n');
 }
 

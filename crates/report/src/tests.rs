@@ -37,6 +37,7 @@ fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -
         samples_gbps: vec![median; 20],
         warmup_gbps: vec![median; 3],
         case_seconds: Some(1.0),
+        scheduling: None,
     }
 }
 
@@ -1158,4 +1159,62 @@ fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
         path7.contains("glibc writes calls of 181.5 MiB or more with non-temporal stores"),
         "{path7}"
     );
+}
+
+#[test]
+fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
+    let line_a = "scheduling: 2 of 12 repetitions disturbed (a thread's run-queue delay or CPU \
+                  steal over 1 % of the repetition); largest run-queue delay 3.00 ms \
+                  (rep 4, CPU 2: 15 % of it); median 14.20 GB/s disturbed (N=2) against 16.80 \
+                  GB/s undisturbed (N=10); slowest repetition 4 (13.90 GB/s) disturbed";
+    let line_b = "scheduling: not available (run-queue delay not available: neither \
+                  /proc/thread-self/schedstat nor /proc/self/task/7/schedstat exists)";
+    let p = profile_with(false, |rs| {
+        rs[2].measurement.notes.push(line_a.into());
+        rs[3]
+            .measurement
+            .notes
+            .push("copy: C library memcpy".into());
+        rs[3].measurement.notes.push(line_b.into());
+    });
+    let md = render(&p);
+    let head = md
+        .find("Scheduling of each case's timed repetitions")
+        .expect("the scheduling paragraph");
+    let para = &md[head..];
+    assert!(
+        para.contains("more than 1 % of the repetition")
+            && para.contains("lasts as long as its slowest thread")
+            && para.contains("Disturbed repetitions stay in every figure"),
+        "{para}"
+    );
+    let bullets: Vec<&str> = para
+        .lines()
+        .skip(1)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| l.starts_with("- `"))
+        .collect();
+    assert_eq!(
+        bullets,
+        [
+            format!(
+                "- `host_ram/n0-n0/256MiB/t1`: {}",
+                &line_a["scheduling: ".len()..]
+            ),
+            format!(
+                "- `host_ram/n0-n0/256MiB/t2`: {}",
+                &line_b["scheduling: ".len()..]
+            ),
+        ]
+    );
+    // Inside the host RAM section, before the next path's.
+    let host = md.find("### Path 7").unwrap();
+    let next = md[host..].find("### Path 8").map(|i| host + i).unwrap();
+    assert!(host < head && head < next, "{md}");
+    // Re-rendering from the YAML keeps it (the notes are the record).
+    let yaml = hwc_profile::to_yaml(&p).unwrap();
+    let back = hwc_profile::from_yaml(&yaml).unwrap();
+    assert_eq!(render(&back), md);
+    // No scheduling notes (a profile of an earlier build): no paragraph.
+    assert!(!render(&profile(false)).contains("Scheduling of each case"));
 }

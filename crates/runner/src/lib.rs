@@ -11,9 +11,13 @@
 //!
 //! A backend is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Backend`].
 
-use hwc_model::{Case, CaseResult, Failure, Measurement, PathId, Placement, Waiver};
+use hwc_model::{
+    Case, CaseResult, Failure, Measurement, PathId, Placement, RepSched, SchedSources, Waiver,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+pub mod sched;
 
 /// Why a backend could not measure a case.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -85,6 +89,16 @@ pub trait Prepared {
     /// Anything the reader of this figure must know.
     fn notes(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The last repetition's scheduling counters (each thread's run-queue delay, involuntary
+    /// switches and steal), where the backend reads them; the runner keeps those of the timed
+    /// repetitions, judges each ([`sched::DISTURBED_ABOVE_PCT`]) and notes a summary.
+    fn last_sched(&self) -> Option<RepSched> {
+        None
+    }
+    /// What [`Prepared::last_sched`] could not read, and why, and the steal counters' tick.
+    fn sched_sources(&self) -> SchedSources {
+        SchedSources::default()
     }
     /// Other planned cases whose figures these same repetitions give, each by a timer of its
     /// own (the other direction of a duplex pair, which runs at the same time anyway). The
@@ -481,6 +495,8 @@ struct Facts {
     /// Each member's bytes a repetition, by member index (a preparation may size its
     /// repetitions anew).
     bytes: Vec<u64>,
+    /// [`Prepared::sched_sources`].
+    sched_sources: SchedSources,
 }
 
 impl Facts {
@@ -497,6 +513,7 @@ impl Facts {
                 })
                 .collect(),
             bytes: members.iter().map(|m| m.bytes).collect(),
+            sched_sources: prepared.sched_sources(),
         }
     }
 }
@@ -764,11 +781,23 @@ impl Timed<'_> {
                 measurement.latency_p99_us = summary(&p99).map(|s| s.median);
                 measurement.notes.extend(facts.notes.iter().cloned());
             }
+            let samples_gbps = window.samples_gbps[mi].clone();
+            // The lead's threads are the repetitions' threads: companions' figures come from
+            // the same repetitions, and their notes say so.
+            let scheduling = member
+                .also
+                .is_none()
+                .then(|| scheduling(window, &facts.sched_sources))
+                .flatten();
+            if let Some(ev) = &scheduling {
+                measurement.notes.push(sched::note(ev, &samples_gbps));
+            }
             CaseOutcome::Measured(Box::new(CaseResult {
                 measurement,
-                samples_gbps: window.samples_gbps[mi].clone(),
+                samples_gbps,
                 warmup_gbps: self.warmups[mi].clone(),
                 case_seconds: member.also.is_none().then_some(self.seconds),
+                scheduling,
             }))
         };
         // Member 0 is the lead; every other one a companion, with its index in `others`.
@@ -782,6 +811,20 @@ impl Timed<'_> {
             .collect();
         GroupOutcome { lead, also }
     }
+}
+
+/// A window's scheduling evidence, where the backend read any in its repetitions (a
+/// repetition it read nothing of is kept as such, and not judged).
+fn scheduling(window: &Window, sources: &SchedSources) -> Option<hwc_model::SchedEvidence> {
+    if window.sched.iter().all(|(_, s)| s.is_none()) {
+        return None;
+    }
+    let reps = window
+        .sched
+        .iter()
+        .map(|(seconds, s)| (*seconds, s.clone().unwrap_or_default()))
+        .collect();
+    Some(sched::evidence(reps, sources.clone()))
 }
 
 /// One repetition's throughput for each member: the lead's from the repetition's time, each
@@ -857,6 +900,9 @@ struct Window {
     percentiles: Vec<(f64, f64)>,
     /// The lead's repetitions' throughput by the wall clock, where its timer is another.
     wall_gbps: Vec<f64>,
+    /// Each repetition's time by the backend's timer and its scheduling counters, where the
+    /// backend reads them ([`Prepared::last_sched`]).
+    sched: Vec<(f64, Option<RepSched>)>,
     /// Which preparation of the case timed it: 0 the first, 1 the one after its backend's other
     /// cases.
     pass: usize,
@@ -876,6 +922,7 @@ fn time_window(
     let mut latencies = Vec::new();
     let mut percentiles: Vec<(f64, f64)> = Vec::new();
     let mut wall_gbps = Vec::new();
+    let mut sched = Vec::with_capacity(timed);
     for _ in 0..timed {
         if cancel.load(Ordering::SeqCst) {
             return Err(fail(case, "interrupted before its repetitions finished"));
@@ -894,6 +941,7 @@ fn time_window(
         if let Some(pct) = prepared.last_latency_percentiles_us() {
             percentiles.push(pct);
         }
+        sched.push((rep.seconds, prepared.last_sched()));
     }
     let gbps = samples_gbps
         .iter()
@@ -906,6 +954,7 @@ fn time_window(
         latencies,
         percentiles,
         wall_gbps,
+        sched,
         pass,
     })
 }

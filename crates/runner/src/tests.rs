@@ -27,6 +27,9 @@ struct Scripted {
     path: PathId,
     /// Bytes a repetition of the n-th preparation (by index; else 1 GB).
     bytes_by_prep: Vec<u64>,
+    /// Scheduling counters per repetition, by the same index as `times` (none: not read).
+    sched: Vec<Option<hwc_model::RepSched>>,
+    sched_sources: hwc_model::SchedSources,
 }
 
 impl Scripted {
@@ -46,6 +49,8 @@ impl Scripted {
             prepare_limit: None,
             path: PathId::HostRam,
             bytes_by_prep: Vec::new(),
+            sched: Vec::new(),
+            sched_sources: Default::default(),
         }
     }
 }
@@ -114,6 +119,13 @@ impl Prepared for ScriptedCase<'_> {
     }
     fn notes(&self) -> Vec<String> {
         vec!["lead note".into()]
+    }
+    fn last_sched(&self) -> Option<hwc_model::RepSched> {
+        let i = (self.0.next - 1) % self.0.times.len();
+        self.0.sched.get(i).cloned().flatten()
+    }
+    fn sched_sources(&self) -> hwc_model::SchedSources {
+        self.0.sched_sources.clone()
     }
 }
 
@@ -1169,4 +1181,107 @@ fn companions_named_in_another_order_when_prepared_again_keep_their_own_figures(
     assert_eq!(result(&out, "X").measurement.gbps.median, 1.0);
     assert_eq!(result(&out, "Y").measurement.gbps.median, 2.0);
     assert_eq!(result(&out, "Y").measurement.gbps.spread_pct, 0.0);
+}
+
+/// Counters of one thread on CPU 0: `delay_ns` on the run queue, no steal.
+fn one_thread(delay_ns: u64) -> Option<hwc_model::RepSched> {
+    Some(hwc_model::RepSched {
+        threads: vec![hwc_model::ThreadSched {
+            cpu: 0,
+            run_delay_ns: Some(delay_ns),
+            nivcsw: Some(0),
+            steal_us: Some(0),
+        }],
+        machine_steal_us: Some(0),
+    })
+}
+
+#[test]
+fn timed_repetitions_scheduling_is_kept_judged_and_noted_not_dropped() {
+    // cold, one warm-up, then four timed 1 s repetitions; the third is slow (2 s) and its
+    // thread waited 0.5 s for its CPU (25 % of it). The cold and warm-up ones waited too, and
+    // are not kept.
+    let mut b = Scripted::new(&[4.0, 2.0, 1.0, 1.0, 2.0, 1.0]);
+    b.sched = vec![
+        one_thread(3_000_000_000),
+        one_thread(1_000_000_000),
+        one_thread(0),
+        one_thread(2_000_000),
+        one_thread(500_000_000),
+        one_thread(9_000_000),
+    ];
+    b.sched_sources.steal_tick_us = Some(10_000);
+    let out = run1(b, case(PathId::HostRam, 1, 4), RunOptions::default());
+    let r = &out.results[0];
+    let ev = r
+        .scheduling
+        .as_ref()
+        .expect("evidence kept in the raw record");
+    assert_eq!(ev.disturbed_above_pct, sched::DISTURBED_ABOVE_PCT);
+    assert_eq!(ev.steal_tick_us, Some(10_000));
+    let kept: Vec<(f64, Option<u64>, Option<bool>)> = ev
+        .reps
+        .iter()
+        .map(|e| (e.seconds, e.sched.threads[0].run_delay_ns, e.disturbed))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            (1.0, Some(0), Some(false)),
+            (1.0, Some(2_000_000), Some(false)),
+            (2.0, Some(500_000_000), Some(true)),
+            (1.0, Some(9_000_000), Some(false)),
+        ]
+    );
+    // The disturbed repetition stays in the statistic.
+    assert_eq!(r.samples_gbps, vec![1.0, 1.0, 0.5, 1.0]);
+    assert_eq!(r.measurement.gbps.n, 4);
+    assert_eq!(r.measurement.gbps.min, 0.5);
+    let notes: Vec<&String> = r
+        .measurement
+        .notes
+        .iter()
+        .filter(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:?}", r.measurement.notes);
+    assert!(
+        notes[0].starts_with("scheduling: 1 of 4 repetitions disturbed"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[0].contains("largest run-queue delay 500.00 ms (rep 3, CPU 0: 25 % of it)"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[0].ends_with("slowest repetition 3 (0.50 GB/s) disturbed"),
+        "{}",
+        notes[0]
+    );
+    // It survives the raw record's JSON.
+    let json = serde_json::to_string(r).unwrap();
+    let back: CaseResult = serde_json::from_str(&json).unwrap();
+    assert_eq!(&back, r);
+}
+
+#[test]
+fn a_backend_that_reads_no_scheduling_gets_no_evidence_and_no_note() {
+    let out = run1(
+        Scripted::new(&[1.0]),
+        case(PathId::HostRam, 1, 3),
+        RunOptions::default(),
+    );
+    let r = &out.results[0];
+    assert_eq!(r.scheduling, None);
+    assert!(!r
+        .measurement
+        .notes
+        .iter()
+        .any(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX)));
+    // A raw record of an earlier build, without the field, still reads.
+    let mut v = serde_json::to_value(r).unwrap();
+    v.as_object_mut().unwrap().remove("scheduling");
+    let back: CaseResult = serde_json::from_value(v).unwrap();
+    assert_eq!(back.scheduling, None);
 }

@@ -1,0 +1,483 @@
+//! Scheduling evidence: which timed repetitions were disturbed by scheduling (a thread kept off
+//! its CPU), and the one-line summary a case's notes carry. Pure: the backend reads the counters
+//! ([`crate::Prepared::last_sched`]); this judges and words them.
+
+use hwc_model::{RepEvidence, RepSched, SchedEvidence, SchedSources, SCHED_NOTE_PREFIX};
+use std::fmt::Write;
+
+pub use hwc_model::sched::DISTURBED_ABOVE_PCT;
+
+/// Whether a repetition of `seconds` was disturbed (see [`DISTURBED_ABOVE_PCT`]): a thread's
+/// run-queue delay, or the steal on its CPU, over `above_pct` per cent of it. `None` where
+/// neither was read for any thread (nothing to judge by), never a guess.
+pub fn disturbed(rep: &RepSched, seconds: f64, above_pct: f64) -> Option<bool> {
+    let limit_ns = seconds * 1e9 * above_pct / 100.0;
+    let mut judged = false;
+    let mut over = false;
+    for t in &rep.threads {
+        let off_cpu_ns = [t.run_delay_ns, t.steal_us.map(|us| us.saturating_mul(1000))];
+        for ns in off_cpu_ns.into_iter().flatten() {
+            judged = true;
+            over |= ns as f64 > limit_ns;
+        }
+    }
+    judged.then_some(over)
+}
+
+/// A case's evidence from each timed repetition's (seconds, counters), in run order, with each
+/// repetition judged by [`DISTURBED_ABOVE_PCT`].
+pub fn evidence(reps: Vec<(f64, RepSched)>, sources: SchedSources) -> SchedEvidence {
+    SchedEvidence {
+        disturbed_above_pct: DISTURBED_ABOVE_PCT,
+        steal_tick_us: sources.steal_tick_us,
+        unavailable: sources.unavailable,
+        reps: reps
+            .into_iter()
+            .map(|(seconds, sched)| RepEvidence {
+                seconds,
+                disturbed: disturbed(&sched, seconds, DISTURBED_ABOVE_PCT),
+                sched,
+            })
+            .collect(),
+    }
+}
+
+/// `850 ns`, `14 µs`, `3.2 µs`, `1.84 ms`.
+fn duration_ns(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..10_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        10_000..1_000_000 => format!("{:.0} µs", ns as f64 / 1e3),
+        _ => format!("{:.2} ms", ns as f64 / 1e6),
+    }
+}
+
+/// Steal, a whole number of ticks: `10 ms` where it is a whole number of ms, else as
+/// [`duration_ns`].
+fn steal(us: u64) -> String {
+    if us >= 1000 && us.is_multiple_of(1000) {
+        format!("{} ms", us / 1000)
+    } else {
+        duration_ns(us.saturating_mul(1000))
+    }
+}
+
+/// `12 %`, `0.4 %`, `0.03 %`: `ns` as a share of a repetition of `seconds`.
+fn share(ns: u64, seconds: f64) -> String {
+    let pct = ns as f64 / (seconds * 1e9) * 100.0;
+    if pct >= 10.0 {
+        format!("{pct:.0} %")
+    } else if pct >= 0.1 {
+        format!("{pct:.1} %")
+    } else {
+        format!("{pct:.2} %")
+    }
+}
+
+/// The largest of `value(rep, thread)` over every repetition and thread that has one, with the
+/// (0-based) repetition and the thread's CPU; the first of equals.
+fn largest(
+    ev: &SchedEvidence,
+    value: impl Fn(&hwc_model::ThreadSched) -> Option<u64>,
+) -> Option<(u64, usize, u32)> {
+    let mut best: Option<(u64, usize, u32)> = None;
+    for (i, rep) in ev.reps.iter().enumerate() {
+        for t in &rep.sched.threads {
+            if let Some(v) = value(t) {
+                if best.is_none_or(|(b, _, _)| v > b) {
+                    best = Some((v, i, t.cpu));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// The one-line summary of a case's evidence for its notes (it begins with
+/// [`SCHED_NOTE_PREFIX`]): how many of its repetitions were disturbed and by what rule, the
+/// largest run-queue delay, steal and involuntary switches and in which repetition, whether the
+/// disturbed repetitions are the slow ones (their median against the others', where each group
+/// has two or more), and why a counter is missing. `samples_gbps`: the same repetitions'
+/// figures, in the same order.
+pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
+    let n = ev.reps.len();
+    let judged: Vec<usize> = (0..n).filter(|&i| ev.reps[i].disturbed.is_some()).collect();
+    let why = if ev.unavailable.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", ev.unavailable.join("; "))
+    };
+    let switches = match largest(ev, |t| t.nivcsw) {
+        Some((0, _, _)) => "; no involuntary context switches".to_string(),
+        Some((k, i, cpu)) => format!(
+            "; up to {k} involuntary context switch{} in a thread (rep {}, CPU {cpu})",
+            if k == 1 { "" } else { "es" },
+            i + 1
+        ),
+        None => String::new(),
+    };
+    if judged.is_empty() {
+        let why = if ev.unavailable.is_empty() {
+            "no run-queue delay or steal could be read".to_string()
+        } else {
+            ev.unavailable.join("; ")
+        };
+        return format!("{SCHED_NOTE_PREFIX} not available ({why}){switches}");
+    }
+    let hit: Vec<usize> = judged
+        .iter()
+        .copied()
+        .filter(|&i| ev.reps[i].disturbed == Some(true))
+        .collect();
+    let calm: Vec<usize> = judged
+        .iter()
+        .copied()
+        .filter(|&i| ev.reps[i].disturbed == Some(false))
+        .collect();
+    let pct = ev.disturbed_above_pct;
+    let mut s = format!(
+        "{SCHED_NOTE_PREFIX} {} of {n} repetitions disturbed (a thread's run-queue delay or CPU \
+         steal over {pct} % of the repetition)",
+        hit.len()
+    );
+    if judged.len() < n {
+        let _ = write!(s, ", {} not judged (nothing read)", n - judged.len());
+    }
+    let seconds = |i: usize| ev.reps[i].seconds;
+    match largest(ev, |t| t.run_delay_ns) {
+        Some((0, _, _)) => s.push_str("; no run-queue delay"),
+        Some((ns, i, cpu)) => {
+            let _ = write!(
+                s,
+                "; largest run-queue delay {} (rep {}, CPU {cpu}: {} of it)",
+                duration_ns(ns),
+                i + 1,
+                share(ns, seconds(i))
+            );
+        }
+        None => {}
+    }
+    let tick = ev
+        .steal_tick_us
+        .map(|t| format!("{} ticks", steal(t)))
+        .unwrap_or_default();
+    let machine = ev
+        .reps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.sched.machine_steal_us.map(|us| (us, i)))
+        .fold(None, |b: Option<(u64, usize)>, x| match b {
+            Some(b) if b.0 >= x.0 => Some(b),
+            _ => Some(x),
+        });
+    let machine_wide = match machine {
+        Some((0, _)) | None => String::new(),
+        Some((us, i)) => format!(", machine-wide up to {} (rep {})", steal(us), i + 1),
+    };
+    match largest(ev, |t| t.steal_us) {
+        Some((0, _, _)) => {
+            let where_ = if matches!(machine, Some((0, _))) {
+                "on its CPUs or machine-wide"
+            } else {
+                "on its CPUs"
+            };
+            let tick = if tick.is_empty() {
+                tick
+            } else {
+                format!(" ({tick})")
+            };
+            let _ = write!(s, "; no steal {where_}{tick}{machine_wide}");
+        }
+        Some((us, i, cpu)) => {
+            let ns = us.saturating_mul(1000);
+            let tick = if tick.is_empty() {
+                tick
+            } else {
+                format!("; {tick}")
+            };
+            let _ = write!(
+                s,
+                "; largest steal on a thread's CPU {} (rep {}, CPU {cpu}: {} of it{tick}){machine_wide}",
+                steal(us),
+                i + 1,
+                share(ns, seconds(i))
+            );
+        }
+        None => s.push_str(&machine_wide.replacen(", machine-wide", "; steal machine-wide", 1)),
+    }
+    s.push_str(&switches);
+    if samples_gbps.len() == n {
+        let median = |of: &[usize]| {
+            let v: Vec<f64> = of.iter().map(|&i| samples_gbps[i]).collect();
+            hwc_stats::summarize(&v).map(|st| st.median).ok()
+        };
+        match (
+            hit.len() >= 2 && calm.len() >= 2,
+            median(&hit),
+            median(&calm),
+        ) {
+            (true, Some(a), Some(b)) => {
+                let _ = write!(
+                    s,
+                    "; median {a:.2} GB/s disturbed (N={}) against {b:.2} GB/s undisturbed (N={})",
+                    hit.len(),
+                    calm.len()
+                );
+            }
+            _ => {
+                let _ = write!(
+                    s,
+                    "; medians not compared ({} disturbed, {} undisturbed; 2 of each needed)",
+                    hit.len(),
+                    calm.len()
+                );
+            }
+        }
+        let slowest = samples_gbps
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, &g)| (i, g));
+        if let Some((i, g)) = slowest {
+            let verdict = match ev.reps[i].disturbed {
+                Some(true) => "disturbed",
+                Some(false) => "undisturbed",
+                None => "not judged",
+            };
+            let _ = write!(s, "; slowest repetition {} ({g:.2} GB/s) {verdict}", i + 1);
+        }
+    }
+    s.push_str(&why);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hwc_model::ThreadSched;
+
+    fn thread(cpu: u32, delay_ns: Option<u64>, steal_us: Option<u64>) -> ThreadSched {
+        ThreadSched {
+            cpu,
+            run_delay_ns: delay_ns,
+            nivcsw: delay_ns.map(|d| u64::from(d > 0)),
+            steal_us,
+        }
+    }
+
+    fn rep(threads: Vec<ThreadSched>, machine_steal_us: Option<u64>) -> RepSched {
+        RepSched {
+            threads,
+            machine_steal_us,
+        }
+    }
+
+    #[test]
+    fn a_repetition_is_disturbed_past_one_per_cent_by_either_counter() {
+        // 10 ms repetition: 1 % is 100 µs.
+        let at = |delay, steal| disturbed(&rep(vec![thread(0, delay, steal)], None), 0.010, 1.0);
+        assert_eq!(
+            at(Some(100_000), Some(0)),
+            Some(false),
+            "exactly 1 % is not over"
+        );
+        assert_eq!(at(Some(100_001), Some(0)), Some(true));
+        assert_eq!(at(Some(0), Some(101)), Some(true), "steal alone");
+        assert_eq!(at(Some(0), Some(0)), Some(false));
+        // One counter read is enough to judge by; neither read: nothing to judge.
+        assert_eq!(at(None, Some(0)), Some(false));
+        assert_eq!(at(Some(200_000), None), Some(true));
+        assert_eq!(at(None, None), None);
+        // Any thread of several.
+        let r = rep(
+            vec![thread(0, Some(0), Some(0)), thread(5, Some(150_000), None)],
+            None,
+        );
+        assert_eq!(disturbed(&r, 0.010, 1.0), Some(true));
+        // Machine-wide steal (other CPUs' included) does not judge by itself.
+        let r = rep(vec![thread(0, Some(0), Some(0))], Some(40_000));
+        assert_eq!(disturbed(&r, 0.010, 1.0), Some(false));
+        assert_eq!(disturbed(&rep(vec![], Some(40_000)), 0.010, 1.0), None);
+    }
+
+    fn sources() -> SchedSources {
+        SchedSources {
+            steal_tick_us: Some(10_000),
+            unavailable: vec![],
+        }
+    }
+
+    #[test]
+    fn the_note_counts_names_the_largest_and_compares_medians_when_both_groups_have_two() {
+        // Four 20 ms repetitions: reps 2 and 4 disturbed (3 ms run-queue delay; 10 ms of steal).
+        let reps = vec![
+            (0.020, rep(vec![thread(0, Some(5_000), Some(0))], Some(0))),
+            (
+                0.020,
+                rep(
+                    vec![
+                        thread(0, Some(0), Some(0)),
+                        thread(3, Some(3_000_000), Some(0)),
+                    ],
+                    Some(0),
+                ),
+            ),
+            (0.020, rep(vec![thread(0, Some(0), Some(0))], Some(0))),
+            (
+                0.020,
+                rep(vec![thread(1, Some(0), Some(10_000))], Some(30_000)),
+            ),
+        ];
+        let ev = evidence(reps, sources());
+        let flags: Vec<Option<bool>> = ev.reps.iter().map(|r| r.disturbed).collect();
+        assert_eq!(flags, [Some(false), Some(true), Some(false), Some(true)]);
+        let note = note(&ev, &[10.0, 7.0, 11.0, 8.0]);
+        assert_eq!(
+            note,
+            "scheduling: 2 of 4 repetitions disturbed (a thread's run-queue delay or CPU steal \
+             over 1 % of the repetition); largest run-queue delay 3.00 ms (rep 2, CPU 3: 15 % \
+             of it); largest steal on a thread's CPU 10 ms (rep 4, CPU 1: 50 % of it; 10 ms \
+             ticks), machine-wide up to 30 ms (rep 4); up to 1 \
+             involuntary context switch in a thread (rep 1, CPU 0); median 7.50 GB/s disturbed \
+             (N=2) against 10.50 GB/s undisturbed (N=2); slowest repetition 2 (7.00 GB/s) \
+             disturbed"
+        );
+    }
+
+    #[test]
+    fn the_note_says_when_the_groups_are_too_small_to_compare() {
+        let calm = |d| (0.010, rep(vec![thread(0, Some(d), Some(0))], Some(0)));
+        let ev = evidence(vec![calm(2_000), calm(0), calm(500_000)], sources());
+        let note = note(&ev, &[5.0, 6.0, 4.0]);
+        assert!(
+            note.starts_with("scheduling: 1 of 3 repetitions disturbed"),
+            "{note}"
+        );
+        assert!(
+            note.contains("medians not compared (1 disturbed, 2 undisturbed; 2 of each needed)"),
+            "{note}"
+        );
+        assert!(
+            note.contains("largest run-queue delay 500 µs (rep 3"),
+            "{note}"
+        );
+        assert!(
+            note.contains("no steal on its CPUs or machine-wide (10 ms ticks)"),
+            "{note}"
+        );
+        assert!(!note.contains("machine-wide up to"), "{note}");
+        assert!(
+            note.ends_with("slowest repetition 3 (4.00 GB/s) disturbed"),
+            "{note}"
+        );
+        // Nothing disturbed: still counted, compared as too few, the slowest judged.
+        let ev = evidence(vec![calm(0), calm(1_000)], sources());
+        let note = super::note(&ev, &[5.0, 6.0]);
+        assert!(
+            note.starts_with("scheduling: 0 of 2 repetitions disturbed"),
+            "{note}"
+        );
+        assert!(note.contains("largest run-queue delay 1.0 µs (rep 2, CPU 0: 0.01 % of it)"));
+        assert!(note.contains("(0 disturbed, 2 undisturbed"), "{note}");
+        assert!(note.ends_with("slowest repetition 1 (5.00 GB/s) undisturbed"));
+    }
+
+    #[test]
+    fn a_counter_not_read_is_said_with_its_reason_never_as_zero() {
+        let why = "run-queue delay not available: /proc/thread-self/schedstat is absent (a \
+                   kernel without CONFIG_SCHED_INFO)";
+        let src = SchedSources {
+            steal_tick_us: Some(10_000),
+            unavailable: vec![why.into()],
+        };
+        let r = |steal| {
+            let mut t = thread(0, None, steal);
+            t.nivcsw = Some(2);
+            (0.010, rep(vec![t], Some(0)))
+        };
+        let ev = evidence(vec![r(Some(0)), r(Some(0))], src.clone());
+        let note = note(&ev, &[5.0, 6.0]);
+        assert!(!note.contains("run-queue delay 0"), "{note}");
+        assert!(!note.contains("no run-queue delay"), "{note}");
+        assert!(note.contains("0 of 2 repetitions disturbed"), "{note}");
+        assert!(note.ends_with(why), "{note}");
+        // Nothing read at all: not available, with why, and no count.
+        let ev = evidence(vec![r(None), r(None)], src);
+        assert!(ev.reps.iter().all(|r| r.disturbed.is_none()));
+        assert_eq!(
+            note_of(&ev),
+            format!(
+                "scheduling: not available ({why}); up to 2 involuntary context switches in a \
+                 thread (rep 1, CPU 0)"
+            )
+        );
+        let bare = evidence(
+            vec![(0.010, rep(vec![thread(0, None, None)], None))],
+            SchedSources::default(),
+        );
+        assert_eq!(
+            note_of(&bare),
+            "scheduling: not available (no run-queue delay or steal could be read)"
+        );
+    }
+
+    #[test]
+    fn steal_elsewhere_on_the_machine_is_said_but_does_not_disturb() {
+        let r = |machine| (0.010, rep(vec![thread(0, Some(0), Some(0))], Some(machine)));
+        let ev = evidence(vec![r(0), r(20_000), r(10_000)], sources());
+        assert!(ev.reps.iter().all(|r| r.disturbed == Some(false)));
+        let note = note_of(&ev);
+        assert!(
+            note.contains(
+                "; no steal on its CPUs (10 ms ticks), machine-wide up to 20 ms (rep 2);"
+            ),
+            "{note}"
+        );
+        // Only the machine's line read (no thread's): said, and nothing judged by it.
+        let only = evidence(
+            vec![(0.010, rep(vec![thread(0, Some(0), None)], Some(10_000)))],
+            sources(),
+        );
+        let note = note_of(&only);
+        assert!(
+            note.contains("; no run-queue delay; steal machine-wide up to 10 ms (rep 1);"),
+            "{note}"
+        );
+    }
+
+    fn note_of(ev: &SchedEvidence) -> String {
+        note(ev, &vec![1.0; ev.reps.len()])
+    }
+
+    #[test]
+    fn repetitions_not_judged_are_counted_apart() {
+        let ev = evidence(
+            vec![
+                (0.010, rep(vec![thread(0, Some(0), None)], None)),
+                (0.010, RepSched::default()),
+            ],
+            SchedSources::default(),
+        );
+        let note = note_of(&ev);
+        assert!(
+            note.contains("0 of 2 repetitions disturbed (a thread's"),
+            "{note}"
+        );
+        assert!(note.contains(", 1 not judged (nothing read)"), "{note}");
+        assert!(note.ends_with("slowest repetition 1 (1.00 GB/s) undisturbed"));
+    }
+
+    #[test]
+    fn durations_and_shares_read_at_a_glance() {
+        assert_eq!(duration_ns(850), "850 ns");
+        assert_eq!(duration_ns(3_200), "3.2 µs");
+        assert_eq!(duration_ns(14_400), "14 µs");
+        assert_eq!(duration_ns(1_840_000), "1.84 ms");
+        assert_eq!(steal(10_000), "10 ms");
+        assert_eq!(steal(2_500), "2.50 ms");
+        assert_eq!(steal(0), "0 ns");
+        assert_eq!(share(1_200_000, 0.010), "12 %");
+        assert_eq!(share(40_000, 0.010), "0.4 %");
+        assert_eq!(share(3_000, 0.010), "0.03 %");
+    }
+}
