@@ -37,6 +37,47 @@ pub const SCHED_NOTE_PREFIX: &str = "scheduling:";
 /// is known to a tick.
 pub const DISTURBED_ABOVE_PCT: f64 = 1.0;
 
+/// How a case's scheduling note begins where its repetitions were judged:
+/// `scheduling: 2 of 12 repetitions disturbed (…)`. The runner writes it; the report reads it
+/// back with [`disturbed_counts`] to tell the cases with a disturbed repetition from the others.
+pub fn counts_phrase(disturbed: usize, of: usize, above_pct: f64) -> String {
+    format!(
+        "{SCHED_NOTE_PREFIX} {disturbed} of {of} repetitions disturbed (a thread off its CPU \
+         over {above_pct} % of the repetition)"
+    )
+}
+
+/// (disturbed, of) from a note that begins with [`counts_phrase`]; `None` for any other note
+/// (one whose evidence was not available, or not a scheduling note).
+pub fn disturbed_counts(note: &str) -> Option<(usize, usize)> {
+    let rest = note.strip_prefix(SCHED_NOTE_PREFIX)?.trim_start();
+    let (disturbed, rest) = rest.split_once(" of ")?;
+    let (of, rest) = rest.split_once(' ')?;
+    rest.starts_with("repetitions disturbed")
+        .then_some((disturbed.parse().ok()?, of.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counts_are_read_back_from_the_phrase_and_from_nothing_else() {
+        for (k, n) in [(0, 12), (3, 200), (12, 12)] {
+            let note = format!("{}; largest run-queue delay 5 µs", counts_phrase(k, n, 1.0));
+            assert_eq!(disturbed_counts(&note), Some((k, n)), "{note}");
+        }
+        for note in [
+            "scheduling: not available (no run-queue delay or steal could be read)",
+            "copy: C library memcpy",
+            "scheduling: two of 12 repetitions disturbed",
+            "",
+        ] {
+            assert_eq!(disturbed_counts(note), None, "{note}");
+        }
+    }
+}
+
 /// One thread's scheduling over one repetition (differences of counters read by the thread
 /// itself just before and just after its part of the repetition).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

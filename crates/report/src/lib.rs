@@ -6,7 +6,7 @@
 
 use hwc_model::profile::HostRamPair;
 use hwc_model::topology::Relation;
-use hwc_model::{size_label, PathId, Profile, Stats, Waiver};
+use hwc_model::{size_label, Measurement, PathId, Profile, Stats, Waiver};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -709,6 +709,23 @@ fn appendix(out: &mut String, p: &Profile) {
         out.push_str("None.\n\n");
     } else {
         table(out, &["Case", "CPUs", "Verified", "Detail"], &placed);
+    }
+    let all: Vec<&Measurement> = p.measurements.iter().collect();
+    let sched = paths::scheduling_lines(&all);
+    if !sched.is_empty() {
+        out.push_str(
+            "## Appendix C — scheduling of each case's repetitions\n\n\
+             What each host RAM case's threads waited for their CPUs and had stolen, by the rule \
+             under Path 7.\n\n",
+        );
+        for (key, line) in sched {
+            let _ = writeln!(
+                out,
+                "- `{key}`: {}",
+                line[hwc_model::SCHED_NOTE_PREFIX.len()..].trim_start()
+            );
+        }
+        out.push('\n');
     }
     out.push_str("## Provenance\n\n");
     let pv = &p.provenance;

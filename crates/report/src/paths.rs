@@ -544,19 +544,22 @@ fn host_ram(out: &mut String, p: &Profile) {
     out.push('\n');
 }
 
-/// Each case's scheduling line (its `scheduling:` note, as the runner wrote it), under what the
-/// lines count and why; nothing where no case has one (profiles of earlier builds).
-fn scheduling(out: &mut String, ms: &[&Measurement]) {
-    let lines: Vec<(&str, &str)> = ms
-        .iter()
+/// Each host RAM case's scheduling line (its `scheduling:` note, as the runner wrote it), key
+/// first; empty for profiles of builds before the evidence was kept.
+pub(crate) fn scheduling_lines<'a>(ms: &[&'a Measurement]) -> Vec<(&'a str, &'a str)> {
+    ms.iter()
         .filter_map(|m| {
-            let note = m
-                .notes
-                .iter()
-                .find_map(|n| n.strip_prefix(SCHED_NOTE_PREFIX))?;
-            Some((m.key.as_str(), note.trim_start()))
+            let note = m.notes.iter().find(|n| n.starts_with(SCHED_NOTE_PREFIX))?;
+            Some((m.key.as_str(), note.as_str()))
         })
-        .collect();
+        .collect()
+}
+
+/// Under the host RAM tables: what the scheduling lines count and why, the lines of the cases
+/// with a disturbed repetition, and how many had none (every case's line is in Appendix C);
+/// nothing where no case has a line (profiles of earlier builds).
+fn scheduling(out: &mut String, ms: &[&Measurement]) {
+    let lines = scheduling_lines(ms);
     if lines.is_empty() {
         return;
     }
@@ -576,10 +579,42 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
          CPU marks one). Disturbed repetitions stay in every figure; each line says whether \
          they were the slow ones.\n"
     );
-    for (key, line) in lines {
-        let _ = writeln!(out, "- `{key}`: {line}");
+    let counted: Vec<(&str, &str, Option<(usize, usize)>)> = lines
+        .iter()
+        .map(|&(k, l)| (k, l, hwc_model::sched::disturbed_counts(l)))
+        .collect();
+    let hit: Vec<_> = counted
+        .iter()
+        .filter(|c| c.2.is_some_and(|(d, _)| d > 0))
+        .collect();
+    let calm = counted
+        .iter()
+        .filter(|c| c.2.is_some_and(|(d, _)| d == 0))
+        .count();
+    let unread = counted.len() - hit.len() - calm;
+    let _ = write!(
+        out,
+        "{} of {} case(s) had a disturbed repetition",
+        hit.len(),
+        counted.len()
+    );
+    if calm > 0 {
+        let _ = write!(out, "; {calm} had none");
     }
-    out.push('\n');
+    if unread > 0 {
+        let _ = write!(out, "; for {unread} the counters could not be read");
+    }
+    out.push_str(" (every case's line: Appendix C).\n\n");
+    for (key, line, _) in &hit {
+        let _ = writeln!(
+            out,
+            "- `{key}`: {}",
+            line[SCHED_NOTE_PREFIX.len()..].trim_start()
+        );
+    }
+    if !hit.is_empty() {
+        out.push('\n');
+    }
 }
 
 #[cfg(test)]

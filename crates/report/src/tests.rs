@@ -1163,12 +1163,15 @@ fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
 
 #[test]
 fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
-    let line_a = "scheduling: 2 of 12 repetitions disturbed (a thread's run-queue delay or CPU \
-                  steal over 1 % of the repetition); largest run-queue delay 3.00 ms \
-                  (rep 4, CPU 2: 15 % of it); median 14.20 GB/s disturbed (N=2) against 16.80 \
-                  GB/s undisturbed (N=10); slowest repetition 4 (13.90 GB/s) disturbed";
+    let line_a = "scheduling: 2 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
+                  repetition); largest run-queue delay 3.00 ms (rep 4, CPU 2: 15 % of it); \
+                  median 14.20 GB/s disturbed (N=2) against 16.80 GB/s undisturbed (N=10); \
+                  slowest repetition 4 (13.90 GB/s) disturbed";
     let line_b = "scheduling: not available (run-queue delay not available: neither \
                   /proc/thread-self/schedstat nor /proc/self/task/7/schedstat exists)";
+    let line_c = "scheduling: 0 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
+                  repetition); largest run-queue delay 50 µs (rep 2, CPU 0: 0.04 % of it); \
+                  slowest repetition 7 (12.00 GB/s) undisturbed";
     let p = profile_with(false, |rs| {
         rs[2].measurement.notes.push(line_a.into());
         rs[3]
@@ -1176,6 +1179,7 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
             .notes
             .push("copy: C library memcpy".into());
         rs[3].measurement.notes.push(line_b.into());
+        rs[4].measurement.notes.push(line_c.into());
     });
     let md = render(&p);
     let head = md
@@ -1188,33 +1192,56 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
             && para.contains("Disturbed repetitions stay in every figure"),
         "{para}"
     );
-    let bullets: Vec<&str> = para
-        .lines()
-        .skip(1)
+    // The count, then only the lines of cases with a disturbed repetition.
+    let mut rest = para.lines().skip(1).skip_while(|l| l.is_empty());
+    assert_eq!(
+        rest.next(),
+        Some(
+            "1 of 3 case(s) had a disturbed repetition; 1 had none; for 1 the counters could \
+             not be read (every case's line: Appendix C)."
+        )
+    );
+    let bullets: Vec<&str> = rest
         .skip_while(|l| l.is_empty())
         .take_while(|l| l.starts_with("- `"))
         .collect();
-    assert_eq!(
-        bullets,
-        [
-            format!(
-                "- `host_ram/n0-n0/256MiB/t1`: {}",
-                &line_a["scheduling: ".len()..]
-            ),
-            format!(
-                "- `host_ram/n0-n0/256MiB/t2`: {}",
-                &line_b["scheduling: ".len()..]
-            ),
-        ]
+    let a = format!(
+        "- `host_ram/n0-n0/256MiB/t1`: {}",
+        &line_a["scheduling: ".len()..]
     );
+    assert_eq!(bullets, [a.clone()]);
     // Inside the host RAM section, before the next path's.
     let host = md.find("### Path 7").unwrap();
     let next = md[host..].find("### Path 8").map(|i| host + i).unwrap();
     assert!(host < head && head < next, "{md}");
+    // Every case's line in Appendix C, in the profile's order.
+    let app = md
+        .find("## Appendix C — scheduling of each case's repetitions")
+        .expect("Appendix C");
+    let listed: Vec<&str> = md[app..]
+        .lines()
+        .filter(|l| l.starts_with("- `"))
+        .take(3)
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            a,
+            format!(
+                "- `host_ram/n0-n0/256MiB/t2`: {}",
+                &line_b["scheduling: ".len()..]
+            ),
+            format!(
+                "- `host_ram/n0-n0/256MiB/t1/streaming`: {}",
+                &line_c["scheduling: ".len()..]
+            ),
+        ]
+    );
     // Re-rendering from the YAML keeps it (the notes are the record).
     let yaml = hwc_profile::to_yaml(&p).unwrap();
     let back = hwc_profile::from_yaml(&yaml).unwrap();
     assert_eq!(render(&back), md);
-    // No scheduling notes (a profile of an earlier build): no paragraph.
-    assert!(!render(&profile(false)).contains("Scheduling of each case"));
+    // No scheduling notes (a profile of an earlier build): no paragraph, no appendix.
+    let plain = render(&profile(false));
+    assert!(!plain.contains("Scheduling of each case") && !plain.contains("Appendix C"));
 }

@@ -134,12 +134,7 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
         .copied()
         .filter(|&i| ev.reps[i].disturbed == Some(false))
         .collect();
-    let pct = ev.disturbed_above_pct;
-    let mut s = format!(
-        "{SCHED_NOTE_PREFIX} {} of {n} repetitions disturbed (a thread's run-queue delay or CPU \
-         steal over {pct} % of the repetition)",
-        hit.len()
-    );
+    let mut s = hwc_model::sched::counts_phrase(hit.len(), n, ev.disturbed_above_pct);
     if judged.len() < n {
         let _ = write!(s, ", {} not judged (nothing read)", n - judged.len());
     }
@@ -224,6 +219,8 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
                     calm.len()
                 );
             }
+            // Nothing disturbed: nothing to compare, and nothing to say.
+            _ if hit.is_empty() => {}
             _ => {
                 let _ = write!(
                     s,
@@ -334,8 +331,8 @@ mod tests {
         let note = note(&ev, &[10.0, 7.0, 11.0, 8.0]);
         assert_eq!(
             note,
-            "scheduling: 2 of 4 repetitions disturbed (a thread's run-queue delay or CPU steal \
-             over 1 % of the repetition); largest run-queue delay 3.00 ms (rep 2, CPU 3: 15 % \
+            "scheduling: 2 of 4 repetitions disturbed (a thread off its CPU over 1 % of the \
+             repetition); largest run-queue delay 3.00 ms (rep 2, CPU 3: 15 % \
              of it); largest steal on a thread's CPU 10 ms (rep 4, CPU 1: 50 % of it; 10 ms \
              ticks), machine-wide up to 30 ms (rep 4); up to 1 \
              involuntary context switch in a thread (rep 1, CPU 0); median 7.50 GB/s disturbed \
@@ -370,7 +367,7 @@ mod tests {
             note.ends_with("slowest repetition 3 (4.00 GB/s) disturbed"),
             "{note}"
         );
-        // Nothing disturbed: still counted, compared as too few, the slowest judged.
+        // Nothing disturbed: still counted, no comparison of medians, the slowest judged.
         let ev = evidence(vec![calm(0), calm(1_000)], sources());
         let note = super::note(&ev, &[5.0, 6.0]);
         assert!(
@@ -378,7 +375,7 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("largest run-queue delay 1.0 µs (rep 2, CPU 0: 0.01 % of it)"));
-        assert!(note.contains("(0 disturbed, 2 undisturbed"), "{note}");
+        assert!(!note.contains("medians"), "{note}");
         assert!(note.ends_with("slowest repetition 1 (5.00 GB/s) undisturbed"));
     }
 
@@ -460,7 +457,7 @@ mod tests {
         );
         let note = note_of(&ev);
         assert!(
-            note.contains("0 of 2 repetitions disturbed (a thread's"),
+            note.contains("0 of 2 repetitions disturbed (a thread off"),
             "{note}"
         );
         assert!(note.contains(", 1 not judged (nothing read)"), "{note}");
