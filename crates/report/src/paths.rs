@@ -579,7 +579,7 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
          CPU marks one). Disturbed repetitions stay in every figure; each line says whether \
          they were the slow ones.\n"
     );
-    let counted: Vec<(&str, &str, Option<(usize, usize)>)> = lines
+    let counted: Vec<_> = lines
         .iter()
         .map(|&(k, l)| (k, l, hwc_model::sched::disturbed_counts(l)))
         .collect();
