@@ -1209,7 +1209,7 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
         "- `host_ram/n0-n0/256MiB/t1`: {}",
         &line_a["scheduling: ".len()..]
     );
-    assert_eq!(bullets, [a.clone()]);
+    assert_eq!(bullets, std::slice::from_ref(&a));
     // Inside the host RAM section, before the next path's.
     let host = md.find("### Path 7").unwrap();
     let next = md[host..].find("### Path 8").map(|i| host + i).unwrap();
