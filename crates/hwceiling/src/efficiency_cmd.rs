@@ -52,6 +52,22 @@ fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
     Ok(v)
 }
 
+/// The daemon's refusal in one line: its message, and for an unknown ceiling the ceilings the
+/// profile served has (or that it has none), as the `--profile` route words it.
+fn daemon_error(msg: &str, known_paths: Option<&Vec<Value>>) -> String {
+    match known_paths {
+        Some(known) => {
+            let names: Vec<&str> = known.iter().filter_map(Value::as_str).collect();
+            if names.is_empty() {
+                format!("{msg} (known: none: the profile has no bandwidth ceilings)")
+            } else {
+                format!("{msg} (known: {})", names.join(", "))
+            }
+        }
+        None => msg.to_string(),
+    }
+}
+
 fn from_daemon(a: &EfficiencyArgs) -> Result<Value> {
     let socket = a
         .socket
@@ -68,13 +84,7 @@ fn from_daemon(a: &EfficiencyArgs) -> Result<Value> {
         .with_context(|| format!("the daemon at {target} answered {}: {}", r.status, r.text()))?;
     if r.status != 200 {
         let msg = v["error"].as_str().unwrap_or("no error message");
-        match v["known_paths"].as_array() {
-            Some(known) => {
-                let names: Vec<&str> = known.iter().filter_map(Value::as_str).collect();
-                bail!("{msg} (known: {})", names.join(", "))
-            }
-            None => bail!("{msg}"),
-        }
+        bail!("{}", daemon_error(msg, v["known_paths"].as_array()))
     }
     Ok(v)
 }
@@ -139,6 +149,21 @@ fn render_text(v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_daemon_refusal_names_the_known_ceilings_or_says_there_are_none() {
+        let msg = "unknown ceiling `x_gbps` in hardware_profile_2026-11-29.yaml";
+        let known = vec![json!("a_gbps"), json!("b_gbps")];
+        assert_eq!(
+            daemon_error(msg, Some(&known)),
+            format!("{msg} (known: a_gbps, b_gbps)")
+        );
+        assert_eq!(
+            daemon_error(msg, Some(&vec![])),
+            format!("{msg} (known: none: the profile has no bandwidth ceilings)")
+        );
+        assert_eq!(daemon_error("no profile", None), "no profile");
+    }
 
     #[test]
     fn the_daemons_note_on_the_profile_follows_the_profile_line() {
