@@ -126,7 +126,9 @@ pub struct RepEvidence {
     /// The repetition's time, by the backend's timer, in seconds.
     pub seconds: f64,
     /// True when a thread waited for its CPU, or had it stolen, for more than
-    /// [`SchedEvidence::disturbed_above_pct`] of `seconds`; absent where neither could be read.
+    /// [`SchedEvidence::disturbed_above_pct`] of `seconds`; false only when every thread's
+    /// run-queue delay was read and none of its readings was over; absent otherwise (not
+    /// judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbed: Option<bool>,
     #[serde(flatten)]

@@ -8,20 +8,22 @@ use std::fmt::Write;
 pub use hwc_model::sched::DISTURBED_ABOVE_PCT;
 
 /// Whether a repetition of `seconds` was disturbed (see [`DISTURBED_ABOVE_PCT`]): a thread's
-/// run-queue delay, or the steal on its CPU, over `above_pct` per cent of it. `None` where
-/// neither was read for any thread (nothing to judge by), never a guess.
+/// run-queue delay, or the steal on its CPU, over `above_pct` per cent of it. `Some(true)` as
+/// soon as any reading is over; `Some(false)` only when every thread's run-queue delay was read
+/// and none is (steal, counted in 10 ms ticks, cannot clear a repetition by itself, and is
+/// absent on kernels without it); `None` otherwise (a thread's delay missing, never a guess).
 pub fn disturbed(rep: &RepSched, seconds: f64, above_pct: f64) -> Option<bool> {
     let limit_ns = seconds * 1e9 * above_pct / 100.0;
-    let mut judged = false;
-    let mut over = false;
-    for t in &rep.threads {
-        let off_cpu_ns = [t.run_delay_ns, t.steal_us.map(|us| us.saturating_mul(1000))];
-        for ns in off_cpu_ns.into_iter().flatten() {
-            judged = true;
-            over |= ns as f64 > limit_ns;
-        }
+    let over = |ns: Option<u64>| ns.is_some_and(|ns| ns as f64 > limit_ns);
+    let any_over = rep
+        .threads
+        .iter()
+        .any(|t| over(t.run_delay_ns) || over(t.steal_us.map(|us| us.saturating_mul(1000))));
+    if any_over {
+        return Some(true);
     }
-    judged.then_some(over)
+    let all_read = !rep.threads.is_empty() && rep.threads.iter().all(|t| t.run_delay_ns.is_some());
+    all_read.then_some(false)
 }
 
 /// A case's evidence from each timed repetition's (seconds, counters), in run order, with each
@@ -136,7 +138,11 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
         .collect();
     let mut s = hwc_model::sched::counts_phrase(hit.len(), n, ev.disturbed_above_pct);
     if judged.len() < n {
-        let _ = write!(s, ", {} not judged (nothing read)", n - judged.len());
+        let _ = write!(
+            s,
+            ", {} not judged (a thread's run-queue delay missing)",
+            n - judged.len()
+        );
     }
     let seconds = |i: usize| ev.reps[i].seconds;
     match largest(ev, |t| t.run_delay_ns) {
@@ -190,12 +196,21 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
             } else {
                 format!("; {tick}")
             };
+            // A tick counted over a repetition shorter than a tick says steal was accounted
+            // then, not how much of the repetition it took: no share over 100 % is printed.
+            let of_it = if ns as f64 > seconds(i) * 1e9 {
+                format!(
+                    "more than the repetition's {}: counted in whole ticks",
+                    duration_ns((seconds(i) * 1e9) as u64)
+                )
+            } else {
+                format!("{} of it", share(ns, seconds(i)))
+            };
             let _ = write!(
                 s,
-                "; largest steal on a thread's CPU {} (rep {}, CPU {cpu}: {} of it{tick}){machine_wide}",
+                "; largest steal on a thread's CPU {} (rep {}, CPU {cpu}: {of_it}{tick}){machine_wide}",
                 steal(us),
                 i + 1,
-                share(ns, seconds(i))
             );
         }
         None => s.push_str(&machine_wide.replacen(", machine-wide", "; steal machine-wide", 1)),
@@ -281,10 +296,23 @@ mod tests {
         assert_eq!(at(Some(100_001), Some(0)), Some(true));
         assert_eq!(at(Some(0), Some(101)), Some(true), "steal alone");
         assert_eq!(at(Some(0), Some(0)), Some(false));
-        // One counter read is enough to judge by; neither read: nothing to judge.
-        assert_eq!(at(None, Some(0)), Some(false));
+        // Over by any reading is disturbed; undisturbed needs every thread's delay read (a
+        // steal of 0 ticks clears nothing: a tick is 10 ms); nothing over and a delay missing:
+        // not judged.
+        assert_eq!(at(None, Some(0)), None);
+        assert_eq!(at(None, Some(101)), Some(true));
         assert_eq!(at(Some(200_000), None), Some(true));
+        assert_eq!(at(Some(0), None), Some(false));
         assert_eq!(at(None, None), None);
+        let r = rep(
+            vec![thread(0, Some(0), Some(0)), thread(5, None, Some(0))],
+            None,
+        );
+        assert_eq!(
+            disturbed(&r, 0.010, 1.0),
+            None,
+            "one thread's delay missing"
+        );
         // Any thread of several.
         let r = rep(
             vec![thread(0, Some(0), Some(0)), thread(5, Some(150_000), None)],
@@ -392,22 +420,23 @@ mod tests {
             t.nivcsw = Some(2);
             (0.010, rep(vec![t], Some(0)))
         };
-        let ev = evidence(vec![r(Some(0)), r(Some(0))], src.clone());
-        let note = note(&ev, &[5.0, 6.0]);
-        assert!(!note.contains("run-queue delay 0"), "{note}");
-        assert!(!note.contains("no run-queue delay"), "{note}");
-        assert!(note.contains("0 of 2 repetitions disturbed"), "{note}");
-        assert!(note.ends_with(why), "{note}");
-        // Nothing read at all: not available, with why, and no count.
-        let ev = evidence(vec![r(None), r(None)], src);
-        assert!(ev.reps.iter().all(|r| r.disturbed.is_none()));
-        assert_eq!(
-            note_of(&ev),
-            format!(
-                "scheduling: not available ({why}); up to 2 involuntary context switches in a \
-                 thread (rep 1, CPU 0)"
-            )
-        );
+        // Steal read as 0 ticks but no run-queue delay: nothing clears the repetitions, so
+        // they are not judged (not "0 disturbed"); and nothing read at all the same: not
+        // available, with why, and no count.
+        for steal in [Some(0), None] {
+            let ev = evidence(vec![r(steal), r(steal)], src.clone());
+            assert!(ev.reps.iter().all(|r| r.disturbed.is_none()));
+            let note = note(&ev, &[5.0, 6.0]);
+            assert!(!note.contains("run-queue delay 0"), "{note}");
+            assert!(!note.contains("disturbed"), "{note}");
+            assert_eq!(
+                note,
+                format!(
+                    "scheduling: not available ({why}); up to 2 involuntary context switches \
+                     in a thread (rep 1, CPU 0)"
+                )
+            );
+        }
         let bare = evidence(
             vec![(0.010, rep(vec![thread(0, None, None)], None))],
             SchedSources::default(),
@@ -416,6 +445,23 @@ mod tests {
             note_of(&bare),
             "scheduling: not available (no run-queue delay or steal could be read)"
         );
+    }
+
+    #[test]
+    fn a_tick_of_steal_over_a_short_repetition_is_not_printed_as_a_share() {
+        // 0.2 ms repetitions, one 10 ms tick of steal on the thread's CPU in the second.
+        let r = |steal_us| (0.000_2, rep(vec![thread(0, Some(0), Some(steal_us))], None));
+        let ev = evidence(vec![r(0), r(10_000)], sources());
+        assert_eq!(ev.reps[1].disturbed, Some(true));
+        let note = note_of(&ev);
+        assert!(
+            note.contains(
+                "largest steal on a thread's CPU 10 ms (rep 2, CPU 0: more than the \
+                 repetition's 200 µs: counted in whole ticks"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("5000 %"), "{note}");
     }
 
     #[test]
@@ -460,7 +506,10 @@ mod tests {
             note.contains("0 of 2 repetitions disturbed (a thread off"),
             "{note}"
         );
-        assert!(note.contains(", 1 not judged (nothing read)"), "{note}");
+        assert!(
+            note.contains(", 1 not judged (a thread's run-queue delay missing)"),
+            "{note}"
+        );
         assert!(note.ends_with("slowest repetition 1 (1.00 GB/s) undisturbed"));
     }
 
