@@ -42,10 +42,12 @@ impl RunFiles {
             .any(|p| fs::symlink_metadata(p).is_ok())
     }
 
-    /// The first set of names for `date` in `dir` that no earlier run used: `…-<date>`, then
-    /// `…-<date>-2`, `-3`, …
+    /// The names for `date` in `dir` after the last any earlier run used: `…-<date>`, then
+    /// `…-<date>-2`, `-3`, … A name freed by deleting an earlier run is not taken again: a
+    /// later run always sorts after every run already there (`serve` picks the newest by name).
     pub fn choose(dir: &Path, date: &str) -> Result<Self> {
-        for n in 1..10_000 {
+        let first = highest_run_number(dir, date).saturating_add(1);
+        for n in first..10_000 {
             let suffix = if n == 1 {
                 String::new()
             } else {
@@ -58,6 +60,38 @@ impl RunFiles {
         }
         bail!("{} already holds 9999 runs dated {date}", dir.display())
     }
+}
+
+/// The highest run number of `date` that any file or entry of `dir` carries (1 for the
+/// unsuffixed names, N for `-N`); 0 where there is none (or `dir` cannot be read: then the
+/// names themselves are checked one by one).
+fn highest_run_number(dir: &Path, date: &str) -> u32 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let prefixes = [
+        format!("hardware-ceiling-{date}"),
+        format!("hardware_profile_{date}"),
+        format!("hardware_raw_{date}"),
+    ];
+    let mut highest = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        for rest in prefixes
+            .iter()
+            .filter_map(|p| name.strip_prefix(p.as_str()))
+        {
+            let stem = rest.split('.').next().unwrap_or_default();
+            let n = match stem.strip_prefix('-') {
+                None if stem.is_empty() => Some(1),
+                Some(d) if !d.starts_with('0') => d.parse::<u32>().ok(),
+                _ => None,
+            };
+            highest = highest.max(n.unwrap_or(0));
+        }
+    }
+    highest
 }
 
 /// Create `dir` if needed and prove it is writable, before any measurement runs.
@@ -266,6 +300,40 @@ mod tests {
         write_new(&b.partial, b"{}").unwrap();
         let c = RunFiles::choose(d.path(), "2026-11-29").unwrap();
         assert!(c.raw.ends_with("hardware_raw_2026-11-29-3.json"));
+    }
+
+    #[test]
+    fn a_name_freed_by_deleting_an_earlier_run_is_not_taken_again() {
+        let d = tempfile::tempdir().unwrap();
+        let date = "2026-12-02";
+        let a = RunFiles::choose(d.path(), date).unwrap();
+        write_new(&a.profile, b"x").unwrap();
+        let b = RunFiles::choose(d.path(), date).unwrap();
+        write_new(&b.profile, b"x").unwrap();
+        fs::remove_file(&a.profile).unwrap();
+        // The next run sorts after -2, not in the freed first slot.
+        let c = RunFiles::choose(d.path(), date).unwrap();
+        assert!(
+            c.profile.ends_with("hardware_profile_2026-12-02-3.yaml"),
+            "{c:?}"
+        );
+        // Other dates, other files and odd suffixes do not count.
+        for name in [
+            "hardware_profile_2026-12-01-9.yaml",
+            "hardware_profile_2026-12-02-07.yaml",
+            "hardware_profile_2026-12-02-x.yaml",
+            "notes-2026-12-02-40.txt",
+        ] {
+            fs::write(d.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(highest_run_number(d.path(), date), 2);
+        fs::write(
+            d.path().join("hardware_raw_2026-12-02-12.partial.json"),
+            b"{}",
+        )
+        .unwrap();
+        assert_eq!(highest_run_number(d.path(), date), 12);
+        assert_eq!(highest_run_number(&d.path().join("missing"), date), 0);
     }
 
     #[test]
