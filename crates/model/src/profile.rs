@@ -246,7 +246,8 @@ impl Provenance {
 /// - `paths`: only the paths named — unless it names every path there is (the full plan).
 /// - `drives`: the NVMe sweeps read (and write) only the drives named. Not when the run recorded
 ///   an empty `drives_left_out`: it named every drive a full run reads (the write sweep needs the
-///   drives named, so a full run with writes names them all). `drives` without
+///   drives named, so a full run with writes names them all; where a drive is mounted, writes
+///   refuse it, so a write run leaves it out and counts: see docs/serve.md). `drives` without
 ///   `drives_left_out` (a profile written before it was recorded, or a run whose `--paths` left
 ///   the NVMe paths out) cannot say, and counts.
 /// - `target`: a file or block device measured instead of the drives: the NVMe ceilings are its
