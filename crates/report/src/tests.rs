@@ -1165,7 +1165,8 @@ fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
 fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
     let line_a = "scheduling: 2 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
                   repetition); largest run-queue delay 3.00 ms (rep 4, CPU 2: 15 % of it); \
-                  median 14.20 GB/s disturbed (N=2) against 16.80 GB/s undisturbed (N=10); \
+                  median 14.20 GB/s (13.90–14.50, N=2) disturbed against 16.80 GB/s \
+                  (15.10–17.20, N=10) undisturbed; \
                   slowest repetition 4 (13.90 GB/s) disturbed";
     let line_b = "scheduling: not available (run-queue delay not available: neither \
                   /proc/thread-self/schedstat nor /proc/self/task/7/schedstat exists)";

@@ -217,9 +217,20 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
     }
     s.push_str(&switches);
     if samples_gbps.len() == n {
+        // Each group's median with its range and count, as every figure is printed.
         let median = |of: &[usize]| {
             let v: Vec<f64> = of.iter().map(|&i| samples_gbps[i]).collect();
-            hwc_stats::summarize(&v).map(|st| st.median).ok()
+            hwc_stats::summarize(&v)
+                .map(|st| {
+                    format!(
+                        "{:.2} GB/s ({:.2}–{:.2}, N={})",
+                        st.median,
+                        st.min,
+                        st.max,
+                        of.len()
+                    )
+                })
+                .ok()
         };
         match (
             hit.len() >= 2 && calm.len() >= 2,
@@ -227,12 +238,7 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
             median(&calm),
         ) {
             (true, Some(a), Some(b)) => {
-                let _ = write!(
-                    s,
-                    "; median {a:.2} GB/s disturbed (N={}) against {b:.2} GB/s undisturbed (N={})",
-                    hit.len(),
-                    calm.len()
-                );
+                let _ = write!(s, "; median {a} disturbed against {b} undisturbed");
             }
             // Nothing disturbed: nothing to compare, and nothing to say.
             _ if hit.is_empty() => {}
@@ -363,9 +369,9 @@ mod tests {
              repetition); largest run-queue delay 3.00 ms (rep 2, CPU 3: 15 % \
              of it); largest steal on a thread's CPU 10 ms (rep 4, CPU 1: 50 % of it; 10 ms \
              ticks), machine-wide up to 30 ms (rep 4); up to 1 \
-             involuntary context switch in a thread (rep 1, CPU 0); median 7.50 GB/s disturbed \
-             (N=2) against 10.50 GB/s undisturbed (N=2); slowest repetition 2 (7.00 GB/s) \
-             disturbed"
+             involuntary context switch in a thread (rep 1, CPU 0); median 7.50 GB/s \
+             (7.00–8.00, N=2) disturbed against 10.50 GB/s (10.00–11.00, N=2) undisturbed; \
+             slowest repetition 2 (7.00 GB/s) disturbed"
         );
     }
 
