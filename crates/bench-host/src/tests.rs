@@ -420,12 +420,7 @@ fn a_busy_thread_on_the_copy_threads_cpu_is_seen_as_run_queue_delay_and_noted() 
         ev.reps.iter().any(|e| e.disturbed == Some(true)),
         "no repetition disturbed: {ev:?}"
     );
-    let note = r
-        .measurement
-        .notes
-        .iter()
-        .find(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX))
-        .expect("a scheduling note");
+    let note = r.measurement.sched_note().expect("a scheduling note");
     assert!(!note.starts_with("scheduling: 0 of"), "{note}");
     assert!(note.contains("largest run-queue delay"), "{note}");
     // The statistic keeps every repetition.
@@ -499,12 +494,7 @@ fn without_the_counters_the_evidence_is_not_available_with_why_never_zero() {
             .iter()
             .all(|t| t.run_delay_ns.is_none() && t.steal_us.is_none()));
     }
-    let note = r
-        .measurement
-        .notes
-        .iter()
-        .find(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX))
-        .expect("a scheduling note");
+    let note = r.measurement.sched_note().expect("a scheduling note");
     assert!(
         note.starts_with("scheduling: not available (run-queue delay not available: neither"),
         "{note}"

@@ -102,6 +102,30 @@ fn not_regular_files(dir: &Path) -> Vec<(PathBuf, &'static str)> {
     ]
 }
 
+/// Each of `cases` (an output path in `out` and the words its error must hold), tried with
+/// every argument list `tries` gives for it: refused with one line (the first naming the path),
+/// nothing on stdout, the entry left as it was and nothing created beside it.
+fn refused_untouched<'a>(
+    out: &Path,
+    cases: &'a [(PathBuf, &'static str)],
+    tries: impl Fn(&'a str) -> Vec<Vec<&'a str>>,
+) {
+    let before = names_in(out);
+    for (path, says) in cases {
+        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
+        for (i, args) in tries(s(path)).iter().enumerate() {
+            let o = run(args);
+            let e = one_line_error(&o, says);
+            if i == 0 {
+                assert!(e.contains(s(path)), "{e}");
+            }
+            assert!(o.stdout.is_empty(), "refused before any output");
+        }
+        assert_eq!(std::fs::symlink_metadata(path).unwrap().file_type(), kind);
+        assert_eq!(names_in(out), before, "nothing created beside it");
+    }
+}
+
 #[test]
 fn qualify_junit_refuses_a_fifo_directory_or_link_before_any_work() {
     let d = tempfile::tempdir().unwrap();
@@ -109,33 +133,20 @@ fn qualify_junit_refuses_a_fifo_directory_or_link_before_any_work() {
     let out = d.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let cases = not_regular_files(&out);
-    let before = names_in(&out);
-    for (path, says) in &cases {
-        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
-        let o = run(&[
-            "qualify",
-            s(&profile),
-            "--spec",
-            s(&spec),
-            "--junit",
-            s(path),
-        ]);
-        let e = one_line_error(&o, says);
-        assert!(e.contains(s(path)), "{e}");
-        assert!(o.stdout.is_empty(), "refused before the table");
-        // Before any work: a spec that does not exist is not even read.
-        let o = run(&[
-            "qualify",
-            s(&profile),
-            "--spec",
-            "/nonexistent-spec.yaml",
-            "--junit",
-            s(path),
-        ]);
-        one_line_error(&o, says);
-        assert_eq!(std::fs::symlink_metadata(path).unwrap().file_type(), kind);
-        assert_eq!(names_in(&out), before, "nothing created beside it");
-    }
+    // The second try: before any work, a spec that does not exist is not even read.
+    refused_untouched(&out, &cases, |path| {
+        vec![
+            vec!["qualify", s(&profile), "--spec", s(&spec), "--junit", path],
+            vec![
+                "qualify",
+                s(&profile),
+                "--spec",
+                "/nonexistent-spec.yaml",
+                "--junit",
+                path,
+            ],
+        ]
+    });
     assert_eq!(std::fs::read(out.join("target.out")).unwrap(), b"kept");
     assert!(names_in(&out.join("adir.out")).is_empty());
     // A missing folder is refused up front too.
@@ -174,15 +185,13 @@ fn report_output_refuses_anything_already_there_before_reading_the_profile() {
     std::fs::create_dir(&out).unwrap();
     let mut cases = not_regular_files(&out);
     cases.push((out.join("target.out"), "already exists"));
-    let before = names_in(&out);
-    for (path, says) in &cases {
-        let kind = std::fs::symlink_metadata(path).unwrap().file_type();
-        let e = one_line_error(&run(&["report", s(&profile), "-o", s(path)]), says);
-        assert!(e.contains(s(path)), "{e}");
-        one_line_error(&run(&["report", "/nonexistent.yaml", "-o", s(path)]), says);
-        assert_eq!(std::fs::symlink_metadata(path).unwrap().file_type(), kind);
-        assert_eq!(names_in(&out), before, "nothing created beside it");
-    }
+    // The second try: before reading the profile (one that does not exist).
+    refused_untouched(&out, &cases, |path| {
+        vec![
+            vec!["report", s(&profile), "-o", path],
+            vec!["report", "/nonexistent.yaml", "-o", path],
+        ]
+    });
     assert_eq!(std::fs::read(out.join("target.out")).unwrap(), b"kept");
 }
 

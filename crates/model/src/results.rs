@@ -77,6 +77,14 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// The case's scheduling note (it begins with [`crate::SCHED_NOTE_PREFIX`]), if it has one.
+    pub fn sched_note(&self) -> Option<&str> {
+        self.notes
+            .iter()
+            .map(String::as_str)
+            .find(|n| n.starts_with(crate::SCHED_NOTE_PREFIX))
+    }
+
     /// Whether the figure spread more than the limit it was held to (see `spread_limit_pct`).
     pub fn unsteady(&self) -> bool {
         self.spread_limit_pct

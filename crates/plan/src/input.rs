@@ -55,39 +55,37 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A count from 1 to `max` (`what`: "thread count", "queue depth"), `shown` as the user gave it.
+fn check_count(v: u32, shown: &str, what: &str, max: u32) -> Result<u32, String> {
+    if (1..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{shown}`: a {what} must be from 1 to {max}"))
+    }
+}
+
+/// A count from 1 to `max` on the command line (see [`check_count`]).
+fn parse_count(s: &str, what: &str, max: u32) -> Result<u32, String> {
+    let v: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a {what} (1 to {max})"))?;
+    check_count(v, s, what, max)
+}
+
 /// A host memcpy thread count: 1 to [`MAX_HOST_THREADS`].
 pub fn check_host_threads(t: u32) -> Result<u32, String> {
-    if (1..=MAX_HOST_THREADS).contains(&t) {
-        Ok(t)
-    } else {
-        Err(format!(
-            "`{t}`: a thread count must be from 1 to {MAX_HOST_THREADS}"
-        ))
-    }
+    check_count(t, &t.to_string(), "thread count", MAX_HOST_THREADS)
 }
 
 /// [`check_host_threads`] of a command-line value.
 pub fn parse_host_threads(s: &str) -> Result<u32, String> {
-    let t: u32 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a thread count (1 to {MAX_HOST_THREADS})"))?;
-    check_host_threads(t)
+    parse_count(s, "thread count", MAX_HOST_THREADS)
 }
 
 /// An NVMe queue depth: 1 to [`MAX_QUEUE_DEPTH`].
 pub fn parse_queue_depth(s: &str) -> Result<u32, String> {
-    let qd: u32 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a queue depth (1 to {MAX_QUEUE_DEPTH})"))?;
-    if (1..=MAX_QUEUE_DEPTH).contains(&qd) {
-        Ok(qd)
-    } else {
-        Err(format!(
-            "`{s}`: a queue depth must be from 1 to {MAX_QUEUE_DEPTH}"
-        ))
-    }
+    parse_count(s, "queue depth", MAX_QUEUE_DEPTH)
 }
 
 /// An NVMe block size: a multiple of [`NVME_BLOCK_ALIGN`] up to [`MAX_NVME_BLOCK`].

@@ -548,10 +548,7 @@ fn host_ram(out: &mut String, p: &Profile) {
 /// first; empty for profiles of builds before the evidence was kept.
 pub(crate) fn scheduling_lines<'a>(ms: &[&'a Measurement]) -> Vec<(&'a str, &'a str)> {
     ms.iter()
-        .filter_map(|m| {
-            let note = m.notes.iter().find(|n| n.starts_with(SCHED_NOTE_PREFIX))?;
-            Some((m.key.as_str(), note.as_str()))
-        })
+        .filter_map(|m| Some((m.key.as_str(), m.sched_note()?)))
         .collect()
 }
 
