@@ -6,6 +6,7 @@ use crate::progress::Progress;
 use crate::{detect_cmd, nvme_cmd, signals};
 use anyhow::{Context, Result};
 use hwc_model::long_tests::NvmeLongTests;
+use hwc_model::profile::Completeness;
 use hwc_model::{Case, CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
 use hwc_plan::PlanOptions;
 use hwc_profile::RunRecord;
@@ -324,7 +325,7 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
     for w in &p.warnings {
         let _ = writeln!(s, "warning: {w}");
     }
-    if let Some(n) = not_served_over_full(&p.provenance) {
+    if let Some(n) = not_served_over_full(p) {
         let _ = writeln!(s, "note: {n}");
     }
     let _ = writeln!(s, "report   {}", files.report.display());
@@ -335,26 +336,15 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
 
 /// For a run that is not complete (`--quick`, interrupted, or narrowed by a selection): that
 /// `hwceiling serve` keeps serving a complete profile of the folder over it.
-fn not_served_over_full(p: &Provenance) -> Option<String> {
-    if p.complete() {
-        return None;
-    }
-    let mut why = Vec::new();
-    if p.quick() {
-        why.push("a --quick run".to_string());
-    }
-    if p.interrupted {
-        why.push("interrupted".to_string());
-    }
-    let narrowed = p.narrowed_by();
-    if !narrowed.is_empty() {
-        why.push(format!("narrowed by {}", narrowed.join(", ")));
-    }
-    Some(format!(
-        "this profile is {}: `hwceiling serve` does not serve it in place of a complete profile \
-         of the same folder (docs/serve.md)",
-        why.join(", ")
-    ))
+fn not_served_over_full(p: &hwc_model::Profile) -> Option<String> {
+    let c = Completeness::of(p);
+    (!c.complete()).then(|| {
+        format!(
+            "this profile is of {}: `hwceiling serve` does not serve it in place of a complete \
+             profile of the same folder (docs/serve.md)",
+            c.describe()
+        )
+    })
 }
 
 /// One ceiling with where it comes from (by key, from the profile's `ceiling_sources`): a
@@ -499,21 +489,26 @@ mod tests {
 
     #[test]
     fn an_incomplete_run_is_told_serve_keeps_a_complete_profile_over_it() {
-        let mut p = Provenance::default();
+        let mut p = hwc_testkit::ceilings_profile("n", "2026-12-02T06:00:00+00:00", &[]);
         assert_eq!(not_served_over_full(&p), None, "a full run gets no note");
-        p.options.insert("quick".into(), "true".into());
-        p.options.insert("paths".into(), "h2d".into());
-        p.interrupted = true;
+        let prov = &mut p.provenance;
+        prov.options.insert("quick".into(), "true".into());
+        prov.options.insert("paths".into(), "h2d".into());
+        prov.interrupted = true;
         let n = not_served_over_full(&p).expect("a note");
         assert!(
-            n.starts_with("this profile is a --quick run, interrupted, narrowed by --paths h2d:"),
+            n.starts_with(
+                "this profile is of an interrupted --quick run narrowed by --paths h2d: \
+                 `hwceiling serve` does not serve it"
+            ),
             "{n}"
         );
-        p.options.insert("quick".into(), "false".into());
-        p.interrupted = false;
+        let prov = &mut p.provenance;
+        prov.options.insert("quick".into(), "false".into());
+        prov.interrupted = false;
         let n = not_served_over_full(&p).expect("a note");
         assert!(
-            n.starts_with("this profile is narrowed by --paths h2d:"),
+            n.starts_with("this profile is of a run narrowed by --paths h2d:"),
             "{n}"
         );
     }

@@ -233,6 +233,72 @@ impl Provenance {
     }
 }
 
+/// What makes a run's ceilings weaker than a complete run's: fewer repetitions (`--quick`),
+/// cases that never ran (interrupted), or a plan narrowed by a selection (`--paths h2d`,
+/// `--threads 4`, …: fewer ceilings, or ceilings of a narrower sweep; see
+/// [`narrowing`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Completeness {
+    pub quick: bool,
+    pub interrupted: bool,
+    /// The options that narrowed the run, as flags with their values; empty when none did.
+    pub narrowed_by: Vec<String>,
+}
+
+impl Completeness {
+    /// The completeness of `p`'s run.
+    pub fn of(p: &Profile) -> Self {
+        Completeness {
+            quick: p.provenance.quick(),
+            interrupted: p.provenance.interrupted,
+            narrowed_by: p.provenance.narrowed_by(),
+        }
+    }
+
+    /// True when a selection narrowed the run.
+    pub fn narrowed(&self) -> bool {
+        !self.narrowed_by.is_empty()
+    }
+
+    /// True for a full run, neither quick nor interrupted: its ceilings are the ones to divide by.
+    pub fn complete(&self) -> bool {
+        !self.quick && !self.interrupted && !self.narrowed()
+    }
+
+    /// The run in words: `a --quick run`, `an interrupted run`, `a run narrowed by --paths
+    /// h2d`, … .
+    pub fn describe(&self) -> String {
+        let run = match (self.quick, self.interrupted) {
+            (false, false) if !self.narrowed() => "a complete run",
+            (false, false) => "a run",
+            (true, false) => "a --quick run",
+            (false, true) => "an interrupted run",
+            (true, true) => "an interrupted --quick run",
+        };
+        if self.narrowed() {
+            format!("{run} narrowed by {}", self.narrowed_by.join(", "))
+        } else {
+            run.to_string()
+        }
+    }
+
+    /// What is missing, for headers and labels: `quick`, `interrupted`, `narrowed`, or several
+    /// joined by commas (`quick,narrowed`); empty when complete.
+    pub fn reasons(&self) -> String {
+        let mut v = Vec::new();
+        if self.quick {
+            v.push("quick");
+        }
+        if self.interrupted {
+            v.push("interrupted");
+        }
+        if self.narrowed() {
+            v.push("narrowed");
+        }
+        v.join(",")
+    }
+}
+
 /// The options of a run (`provenance.options`, as `hwceiling profile` records them) that narrow
 /// its plan below a full run's, each as its flag and the value recorded (`--paths h2d`), in the
 /// order below; empty for a run of the full plan.
