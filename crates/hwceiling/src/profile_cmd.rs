@@ -426,7 +426,6 @@ fn write_report(path: &Path, md: &str) -> Result<()> {
 mod tests {
     use super::{ceiling_line, merge_cuda_facts, not_served_over_full};
     use hwc_model::CeilingSource;
-    use hwc_model::Provenance;
 
     #[test]
     fn cuda_ordinals_are_matched_to_gpus_by_pci_address_not_by_order() {
