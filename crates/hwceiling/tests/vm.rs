@@ -129,6 +129,29 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
 
     // Path 1 and Step 3 in the guest: Identify's MDTS, same-root groups, the BDFs per count.
     let p = profile(&res, "read");
+    // The run named three of the five drives: it records the two it left out (by kernel name),
+    // and is narrowed by that and by --paths, so `serve` would not let it replace a full run.
+    let mut left_out: Vec<&str> = p.provenance.options["drives_left_out"].split(',').collect();
+    left_out.sort_unstable();
+    let mut expected: Vec<&str> = topo
+        .nvme
+        .iter()
+        .filter(|d| {
+            let serial = d.serial.as_deref().map(str::trim);
+            serial == Some("HWCFS") || serial == Some("HWCPART")
+        })
+        .map(|d| d.name.as_str())
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(left_out, expected);
+    let narrowed_by = p.provenance.narrowed_by();
+    assert!(
+        narrowed_by.contains(&"--paths nvme_read".to_string())
+            && narrowed_by
+                .iter()
+                .any(|n| n.starts_with("--drives ") && n.contains("leaves out")),
+        "{narrowed_by:?}"
+    );
     for e in &DRIVES {
         let d = p
             .nvme
