@@ -107,16 +107,23 @@ for kind in FS PART; do
   attempt "$kind-noflag" --drives "$serial"
   attempt "$kind-noflag-target" --target "/dev/${ctrl}n1"
   attempt "$kind-with-blank" --allow-destructive-writes --drives "HWCN1A,$serial"
+  attempt "$kind-write-drives" --allow-destructive-writes --write-drives "HWCN1A,$serial"
   attempt "$kind-gc" --allow-destructive-writes --drives "$serial" --nvme-long-tests gc-settle \
     --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
   attempt "$kind-gc-noflag" --drives "$serial" --nvme-long-tests gc-settle \
     --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
 done
 attempt PART-partition --allow-destructive-writes --drives "/dev/${PART}n1p1"
+attempt write-not-read --allow-destructive-writes --drives HWCN0A --write-drives HWCN1A
 attempt PART-partition-target --allow-destructive-writes --target "/dev/${PART}n1p1"
 # Mounted (read-only, so the mount itself writes nothing).
 if mount -t ext4 -o ro,noload "/dev/${FS}n1" /mnt 2>mount.err; then
   attempt FS-mounted --allow-destructive-writes --drives HWCFS
+  # A node whose boot drive is NVMe: every drive read, the mounted one too, and writes only to
+  # the blank drive named with --write-drives. A complete run as far as drives go.
+  hwceiling profile --paths nvme_read,nvme_write -o /out/apart --allow-destructive-writes \
+    --write-drives HWCN1A --nvme-sizes 1MiB --queue-depths 16 --nvme-bytes 8MiB >apart.txt 2>&1
+  echo "rc=$?" >>apart.txt
   umount /mnt
 else
   echo "mount failed: $(cat mount.err)" >safety-FS-mounted.txt

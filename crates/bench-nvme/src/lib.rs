@@ -37,6 +37,10 @@ pub const LATENCY_BYTES: u64 = 64 << 20;
 pub struct Request {
     /// `--drives`: serials, /dev paths, controller names or BDFs. Empty = every drive (reads).
     pub drives: Vec<String>,
+    /// `--write-drives`: the drives writes go to, named as `drives` are. Empty = the drives of
+    /// `drives` (writes need one or the other). Every drive named here must be read too: among
+    /// `drives` when that names any.
+    pub write_drives: Vec<String>,
     pub allow_destructive_writes: bool,
     /// `--target PATH`: measure this file or block device instead of the drives.
     pub target: Option<PathBuf>,
@@ -58,21 +62,29 @@ pub struct Setup {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    #[error("--drives: {0}")]
-    Select(#[from] SelectError),
+    #[error("--{flag}: {error}")]
+    Select {
+        flag: &'static str,
+        error: SelectError,
+    },
     #[error("refused to write to {device}: {}", reasons.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Refused {
         device: String,
         reasons: Vec<Refusal>,
     },
     #[error(
-        "--allow-destructive-writes needs the drives named explicitly: --drives SERIAL|/dev/nvmeXnY|BDF, or --target PATH"
+        "--allow-destructive-writes needs the drives named explicitly: --write-drives (or --drives) SERIAL|/dev/nvmeXnY|BDF, or --target PATH"
     )]
     NotNamed,
+    #[error(
+        "--write-drives names {drive} (`{named}`), which --drives leaves out: a drive written is also read, so name it in --drives too, or leave --drives out to read every drive"
+    )]
+    WriteNotRead { drive: String, named: String },
     #[error("--target {0}: {1}")]
     Target(String, String),
-    #[error("--drives names {drive} twice (`{first}` and `{second}`): name each drive once")]
+    #[error("--{flag} names {drive} twice (`{first}` and `{second}`): name each drive once")]
     SameDrive {
+        flag: &'static str,
         drive: String,
         first: String,
         second: String,
@@ -97,17 +109,22 @@ pub fn setup(
     req: &Request,
     cancel: &'static AtomicBool,
 ) -> Result<Setup, SetupError> {
-    let mut named: Vec<String> = Vec::new();
-    for (i, n) in req.drives.iter().enumerate() {
-        let d = gate::select(topo, n)?;
-        if let Some(j) = named.iter().position(|x| x == &d.name) {
-            return Err(SetupError::SameDrive {
-                drive: d.name.clone(),
-                first: req.drives[j].trim().to_string(),
-                second: req.drives[i].trim().to_string(),
+    let named = resolve(topo, &req.drives, "drives")?;
+    let mut write_named = resolve(topo, &req.write_drives, "write-drives")?;
+    if !named.is_empty() {
+        if let Some((i, d)) = write_named
+            .iter()
+            .enumerate()
+            .find(|(_, d)| !named.contains(d))
+        {
+            return Err(SetupError::WriteNotRead {
+                drive: d.clone(),
+                named: req.write_drives[i].trim().to_string(),
             });
         }
-        named.push(d.name.clone());
+    }
+    if req.write_drives.is_empty() {
+        write_named = named.clone();
     }
     let write_req = WriteRequest {
         allow_destructive_writes: req.allow_destructive_writes,
@@ -144,10 +161,10 @@ pub fn setup(
     }
     let mut write_drives = None;
     if req.wants_write && req.allow_destructive_writes && req.target.is_none() {
-        if named.is_empty() {
+        if write_named.is_empty() {
             return Err(SetupError::NotNamed);
         }
-        for name in &named {
+        for name in &write_named {
             let Some(d) = topo.nvme.iter().find(|d| &d.name == name) else {
                 continue;
             };
@@ -189,7 +206,7 @@ pub fn setup(
                 writable.insert(drive_key(d), a);
             }
         }
-        write_drives = Some(named.clone());
+        write_drives = Some(write_named);
     }
     let drives = topo
         .nvme
@@ -215,6 +232,29 @@ pub fn setup(
             cancel,
         },
     })
+}
+
+/// The kernel names (`nvme0`, …) of the drives `names` name (`--{flag}`), in their order: each
+/// must name one drive, and no drive may be named twice.
+fn resolve(
+    topo: &Topology,
+    names: &[String],
+    flag: &'static str,
+) -> Result<Vec<String>, SetupError> {
+    let mut resolved: Vec<String> = Vec::new();
+    for (i, n) in names.iter().enumerate() {
+        let d = gate::select(topo, n).map_err(|error| SetupError::Select { flag, error })?;
+        if let Some(j) = resolved.iter().position(|x| x == &d.name) {
+            return Err(SetupError::SameDrive {
+                flag,
+                drive: d.name.clone(),
+                first: names[j].trim().to_string(),
+                second: names[i].trim().to_string(),
+            });
+        }
+        resolved.push(d.name.clone());
+    }
+    Ok(resolved)
 }
 
 /// What the gate approves of a `--target` for writing (`None`: no writes), and whether
@@ -334,6 +374,7 @@ mod tests {
     fn req(target: Option<PathBuf>, write: bool, flag: bool) -> Request {
         Request {
             drives: Vec::new(),
+            write_drives: Vec::new(),
             allow_destructive_writes: flag,
             target,
             wants_write: write,
@@ -437,8 +478,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn one_drive_named_twice_is_refused_naming_both() {
+    /// A machine of two drives, nvme0 (serial S0) and nvme1 (S1), neither of them present in
+    /// this machine's /dev (so the write gate, which looks at the device, refuses them).
+    fn two_drives() -> Topology {
         let drive = |name: &str, serial: &str, bdf: &str| hwc_model::topology::NvmeDrive {
             name: name.into(),
             serial: Some(serial.into()),
@@ -455,13 +497,61 @@ mod tests {
             }],
             ..Default::default()
         };
-        let topo = Topology {
+        Topology {
             nvme: vec![
                 drive("nvme0", "S0", "0000:41:00.0"),
                 drive("nvme1", "S1", "0000:42:00.0"),
             ],
             ..Topology::default()
-        };
+        }
+    }
+
+    #[test]
+    fn write_drives_name_what_is_written_while_reads_keep_their_own_selection() {
+        let topo = two_drives();
+        let mut r = req(None, false, true);
+        r.write_drives = vec!["S1".into()];
+        // No write path asked for: the names are resolved, nothing is gated or written, and
+        // reads cover every drive.
+        let s = setup(&topo, &r, &NEVER).unwrap();
+        assert!(s.selected.is_none() && s.write_drives.is_none());
+        // Writes asked for: the gate looks at the drive --write-drives names, and only at it
+        // (not being in this machine's /dev, it is refused).
+        r.wants_write = true;
+        let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
+        assert!(
+            e.starts_with("refused to write to nvme1 (serial S1, 0000:42:00.0)"),
+            "{e}"
+        );
+        // With --drives, a drive written must be one read.
+        r.drives = vec!["S0".into()];
+        let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "--write-drives names nvme1 (`S1`), which --drives leaves out: a drive written is \
+             also read, so name it in --drives too, or leave --drives out to read every drive"
+        );
+        r.drives = vec!["S0".into(), "nvme1".into()];
+        let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
+        assert!(e.starts_with("refused to write to nvme1 "), "{e}");
+        // Bad names say which flag named them.
+        r.write_drives = vec!["S1".into(), "/dev/nvme1".into()];
+        let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
+        assert_eq!(
+            e,
+            "--write-drives names nvme1 twice (`S1` and `/dev/nvme1`): name each drive once"
+        );
+        r.write_drives = vec!["NOSUCH".into()];
+        let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
+        assert!(
+            e.starts_with("--write-drives: ") && e.contains("names no NVMe drive"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn one_drive_named_twice_is_refused_naming_both() {
+        let topo = two_drives();
         let mut r = req(None, false, false);
         r.drives = vec!["S1".into(), "nvme0".into(), "/dev/nvme1n1".into()];
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();

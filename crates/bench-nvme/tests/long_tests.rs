@@ -19,6 +19,7 @@ fn backend(target: &Path, write: bool, flag: bool) -> Option<NvmeBackend> {
         &Topology::default(),
         &Request {
             drives: Vec::new(),
+            write_drives: Vec::new(),
             allow_destructive_writes: flag,
             target: Some(target.to_path_buf()),
             wants_write: write,

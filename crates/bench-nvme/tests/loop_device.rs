@@ -58,6 +58,7 @@ fn image(dir: &Path, name: &str, ext4_magic: bool) -> PathBuf {
 fn request(target: &Path) -> Request {
     Request {
         drives: Vec::new(),
+        write_drives: Vec::new(),
         allow_destructive_writes: true,
         target: Some(target.to_path_buf()),
         wants_write: true,

@@ -25,7 +25,7 @@ pub enum Command {
     /// Detect the machine (CPUs, NUMA, PCIe, GPUs, NVMe, tools) without measuring anything.
     Detect(DetectArgs),
     /// Detect, plan, measure and write the dated report, YAML profile and raw JSON.
-    Profile(ProfileArgs),
+    Profile(Box<ProfileArgs>),
     /// Re-render the markdown report from a YAML profile.
     Report(ReportArgs),
     /// Serve the newest complete profile: ceilings, efficiency, Prometheus metrics, profile runs.
@@ -81,13 +81,24 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub allow_contended: bool,
     /// NVMe drives to measure, comma-separated: serial, /dev/nvmeXnY, /dev/nvmeX or PCI
-    /// address (default: every drive). The only drives writes may go to.
+    /// address (default: every drive). Writes go to these unless --write-drives names others.
     #[arg(long, value_delimiter = ',', value_name = "DRIVE,...")]
     pub drives: Option<Vec<String>>,
-    /// Run the NVMe write sweep (Path 2) on the drives named with --drives (or on --target),
-    /// after the safety checks: DESTROYS THE DATA ON THEM.
+    /// Run the NVMe write sweep (Path 2) on the drives named with --write-drives or --drives
+    /// (or on --target), after the safety checks: DESTROYS THE DATA ON THEM.
     #[arg(long)]
     pub allow_destructive_writes: bool,
+    /// The NVMe drives writes go to (with --allow-destructive-writes; named as --drives), while
+    /// reads still cover --drives or, without it, every drive: a node whose boot drive is NVMe
+    /// gets a complete profile with write ceilings. DESTROYS THE DATA ON THEM.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "DRIVE,...",
+        requires = "allow_destructive_writes",
+        conflicts_with = "target"
+    )]
+    pub write_drives: Option<Vec<String>>,
     /// Measure this file or block device instead of the NVMe drives; a path that does not exist
     /// is created, filled, and removed (its name at once).
     #[arg(long, value_name = "PATH")]
@@ -161,9 +172,14 @@ impl ProfileArgs {
         if let Some(s) = &self.host_sizes {
             flag("host-sizes", no_repeats(s, |&b| size_label(b)))?;
         }
-        if let Some(d) = &self.drives {
-            let trimmed: Vec<&str> = d.iter().map(|x| x.trim()).collect();
-            flag("drives", no_repeats(&trimmed, |x| format!("`{x}`")))?;
+        for (name, list) in [
+            ("drives", &self.drives),
+            ("write-drives", &self.write_drives),
+        ] {
+            if let Some(d) = list {
+                let trimmed: Vec<&str> = d.iter().map(|x| x.trim()).collect();
+                flag(name, no_repeats(&trimmed, |x| format!("`{x}`")))?;
+            }
         }
         if let Some(s) = &self.nvme_sizes {
             flag("nvme-sizes", no_repeats(s, |&b| size_label(b)))?;
@@ -190,7 +206,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<ProfileArgs, String> {
         let p = Cli::try_parse_from(["hwceiling", "profile"].iter().chain(args.iter()))
             .map(|c| match c.command {
-                Command::Profile(p) => p,
+                Command::Profile(p) => *p,
                 _ => unreachable!(),
             })
             .map_err(|e| e.to_string())?;
@@ -275,6 +291,26 @@ mod tests {
             assert!(e.contains(needle), "{args:?}: {e}");
         }
         assert!(parse(&["--threads", "1,2", "--host-sizes", "4MiB,16MiB"]).is_ok());
+    }
+
+    #[test]
+    fn write_drives_need_the_write_flag_and_no_target() {
+        let p = parse(&["--allow-destructive-writes", "--write-drives", "S1,nvme2"]).unwrap();
+        assert_eq!(p.write_drives.unwrap(), ["S1", "nvme2"]);
+        assert!(p.drives.is_none(), "reads keep every drive");
+        let e = parse(&["--allow-destructive-writes", "--write-drives", "x,y, x"]).unwrap_err();
+        assert!(e.contains("--write-drives lists `x` twice"), "{e}");
+        let e = parse(&["--write-drives", "S1"]).unwrap_err();
+        assert!(e.contains("--allow-destructive-writes"), "{e}");
+        let e = parse(&[
+            "--allow-destructive-writes",
+            "--write-drives",
+            "S1",
+            "--target",
+            "/tmp/f",
+        ])
+        .unwrap_err();
+        assert!(e.contains("cannot be used with"), "{e}");
     }
 
     #[test]

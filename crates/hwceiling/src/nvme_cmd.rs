@@ -91,9 +91,10 @@ pub fn prepare(
     if !wants_nvme {
         // A drive or target named that is not there is bad input whatever --paths says: the
         // names are resolved and the target checked (reads only: nothing is opened or written).
-        if a.drives.is_some() || a.target.is_some() {
+        if a.drives.is_some() || a.write_drives.is_some() || a.target.is_some() {
             let check = Request {
                 drives: a.drives.clone().unwrap_or_default(),
+                write_drives: a.write_drives.clone().unwrap_or_default(),
                 allow_destructive_writes: false,
                 target: a.target.clone(),
                 wants_write: false,
@@ -115,6 +116,7 @@ pub fn prepare(
     };
     let req = Request {
         drives: a.drives.clone().unwrap_or_default(),
+        write_drives: a.write_drives.clone().unwrap_or_default(),
         allow_destructive_writes: a.allow_destructive_writes && live,
         target: a.target.clone(),
         wants_write: wants(a, PathId::NvmeWrite) && live,
@@ -191,6 +193,9 @@ pub fn options(
     if let Some(d) = &a.drives {
         o.insert("drives".into(), d.join(","));
     }
+    if let Some(w) = &a.write_drives {
+        o.insert("write_drives".into(), w.join(","));
+    }
     if let Some(left_out) = drives_left_out {
         o.insert("drives_left_out".into(), left_out.join(","));
     }
@@ -256,7 +261,7 @@ mod tests {
     fn args(extra: &[&str]) -> ProfileArgs {
         let cli = Cli::try_parse_from(["hwceiling", "profile"].iter().chain(extra)).unwrap();
         match cli.command {
-            Command::Profile(p) => p,
+            Command::Profile(p) => *p,
             _ => unreachable!(),
         }
     }
@@ -351,6 +356,13 @@ mod tests {
             ["--drives nvme0,nvme1 (leaves out nvme2)"]
         );
         assert_eq!(narrowed_by(&drives, None), ["--drives nvme0,nvme1"]);
+        // Writes to some drives while every drive is read: complete.
+        let writes = ["--allow-destructive-writes", "--write-drives", "nvme1"];
+        assert_eq!(narrowed_by(&writes, None), none);
+        assert_eq!(
+            crate::profile_cmd::options_map(&args(&writes), None)["write_drives"],
+            "nvme1"
+        );
         let sweeps = [
             "--target",
             "/scratch/f",

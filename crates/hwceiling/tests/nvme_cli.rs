@@ -131,6 +131,34 @@ fn writes_without_named_drives_are_refused_at_once() {
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&run.stderr).contains("names no NVMe drive"));
+    // Writes named apart from the reads: the names are checked as --drives' are, and the flag
+    // that named them is the one the error names.
+    let run = hwceiling()
+        .args(["profile", "--allow-destructive-writes"])
+        .args(["--write-drives", "NO-SUCH-SERIAL", "-o"])
+        .arg(dir.path().join("out3"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("hwceiling: error: --write-drives: ")
+            && stderr.contains("names no NVMe drive"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        !dir.path().join("out3").exists(),
+        "refused before any output"
+    );
+    // Without the write flag it is a bad command line.
+    let run = hwceiling()
+        .args(["profile", "--write-drives", "S1", "-o"])
+        .arg(dir.path().join("out4"))
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(!dir.path().join("out4").exists());
 }
 
 #[test]

@@ -398,6 +398,7 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
             "bdf",
             "target",
             "with-blank",
+            "write-drives",
             "gc",
         ] {
             let text = read(&res, &format!("safety-{kind}-{way}.txt"));
@@ -432,6 +433,41 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
     assert!(text.contains("rc=1") && text.contains("refused"), "{text}");
     let text = read(&res, "safety-FS-mounted.txt");
     assert!(text.contains("rc=1") && text.contains("mounted"), "{text}");
+    let text = read(&res, "safety-write-not-read.txt");
+    assert!(
+        text.contains("rc=1") && text.contains("which --drives leaves out"),
+        "{text}"
+    );
+
+    // Writes named apart from the reads, while a drive is mounted: every drive is read, the
+    // mounted one too; only the drive named is written; no drive selection narrows the run.
+    let text = read(&res, "apart.txt");
+    assert!(text.contains("rc=0"), "{text}");
+    let a = profile(&res, "apart");
+    assert_eq!(a.provenance.options["write_drives"], "HWCN1A");
+    assert!(!a.provenance.options.contains_key("drives"));
+    let narrowed_by = a.provenance.narrowed_by();
+    assert!(
+        narrowed_by.contains(&"--paths nvme_read,nvme_write".to_string())
+            && !narrowed_by.iter().any(|n| n.contains("drives")),
+        "the test's knobs narrow it, no drive selection does: {narrowed_by:?}"
+    );
+    let mut all: Vec<String> = bdf_of.values().cloned().collect();
+    all.sort();
+    let mut read_all = a.nvme.read_drives_used["5_drive"].clone();
+    read_all.sort();
+    assert_eq!(read_all, all, "every drive read, the mounted one too");
+    assert!(a
+        .measurements_of(PathId::NvmeRead)
+        .any(|m| m.params.drives == [bdf_of["HWCFS"].clone()]));
+    let written: Vec<_> = a.measurements_of(PathId::NvmeWrite).collect();
+    assert!(!written.is_empty(), "{text}");
+    assert!(
+        written
+            .iter()
+            .all(|m| m.params.drives == [bdf_of["HWCN1A"].clone()]),
+        "{written:?}"
+    );
 
     // A user without privileges: sysfs detection works; Identify, Get Features and the reads
     // are refused by the kernel and end as sysfs facts and waivers with the remedy.

@@ -311,9 +311,9 @@ impl Completeness {
 /// Narrowing:
 /// - `paths`: only the paths named — unless it names every path there is (the full plan).
 /// - `drives`: the NVMe sweeps read (and write) only the drives named. Not when the run recorded
-///   an empty `drives_left_out`: it named every drive a full run reads (the write sweep needs the
-///   drives named, so a full run with writes names them all; where a drive is mounted, writes
-///   refuse it, so a write run leaves it out and counts: see docs/serve.md). `drives` without
+///   an empty `drives_left_out`: it named every drive a full run reads. (Writes refuse a mounted
+///   drive, so a write run on a machine with one names the drives to write with `write_drives`,
+///   which leaves the reads on every drive: see docs/serve.md.) `drives` without
 ///   `drives_left_out` (a profile written before it was recorded, or a run whose `--paths` left
 ///   the NVMe paths out) cannot say, and counts.
 /// - `target`: a file or block device measured instead of the drives: the NVMe ceilings are its
@@ -326,7 +326,8 @@ impl Completeness {
 /// Not narrowing — they select no fewer cases and no fewer points:
 /// - `quick` (a reason of its own, [`Provenance::quick`]), `allow_contended` (a contended figure
 ///   is marked, and an efficiency answer against it says so), `output_dir`.
-/// - `allow_destructive_writes`: it adds the write sweep to the plan; it takes nothing away.
+/// - `allow_destructive_writes` and `write_drives` (the drives it writes, when named apart from
+///   the reads): they add the write sweep to the plan; they take nothing away.
 /// - `nvme_bytes_per_drive` (recorded by every run, 2GiB unless `--nvme-bytes`): how many bytes a
 ///   repetition moves per drive. Every case of the plan still runs, with its repetitions, over
 ///   the same points; it sets how long a repetition lasts (the tool keeps it at least 1MiB and

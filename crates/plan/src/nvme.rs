@@ -194,9 +194,9 @@ fn gc_settle_waiver(p: &mut Plan, o: &NvmePlanOptions, why_not_writable: Option<
             scope,
             "not requested: the spec's gc-settle test writes (sustained writes, then reads until \
              they settle; about 20 min per drive) and runs only with --nvme-long-tests gc-settle, \
-             --allow-destructive-writes and the drive named with --drives"
+             --allow-destructive-writes and the drive named with --write-drives (or --drives)"
                 .into(),
-            Some("--nvme-long-tests gc-settle --allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
+            Some("--nvme-long-tests gc-settle --allow-destructive-writes --write-drives SERIAL|/dev/nvmeXnY|BDF"),
         );
     } else if let Some(why) = why_not_writable {
         waive(
@@ -204,7 +204,7 @@ fn gc_settle_waiver(p: &mut Plan, o: &NvmePlanOptions, why_not_writable: Option<
             PathId::NvmeWrite,
             scope,
             format!("gc-settle writes, and {why}"),
-            Some("--allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
+            Some("--allow-destructive-writes --write-drives SERIAL|/dev/nvmeXnY|BDF"),
         );
     }
 }
@@ -412,9 +412,9 @@ fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
             path,
             None,
             "read-only by default: writes destroy data, so they run only with \
-             --allow-destructive-writes and each drive named with --drives"
+             --allow-destructive-writes and each drive named with --write-drives (or --drives)"
                 .into(),
-            Some("--paths nvme_write --allow-destructive-writes --drives SERIAL|/dev/nvmeXnY|BDF"),
+            Some("--allow-destructive-writes --write-drives SERIAL|/dev/nvmeXnY|BDF"),
         );
         gc_settle_waiver(
             p,
