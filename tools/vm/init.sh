@@ -110,6 +110,8 @@ for kind in FS PART; do
   attempt "$kind-write-drives" --allow-destructive-writes --write-drives "HWCN1A,$serial"
   attempt "$kind-gc" --allow-destructive-writes --drives "$serial" --nvme-long-tests gc-settle \
     --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
+  attempt "$kind-gc-write-drives" --allow-destructive-writes --write-drives "$serial" \
+    --nvme-long-tests gc-settle --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
   attempt "$kind-gc-noflag" --drives "$serial" --nvme-long-tests gc-settle \
     --nvme-gc-write-s 3 --nvme-gc-settle-max-s 1
 done
@@ -120,10 +122,13 @@ attempt PART-partition-target --allow-destructive-writes --target "/dev/${PART}n
 if mount -t ext4 -o ro,noload "/dev/${FS}n1" /mnt 2>mount.err; then
   attempt FS-mounted --allow-destructive-writes --drives HWCFS
   # A node whose boot drive is NVMe: every drive read, the mounted one too, and writes only to
-  # the blank drive named with --write-drives. A complete run as far as drives go.
+  # the blank drive named with --write-drives. A complete run as far as drives go. The blank
+  # drives it only reads keep their bytes.
+  sha256sum "/dev/$(dev_of HWCN0A)n1" "/dev/$(dev_of HWCN0B)n1" >apart-sums-before.txt
   hwceiling profile --paths nvme_read,nvme_write -o /out/apart --allow-destructive-writes \
     --write-drives HWCN1A --nvme-sizes 1MiB --queue-depths 16 --nvme-bytes 8MiB >apart.txt 2>&1
   echo "rc=$?" >>apart.txt
+  sha256sum "/dev/$(dev_of HWCN0A)n1" "/dev/$(dev_of HWCN0B)n1" >apart-sums-after.txt
   umount /mnt
 else
   echo "mount failed: $(cat mount.err)" >safety-FS-mounted.txt

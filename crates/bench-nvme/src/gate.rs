@@ -40,7 +40,8 @@ impl std::fmt::Display for Refusal {
         match self {
             Refusal::FlagMissing => f.write_str("--allow-destructive-writes was not given"),
             Refusal::NotNamed => f.write_str(
-                "the drive was not named explicitly (name it with --drives SERIAL|/dev/nvmeXnY|BDF)",
+                "the drive was not named explicitly (name it with --write-drives or --drives \
+                 SERIAL|/dev/nvmeXnY|BDF)",
             ),
             Refusal::NoVisibleNamespace { driver } => write!(
                 f,

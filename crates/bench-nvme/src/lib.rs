@@ -478,8 +478,8 @@ mod tests {
         );
     }
 
-    /// A machine of two drives, nvme0 (serial S0) and nvme1 (S1), neither of them present in
-    /// this machine's /dev (so the write gate, which looks at the device, refuses them).
+    /// A machine of two drives, nvme90 (serial S0) and nvme91 (S1), numbered so that
+    /// no machine running the tests has them in /dev (so the write gate, which looks at the device, refuses them).
     fn two_drives() -> Topology {
         let drive = |name: &str, serial: &str, bdf: &str| hwc_model::topology::NvmeDrive {
             name: name.into(),
@@ -499,8 +499,8 @@ mod tests {
         };
         Topology {
             nvme: vec![
-                drive("nvme0", "S0", "0000:41:00.0"),
-                drive("nvme1", "S1", "0000:42:00.0"),
+                drive("nvme90", "S0", "0000:41:00.0"),
+                drive("nvme91", "S1", "0000:42:00.0"),
             ],
             ..Topology::default()
         }
@@ -520,7 +520,7 @@ mod tests {
         r.wants_write = true;
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
         assert!(
-            e.starts_with("refused to write to nvme1 (serial S1, 0000:42:00.0)"),
+            e.starts_with("refused to write to nvme91 (serial S1, 0000:42:00.0)"),
             "{e}"
         );
         // With --drives, a drive written must be one read.
@@ -528,18 +528,18 @@ mod tests {
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
         assert_eq!(
             e,
-            "--write-drives names nvme1 (`S1`), which --drives leaves out: a drive written is \
+            "--write-drives names nvme91 (`S1`), which --drives leaves out: a drive written is \
              also read, so name it in --drives too, or leave --drives out to read every drive"
         );
-        r.drives = vec!["S0".into(), "nvme1".into()];
+        r.drives = vec!["S0".into(), "nvme91".into()];
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
-        assert!(e.starts_with("refused to write to nvme1 "), "{e}");
+        assert!(e.starts_with("refused to write to nvme91 "), "{e}");
         // Bad names say which flag named them.
-        r.write_drives = vec!["S1".into(), "/dev/nvme1".into()];
+        r.write_drives = vec!["S1".into(), "/dev/nvme91".into()];
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
         assert_eq!(
             e,
-            "--write-drives names nvme1 twice (`S1` and `/dev/nvme1`): name each drive once"
+            "--write-drives names nvme91 twice (`S1` and `/dev/nvme91`): name each drive once"
         );
         r.write_drives = vec!["NOSUCH".into()];
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
@@ -553,15 +553,15 @@ mod tests {
     fn one_drive_named_twice_is_refused_naming_both() {
         let topo = two_drives();
         let mut r = req(None, false, false);
-        r.drives = vec!["S1".into(), "nvme0".into(), "/dev/nvme1n1".into()];
+        r.drives = vec!["S1".into(), "nvme90".into(), "/dev/nvme91n1".into()];
         let e = setup(&topo, &r, &NEVER).err().unwrap().to_string();
         assert_eq!(
             e,
-            "--drives names nvme1 twice (`S1` and `/dev/nvme1n1`): name each drive once"
+            "--drives names nvme91 twice (`S1` and `/dev/nvme91n1`): name each drive once"
         );
         r.drives = vec!["S1".into(), "0000:41:00.0".into()];
         let s = setup(&topo, &r, &NEVER).unwrap();
-        assert_eq!(s.selected, Some(vec!["nvme1".into(), "nvme0".into()]));
+        assert_eq!(s.selected, Some(vec!["nvme91".into(), "nvme90".into()]));
     }
 
     #[test]

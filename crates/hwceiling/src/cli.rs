@@ -81,16 +81,18 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub allow_contended: bool,
     /// NVMe drives to measure, comma-separated: serial, /dev/nvmeXnY, /dev/nvmeX or PCI
-    /// address (default: every drive). Writes go to these unless --write-drives names others.
+    /// address (default: every drive). Writes go to these, or to those of them --write-drives
+    /// names.
     #[arg(long, value_delimiter = ',', value_name = "DRIVE,...")]
     pub drives: Option<Vec<String>>,
     /// Run the NVMe write sweep (Path 2) on the drives named with --write-drives or --drives
     /// (or on --target), after the safety checks: DESTROYS THE DATA ON THEM.
     #[arg(long)]
     pub allow_destructive_writes: bool,
-    /// The NVMe drives writes go to (with --allow-destructive-writes; named as --drives), while
-    /// reads still cover --drives or, without it, every drive: a node whose boot drive is NVMe
-    /// gets a complete profile with write ceilings. DESTROYS THE DATA ON THEM.
+    /// The NVMe drives writes go to (with --allow-destructive-writes; named as --drives, and
+    /// among them when --drives is given), while reads cover --drives or, without it, every
+    /// drive: a node whose boot drive is NVMe gets a complete profile with write ceilings.
+    /// DESTROYS THE DATA ON THEM.
     #[arg(
         long,
         value_delimiter = ',',
@@ -116,7 +118,8 @@ pub struct ProfileArgs {
     pub nvme_bytes: Option<u64>,
     /// The spec's long drive tests, comma-separated: read-cache and power-states (reads; about
     /// 20 s and 9 min per drive), gc-settle (WRITES, DESTROYS THE DATA: only with
-    /// --allow-destructive-writes and --drives; up to about 20 min per drive), or all.
+    /// --allow-destructive-writes and the drives named with --write-drives or --drives; up to
+    /// about 20 min per drive), or all.
     #[arg(long, value_name = "TEST,...", value_parser = hwc_model::long_tests::parse_long_tests)]
     pub nvme_long_tests: Option<LongTestRequest>,
     /// The power-state test's longest idle gap, seconds (default 60; gaps 0.01, 0.1, 0.5, 1, 2,

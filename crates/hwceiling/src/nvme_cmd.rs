@@ -18,10 +18,21 @@ pub struct Nvme {
     pub plan: NvmePlanOptions,
     pub backend: Option<NvmeBackend>,
     pub gc_settle: Option<GcSettleRunner>,
+    /// The drives the selections left out, for the profile's options.
+    pub left_out: LeftOutDrives,
+}
+
+/// The drives the NVMe selections left out, recorded in the profile's options.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct LeftOutDrives {
     /// With `--drives`, when the NVMe paths are planned: the drives a full run reads that the
-    /// selection leaves out (for the profile's options, where an empty list says the run named
-    /// every drive and is not narrowed by it: `hwc_model::profile::narrowing`).
-    pub drives_left_out: Option<Vec<String>>,
+    /// selection leaves out (`drives_left_out`, where an empty list says the run named every
+    /// drive and is not narrowed by it: `hwc_model::profile::narrowing`).
+    pub read: Option<Vec<String>>,
+    /// When writes were planned on drives (`--write-drives`, or `--drives` with
+    /// `--allow-destructive-writes`): the drives with a namespace that are not written
+    /// (`write_drives_left_out`; the write ceilings cover only the drives written).
+    pub written: Option<Vec<String>>,
 }
 
 /// The drives a full run reads — those the kernel shows a namespace of (a full run waives the
@@ -71,6 +82,13 @@ pub fn prepare(
     live: bool,
     cancel: &'static AtomicBool,
 ) -> Result<Nvme> {
+    if a.write_drives.is_some() && !wants(a, PathId::NvmeWrite) {
+        bail!(
+            "--write-drives names the drives the write sweep writes, and --paths leaves it out: \
+             add {} to --paths",
+            PathId::NvmeWrite
+        );
+    }
     let (long_tests, left_out) = runnable_long_tests(a)?;
     for (t, path) in left_out {
         eprintln!(
@@ -106,7 +124,7 @@ pub fn prepare(
             plan,
             backend: None,
             gc_settle: None,
-            drives_left_out: None,
+            left_out: LeftOutDrives::default(),
         });
     }
     let notes = if live {
@@ -123,10 +141,16 @@ pub fn prepare(
         bytes_per_drive: a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
     };
     let setup = hwc_bench_nvme::setup(topo, &req, cancel)?;
-    let drives_left_out = setup
-        .selected
-        .as_ref()
-        .map(|named| drives_left_out(topo, named));
+    let left_out = LeftOutDrives {
+        read: setup
+            .selected
+            .as_ref()
+            .map(|named| drives_left_out(topo, named)),
+        written: setup
+            .write_drives
+            .as_ref()
+            .map(|named| drives_left_out(topo, named)),
+    };
     plan.selected = setup.selected;
     plan.write_drives = setup.write_drives;
     plan.target = setup.target;
@@ -143,7 +167,7 @@ pub fn prepare(
         plan,
         backend,
         gc_settle,
-        drives_left_out,
+        left_out,
     })
 }
 
@@ -183,21 +207,20 @@ pub fn run_gc_settle(
     records
 }
 
-/// The NVMe options that shaped the run, for the provenance; `drives_left_out` is
-/// [`Nvme::drives_left_out`] (recorded empty when `--drives` named every drive a full run reads).
-pub fn options(
-    a: &ProfileArgs,
-    drives_left_out: Option<&[String]>,
-    o: &mut BTreeMap<String, String>,
-) {
+/// The NVMe options that shaped the run, for the provenance, with the drives the selections
+/// left out ([`LeftOutDrives`]; recorded empty when a selection named every drive).
+pub fn options(a: &ProfileArgs, left_out: &LeftOutDrives, o: &mut BTreeMap<String, String>) {
     if let Some(d) = &a.drives {
         o.insert("drives".into(), d.join(","));
     }
     if let Some(w) = &a.write_drives {
         o.insert("write_drives".into(), w.join(","));
     }
-    if let Some(left_out) = drives_left_out {
-        o.insert("drives_left_out".into(), left_out.join(","));
+    if let Some(read) = &left_out.read {
+        o.insert("drives_left_out".into(), read.join(","));
+    }
+    if let Some(written) = &left_out.written {
+        o.insert("write_drives_left_out".into(), written.join(","));
     }
     o.insert(
         "allow_destructive_writes".into(),
@@ -277,7 +300,7 @@ mod tests {
         assert_eq!(left_out, [(LongTest::GcSettle, PathId::NvmeWrite)]);
         // The profile's options say what ran and what was left out, and why.
         let mut o = BTreeMap::new();
-        options(&a, None, &mut o);
+        options(&a, &LeftOutDrives::default(), &mut o);
         assert_eq!(o["nvme_long_tests"], "read-cache,power-states");
         assert_eq!(
             o["nvme_long_tests_left_out"],
@@ -286,7 +309,7 @@ mod tests {
         let a = args(&["--nvme-long-tests", "all"]);
         assert_eq!(runnable_long_tests(&a).unwrap().0.len(), 3);
         let mut o = BTreeMap::new();
-        options(&a, None, &mut o);
+        options(&a, &LeftOutDrives::default(), &mut o);
         assert!(!o.contains_key("nvme_long_tests_left_out"));
         let a = args(&["--paths", "nvme_read", "--nvme-long-tests", "all,gc-settle"]);
         let e = runnable_long_tests(&a).unwrap_err().to_string();
@@ -327,9 +350,13 @@ mod tests {
 
     #[test]
     fn the_options_a_run_records_say_what_narrowed_it() {
-        let narrowed_by = |extra: &[&str], left_out: Option<&[String]>| {
+        let narrowed_by = |extra: &[&str], read: Option<&[String]>| {
+            let left_out = LeftOutDrives {
+                read: read.map(<[String]>::to_vec),
+                written: None,
+            };
             let p = hwc_model::Provenance {
-                options: crate::profile_cmd::options_map(&args(extra), left_out),
+                options: crate::profile_cmd::options_map(&args(extra), &left_out),
                 ..Default::default()
             };
             p.narrowed_by()
@@ -356,13 +383,23 @@ mod tests {
             ["--drives nvme0,nvme1 (leaves out nvme2)"]
         );
         assert_eq!(narrowed_by(&drives, None), ["--drives nvme0,nvme1"]);
-        // Writes to some drives while every drive is read: complete.
+        // Writes to some drives while every drive is read: complete, and the options say
+        // which drives were not written.
         let writes = ["--allow-destructive-writes", "--write-drives", "nvme1"];
         assert_eq!(narrowed_by(&writes, None), none);
-        assert_eq!(
-            crate::profile_cmd::options_map(&args(&writes), None)["write_drives"],
-            "nvme1"
-        );
+        let left_out = LeftOutDrives {
+            read: None,
+            written: Some(vec!["nvme0".into(), "nvme2".into()]),
+        };
+        let o = crate::profile_cmd::options_map(&args(&writes), &left_out);
+        assert_eq!(o["write_drives"], "nvme1");
+        assert_eq!(o["write_drives_left_out"], "nvme0,nvme2");
+        assert!(!o.contains_key("drives_left_out"));
+        let p = hwc_model::Provenance {
+            options: o,
+            ..Default::default()
+        };
+        assert_eq!(p.narrowed_by(), none, "writes left out narrow nothing");
         let sweeps = [
             "--target",
             "/scratch/f",

@@ -99,11 +99,11 @@ fn plan_options(
     }
 }
 
-/// Every option that shaped the run, for the provenance (`drives_left_out`: see
-/// [`nvme_cmd::Nvme::drives_left_out`]).
+/// Every option that shaped the run, for the provenance (the drives left out: see
+/// [`nvme_cmd::LeftOutDrives`]).
 pub(crate) fn options_map(
     a: &ProfileArgs,
-    drives_left_out: Option<&[String]>,
+    left_out: &nvme_cmd::LeftOutDrives,
 ) -> BTreeMap<String, String> {
     let mut o = BTreeMap::new();
     o.insert("output_dir".into(), a.output_dir.display().to_string());
@@ -126,7 +126,7 @@ pub(crate) fn options_map(
     }
     o.insert("quick".into(), a.quick.to_string());
     o.insert("allow_contended".into(), a.allow_contended.to_string());
-    nvme_cmd::options(a, drives_left_out, &mut o);
+    nvme_cmd::options(a, left_out, &mut o);
     o
 }
 
@@ -175,7 +175,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         finished_at: String::new(),
         date,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        options: options_map(a, nvme.drives_left_out.as_deref()),
+        options: options_map(a, &nvme.left_out),
         environment: BTreeMap::new(),
         interrupted: false,
     };

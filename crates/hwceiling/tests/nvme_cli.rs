@@ -158,7 +158,28 @@ fn writes_without_named_drives_are_refused_at_once() {
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("--allow-destructive-writes"),
+        "the error names the flag it needs"
+    );
     assert!(!dir.path().join("out4").exists());
+    // Drives named for writes while --paths leaves the writes out: an error, not a silent
+    // read-only run.
+    let run = hwceiling()
+        .args([
+            "profile",
+            "--paths",
+            "nvme_read",
+            "--allow-destructive-writes",
+        ])
+        .args(["--write-drives", "S1", "-o"])
+        .arg(dir.path().join("out5"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("add nvme_write to --paths"), "{stderr}");
+    assert!(!dir.path().join("out5").exists());
 }
 
 #[test]

@@ -400,6 +400,7 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
             "with-blank",
             "write-drives",
             "gc",
+            "gc-write-drives",
         ] {
             let text = read(&res, &format!("safety-{kind}-{way}.txt"));
             assert!(
@@ -445,6 +446,25 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
     assert!(text.contains("rc=0"), "{text}");
     let a = profile(&res, "apart");
     assert_eq!(a.provenance.options["write_drives"], "HWCN1A");
+    let mut not_written: Vec<&str> = a.provenance.options["write_drives_left_out"]
+        .split(',')
+        .collect();
+    not_written.sort_unstable();
+    let mut others: Vec<&str> = topo
+        .nvme
+        .iter()
+        .filter(|d| d.serial.as_deref().map(str::trim) != Some("HWCN1A"))
+        .map(|d| d.name.as_str())
+        .collect();
+    others.sort_unstable();
+    assert_eq!(not_written, others, "the drives not written are named");
+    let before = read(&res, "apart-sums-before.txt");
+    assert_eq!(before.lines().count(), 2, "{before}");
+    assert_eq!(
+        before,
+        read(&res, "apart-sums-after.txt"),
+        "the drives only read keep their bytes"
+    );
     assert!(!a.provenance.options.contains_key("drives"));
     let narrowed_by = a.provenance.narrowed_by();
     assert!(
