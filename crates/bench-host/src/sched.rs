@@ -122,6 +122,9 @@ impl ThreadProbe {
         // SAFETY: gettid takes no arguments and cannot fail.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) };
         let task_path = proc_root.join(format!("self/task/{tid}/schedstat"));
+        // Reasons name the file without the thread id: every copy thread of a case meets the
+        // same one, and the case's note says it once.
+        let task_shown = proc_root.join("self/task/<tid>/schedstat");
         let schedstat = match File::open(&self_path) {
             Ok(f) => Ok((f, self_path)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => match File::open(&task_path) {
@@ -130,9 +133,9 @@ impl ThreadProbe {
                     "{DELAY_MISSING}: neither {} nor {} exists (the kernel needs \
                      CONFIG_SCHED_INFO, which schedstats or delay accounting turn on)",
                     self_path.display(),
-                    task_path.display()
+                    task_shown.display()
                 )),
-                Err(e) => Err(format!("{DELAY_MISSING}: {}: {e}", task_path.display())),
+                Err(e) => Err(format!("{DELAY_MISSING}: {}: {e}", task_shown.display())),
             },
             Err(e) => Err(format!("{DELAY_MISSING}: {}: {e}", self_path.display())),
         };

@@ -26,35 +26,72 @@ pub const SCHED_NOTE_PREFIX: &str = "scheduling:";
 /// kworker's few µs on a repetition of milliseconds); a higher one would pass delays that move
 /// a figure more than the tool calls steady.
 ///
-/// Three limits of the counters, which make the rule err towards *disturbed*: they bracket the
-/// timed region by the few µs it takes to read them (1 % of the shortest repetitions, about
-/// 100 µs, is 1 µs, so a thread preempted right at an edge can count); a thread that finished
-/// its part and spins until the others have counts the time it waited for its CPU meanwhile
-/// too, which holds the repetition back only if it still waits when the others finish (reading
-/// its counters right after its own part would put a read inside the timed region); and steal
-/// is counted in ticks of `1/USER_HZ` s (10 ms), more than 1 % of any repetition shorter than a
-/// second, so for those any tick of steal on a thread's CPU marks the repetition, and its size
-/// is known to a tick.
+/// Three limits of the counters, which make the rule err towards *disturbed*: a thread's
+/// counters bracket more than the timed region, from its read before it arms (so its wait for
+/// the other threads to arm too, which can outlast a short repetition: the note then says
+/// so instead of a share over 100 %) to its read right after its own part (a read on its own
+/// CPU, which holds no other thread back); the timing thread's own part ends when every thread
+/// is done, so it counts what it waited for its CPU while it spun too, which holds the
+/// repetition back only if it still waits when the others finish; and steal is counted in ticks
+/// of `1/USER_HZ` s (10 ms), more than 1 % of any repetition shorter than a second, so for those
+/// any tick of steal on a thread's CPU marks the repetition, and its size is known to a tick.
 pub const DISTURBED_ABOVE_PCT: f64 = 1.0;
 
-/// How a case's scheduling note begins where its repetitions were judged:
-/// `scheduling: 2 of 12 repetitions disturbed (…)`. The runner writes it; the report reads it
-/// back with [`disturbed_counts`] to tell the cases with a disturbed repetition from the others.
-pub fn counts_phrase(disturbed: usize, of: usize, above_pct: f64) -> String {
-    format!(
-        "{SCHED_NOTE_PREFIX} {disturbed} of {of} repetitions disturbed (a thread off its CPU \
-         over {above_pct} % of the repetition)"
-    )
+/// How many of a case's repetitions were disturbed, and how many could not be judged (a
+/// thread's run-queue delay missing), out of how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepCounts {
+    pub disturbed: usize,
+    pub not_judged: usize,
+    pub of: usize,
 }
 
-/// (disturbed, of) from a note that begins with [`counts_phrase`]; `None` for any other note
-/// (one whose evidence was not available, or not a scheduling note).
-pub fn disturbed_counts(note: &str) -> Option<(usize, usize)> {
+impl RepCounts {
+    /// Every repetition judged, none disturbed.
+    pub fn undisturbed(&self) -> bool {
+        self.disturbed == 0 && self.not_judged == 0
+    }
+}
+
+const NOT_JUDGED: &str = "not judged (a thread's run-queue delay missing)";
+
+/// How a case's scheduling note begins where its repetitions were judged:
+/// `scheduling: 2 of 12 repetitions disturbed (…)[, 1 not judged (…)]`. The runner writes it;
+/// the report reads it back with [`rep_counts`] to tell the cases with a disturbed repetition
+/// from the others.
+pub fn counts_phrase(c: RepCounts, above_pct: f64) -> String {
+    let mut s = format!(
+        "{SCHED_NOTE_PREFIX} {} of {} repetitions disturbed (a thread off its CPU over \
+         {above_pct} % of the repetition)",
+        c.disturbed, c.of
+    );
+    if c.not_judged > 0 {
+        s.push_str(&format!(", {} {NOT_JUDGED}", c.not_judged));
+    }
+    s
+}
+
+/// The counts of a note that begins with [`counts_phrase`]; `None` for any other note (one
+/// whose evidence was not available, or not a scheduling note).
+pub fn rep_counts(note: &str) -> Option<RepCounts> {
     let rest = note.strip_prefix(SCHED_NOTE_PREFIX)?.trim_start();
     let (disturbed, rest) = rest.split_once(" of ")?;
     let (of, rest) = rest.split_once(' ')?;
-    rest.starts_with("repetitions disturbed")
-        .then_some((disturbed.parse().ok()?, of.parse().ok()?))
+    let rest = rest.strip_prefix("repetitions disturbed (")?;
+    let (_, rest) = rest.split_once(')')?;
+    let not_judged = match rest
+        .strip_prefix(", ")
+        .and_then(|r| r.split_once(' '))
+        .filter(|(_, r)| r.starts_with(NOT_JUDGED))
+    {
+        Some((k, _)) => k.parse().ok()?,
+        None => 0,
+    };
+    Some(RepCounts {
+        disturbed: disturbed.parse().ok()?,
+        not_judged,
+        of: of.parse().ok()?,
+    })
 }
 
 #[cfg(test)]
@@ -63,9 +100,15 @@ mod tests {
 
     #[test]
     fn the_counts_are_read_back_from_the_phrase_and_from_nothing_else() {
-        for (k, n) in [(0, 12), (3, 200), (12, 12)] {
-            let note = format!("{}; largest run-queue delay 5 µs", counts_phrase(k, n, 1.0));
-            assert_eq!(disturbed_counts(&note), Some((k, n)), "{note}");
+        for (disturbed, not_judged, of) in [(0, 0, 12), (3, 0, 200), (12, 0, 12), (0, 3, 12)] {
+            let c = RepCounts {
+                disturbed,
+                not_judged,
+                of,
+            };
+            let note = format!("{}; largest run-queue delay 5 µs", counts_phrase(c, 1.0));
+            assert_eq!(rep_counts(&note), Some(c), "{note}");
+            assert_eq!(c.undisturbed(), disturbed == 0 && not_judged == 0);
         }
         for note in [
             "scheduling: not available (no run-queue delay or steal could be read)",
@@ -73,7 +116,7 @@ mod tests {
             "scheduling: two of 12 repetitions disturbed",
             "",
         ] {
-            assert_eq!(disturbed_counts(note), None, "{note}");
+            assert_eq!(rep_counts(note), None, "{note}");
         }
     }
 }

@@ -563,8 +563,8 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     let pct = hwc_model::sched::DISTURBED_ABOVE_PCT;
     let _ = writeln!(
         out,
-        "Scheduling of each case's timed repetitions, read around each one outside its timed \
-         region: every copy thread's run-queue delay (its `/proc/thread-self/schedstat`) and \
+        "Scheduling of each case's timed repetitions, read around each one (before its start, and \
+         after each thread's own part): every copy thread's run-queue delay (its `/proc/thread-self/schedstat`) and \
          involuntary context switches (`getrusage`), and the time the hypervisor stole from its \
          CPU (`/proc/stat`, counted in ticks of 1/USER_HZ s, 10 ms at the usual 100 Hz: steal is \
          known to a tick). A repetition is *disturbed* when one thread waited for its CPU, or \
@@ -578,17 +578,22 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     );
     let counted: Vec<_> = lines
         .iter()
-        .map(|&(k, l)| (k, l, hwc_model::sched::disturbed_counts(l)))
+        .map(|&(k, l)| (k, l, hwc_model::sched::rep_counts(l)))
         .collect();
     let hit: Vec<_> = counted
         .iter()
-        .filter(|c| c.2.is_some_and(|(d, _)| d > 0))
+        .filter(|c| c.2.is_some_and(|c| c.disturbed > 0))
         .collect();
     let calm = counted
         .iter()
-        .filter(|c| c.2.is_some_and(|(d, _)| d == 0))
+        .filter(|c| c.2.is_some_and(|c| c.undisturbed()))
         .count();
-    let unread = counted.len() - hit.len() - calm;
+    // No disturbed repetition among those judged, but some could not be judged.
+    let partly = counted
+        .iter()
+        .filter(|c| c.2.is_some_and(|c| c.disturbed == 0 && c.not_judged > 0))
+        .count();
+    let unread = counted.len() - hit.len() - calm - partly;
     let _ = write!(
         out,
         "{} of {} case(s) had a disturbed repetition",
@@ -597,6 +602,13 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     );
     if calm > 0 {
         let _ = write!(out, "; {calm} had none");
+    }
+    if partly > 0 {
+        let _ = write!(
+            out,
+            "; {partly} had none among the repetitions that could be judged, but not every one \
+             could"
+        );
     }
     if unread > 0 {
         let _ = write!(out, "; for {unread} the counters could not be read");

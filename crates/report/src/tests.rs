@@ -1162,6 +1162,23 @@ fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
 }
 
 #[test]
+fn a_case_with_repetitions_not_judged_is_not_counted_as_undisturbed() {
+    let line = "scheduling: 0 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
+                repetition), 3 not judged (a thread's run-queue delay missing); largest \
+                run-queue delay 50 µs (rep 2, CPU 0: 0.04 % of it)";
+    let p = profile_with(false, |rs| rs[4].measurement.notes.push(line.into()));
+    let md = render(&p);
+    assert!(
+        md.contains(
+            "0 of 1 case(s) had a disturbed repetition; 1 had none among the repetitions that \
+             could be judged, but not every one could (every case's line: Appendix C)."
+        ),
+        "{md}"
+    );
+    assert!(!md.contains("; 1 had none;"), "{md}");
+}
+
+#[test]
 fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
     let line_a = "scheduling: 2 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
                   repetition); largest run-queue delay 3.00 ms (rep 4, CPU 2: 15 % of it); \

@@ -95,6 +95,19 @@ fn largest(
     best
 }
 
+/// `ns` as a share of a repetition of `seconds` (`12 % of it`); where `ns` is longer than the
+/// repetition, no share over 100 % is printed but that, and `why` it can be.
+fn of_rep(ns: u64, seconds: f64, why: &str) -> String {
+    if ns as f64 > seconds * 1e9 {
+        format!(
+            "more than the repetition's {}: {why}",
+            duration_ns((seconds * 1e9) as u64)
+        )
+    } else {
+        format!("{} of it", share(ns, seconds))
+    }
+}
+
 /// The one-line summary of a case's evidence for its notes (it begins with
 /// [`SCHED_NOTE_PREFIX`]): how many of its repetitions were disturbed and by what rule, the
 /// largest run-queue delay, steal and involuntary switches and in which repetition, whether the
@@ -120,7 +133,7 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
     };
     if judged.is_empty() {
         let why = if ev.unavailable.is_empty() {
-            "no run-queue delay or steal could be read".to_string()
+            "no repetition had every thread's run-queue delay read".to_string()
         } else {
             ev.unavailable.join("; ")
         };
@@ -136,24 +149,26 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
         .copied()
         .filter(|&i| ev.reps[i].disturbed == Some(false))
         .collect();
-    let mut s = hwc_model::sched::counts_phrase(hit.len(), n, ev.disturbed_above_pct);
-    if judged.len() < n {
-        let _ = write!(
-            s,
-            ", {} not judged (a thread's run-queue delay missing)",
-            n - judged.len()
-        );
-    }
+    let counts = hwc_model::sched::RepCounts {
+        disturbed: hit.len(),
+        not_judged: n - judged.len(),
+        of: n,
+    };
+    let mut s = hwc_model::sched::counts_phrase(counts, ev.disturbed_above_pct);
     let seconds = |i: usize| ev.reps[i].seconds;
     match largest(ev, |t| t.run_delay_ns) {
         Some((0, _, _)) => s.push_str("; no run-queue delay"),
         Some((ns, i, cpu)) => {
             let _ = write!(
                 s,
-                "; largest run-queue delay {} (rep {}, CPU {cpu}: {} of it)",
+                "; largest run-queue delay {} (rep {}, CPU {cpu}: {})",
                 duration_ns(ns),
                 i + 1,
-                share(ns, seconds(i))
+                of_rep(
+                    ns,
+                    seconds(i),
+                    "a thread's counters bracket its wait for the start too"
+                )
             );
         }
         None => {}
@@ -187,7 +202,7 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
             } else {
                 format!(" ({tick})")
             };
-            let _ = write!(s, "; no steal {where_}{tick}{machine_wide}");
+            let _ = write!(s, "; 0 ticks of steal counted {where_}{tick}{machine_wide}");
         }
         Some((us, i, cpu)) => {
             let ns = us.saturating_mul(1000);
@@ -198,14 +213,7 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
             };
             // A tick counted over a repetition shorter than a tick says steal was accounted
             // then, not how much of the repetition it took: no share over 100 % is printed.
-            let of_it = if ns as f64 > seconds(i) * 1e9 {
-                format!(
-                    "more than the repetition's {}: counted in whole ticks",
-                    duration_ns((seconds(i) * 1e9) as u64)
-                )
-            } else {
-                format!("{} of it", share(ns, seconds(i)))
-            };
+            let of_it = of_rep(ns, seconds(i), "counted in whole ticks");
             let _ = write!(
                 s,
                 "; largest steal on a thread's CPU {} (rep {}, CPU {cpu}: {of_it}{tick}){machine_wide}",
@@ -393,7 +401,7 @@ mod tests {
             "{note}"
         );
         assert!(
-            note.contains("no steal on its CPUs or machine-wide (10 ms ticks)"),
+            note.contains("0 ticks of steal counted on its CPUs or machine-wide (10 ms ticks)"),
             "{note}"
         );
         assert!(!note.contains("machine-wide up to"), "{note}");
@@ -449,7 +457,7 @@ mod tests {
         );
         assert_eq!(
             note_of(&bare),
-            "scheduling: not available (no run-queue delay or steal could be read)"
+            "scheduling: not available (no repetition had every thread's run-queue delay read)"
         );
     }
 
@@ -478,7 +486,7 @@ mod tests {
         let note = note_of(&ev);
         assert!(
             note.contains(
-                "; no steal on its CPUs (10 ms ticks), machine-wide up to 20 ms (rep 2);"
+                "; 0 ticks of steal counted on its CPUs (10 ms ticks), machine-wide up to 20 ms (rep 2);"
             ),
             "{note}"
         );
@@ -496,6 +504,24 @@ mod tests {
 
     fn note_of(ev: &SchedEvidence) -> String {
         note(ev, &vec![1.0; ev.reps.len()])
+    }
+
+    #[test]
+    fn a_delay_longer_than_its_repetition_is_not_printed_as_a_share_over_100_per_cent() {
+        // A thread slow to arm waits before the timed start, inside its own bracket.
+        let ev = evidence(
+            vec![(0.0001, rep(vec![thread(0, Some(2_500_000), None)], None))],
+            SchedSources::default(),
+        );
+        let note = note_of(&ev);
+        assert!(
+            note.contains(
+                "largest run-queue delay 2.50 ms (rep 1, CPU 0: more than the repetition's \
+                 100 µs: a thread's counters bracket its wait for the start too)"
+            ),
+            "{note}"
+        );
+        assert!(!note.contains("% of it"), "{note}");
     }
 
     #[test]
