@@ -33,6 +33,7 @@ mod serve;
 mod socket;
 mod store;
 
+pub use routes::completeness_fields;
 pub use runner::{RunConfig, RunRequest, RunStatus};
 pub use socket::{bind_unix, check_listen_addr, default_socket_path, is_local_peer};
 pub use store::profile_sort_key;

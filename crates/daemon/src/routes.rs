@@ -80,30 +80,46 @@ fn no_profile(state: &AppState) -> Response {
     error(StatusCode::SERVICE_UNAVAILABLE, msg)
 }
 
+/// A run's completeness as a JSON object, to which an answer adds its own fields.
+pub fn completeness_fields(c: &hwc_model::profile::Completeness) -> serde_json::Map<String, Value> {
+    match serde_json::to_value(c.fields()) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
 /// The profile served, what its run was, and the newer incomplete profile passed over, if any.
 fn profile_meta(s: &Serving, l: &Loaded) -> Value {
     let p = &l.profile;
-    json!({
-        "file": l.file_name(),
-        "hostname": p.platform.hostname.clone().or(p.provenance.hostname.clone()),
-        "finished_at": p.provenance.finished_at,
-        "schema_version": p.schema_version,
-        "age_seconds": l.age_seconds(),
-        "loaded_at": chrono::DateTime::<chrono::Local>::from(l.loaded_at).to_rfc3339(),
-        "complete": l.completeness.complete(),
-        "quick": l.completeness.quick,
-        "interrupted": l.completeness.interrupted,
-        "narrowed": l.completeness.narrowed(),
-        "narrowed_by": l.completeness.narrowed_by,
-        "passed_over": s.passed_over.as_ref().map(|o| json!({
-            "file": o.file,
-            "quick": o.why.quick,
-            "interrupted": o.why.interrupted,
-            "narrowed": o.why.narrowed(),
-            "narrowed_by": o.why.narrowed_by,
-        })),
-        "note": s.note(),
-    })
+    let mut m = completeness_fields(&l.completeness);
+    let passed_over = s.passed_over.as_ref().map(|o| {
+        let mut m = completeness_fields(&o.why);
+        m.insert("file".into(), o.file.clone().into());
+        Value::Object(m)
+    });
+    for (k, v) in [
+        ("file", json!(l.file_name())),
+        (
+            "hostname",
+            json!(p
+                .platform
+                .hostname
+                .clone()
+                .or(p.provenance.hostname.clone())),
+        ),
+        ("finished_at", json!(p.provenance.finished_at)),
+        ("schema_version", json!(p.schema_version)),
+        ("age_seconds", json!(l.age_seconds())),
+        (
+            "loaded_at",
+            json!(chrono::DateTime::<chrono::Local>::from(l.loaded_at).to_rfc3339()),
+        ),
+        ("passed_over", json!(passed_over)),
+        ("note", json!(s.note())),
+    ] {
+        m.insert(k.into(), v);
+    }
+    Value::Object(m)
 }
 
 /// `x-hwceiling-profile` names the file served; `x-hwceiling-profile-incomplete` says what its
@@ -255,31 +271,38 @@ async fn efficiency(
         return no_profile(&state);
     };
     use hwc_compare::EfficiencyError as E;
-    match hwc_compare::efficiency::efficiency_in(&loaded.profile, path, measured) {
-        Ok(e) => {
-            let mut body = serde_json::to_value(&e).unwrap_or(Value::Null);
-            if let Value::Object(m) = &mut body {
-                m.insert("profile".into(), profile_meta(&serving, loaded));
+    // Every answer about the profile served, refusals too, says which profile it is and what
+    // its run was (a ceiling unknown to a narrowed profile may be known to a complete one).
+    let (status, mut body) =
+        match hwc_compare::efficiency::efficiency_in(&loaded.profile, path, measured) {
+            Ok(e) => (
+                StatusCode::OK,
+                serde_json::to_value(&e).unwrap_or_else(|_| json!({})),
+            ),
+            Err(E::UnknownPath { path, known }) => {
+                let mut msg = format!("unknown ceiling `{path}` in {}", loaded.file_name());
+                if !loaded.completeness.complete() {
+                    msg.push_str(&format!(", {}", loaded.completeness.describe()));
+                }
+                (
+                    StatusCode::NOT_FOUND,
+                    json!({ "error": msg, "known_paths": known }),
+                )
             }
-            let mut resp = Json(body).into_response();
-            source_headers(&serving, loaded, &mut resp);
-            resp
-        }
-        Err(E::UnknownPath { path, known }) => (
-            StatusCode::NOT_FOUND,
-            Json(json!({
-                "error": format!("unknown ceiling `{path}` in {}", loaded.file_name()),
-                "known_paths": known,
-            })),
-        )
-            .into_response(),
-        Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
-            error(StatusCode::BAD_REQUEST, e.to_string())
-        }
-        Err(e @ E::UnusableCeiling { .. }) => {
-            error(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
-        }
+            Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
+                (StatusCode::BAD_REQUEST, json!({ "error": e.to_string() }))
+            }
+            Err(e @ E::UnusableCeiling { .. }) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({ "error": e.to_string() }),
+            ),
+        };
+    if let Value::Object(m) = &mut body {
+        m.insert("profile".into(), profile_meta(&serving, loaded));
     }
+    let mut resp = (status, Json(body)).into_response();
+    source_headers(&serving, loaded, &mut resp);
+    resp
 }
 
 async fn run_status(State(state): AppStateRef) -> Response {

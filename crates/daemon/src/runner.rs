@@ -146,20 +146,19 @@ impl RunRequest {
     /// narrowed by its selections, by the rule `serve` applies to the profile it will write:
     /// `hwc_model::profile::narrowing`), one line that says so; `None` for a full run.
     pub fn note(&self) -> Option<String> {
-        let by = hwc_model::profile::narrowing(&self.recorded_selections());
-        let run = match (self.quick, by.is_empty()) {
-            (false, true) => return None,
-            (true, true) => "a --quick run".to_string(),
-            (quick, false) => format!(
-                "{} narrowed by {}",
-                if quick { "a --quick run" } else { "a run" },
-                by.join(", ")
-            ),
+        let run = hwc_model::profile::Completeness {
+            quick: self.quick,
+            interrupted: false,
+            narrowed_by: hwc_model::profile::narrowing(&self.recorded_selections()),
         };
+        if run.complete() {
+            return None;
+        }
         Some(format!(
-            "{run}: its profile will not replace a complete profile of the full plan; while the \
+            "{}: its profile will not replace a complete profile of the full plan; while the \
              folder has one, it is passed over (and named), and it is served, marked, only while \
-             the folder has none"
+             the folder has none",
+            run.describe()
         ))
     }
 }

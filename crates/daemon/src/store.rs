@@ -6,7 +6,8 @@
 //! complete run's ceilings (a narrowed run would take away every ceiling it did not measure).
 //!
 //! The folder is polled. A newer complete profile, or a changed version of the file served,
-//! replaces the profile served; a newer quick, interrupted or narrowed one does not replace a
+//! replaces the profile served (a served file rewritten as an incomplete run's is judged as any
+//! file: a complete profile of the folder is served over it); a newer quick, interrupted or narrowed one does not replace a
 //! complete one but is noted as passed over ([`Serving::passed_over`]: the newest such file, and why). A file
 //! that fails to parse is logged, remembered until it changes, and skipped: the profile already
 //! served is kept, even when the broken file is a rewrite of it. Each version of a file is parsed
@@ -147,11 +148,7 @@ pub fn profile_sort_key(name: &str) -> Option<(String, u32)> {
     let stem = name
         .strip_prefix("hardware_profile_")?
         .strip_suffix(".yaml")?;
-    let (date, n) = match stem.get(10..) {
-        Some("") => (stem, 1),
-        Some(rest) => (&stem[..10], rest.strip_prefix('-')?.parse::<u32>().ok()?),
-        None => return None,
-    };
+    let (date, n) = (stem.get(..10)?, hwc_profile::run_number(stem.get(10..)?)?);
     let b = date.as_bytes();
     let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
     (b.len() == 10 && b[4] == b'-' && b[7] == b'-' && digits(0..4) && digits(5..7) && digits(8..10))
@@ -514,7 +511,6 @@ mod tests {
         store.refresh_blocking();
         let s = store.serving();
         let l = s.loaded.as_ref().expect("a profile served");
-        assert_eq!(Completeness::of(&l.profile), l.completeness);
         (
             (l.file_name(), l.completeness.clone()),
             s.passed_over.map(|o| (o.file, o.why)),
@@ -753,6 +749,9 @@ mod tests {
             ".hardware_profile_2026-11-29.yaml.tmp-77",
             "hardware_profile_latest.yaml",
             "hardware_profile_2026-11-29-.yaml",
+            "hardware_profile_2026-11-29-07.yaml",
+            "hardware_profile_2026-11-29-1.yaml",
+            "hardware_profile_2026-11-29-+2.yaml",
             "hardware_profile_2026-11-29x.yaml",
             "hardware_profile_2026_11_29.yaml",
             "hardware_profile_.yaml",

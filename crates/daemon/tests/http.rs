@@ -284,8 +284,8 @@ fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_
     assert_eq!(h["profile"]["file"], DAY2, "{h}");
     assert_eq!(
         h["profile"]["passed_over"],
-        serde_json::json!({"file": newer, "quick": true, "interrupted": false,
-                           "narrowed": false, "narrowed_by": []})
+        serde_json::json!({"file": newer, "complete": false, "quick": true,
+                           "interrupted": false, "narrowed": false, "narrowed_by": []})
     );
     let note = h["profile"]["note"].as_str().unwrap();
     assert!(note.contains(newer) && note.contains("--quick"), "{note}");
@@ -325,8 +325,8 @@ fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_
     assert_eq!(h["profile"]["file"], DAY2, "{h}");
     assert_eq!(
         h["profile"]["passed_over"],
-        serde_json::json!({"file": narrowed, "quick": false, "interrupted": false,
-                           "narrowed": true, "narrowed_by": ["--paths h2d"]})
+        serde_json::json!({"file": narrowed, "complete": false, "quick": false,
+                           "interrupted": false, "narrowed": true, "narrowed_by": ["--paths h2d"]})
     );
     let note = h["profile"]["note"].as_str().unwrap();
     assert!(
@@ -380,6 +380,25 @@ fn a_narrowed_profile_served_for_want_of_a_full_one_is_marked_narrowed() {
     let c = d.get("/v1/profile");
     assert_eq!(
         c.header("x-hwceiling-profile-incomplete"),
+        Some("quick,narrowed")
+    );
+    // A ceiling the narrowed run did not measure: the refusal says what the profile is too.
+    let unknown = "/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3";
+    let (status, e) = d.json(unknown);
+    assert_eq!(status, 404, "{e}");
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("in {DAY1}, a --quick run narrowed by --paths h2d")),
+        "{e}"
+    );
+    assert_eq!(
+        e["profile"]["narrowed_by"],
+        serde_json::json!(["--paths h2d"])
+    );
+    assert_eq!(
+        d.get(unknown).header("x-hwceiling-profile-incomplete"),
         Some("quick,narrowed")
     );
     assert!(d

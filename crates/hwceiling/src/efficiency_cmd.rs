@@ -38,17 +38,19 @@ fn from_file(a: &EfficiencyArgs, file: &std::path::Path) -> Result<Value> {
     let e = hwc_compare::efficiency::efficiency_in(&p, &a.path, a.measured_gbps)
         .with_context(|| file.display().to_string())?;
     let mut v = serde_json::to_value(&e)?;
-    v["profile"] = json!({
-        "file": file.display().to_string(),
-        "complete": p.provenance.complete(),
-        "quick": p.provenance.quick(),
-        "interrupted": p.provenance.interrupted,
-        "narrowed": p.provenance.narrowed(),
-        "narrowed_by": p.provenance.narrowed_by(),
-        "hostname": p.platform.hostname.or(p.provenance.hostname),
-        "finished_at": p.provenance.finished_at,
-        "schema_version": p.schema_version,
-    });
+    let mut m = hwc_daemon::completeness_fields(&hwc_model::profile::Completeness::of(&p));
+    for (k, val) in [
+        ("file", json!(file.display().to_string())),
+        (
+            "hostname",
+            json!(p.platform.hostname.or(p.provenance.hostname)),
+        ),
+        ("finished_at", json!(p.provenance.finished_at)),
+        ("schema_version", json!(p.schema_version)),
+    ] {
+        m.insert(k.into(), val);
+    }
+    v["profile"] = Value::Object(m);
     Ok(v)
 }
 

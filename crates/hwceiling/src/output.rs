@@ -83,12 +83,7 @@ fn highest_run_number(dir: &Path, date: &str) -> u32 {
             .filter_map(|p| name.strip_prefix(p.as_str()))
         {
             let stem = rest.split('.').next().unwrap_or_default();
-            let n = match stem.strip_prefix('-') {
-                None if stem.is_empty() => Some(1),
-                Some(d) if !d.starts_with('0') => d.parse::<u32>().ok(),
-                _ => None,
-            };
-            highest = highest.max(n.unwrap_or(0));
+            highest = highest.max(hwc_profile::run_number(stem).unwrap_or(0));
         }
     }
     highest
@@ -322,6 +317,8 @@ mod tests {
             "hardware_profile_2026-12-01-9.yaml",
             "hardware_profile_2026-12-02-07.yaml",
             "hardware_profile_2026-12-02-x.yaml",
+            "hardware_profile_2026-12-02-+9.yaml",
+            "hardware_profile_2026-12-02-1.yaml",
             "notes-2026-12-02-40.txt",
         ] {
             fs::write(d.path().join(name), b"x").unwrap();

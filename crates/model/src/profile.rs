@@ -220,17 +220,6 @@ impl Provenance {
     pub fn narrowed_by(&self) -> Vec<String> {
         narrowing(&self.options)
     }
-
-    /// True for a run whose plan was narrowed by a selection ([`narrowing`]).
-    pub fn narrowed(&self) -> bool {
-        !self.narrowed_by().is_empty()
-    }
-
-    /// True for a run that was neither `--quick`, nor interrupted, nor narrowed: a full run
-    /// whose ceilings are the ones to divide by.
-    pub fn complete(&self) -> bool {
-        !self.quick() && !self.interrupted && !self.narrowed()
-    }
 }
 
 /// What makes a run's ceilings weaker than a complete run's: fewer repetitions (`--quick`),
@@ -245,13 +234,29 @@ pub struct Completeness {
     pub narrowed_by: Vec<String>,
 }
 
+/// [`Completeness`] as the JSON answers (`serve`'s `profile` objects, `hwceiling efficiency`)
+/// give it.
+#[derive(Debug, Serialize)]
+pub struct CompletenessFields<'a> {
+    pub complete: bool,
+    pub quick: bool,
+    pub interrupted: bool,
+    pub narrowed: bool,
+    pub narrowed_by: &'a [String],
+}
+
 impl Completeness {
     /// The completeness of `p`'s run.
     pub fn of(p: &Profile) -> Self {
+        Self::of_run(&p.provenance)
+    }
+
+    /// The completeness of the run `p` records.
+    pub fn of_run(p: &Provenance) -> Self {
         Completeness {
-            quick: p.provenance.quick(),
-            interrupted: p.provenance.interrupted,
-            narrowed_by: p.provenance.narrowed_by(),
+            quick: p.quick(),
+            interrupted: p.interrupted,
+            narrowed_by: p.narrowed_by(),
         }
     }
 
@@ -279,6 +284,17 @@ impl Completeness {
             format!("{run} narrowed by {}", self.narrowed_by.join(", "))
         } else {
             run.to_string()
+        }
+    }
+
+    /// The run's completeness as the JSON answers give it.
+    pub fn fields(&self) -> CompletenessFields<'_> {
+        CompletenessFields {
+            complete: self.complete(),
+            quick: self.quick,
+            interrupted: self.interrupted,
+            narrowed: self.narrowed(),
+            narrowed_by: &self.narrowed_by,
         }
     }
 
@@ -639,16 +655,16 @@ mod tests {
     fn quick_and_interrupted_runs_are_not_complete() {
         let mut p = Provenance::default();
         assert!(
-            p.complete() && !p.quick(),
+            Completeness::of_run(&p).complete() && !p.quick(),
             "a profile without options is complete"
         );
         p.options.insert("quick".into(), "false".into());
-        assert!(p.complete());
+        assert!(Completeness::of_run(&p).complete());
         p.options.insert("quick".into(), "true".into());
-        assert!(p.quick() && !p.complete());
+        assert!(p.quick() && !Completeness::of_run(&p).complete());
         p.options.insert("quick".into(), "false".into());
         p.interrupted = true;
-        assert!(!p.quick() && !p.complete());
+        assert!(!p.quick() && !Completeness::of_run(&p).complete());
     }
 
     #[test]
@@ -700,9 +716,10 @@ mod tests {
                 p.options.insert(k.to_string(), v.to_string());
             }
             assert_eq!(p.narrowed_by(), narrowed_by, "{options:?}");
-            assert_eq!(p.narrowed(), !narrowed_by.is_empty(), "{options:?}");
+            let c = Completeness::of_run(&p);
+            assert_eq!(c.narrowed(), !narrowed_by.is_empty(), "{options:?}");
             assert_eq!(
-                p.complete(),
+                c.complete(),
                 narrowed_by.is_empty() && !p.quick(),
                 "{options:?}"
             );
