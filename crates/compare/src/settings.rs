@@ -106,7 +106,8 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
 }
 
 /// Whether `p` measured a path the setting `key` shapes: the NVMe engine NVMe paths, the
-/// driver and CUDA settings GPU paths; transparent huge pages shape every host buffer. A
+/// driver and CUDA settings GPU paths, glibc's non-temporal threshold host RAM's `memcpy`;
+/// transparent huge pages shape every host buffer. A
 /// profile without measurements (its `ceilings:` only) cannot tell, and counts.
 fn shapes_figures_of(key: &str, p: &Profile) -> bool {
     use hwc_model::PathId;
@@ -115,6 +116,8 @@ fn shapes_figures_of(key: &str, p: &Profile) -> bool {
     };
     if key == "nvme_engine" {
         measured(|path| matches!(path, PathId::NvmeRead | PathId::NvmeWrite))
+    } else if key == "host.glibc_non_temporal_threshold" {
+        measured(|path| path == PathId::HostRam)
     } else if key.starts_with("cuda.") || key.starts_with("nvidia.") {
         // Every path but the kernel's NVMe ones and host RAM goes through a GPU.
         measured(|path| !matches!(path, PathId::NvmeRead | PathId::NvmeWrite | PathId::HostRam))
@@ -219,6 +222,15 @@ mod tests {
             .retain(|m| m.path == hwc_model::PathId::HostRam);
         assert_eq!(host_only.measurements.len(), 1);
         assert!(differences(&[("gpu", &gpu), ("host", &host_only)]).is_empty());
+        // glibc's threshold shapes host RAM's memcpy only: GPU-only nodes do not differ by it.
+        let glibc = with(&[("host.glibc_non_temporal_threshold", "151.0 MiB")]);
+        assert!(differences(&[("gpu", &with(&[])), ("glibc", &glibc)]).is_empty());
+        // Two nodes that measured host RAM do.
+        let host_glibc = hwc_testkit::with_host_ram_ceiling(glibc.clone(), None, 30.0);
+        let host_plain = hwc_testkit::with_host_ram_ceiling(with(&[]), None, 30.0);
+        let d = differences(&[("a", &host_plain), ("b", &host_glibc)]);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].key, "host.glibc_non_temporal_threshold");
         // Two GPU nodes still differ when one did not record the driver.
         let unrecorded = with(&[]);
         let d = differences(&[("gpu", &gpu), ("old", &unrecorded)]);
