@@ -121,6 +121,13 @@ pub fn efficiency_in(
     if p.provenance.interrupted {
         caveats.push("the profile is of an interrupted run".into());
     }
+    if !p.failures.is_empty() {
+        caveats.push(format!(
+            "the profile's run had {} failed case(s) (a ceiling that is the best of fewer cases \
+             can be low, and this efficiency high)",
+            p.failures.len()
+        ));
+    }
     if p.provenance.quick() {
         caveats.push("the profile is a --quick run (a look, not a ceiling to publish)".into());
     }

@@ -78,4 +78,17 @@ fn a_contended_unsteady_quick_interrupted_or_narrowed_ceiling_says_so() {
         note.starts_with("the profile is of a run narrowed by --threads 4 ("),
         "{note}"
     );
+    // A failed case: said with how many.
+    p.provenance.options.clear();
+    p.failures.push(hwc_model::Failure {
+        key: "h2d/gpu0/local/4MiB/s8".into(),
+        path: hwc_model::PathId::H2d,
+        error: "data mismatch".into(),
+    });
+    let note = efficiency_in(&p, KEY, 44.0).unwrap().note.unwrap();
+    assert_eq!(
+        note,
+        "the profile's run had 1 failed case(s) (a ceiling that is the best of fewer cases can \
+         be low, and this efficiency high)"
+    );
 }

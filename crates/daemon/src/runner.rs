@@ -148,8 +148,8 @@ impl RunRequest {
     pub fn note(&self) -> Option<String> {
         let run = hwc_model::profile::Completeness {
             quick: self.quick,
-            interrupted: false,
             narrowed_by: hwc_model::profile::narrowing(&self.recorded_selections()),
+            ..Default::default()
         };
         if run.complete() {
             return None;

@@ -464,16 +464,19 @@ mod tests {
     const COMPLETE: Completeness = Completeness {
         quick: false,
         interrupted: false,
+        failed_cases: 0,
         narrowed_by: Vec::new(),
     };
     const QUICK: Completeness = Completeness {
         quick: true,
         interrupted: false,
+        failed_cases: 0,
         narrowed_by: Vec::new(),
     };
     const INTERRUPTED: Completeness = Completeness {
         quick: false,
         interrupted: true,
+        failed_cases: 0,
         narrowed_by: Vec::new(),
     };
 
@@ -549,6 +552,39 @@ mod tests {
         let note = store.serving().note().unwrap();
         assert!(
             note.contains(DAY2_2) && note.contains("--quick") && note.contains(DAY1),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_newer_full_run_with_a_failed_case_is_passed_over_and_named() {
+        let (d, store) = store();
+        put(d.path(), DAY1, COMPLETE, 55.0);
+        let mut p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-29T10:00:00+00:00",
+            &[("warm_gpu0_peak_gbps", 20.0)],
+        );
+        p.failures.push(hwc_model::Failure {
+            key: "h2d/gpu0/local/256MiB/s1".into(),
+            path: hwc_model::PathId::H2d,
+            error: "cuMemcpyHtoDAsync: CUDA_ERROR_LAUNCH_FAILED".into(),
+        });
+        std::fs::write(d.path().join(DAY2), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        let failed = Completeness {
+            failed_cases: 1,
+            ..COMPLETE
+        };
+        assert_eq!(
+            refresh(&store),
+            ((DAY1.into(), COMPLETE), Some((DAY2.into(), failed.clone())))
+        );
+        assert_eq!(failed.reasons(), "failed");
+        let note = store.serving().note().unwrap();
+        assert!(
+            note.contains(&format!(
+                "newer {DAY2} not served: a run with 1 failed case"
+            )),
             "{note}"
         );
     }

@@ -285,7 +285,8 @@ fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_
     assert_eq!(
         h["profile"]["passed_over"],
         serde_json::json!({"file": newer, "complete": false, "quick": true,
-                           "interrupted": false, "narrowed": false, "narrowed_by": []})
+                           "interrupted": false, "failed_cases": 0, "narrowed": false,
+                           "narrowed_by": []})
     );
     let note = h["profile"]["note"].as_str().unwrap();
     assert!(note.contains(newer) && note.contains("--quick"), "{note}");
@@ -326,7 +327,8 @@ fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_
     assert_eq!(
         h["profile"]["passed_over"],
         serde_json::json!({"file": narrowed, "complete": false, "quick": false,
-                           "interrupted": false, "narrowed": true, "narrowed_by": ["--paths h2d"]})
+                           "interrupted": false, "failed_cases": 0, "narrowed": true,
+                           "narrowed_by": ["--paths h2d"]})
     );
     let note = h["profile"]["note"].as_str().unwrap();
     assert!(

@@ -223,13 +223,16 @@ impl Provenance {
 }
 
 /// What makes a run's ceilings weaker than a complete run's: fewer repetitions (`--quick`),
-/// cases that never ran (interrupted), or a plan narrowed by a selection (`--paths h2d`,
-/// `--threads 4`, …: fewer ceilings, or ceilings of a narrower sweep; see
-/// [`narrowing`]).
+/// cases that never ran (interrupted), cases that ran and failed (a driver fault, a data
+/// mismatch: the ceilings they would have given are missing, or the best of fewer cases), or a
+/// plan narrowed by a selection (`--paths h2d`, `--threads 4`, …: fewer ceilings, or ceilings
+/// of a narrower sweep; see [`narrowing`]).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Completeness {
     pub quick: bool,
     pub interrupted: bool,
+    /// Cases that ran and failed (the profile's `failures`).
+    pub failed_cases: usize,
     /// The options that narrowed the run, as flags with their values; empty when none did.
     pub narrowed_by: Vec<String>,
 }
@@ -241,6 +244,7 @@ pub struct CompletenessFields<'a> {
     pub complete: bool,
     pub quick: bool,
     pub interrupted: bool,
+    pub failed_cases: usize,
     pub narrowed: bool,
     pub narrowed_by: &'a [String],
 }
@@ -248,14 +252,18 @@ pub struct CompletenessFields<'a> {
 impl Completeness {
     /// The completeness of `p`'s run.
     pub fn of(p: &Profile) -> Self {
-        Self::of_run(&p.provenance)
+        Completeness {
+            failed_cases: p.failures.len(),
+            ..Self::of_run(&p.provenance)
+        }
     }
 
-    /// The completeness of the run `p` records.
+    /// The completeness of the run `p` records, failures aside (they are the profile's).
     pub fn of_run(p: &Provenance) -> Self {
         Completeness {
             quick: p.quick(),
             interrupted: p.interrupted,
+            failed_cases: 0,
             narrowed_by: p.narrowed_by(),
         }
     }
@@ -265,26 +273,32 @@ impl Completeness {
         !self.narrowed_by.is_empty()
     }
 
-    /// True for a full run, neither quick nor interrupted: its ceilings are the ones to divide by.
+    /// True for a full run, neither quick nor interrupted, with no failed case: its ceilings
+    /// are the ones to divide by.
     pub fn complete(&self) -> bool {
-        !self.quick && !self.interrupted && !self.narrowed()
+        !self.quick && !self.interrupted && self.failed_cases == 0 && !self.narrowed()
     }
 
     /// The run in words: `a --quick run`, `an interrupted run`, `a run narrowed by --paths
-    /// h2d`, … .
+    /// h2d`, `a run with 2 failed cases`, … .
     pub fn describe(&self) -> String {
         let run = match (self.quick, self.interrupted) {
-            (false, false) if !self.narrowed() => "a complete run",
+            (false, false) if self.complete() => return "a complete run".to_string(),
             (false, false) => "a run",
             (true, false) => "a --quick run",
             (false, true) => "an interrupted run",
             (true, true) => "an interrupted --quick run",
         };
+        let mut s = run.to_string();
         if self.narrowed() {
-            format!("{run} narrowed by {}", self.narrowed_by.join(", "))
-        } else {
-            run.to_string()
+            s.push_str(&format!(" narrowed by {}", self.narrowed_by.join(", ")));
         }
+        match self.failed_cases {
+            0 => {}
+            1 => s.push_str(" with 1 failed case"),
+            n => s.push_str(&format!(" with {n} failed cases")),
+        }
+        s
     }
 
     /// The run's completeness as the JSON answers give it.
@@ -293,13 +307,14 @@ impl Completeness {
             complete: self.complete(),
             quick: self.quick,
             interrupted: self.interrupted,
+            failed_cases: self.failed_cases,
             narrowed: self.narrowed(),
             narrowed_by: &self.narrowed_by,
         }
     }
 
-    /// What is missing, for headers and labels: `quick`, `interrupted`, `narrowed`, or several
-    /// joined by commas (`quick,narrowed`); empty when complete.
+    /// What is missing, for headers and labels: `quick`, `interrupted`, `failed`, `narrowed`,
+    /// or several joined by commas (`quick,narrowed`); empty when complete.
     pub fn reasons(&self) -> String {
         let mut v = Vec::new();
         if self.quick {
@@ -307,6 +322,9 @@ impl Completeness {
         }
         if self.interrupted {
             v.push("interrupted");
+        }
+        if self.failed_cases > 0 {
+            v.push("failed");
         }
         if self.narrowed() {
             v.push("narrowed");
@@ -665,6 +683,28 @@ mod tests {
         p.options.insert("quick".into(), "false".into());
         p.interrupted = true;
         assert!(!p.quick() && !Completeness::of_run(&p).complete());
+    }
+
+    #[test]
+    fn a_run_with_failed_cases_is_not_complete_and_says_how_many() {
+        let failed = |n| Completeness {
+            failed_cases: n,
+            ..Completeness::default()
+        };
+        assert!(failed(0).complete());
+        assert!(!failed(1).complete());
+        assert_eq!(failed(1).describe(), "a run with 1 failed case");
+        assert_eq!(failed(2).reasons(), "failed");
+        let c = Completeness {
+            quick: true,
+            narrowed_by: vec!["--paths h2d".into()],
+            ..failed(3)
+        };
+        assert_eq!(
+            c.describe(),
+            "a --quick run narrowed by --paths h2d with 3 failed cases"
+        );
+        assert_eq!(c.reasons(), "quick,failed,narrowed");
     }
 
     #[test]
