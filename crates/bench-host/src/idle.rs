@@ -11,19 +11,34 @@ type Jiffies = (u64, u64);
 /// Per-CPU (busy, total) jiffies from `/proc/stat` text. Busy excludes idle and iowait; guest
 /// time is already inside user/nice and is not added twice.
 pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, Jiffies> {
-    text.lines()
-        .filter_map(|line| {
-            let mut f = line.split_whitespace();
-            let id: u32 = f.next()?.strip_prefix("cpu")?.parse().ok()?;
-            let v: Vec<u64> = f.take(8).filter_map(|x| x.parse().ok()).collect();
+    cpu_rows(text)
+        .filter_map(|(cpu, v)| {
+            let v = &v[..v.len().min(8)];
             if v.len() < 4 {
                 return None;
             }
             let total: u64 = v.iter().sum();
             let idle = v[3] + v.get(4).copied().unwrap_or(0);
-            Some((id, (total - idle, total)))
+            Some((cpu?, (total - idle, total)))
         })
         .collect()
+}
+
+/// The `cpu` lines of a `/proc/stat`: the CPU (`None` for the machine-wide `cpu` line) and its
+/// columns, in ticks (user, nice, system, idle, iowait, irq, softirq, steal, …), up to the
+/// first that does not parse. The idle guard and the steal counters both read them.
+pub(crate) fn cpu_rows(text: &str) -> impl Iterator<Item = (Option<u32>, Vec<u64>)> + '_ {
+    text.lines().filter_map(|line| {
+        let mut f = line.split_whitespace();
+        let label = f.next()?.strip_prefix("cpu")?;
+        let cpu = if label.is_empty() {
+            None
+        } else {
+            Some(label.parse::<u32>().ok()?)
+        };
+        let columns = f.map_while(|x| x.parse().ok()).collect();
+        Some((cpu, columns))
+    })
 }
 
 /// Two `/proc/stat` samples `window` apart.

@@ -46,18 +46,15 @@ pub struct StealTicks {
 
 pub fn parse_steal(text: &str) -> StealTicks {
     let mut out = StealTicks::default();
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        let Some(label) = f.next().and_then(|l| l.strip_prefix("cpu")) else {
+    for (cpu, columns) in crate::idle::cpu_rows(text) {
+        let Some(&steal) = columns.get(7) else {
             continue;
         };
-        let Some(steal) = f.nth(7).and_then(|v| v.parse::<u64>().ok()) else {
-            continue;
-        };
-        if label.is_empty() {
-            out.machine = Some(steal);
-        } else if let Ok(cpu) = label.parse::<u32>() {
-            out.per_cpu.insert(cpu, steal);
+        match cpu {
+            None => out.machine = Some(steal),
+            Some(cpu) => {
+                out.per_cpu.insert(cpu, steal);
+            }
         }
     }
     out
