@@ -1,5 +1,6 @@
 //! `GET /metrics`: the served profile as Prometheus gauges, one per ceiling, labelled with what
-//! the key names (`path` = the ceiling key, `gpu`, `drives`, `numa`), plus the profile's age,
+//! the key names (`path` = the ceiling key, `gpu`, `drives`, `numa`; `carried_from` on a write
+//! ceiling served from an older write run, see `store`), plus the profile's age,
 //! whether it is complete (and a newer incomplete one passed over), and the daemon's own
 //! counters. The registry is built per scrape, so a reload never leaves stale series behind.
 
@@ -15,7 +16,36 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-fn ceiling_labels(key: &str) -> Labels {
+/// A ceiling served: its key, the profile it is read from, and that profile's file when it is
+/// an older write run's (a write ceiling carried beside a read-only profile, see `store`).
+struct Served<'a> {
+    key: &'a str,
+    profile: &'a hwc_model::Profile,
+    carried_from: Option<String>,
+}
+
+/// Every ceiling served: the served profile's, then the write ceilings carried from an older one.
+fn served_ceilings(s: &crate::store::Serving) -> Vec<Served<'_>> {
+    let mut out = Vec::new();
+    if let Some(l) = &s.loaded {
+        out.extend(l.profile.ceilings.keys().map(|key| Served {
+            key,
+            profile: &l.profile,
+            carried_from: None,
+        }));
+    }
+    if let Some(w) = &s.writes {
+        out.extend(w.carried().iter().map(|key| Served {
+            key,
+            profile: &w.loaded.profile,
+            carried_from: Some(w.loaded.file_name()),
+        }));
+    }
+    out
+}
+
+/// A ceiling's labels: what its key names, and `carried_from` for an older write run's.
+fn ceiling_labels(key: &str, carried_from: Option<&str>) -> Labels {
     let l = hwc_compare::keys::labels(key);
     let mut v = vec![("path".to_string(), key.to_string())];
     if let Some(g) = l.gpu {
@@ -25,6 +55,9 @@ fn ceiling_labels(key: &str) -> Labels {
         v.push(("drives".into(), d.to_string()));
     }
     v.push(("numa".into(), l.numa.as_str().to_string()));
+    if let Some(f) = carried_from {
+        v.push(("carried_from".into(), f.to_string()));
+    }
     v
 }
 
@@ -33,19 +66,19 @@ fn ceiling_labels(key: &str) -> Labels {
 /// one measurement's median, that measurement's spread and repetition count (labelled with its
 /// key); for a derived one (penalties, minima of two paths, crossovers, knees), a `derived`
 /// marker; for one the profile says nothing usable about, an `unknown` marker.
-fn register_sources(reg: &mut Registry, p: &hwc_model::Profile) {
+fn register_sources(reg: &mut Registry, served: &[Served<'_>]) {
     use hwc_model::CeilingOrigin;
     let spread: Family<Labels, FloatGauge> = Family::default();
     let runs: Family<Labels, FloatGauge> = Family::default();
     let derived: Family<Labels, FloatGauge> = Family::default();
     let unknown: Family<Labels, FloatGauge> = Family::default();
     let (mut any_measured, mut any_derived, mut any_unknown) = (false, false, false);
-    for key in p.ceilings.keys() {
-        let path = || vec![("path".to_string(), key.clone())];
-        match p.ceiling_source(key) {
+    for c in served {
+        let path = || vec![("path".to_string(), c.key.to_string())];
+        match c.profile.ceiling_source(c.key) {
             Some(CeilingOrigin::Measured(m)) => {
                 let labels = vec![
-                    ("path".to_string(), key.clone()),
+                    ("path".to_string(), c.key.to_string()),
                     ("measurement".to_string(), m.key.clone()),
                 ];
                 spread.get_or_create(&labels).set(m.gbps.spread_pct);
@@ -97,6 +130,7 @@ pub(crate) fn render(state: &AppState) -> String {
     let mut reg = Registry::default();
     let serving = state.store.serving();
     let loaded = serving.loaded.clone();
+    let served = served_ceilings(&serving);
 
     let by_unit: [(&str, &str); 5] = [
         (
@@ -119,10 +153,12 @@ pub(crate) fn render(state: &AppState) -> String {
     for (unit, help) in by_unit {
         let family: Family<Labels, FloatGauge> = Family::default();
         let mut any = false;
-        if let Some(l) = &loaded {
-            for (key, value) in &l.profile.ceilings {
-                if hwc_compare::keys::labels(key).unit == unit {
-                    family.get_or_create(&ceiling_labels(key)).set(*value);
+        for c in &served {
+            if let Some(value) = c.profile.ceilings.get(c.key) {
+                if hwc_compare::keys::labels(c.key).unit == unit {
+                    family
+                        .get_or_create(&ceiling_labels(c.key, c.carried_from.as_deref()))
+                        .set(*value);
                     any = true;
                 }
             }
@@ -132,9 +168,7 @@ pub(crate) fn render(state: &AppState) -> String {
         }
     }
 
-    if let Some(l) = &loaded {
-        register_sources(&mut reg, &l.profile);
-    }
+    register_sources(&mut reg, &served);
 
     let present: FloatGauge = Gauge::default();
     present.set(if loaded.is_some() { 1.0 } else { 0.0 });
@@ -245,7 +279,16 @@ mod tests {
     /// The text of the ceiling-source metrics that `register_sources` registers for `p`.
     fn source_metrics(p: &hwc_model::Profile) -> String {
         let mut reg = Registry::default();
-        register_sources(&mut reg, p);
+        let served: Vec<Served<'_>> = p
+            .ceilings
+            .keys()
+            .map(|key| Served {
+                key,
+                profile: p,
+                carried_from: None,
+            })
+            .collect();
+        register_sources(&mut reg, &served);
         let mut text = String::new();
         encode(&mut text, &reg).unwrap();
         text
@@ -339,13 +382,24 @@ mod tests {
 
     #[test]
     fn labels_name_the_ceiling_and_what_its_key_says() {
-        let l = ceiling_labels("p2p_cold_4drive_gpu0_cross_numa_gbps");
+        let l = ceiling_labels("p2p_cold_4drive_gpu0_cross_numa_gbps", None);
         let get = |k: &str| l.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("path"), Some("p2p_cold_4drive_gpu0_cross_numa_gbps"));
         assert_eq!(get("gpu"), Some("gpu0"));
         assert_eq!(get("drives"), Some("4"));
         assert_eq!(get("numa"), Some("cross"));
-        let l = ceiling_labels("host_ram_same_numa_gbps");
+        let l = ceiling_labels("host_ram_same_numa_gbps", None);
         assert_eq!(l.len(), 2, "{l:?}");
+        let l = ceiling_labels(
+            "nvme_raw_1drive_write_gbps",
+            Some("hardware_profile_2026-11-28.yaml"),
+        );
+        assert_eq!(
+            l.last(),
+            Some(&(
+                "carried_from".to_string(),
+                "hardware_profile_2026-11-28.yaml".to_string()
+            ))
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! crash).
 
 use crate::runner::{RunRequest, StartError};
-use crate::store::{Loaded, Serving};
+use crate::store::{Loaded, Serving, WriteSource};
 use crate::{metrics, AppState, Peer};
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -115,11 +115,43 @@ fn profile_meta(s: &Serving, l: &Loaded) -> Value {
             json!(chrono::DateTime::<chrono::Local>::from(l.loaded_at).to_rfc3339()),
         ),
         ("passed_over", json!(passed_over)),
+        (
+            "write_ceilings_from",
+            json!(s.writes.as_ref().map(write_source_meta)),
+        ),
         ("note", json!(s.note())),
     ] {
         m.insert(k.into(), v);
     }
     Value::Object(m)
+}
+
+/// The older profile whose write ceilings are served beside the served one (`carried` true,
+/// with their `keys`), or are not because they do not describe this machine now (`carried`
+/// false, with the `reason`).
+fn write_source_meta(w: &WriteSource) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("file".into(), json!(w.loaded.file_name()));
+    m.insert(
+        "finished_at".into(),
+        json!(w.loaded.profile.provenance.finished_at),
+    );
+    match &w.carry {
+        hwc_model::carry::WriteCarry::Carried { keys } => {
+            m.insert("carried".into(), json!(true));
+            m.insert("keys".into(), json!(keys));
+        }
+        hwc_model::carry::WriteCarry::Refused { reason } => {
+            m.insert("carried".into(), json!(false));
+            m.insert("reason".into(), json!(reason));
+        }
+    }
+    Value::Object(m)
+}
+
+/// The write ceilings served from an older profile, if any, with that profile.
+fn carried(s: &Serving) -> Option<&WriteSource> {
+    s.writes.as_ref().filter(|w| !w.carried().is_empty())
 }
 
 /// `x-hwceiling-profile` names the file served; `x-hwceiling-profile-incomplete` says what its
@@ -129,6 +161,9 @@ fn profile_meta(s: &Serving, l: &Loaded) -> Value {
 /// not in headers: they may hold a path that is no header value.
 fn source_headers(s: &Serving, l: &Loaded, resp: &mut Response) {
     let mut headers = vec![("x-hwceiling-profile", l.file_name())];
+    if let Some(w) = carried(s) {
+        headers.push(("x-hwceiling-write-ceilings-from", w.loaded.file_name()));
+    }
     if !l.completeness.complete() {
         headers.push(("x-hwceiling-profile-incomplete", l.completeness.reasons()));
     }
@@ -238,7 +273,15 @@ async fn ceilings(State(state): AppStateRef) -> Response {
     let Some(loaded) = serving.loaded.as_deref() else {
         return no_profile(&state);
     };
-    let mut resp = Json(&loaded.profile.ceilings).into_response();
+    let mut map = loaded.profile.ceilings.clone();
+    if let Some(w) = carried(&serving) {
+        for key in w.carried() {
+            if let Some(v) = w.loaded.profile.ceilings.get(key) {
+                map.insert(key.clone(), *v);
+            }
+        }
+    }
+    let mut resp = Json(&map).into_response();
     source_headers(&serving, loaded, &mut resp);
     resp
 }
@@ -273,30 +316,71 @@ async fn efficiency(
     use hwc_compare::EfficiencyError as E;
     // Every answer about the profile served, refusals too, says which profile it is and what
     // its run was (a ceiling unknown to a narrowed profile may be known to a complete one).
-    let (status, mut body) =
-        match hwc_compare::efficiency::efficiency_in(&loaded.profile, path, measured) {
-            Ok(e) => (
-                StatusCode::OK,
-                serde_json::to_value(&e).unwrap_or_else(|_| json!({})),
-            ),
-            Err(E::UnknownPath { path, known }) => {
-                let mut msg = format!("unknown ceiling `{path}` in {}", loaded.file_name());
-                if !loaded.completeness.complete() {
-                    msg.push_str(&format!(", {}", loaded.completeness.describe()));
-                }
-                (
-                    StatusCode::NOT_FOUND,
-                    json!({ "error": msg, "known_paths": known }),
-                )
+    // A write ceiling the served profile lacks may be an older write run's (`store`).
+    let from = carried(&serving).filter(|w| w.carries(path));
+    let source = from.map_or(&loaded.profile, |w| &w.loaded.profile);
+    let (status, mut body) = match hwc_compare::efficiency::efficiency_in(source, path, measured) {
+        Ok(mut e) => {
+            if let Some(w) = from {
+                let carried = format!(
+                    "the ceiling is {}'s, a write run that finished {}: {} is a read-only \
+                         run, and the drives that run wrote are still here",
+                    w.loaded.file_name(),
+                    w.loaded.profile.provenance.finished_at,
+                    loaded.file_name()
+                );
+                e.note = Some(match e.note.take() {
+                    Some(n) => format!("{carried}; {n}"),
+                    None => carried,
+                });
             }
-            Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
-                (StatusCode::BAD_REQUEST, json!({ "error": e.to_string() }))
+            let mut v = serde_json::to_value(&e).unwrap_or_else(|_| json!({}));
+            if let (Value::Object(m), Some(w)) = (&mut v, from) {
+                m.insert("ceiling_from".into(), json!(w.loaded.file_name()));
             }
-            Err(e @ E::UnusableCeiling { .. }) => (
-                StatusCode::UNPROCESSABLE_ENTITY,
-                json!({ "error": e.to_string() }),
-            ),
-        };
+            (StatusCode::OK, v)
+        }
+        Err(E::UnknownPath { path, mut known }) => {
+            let mut msg = format!("unknown ceiling `{path}` in {}", loaded.file_name());
+            if !loaded.completeness.complete() {
+                msg.push_str(&format!(", {}", loaded.completeness.describe()));
+            }
+            match &serving.writes {
+                Some(w) if hwc_model::ceiling_key::is_nvme_write(&path) => match &w.carry {
+                    hwc_model::carry::WriteCarry::Refused { reason } => msg.push_str(&format!(
+                        " (a read-only run; the write ceilings of {} are not served: \
+                                     {reason})",
+                        w.loaded.file_name()
+                    )),
+                    hwc_model::carry::WriteCarry::Carried { .. } => msg.push_str(&format!(
+                        ", nor among the write ceilings carried from {}",
+                        w.loaded.file_name()
+                    )),
+                },
+                _ => {}
+            }
+            if let Some(w) = carried(&serving) {
+                known.extend(
+                    w.carried()
+                        .iter()
+                        .filter(|k| hwc_compare::keys::is_bandwidth_ceiling(k))
+                        .cloned(),
+                );
+                known.sort();
+            }
+            (
+                StatusCode::NOT_FOUND,
+                json!({ "error": msg, "known_paths": known }),
+            )
+        }
+        Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
+            (StatusCode::BAD_REQUEST, json!({ "error": e.to_string() }))
+        }
+        Err(e @ E::UnusableCeiling { .. }) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({ "error": e.to_string() }),
+        ),
+    };
     if let Value::Object(m) = &mut body {
         m.insert("profile".into(), profile_meta(&serving, loaded));
     }

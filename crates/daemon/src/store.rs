@@ -13,11 +13,19 @@
 //! served is kept, even when the broken file is a rewrite of it. Each version of a file is parsed
 //! once: those found incomplete are remembered too, so a poll costs a directory listing.
 //!
+//! Write ceilings: a node's drives are write-profiled once, while blank, and read-profiled after
+//! that, so the newest complete profile is often a read-only run with no NVMe write ceilings.
+//! Then the newest complete profile older than it that has them is kept beside it
+//! ([`Serving::writes`]), and its write ceilings are served with it, named as such, as long as
+//! they describe the drives the machine has now (`hwc_model::carry`, the rule); where they do
+//! not, the answers say why they are not.
+//!
 //! "Newest" is by file name: the date, then the `-N` suffix a second run of the same day gets.
 //! hwceiling writes profiles atomically (a temp file hard-linked into place), so a profile file
 //! is never seen half-written.
 
 use crate::AppState;
+use hwc_model::carry::{has_write_ceilings, write_carry, WriteCarry};
 pub(crate) use hwc_model::profile::Completeness;
 use hwc_model::Profile;
 use prometheus_client::metrics::counter::Counter;
@@ -98,6 +106,34 @@ pub(crate) struct PassedOver {
     pub why: Completeness,
 }
 
+/// An older complete profile's write ceilings beside a served profile that has none.
+#[derive(Debug, Clone)]
+pub(crate) struct WriteSource {
+    /// The newest complete profile older than the one served that has write ceilings.
+    pub loaded: Arc<Loaded>,
+    /// Whether they are served, and which, or why not.
+    pub carry: WriteCarry,
+}
+
+impl WriteSource {
+    /// The keys served from it (none when it is refused).
+    pub fn carried(&self) -> &[String] {
+        match &self.carry {
+            WriteCarry::Carried { keys } => keys,
+            WriteCarry::Refused { .. } => &[],
+        }
+    }
+
+    /// `key`, if it is a ceiling served from this profile.
+    pub fn carries(&self, key: &str) -> bool {
+        self.carried().iter().any(|k| k == key)
+    }
+
+    fn same(&self, other: &WriteSource) -> bool {
+        Arc::ptr_eq(&self.loaded, &other.loaded) && self.carry == other.carry
+    }
+}
+
 /// What the daemon serves: the profile, and the newest newer profile passed over for being
 /// incomplete (only ever beside a complete profile: without one, the newest profile that
 /// parses is served, whatever its run).
@@ -105,6 +141,9 @@ pub(crate) struct PassedOver {
 pub(crate) struct Serving {
     pub loaded: Option<Arc<Loaded>>,
     pub passed_over: Option<PassedOver>,
+    /// Beside a complete profile without write ceilings, the older profile whose write
+    /// ceilings stand in (or are refused, with why).
+    pub writes: Option<WriteSource>,
 }
 
 impl Serving {
@@ -130,13 +169,22 @@ impl Serving {
     }
 }
 
+/// What a version of a file was found to hold, remembered until the file changes, so that a
+/// poll parses no file twice that it will not serve.
+#[derive(Debug, Clone)]
+enum Known {
+    /// It does not parse.
+    Bad,
+    /// The profile of an incomplete run.
+    Incomplete(Completeness),
+    /// A complete profile without write ceilings, passed by the search for them.
+    NoWrites,
+}
+
 pub(crate) struct Store {
     dir: PathBuf,
     serving: RwLock<Serving>,
-    /// Files that failed to load, until they change.
-    failed: Mutex<HashMap<PathBuf, Fingerprint>>,
-    /// Files read and found incomplete, until they change (so they are not parsed every poll).
-    incomplete: Mutex<HashMap<PathBuf, (Fingerprint, Completeness)>>,
+    known: Mutex<HashMap<PathBuf, (Fingerprint, Known)>>,
     last_error: Mutex<Option<String>>,
     pub reloads: Counter,
     pub reload_errors: Counter,
@@ -250,8 +298,7 @@ impl Store {
         Store {
             dir,
             serving: RwLock::new(Serving::default()),
-            failed: Mutex::new(HashMap::new()),
-            incomplete: Mutex::new(HashMap::new()),
+            known: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
             reloads: Counter::default(),
             reload_errors: Counter::default(),
@@ -282,17 +329,33 @@ impl Store {
         &self.dir
     }
 
+    /// What this version of `c` was found to hold before, if it was read.
+    fn known(&self, c: &Candidate) -> Option<Known> {
+        match lock(&self.known).get(&c.path) {
+            Some((fp, known)) if *fp == c.fingerprint => Some(known.clone()),
+            _ => None,
+        }
+    }
+
+    fn remember(&self, c: &Candidate, known: Option<Known>) {
+        let mut map = lock(&self.known);
+        match known {
+            Some(k) => map.insert(c.path.clone(), (c.fingerprint, k)),
+            None => map.remove(&c.path),
+        };
+    }
+
     /// Parse `c`; a failure is logged, counted and remembered until the file changes.
     fn parse(&self, c: &Candidate) -> Option<Box<Parsed>> {
         match hwc_profile::read_profile_with_text(&c.path) {
             Ok((profile, text)) => {
-                lock(&self.failed).remove(&c.path);
+                self.remember(c, None);
                 Some(Box::new(Parsed { profile, text }))
             }
             Err(e) => {
                 let msg = e.to_string();
                 tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
-                lock(&self.failed).insert(c.path.clone(), c.fingerprint);
+                self.remember(c, Some(Known::Bad));
                 *lock(&self.last_error) = Some(msg);
                 self.reload_errors.inc();
                 None
@@ -303,26 +366,52 @@ impl Store {
     /// What `c` holds: from memory when this version of it was read before and was broken or
     /// incomplete, else parsed now.
     fn read(&self, c: &Candidate) -> Read {
-        if lock(&self.failed).get(&c.path) == Some(&c.fingerprint) {
-            return Read::Bad;
-        }
-        if let Some((fp, why)) = lock(&self.incomplete).get(&c.path) {
-            if *fp == c.fingerprint {
-                return Read::Incomplete(why.clone(), None);
-            }
+        match self.known(c) {
+            Some(Known::Bad) => return Read::Bad,
+            Some(Known::Incomplete(why)) => return Read::Incomplete(why, None),
+            Some(Known::NoWrites) | None => {}
         }
         let Some(parsed) = self.parse(c) else {
             return Read::Bad;
         };
         let why = Completeness::of(&parsed.profile);
-        let mut incomplete = lock(&self.incomplete);
         if why.complete() {
-            incomplete.remove(&c.path);
             Read::Complete(parsed)
         } else {
-            incomplete.insert(c.path.clone(), (c.fingerprint, why.clone()));
+            self.remember(c, Some(Known::Incomplete(why.clone())));
             Read::Incomplete(why, Some(parsed))
         }
+    }
+
+    /// The write ceilings to serve beside `served`: when it is complete and has none, the
+    /// newest complete profile older than it that has some (reused from `had` while its file is
+    /// unchanged), with the rule's verdict on them.
+    fn write_source(
+        &self,
+        files: &[Candidate],
+        served: &Loaded,
+        had: Option<&WriteSource>,
+    ) -> Option<WriteSource> {
+        if !served.completeness.complete() || has_write_ceilings(&served.profile) {
+            return None;
+        }
+        for c in files.iter().filter(|c| c.key < served.key) {
+            let kept = had
+                .map(|w| &w.loaded)
+                .filter(|l| l.file == c.path && l.fingerprint == c.fingerprint);
+            let loaded = match kept {
+                Some(l) => l.clone(),
+                None => match self.read(c) {
+                    Read::Bad | Read::Incomplete(..) => continue,
+                    Read::Complete(parsed) => Arc::new(Loaded::new(c, parsed)),
+                },
+            };
+            match write_carry(&served.profile, &loaded.profile) {
+                Some(carry) => return Some(WriteSource { loaded, carry }),
+                None => self.remember(c, Some(Known::NoWrites)),
+            }
+        }
+        None
     }
 
     /// Choose what to serve from the folder as it is now: the newest complete profile, else the
@@ -378,14 +467,25 @@ impl Store {
                 Arc::new(Loaded::new(c, parsed))
             }
         };
+        let had = self.serving().writes;
+        let writes = self.write_source(&files, &loaded, had.as_ref());
         let next = Serving {
             loaded: Some(loaded),
             passed_over,
+            writes,
         };
         let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
         let reloaded = !same_profile(&serving.loaded, &next.loaded);
         if reloaded || serving.passed_over != next.passed_over {
             log_serving(&next, reloaded);
+        }
+        let writes_changed = match (&serving.writes, &next.writes) {
+            (Some(a), Some(b)) => !a.same(b),
+            (None, None) => false,
+            _ => true,
+        };
+        if writes_changed {
+            log_writes(&next);
         }
         *serving = next;
     }
@@ -394,8 +494,7 @@ impl Store {
     fn forget_gone(&self, files: &[Candidate]) {
         let present: std::collections::HashSet<&Path> =
             files.iter().map(|c| c.path.as_path()).collect();
-        lock(&self.failed).retain(|p, _| present.contains(p.as_path()));
-        lock(&self.incomplete).retain(|p, _| present.contains(p.as_path()));
+        lock(&self.known).retain(|p, _| present.contains(p.as_path()));
     }
 }
 
@@ -424,6 +523,30 @@ fn log_serving(s: &Serving, reloaded: bool) {
         (None, _) => tracing::info!(%file, "serving profile"),
         (Some(note), true) => tracing::warn!(%file, run, passed_over, "serving profile: {note}"),
         (Some(note), false) => tracing::warn!(%file, run, passed_over, "{note}"),
+    }
+}
+
+/// The log line of a change in the write ceilings served beside the profile.
+fn log_writes(s: &Serving) {
+    let (Some(l), Some(w)) = (&s.loaded, &s.writes) else {
+        if let Some(l) = &s.loaded {
+            tracing::info!(file = %l.file.display(), "no write ceilings carried from an older profile");
+        }
+        return;
+    };
+    let from = w.loaded.file.display();
+    match &w.carry {
+        WriteCarry::Carried { keys } => tracing::info!(
+            %from,
+            served = %l.file.display(),
+            keys = keys.join(","),
+            "serving the write ceilings of an older write run beside a read-only profile"
+        ),
+        WriteCarry::Refused { reason } => tracing::warn!(
+            %from,
+            served = %l.file.display(),
+            "the write ceilings of an older write run are not served: {reason}"
+        ),
     }
 }
 
@@ -768,6 +891,104 @@ mod tests {
             56.0
         );
         assert_eq!(store.reloads.get(), 1);
+    }
+
+    /// A complete profile of node1 with NVMe drives of these serials; with `write_gbps`, of a
+    /// write run on the first.
+    fn put_nvme(dir: &Path, name: &str, serials: &[&str], write_gbps: Option<f64>) {
+        let p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-28T10:00:00+00:00",
+            &[("warm_gpu0_peak_gbps", 55.0)],
+        );
+        let p = hwc_testkit::with_nvme(p, serials, write_gbps);
+        std::fs::write(dir.join(name), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+    }
+
+    /// The file the write ceilings come from, and the verdict on them.
+    fn writes(store: &Store) -> Option<(String, WriteCarry)> {
+        store
+            .serving()
+            .writes
+            .map(|w| (w.loaded.file_name(), w.carry))
+    }
+
+    fn carried() -> WriteCarry {
+        WriteCarry::Carried {
+            keys: vec![
+                "nvme_optimal_write_chunk_bytes".into(),
+                "nvme_raw_1drive_write_gbps".into(),
+            ],
+        }
+    }
+
+    #[test]
+    fn a_read_only_profile_is_served_with_the_newest_write_runs_write_ceilings() {
+        let (d, store) = store();
+        put_nvme(d.path(), DAY1, &["S1", "S2"], Some(5.0));
+        put_nvme(d.path(), DAY2, &["S1", "S2"], Some(5.2));
+        put_nvme(d.path(), DAY2_2, &["S1", "S2"], None);
+        put(d.path(), DAY3, QUICK, 40.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY2_2.into(), COMPLETE), Some((DAY3.into(), QUICK)))
+        );
+        assert_eq!(writes(&store), Some((DAY2.into(), carried())));
+        let first = store.serving().writes.unwrap().loaded;
+        assert_eq!(first.profile.ceilings["nvme_raw_1drive_write_gbps"], 5.2);
+        // Polled again: the same profile in memory, not read again.
+        refresh(&store);
+        assert!(Arc::ptr_eq(&first, &store.serving().writes.unwrap().loaded));
+        // A newer write run serves its own write ceilings: none are carried.
+        put_nvme(d.path(), DAY3, &["S1", "S2"], Some(5.3));
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+        assert_eq!(writes(&store), None);
+    }
+
+    #[test]
+    fn write_ceilings_of_a_drive_no_longer_here_are_refused_with_why() {
+        let (d, store) = store();
+        put_nvme(d.path(), DAY1, &["S1", "S2"], Some(5.0));
+        put_nvme(d.path(), DAY2, &["S2", "S3"], None);
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        let w = store.serving().writes.unwrap();
+        assert_eq!(
+            w.carry,
+            WriteCarry::Refused {
+                reason: "drive S1, which it wrote, is not among this run's drives".into()
+            }
+        );
+        assert!(w.carried().is_empty() && !w.carries("nvme_raw_1drive_write_gbps"));
+    }
+
+    #[test]
+    fn the_search_passes_incomplete_and_read_only_profiles_and_remembers_them() {
+        let (d, store) = store();
+        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
+        put_nvme(d.path(), DAY2, &["S1"], None);
+        // An interrupted write run: its write ceilings are not a complete run's.
+        let p = hwc_testkit::with_nvme(
+            hwc_testkit::ceilings_profile("node1", "2026-11-29T10:00:00+00:00", &[]),
+            &["S1"],
+            Some(9.0),
+        );
+        let mut p = p;
+        p.provenance.interrupted = true;
+        std::fs::write(d.path().join(DAY2_2), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        put_nvme(d.path(), DAY3, &["S1"], None);
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
+        let known = |name: &str| {
+            lock(&store.known)
+                .get(&d.path().join(name))
+                .map(|(_, k)| format!("{k:?}"))
+        };
+        assert_eq!(known(DAY2).as_deref(), Some("NoWrites"));
+        assert!(known(DAY2_2).unwrap().starts_with("Incomplete"));
+        // The write run's file removed: nothing older has write ceilings.
+        std::fs::remove_file(d.path().join(DAY1)).unwrap();
+        refresh(&store);
+        assert_eq!(writes(&store), None);
     }
 
     #[test]

@@ -135,6 +135,123 @@ fn ceilings_and_efficiency_answer_the_evaluator() {
     }
 }
 
+/// A complete profile of node1 with NVMe drives of these serials; with `write_gbps`, a write
+/// run's, on the first drive.
+fn nvme_yaml(finished_at: &str, serials: &[&str], write_gbps: Option<f64>) -> String {
+    let p = hwc_testkit::ceilings_profile("node1", finished_at, &[("warm_gpu0_peak_gbps", 55.0)]);
+    hwc_profile::to_yaml(&hwc_testkit::with_nvme(p, serials, write_gbps)).unwrap()
+}
+
+#[test]
+fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before_it() {
+    let d = Daemon::tcp(|dir, _| {
+        write_profile(
+            dir,
+            DAY1,
+            &nvme_yaml("2026-11-28T10:00:00+00:00", &["S1", "S2"], Some(5.2)),
+        );
+        write_profile(
+            dir,
+            DAY2,
+            &nvme_yaml("2026-11-29T10:00:00+00:00", &["S1", "S2"], None),
+        );
+    });
+    let (_, h) = d.json("/healthz");
+    assert_eq!(h["profile"]["file"], DAY2, "{h}");
+    assert_eq!(
+        h["profile"]["write_ceilings_from"],
+        serde_json::json!({"file": DAY1, "finished_at": "2026-11-28T10:00:00+00:00",
+                           "carried": true,
+                           "keys": ["nvme_optimal_write_chunk_bytes", "nvme_raw_1drive_write_gbps"]})
+    );
+    // The ceilings served: the read-only profile's, and the write run's write ceilings.
+    let c = d.get("/v1/ceilings");
+    assert_eq!(c.header("x-hwceiling-profile"), Some(DAY2));
+    assert_eq!(c.header("x-hwceiling-write-ceilings-from"), Some(DAY1));
+    let map: serde_json::Value = serde_json::from_slice(&c.body).unwrap();
+    assert_eq!(
+        (
+            &map["nvme_raw_1drive_write_gbps"],
+            &map["nvme_raw_1drive_read_gbps"]
+        ),
+        (&5.2.into(), &6.9.into()),
+        "{map}"
+    );
+    // The profile itself is the file as written.
+    let yaml = d.get("/v1/profile?format=yaml").text();
+    assert!(!yaml.contains("nvme_raw_1drive_write_gbps"), "{yaml}");
+
+    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
+    assert_eq!(status, 200, "{e}");
+    assert_eq!(
+        (
+            e["efficiency"].as_f64(),
+            &e["ceiling_from"],
+            &e["profile"]["file"]
+        ),
+        (Some(0.5), &DAY1.into(), &DAY2.into()),
+        "{e}"
+    );
+    let note = e["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "the ceiling is {DAY1}'s, a write run that finished 2026-11-28T10:00:00+00:00: {DAY2} \
+             is a read-only run"
+        )),
+        "{note}"
+    );
+    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3.45");
+    assert_eq!((status, e.get("ceiling_from")), (200, None), "{e}");
+    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_2drive_write_gbps&measured_gbps=1");
+    assert_eq!(status, 404, "{e}");
+    assert!(
+        e["error"].as_str().unwrap().ends_with(&format!(
+            "in {DAY2}, nor among the write ceilings carried from {DAY1}"
+        )),
+        "{e}"
+    );
+    assert!(
+        e["known_paths"]
+            .as_array()
+            .unwrap()
+            .contains(&"nvme_raw_1drive_write_gbps".into()),
+        "{e}"
+    );
+    let m = d.get("/metrics").text();
+    let line = format!(
+        r#"hwceiling_ceiling_gbps{{path="nvme_raw_1drive_write_gbps",drives="1",numa="local",carried_from="{DAY1}"}} 5.2"#
+    );
+    assert!(m.lines().any(|l| l == line), "{m}");
+
+    // A read-only run after a drive the write run wrote was replaced: not carried, and why.
+    let day3 = "hardware_profile_2026-11-30.yaml";
+    write_profile(
+        d.dir(),
+        day3,
+        &nvme_yaml("2026-11-30T10:00:00+00:00", &["S9", "S2"], None),
+    );
+    let h = d.wait_for("/healthz", |h| h["profile"]["file"] == day3);
+    let reason = "drive S1, which it wrote, is not among this run's drives";
+    assert_eq!(
+        h["profile"]["write_ceilings_from"],
+        serde_json::json!({"file": DAY1, "finished_at": "2026-11-28T10:00:00+00:00",
+                           "carried": false, "reason": reason})
+    );
+    let c = d.get("/v1/ceilings");
+    assert_eq!(c.header("x-hwceiling-write-ceilings-from"), None);
+    let map: serde_json::Value = serde_json::from_slice(&c.body).unwrap();
+    assert_eq!(map.get("nvme_raw_1drive_write_gbps"), None, "{map}");
+    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
+    assert_eq!(status, 404, "{e}");
+    assert!(
+        e["error"].as_str().unwrap().ends_with(&format!(
+            "(a read-only run; the write ceilings of {DAY1} are not served: {reason})"
+        )),
+        "{e}"
+    );
+    assert!(!d.get("/metrics").text().contains("carried_from"));
+}
+
 #[test]
 fn metrics_carry_one_labelled_gauge_per_ceiling_and_the_age() {
     let d = Daemon::tcp(with_day1);

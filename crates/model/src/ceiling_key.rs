@@ -67,6 +67,19 @@ pub fn nvme_optimal_chunk(dir: NvmeDir) -> String {
     format!("nvme_optimal_{}_chunk_bytes", dir.as_str())
 }
 
+/// True for a ceiling of the NVMe write sweep: `nvme_raw_<N>drive_write_gbps` and
+/// `nvme_optimal_write_chunk_bytes` (what [`nvme_raw`] and [`nvme_optimal_chunk`] name for
+/// [`NvmeDir::Write`]).
+pub fn is_nvme_write(key: &str) -> bool {
+    let raw_count = key
+        .strip_prefix("nvme_raw_")
+        .and_then(|k| k.strip_suffix("drive_write_gbps"));
+    match raw_count {
+        Some(n) => !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()),
+        None => key == nvme_optimal_chunk(NvmeDir::Write),
+    }
+}
+
 /// The dispatcher cold path for the `nvme.raw_read_gbps` entry `count` (`2_drive` →
 /// `dispatcher_cold_2drive_gbps`).
 pub fn dispatcher_cold(count: &str) -> String {
@@ -110,6 +123,21 @@ mod tests {
             "nvme_optimal_write_chunk_bytes"
         );
         assert_eq!(dispatcher_cold("2_drive"), "dispatcher_cold_2drive_gbps");
+        for count in ["1_drive", "4_drive", "12_drive"] {
+            assert!(is_nvme_write(&nvme_raw(count, NvmeDir::Write)));
+            assert!(!is_nvme_write(&nvme_raw(count, NvmeDir::Read)));
+            assert!(!is_nvme_write(&dispatcher_cold(count)));
+        }
+        assert!(is_nvme_write(&nvme_optimal_chunk(NvmeDir::Write)));
+        assert!(!is_nvme_write(&nvme_optimal_chunk(NvmeDir::Read)));
+        for other in [
+            "nvme_raw_drive_write_gbps",
+            "nvme_raw_xdrive_write_gbps",
+            "nvme_raw_1drive_write_gbps_old",
+            "warm_gpu0_gbps",
+        ] {
+            assert!(!is_nvme_write(other), "{other}");
+        }
         assert_eq!(GPU_D2D_SUSTAINED, "gpu_d2d_sustained_gbps");
         assert_eq!(
             DISPATCHER_COLD_CROSSOVER,

@@ -4,6 +4,7 @@
 //! Units are in field names (`_gbps` = 10⁹ bytes/s, `_bytes`, `_us`). Unknown facts are `None`
 //! and omitted when serialised, never guessed.
 
+pub mod carry;
 pub mod ceiling_key;
 pub mod cpulist;
 pub mod long_tests;

@@ -143,6 +143,35 @@ pub fn with_options(mut p: Profile, options: &[(&str, &str)]) -> Profile {
     p
 }
 
+/// `p` with NVMe drives `0000:41:00.0`, `0000:42:00.0`, … holding these serial numbers (model
+/// `PM1743`, firmware `1.0`) and a one-drive read ceiling; with `write_gbps`, also what a write
+/// run on the first drive gives: its write ceilings and `nvme.write_drives_used`.
+pub fn with_nvme(mut p: Profile, serials: &[&str], write_gbps: Option<f64>) -> Profile {
+    let bdf = |i: usize| format!("0000:{:02x}:00.0", 0x41 + i);
+    p.nvme.drives = serials
+        .iter()
+        .enumerate()
+        .map(|(i, serial)| hwc_model::profile::NvmeDriveProfile {
+            bdf: Some(bdf(i)),
+            name: format!("nvme{i}"),
+            model: Some("PM1743".into()),
+            firmware_rev: Some("1.0".into()),
+            serial: Some(serial.to_string()),
+            ..Default::default()
+        })
+        .collect();
+    p.ceilings.insert("nvme_raw_1drive_read_gbps".into(), 6.9);
+    if let Some(gbps) = write_gbps {
+        p.ceilings.insert("nvme_raw_1drive_write_gbps".into(), gbps);
+        p.ceilings
+            .insert("nvme_optimal_write_chunk_bytes".into(), 131072.0);
+        p.nvme
+            .write_drives_used
+            .insert("1_drive".into(), vec![bdf(0)]);
+    }
+    p
+}
+
 /// Each `<testcase>` of a JUnit document: its name, and its `<failure>`'s type and message
 /// (`None` when it did not fail). Panics on XML that is not well formed, on a testcase without
 /// a name or a failure without a type or message, and on a failure whose text is not its

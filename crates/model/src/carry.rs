@@ -1,0 +1,280 @@
+//! Write ceilings carried from an older run.
+//!
+//! The NVMe write sweep destroys what a drive holds, so a node is write-profiled when its drives
+//! are blank (at bring-up) and read-profiled after that. A later read-only profile is the one to
+//! serve (its reads are fresh), but it has no write ceilings. Those of the newest write run may
+//! stand in for them, as long as they describe the drives the machine has now: the same host,
+//! and every drive that run wrote still there, recognised by its serial number, with the same
+//! model and firmware. [`write_carry`] is that rule; `serve` applies it and says in every answer
+//! that uses such a ceiling where it comes from.
+
+use crate::ceiling_key::is_nvme_write;
+use crate::profile::{NvmeDriveProfile, Profile};
+
+/// What becomes of an older run's write ceilings beside a newer profile without any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteCarry {
+    /// They stand in: these keys, from the older profile.
+    Carried { keys: Vec<String> },
+    /// They do not describe the machine the newer profile ran on, and why (one phrase).
+    Refused { reason: String },
+}
+
+/// The host a profile ran on (`platform.hostname`, else `provenance.hostname`).
+pub fn host_of(p: &Profile) -> Option<&str> {
+    p.platform
+        .hostname
+        .as_deref()
+        .or(p.provenance.hostname.as_deref())
+}
+
+/// True when `p` has a ceiling of the NVMe write sweep.
+pub fn has_write_ceilings(p: &Profile) -> bool {
+    p.ceilings.keys().any(|k| is_nvme_write(k))
+}
+
+/// The write ceilings of `older` that may be served beside `newer`'s. `None` when there is
+/// nothing to decide: `newer` has write ceilings of its own (a write run's, fresher), or `older`
+/// has none.
+pub fn write_carry(newer: &Profile, older: &Profile) -> Option<WriteCarry> {
+    if has_write_ceilings(newer) {
+        return None;
+    }
+    let keys: Vec<String> = older
+        .ceilings
+        .keys()
+        .filter(|k| is_nvme_write(k))
+        .cloned()
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    Some(match refusal(newer, older) {
+        Some(reason) => WriteCarry::Refused { reason },
+        None => WriteCarry::Carried { keys },
+    })
+}
+
+/// Why `older`'s write ceilings do not describe `newer`'s machine, if they do not.
+fn refusal(newer: &Profile, older: &Profile) -> Option<String> {
+    match (host_of(newer), host_of(older)) {
+        (Some(n), Some(o)) if n == o => {}
+        (Some(n), Some(o)) => return Some(format!("its run was on host {o}, this one on {n}")),
+        _ => return Some("a profile does not name its host".to_string()),
+    }
+    let mut written: Vec<&str> = older
+        .nvme
+        .write_drives_used
+        .values()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    written.sort_unstable();
+    written.dedup();
+    if written.is_empty() {
+        return Some("it does not list the drives it wrote".to_string());
+    }
+    for bdf in written {
+        let Some(then) = older
+            .nvme
+            .drives
+            .iter()
+            .find(|d| d.bdf.as_deref() == Some(bdf))
+        else {
+            return Some(format!("it wrote {bdf}, which its drive list lacks"));
+        };
+        let Some(serial) = then.serial.as_deref() else {
+            return Some(format!(
+                "it wrote {bdf} ({}), whose serial number it does not record",
+                then.name
+            ));
+        };
+        let Some(now) = newer
+            .nvme
+            .drives
+            .iter()
+            .find(|d| d.serial.as_deref() == Some(serial))
+        else {
+            return Some(format!(
+                "drive {serial}, which it wrote, is not among this run's drives"
+            ));
+        };
+        if let Some(what) = changed(then, now) {
+            return Some(format!("drive {serial}, which it wrote, has {what}"));
+        }
+    }
+    None
+}
+
+/// What differs between a drive then and now that a write ceiling depends on.
+fn changed(then: &NvmeDriveProfile, now: &NvmeDriveProfile) -> Option<String> {
+    let differs = |a: &Option<String>, b: &Option<String>| a.is_some() && b.is_some() && a != b;
+    if differs(&then.model, &now.model) {
+        return Some(format!(
+            "another model now ({} then, {} now)",
+            then.model.as_deref().unwrap_or_default(),
+            now.model.as_deref().unwrap_or_default()
+        ));
+    }
+    if differs(&then.firmware_rev, &now.firmware_rev) {
+        return Some(format!(
+            "other firmware now ({} then, {} now)",
+            then.firmware_rev.as_deref().unwrap_or_default(),
+            now.firmware_rev.as_deref().unwrap_or_default()
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::NvmeDriveProfile;
+
+    fn drive(bdf: &str, serial: Option<&str>, firmware: &str) -> NvmeDriveProfile {
+        NvmeDriveProfile {
+            bdf: Some(bdf.into()),
+            name: format!("nvme-{bdf}"),
+            model: Some("Samsung PM1743".into()),
+            firmware_rev: Some(firmware.into()),
+            serial: serial.map(Into::into),
+            ..Default::default()
+        }
+    }
+
+    fn profile(host: &str, drives: Vec<NvmeDriveProfile>) -> Profile {
+        use crate::profile::*;
+        Profile {
+            schema_version: crate::SCHEMA_VERSION,
+            provenance: Provenance::default(),
+            platform: crate::topology::Platform {
+                hostname: Some(host.into()),
+                ..Default::default()
+            },
+            cpu_features: Default::default(),
+            gpus: Default::default(),
+            nvme: NvmeProfile {
+                drives,
+                ..Default::default()
+            },
+            bar1: Default::default(),
+            gdrcopy: GdrcopyProfile::default(),
+            gds: GdsProfile::default(),
+            host_ram: HostRamProfile::default(),
+            topology: Default::default(),
+            ceilings: [("nvme_raw_1drive_read_gbps".to_string(), 6.9)].into(),
+            ceiling_sources: Default::default(),
+            measurements: vec![],
+            failures: vec![],
+            waived: vec![],
+            tools: vec![],
+            warnings: vec![],
+        }
+    }
+
+    /// A write run on `host` that wrote the drives at `bdfs` (1- and 2-drive counts).
+    fn write_run(host: &str, drives: Vec<NvmeDriveProfile>, bdfs: &[&str]) -> Profile {
+        let mut p = profile(host, drives);
+        p.ceilings.insert("nvme_raw_1drive_write_gbps".into(), 5.1);
+        p.ceilings.insert("nvme_raw_2drive_write_gbps".into(), 10.0);
+        p.ceilings
+            .insert("nvme_optimal_write_chunk_bytes".into(), 131072.0);
+        p.nvme
+            .write_drives_used
+            .insert("1_drive".into(), vec![bdfs[0].to_string()]);
+        p.nvme.write_drives_used.insert(
+            "2_drive".into(),
+            bdfs.iter().map(|b| b.to_string()).collect(),
+        );
+        p
+    }
+
+    fn two_drives(firmware: &str) -> Vec<NvmeDriveProfile> {
+        vec![
+            drive("0000:41:00.0", Some("S1"), firmware),
+            drive("0000:42:00.0", Some("S2"), firmware),
+        ]
+    }
+
+    const BDFS: [&str; 2] = ["0000:41:00.0", "0000:42:00.0"];
+
+    #[test]
+    fn carries_every_write_ceiling_to_a_read_only_run_of_the_same_drives() {
+        let older = write_run("node7", two_drives("1.0"), &BDFS);
+        // The drives were renumbered (other BDFs): the serials recognise them.
+        let newer = profile(
+            "node7",
+            vec![
+                drive("0000:81:00.0", Some("S2"), "1.0"),
+                drive("0000:82:00.0", Some("S1"), "1.0"),
+                drive("0000:83:00.0", Some("S3"), "1.0"),
+            ],
+        );
+        assert_eq!(
+            write_carry(&newer, &older),
+            Some(WriteCarry::Carried {
+                keys: vec![
+                    "nvme_optimal_write_chunk_bytes".into(),
+                    "nvme_raw_1drive_write_gbps".into(),
+                    "nvme_raw_2drive_write_gbps".into(),
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn nothing_to_decide_when_the_newer_run_wrote_or_the_older_did_not() {
+        let older = write_run("node7", two_drives("1.0"), &BDFS);
+        let newer_writer = write_run("node7", two_drives("1.0"), &BDFS[..1]);
+        assert_eq!(write_carry(&newer_writer, &older), None);
+        let read_only = profile("node7", two_drives("1.0"));
+        assert_eq!(write_carry(&read_only, &read_only.clone()), None);
+    }
+
+    #[test]
+    fn refuses_what_does_not_describe_the_machine_now() {
+        let older = write_run("node7", two_drives("1.0"), &BDFS);
+        let refused = |newer: &Profile, older: &Profile| match write_carry(newer, older) {
+            Some(WriteCarry::Refused { reason }) => reason,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused(&profile("node8", two_drives("1.0")), &older),
+            "its run was on host node7, this one on node8"
+        );
+        let one_gone = profile("node7", two_drives("1.0")[..1].to_vec());
+        assert_eq!(
+            refused(&one_gone, &older),
+            "drive S2, which it wrote, is not among this run's drives"
+        );
+        assert_eq!(
+            refused(&profile("node7", two_drives("2.0")), &older),
+            "drive S1, which it wrote, has other firmware now (1.0 then, 2.0 now)"
+        );
+        let mut other_model = two_drives("1.0");
+        other_model[1].model = Some("Kioxia CM7".into());
+        assert_eq!(
+            refused(&profile("node7", other_model), &older),
+            "drive S2, which it wrote, has another model now (Samsung PM1743 then, Kioxia CM7 now)"
+        );
+        let mut no_serial = two_drives("1.0");
+        no_serial[0].serial = None;
+        let older_unnamed = write_run("node7", no_serial, &BDFS);
+        assert_eq!(
+            refused(&profile("node7", two_drives("1.0")), &older_unnamed),
+            "it wrote 0000:41:00.0 (nvme-0000:41:00.0), whose serial number it does not record"
+        );
+        let mut unlisted = older.clone();
+        unlisted.nvme.write_drives_used.clear();
+        assert_eq!(
+            refused(&profile("node7", two_drives("1.0")), &unlisted),
+            "it does not list the drives it wrote"
+        );
+        let mut nameless = profile("node7", two_drives("1.0"));
+        nameless.platform.hostname = None;
+        assert_eq!(
+            refused(&nameless, &older),
+            "a profile does not name its host"
+        );
+    }
+}
