@@ -167,6 +167,16 @@ pub enum SelectError {
     Partition(String),
     #[error("`{0}` matches more than one drive ({1}): name it by /dev path or BDF")]
     Ambiguous(String, String),
+    #[error(
+        "`{name}` is not the first namespace of {drive}: hwceiling reads and writes a drive \
+         through its first namespace, /dev/{first}; name the drive ({drive}, its serial or BDF) \
+         or /dev/{first}"
+    )]
+    NotFirstNamespace {
+        name: String,
+        drive: String,
+        first: String,
+    },
 }
 
 /// `0000:01:00.0` and `01:00.0` are the same function.
@@ -208,7 +218,14 @@ pub fn select<'a>(topo: &'a Topology, name: &str) -> Result<&'a NvmeDrive, Selec
         })
         .collect();
     match hits.as_slice() {
-        [one] => Ok(one),
+        [one] => match one.namespaces.iter().position(|n| n.name == bare) {
+            Some(i) if i > 0 => Err(SelectError::NotFirstNamespace {
+                name: name.trim().to_string(),
+                drive: one.name.clone(),
+                first: one.namespaces[0].name.clone(),
+            }),
+            _ => Ok(one),
+        },
         [] => {
             let known: Vec<String> = topo
                 .nvme
@@ -342,6 +359,24 @@ mod tests {
             matches!(select(&t, "HWCN0"), Err(SelectError::Unknown(..))),
             "no prefix match"
         );
+    }
+
+    #[test]
+    fn a_namespace_other_than_the_first_is_refused_not_swapped_for_it() {
+        let mut t = topo();
+        t.nvme[0].namespaces.push(ns("nvme0n2"));
+        assert_eq!(select(&t, "/dev/nvme0n1").unwrap().name, "nvme0");
+        assert_eq!(select(&t, "HWCN0A").unwrap().name, "nvme0");
+        for name in ["/dev/nvme0n2", "nvme0n2"] {
+            assert_eq!(
+                select(&t, name).unwrap_err().to_string(),
+                format!(
+                    "`{name}` is not the first namespace of nvme0: hwceiling reads and writes a \
+                     drive through its first namespace, /dev/nvme0n1; name the drive (nvme0, its \
+                     serial or BDF) or /dev/nvme0n1"
+                )
+            );
+        }
     }
 
     #[test]
