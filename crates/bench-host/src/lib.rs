@@ -633,17 +633,46 @@ fn worker(gate: Arc<Gate>, index: usize, cpu: u32, work: Work, proc_root: &Path)
             gate.done.fetch_add(1, Ordering::AcqRel);
             // After the end: the timing thread takes its end time once every thread is done.
             let after = probe.read();
-            if let Ok(mut slot) = gate.slots[index].lock() {
-                *slot = Some(thread_sched(cpu, before, after));
-            }
-            if let Ok(mut why) = gate.why.lock() {
-                why.extend(probe.unavailable().cloned());
-            }
+            *lock(&gate.slots[index]) = Some(thread_sched(cpu, before, after));
+            lock(&gate.why).extend(probe.unavailable().cloned());
             gate.reported.fetch_add(1, Ordering::Release);
         } else {
             std::hint::spin_loop();
         }
     }
+}
+
+/// The bookkeeping behind `m`, even if a thread panicked while holding it: a slot or the set of
+/// reasons is whole after every write, so a panic elsewhere leaves nothing half-written.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The counters the workers on `cpus` left in their `slots`, emptying them. The copy was timed
+/// whether or not they are there: a slot left empty (a worker that panicked) only takes that
+/// thread's evidence away, and `why` says so.
+fn take_slots(
+    slots: &[Mutex<Option<ThreadSched>>],
+    cpus: &[u32],
+    why: &Mutex<BTreeSet<String>>,
+) -> Vec<ThreadSched> {
+    slots
+        .iter()
+        .zip(cpus)
+        .map(|(slot, &cpu)| {
+            lock(slot).take().unwrap_or_else(|| {
+                lock(why).insert(format!(
+                    "the copy thread on CPU {cpu} left no counters for a repetition"
+                ));
+                ThreadSched {
+                    cpu,
+                    run_delay_ns: None,
+                    nivcsw: None,
+                    steal_us: None,
+                }
+            })
+        })
+        .collect()
 }
 
 /// A thread's counters over a repetition, from its readings before and after (steal is added
@@ -702,15 +731,8 @@ impl Prepared for PreparedCopy<'_> {
         }
         let steal_after = self.steal.read();
         let mut threads = vec![thread_sched(self.cpus[0], before, after)];
-        for slot in &gate.slots[1..] {
-            let taken = slot.lock().ok().and_then(|mut s| s.take());
-            // Every worker reported (the count above) before its slot was read.
-            threads.push(
-                taken.ok_or_else(|| {
-                    BenchError::failed("a copy thread left no scheduling counters")
-                })?,
-            );
-        }
+        // Every worker reported (the count above) after filling its slot.
+        threads.extend(take_slots(&gate.slots[1..], &self.cpus[1..], &gate.why));
         for t in &mut threads {
             t.steal_us = self.steal.cpu_us(&steal_before, &steal_after, t.cpu);
         }
@@ -729,7 +751,7 @@ impl Prepared for PreparedCopy<'_> {
     }
 
     fn sched_sources(&self) -> SchedSources {
-        let mut why: BTreeSet<String> = self.gate.why.lock().map(|w| w.clone()).unwrap_or_default();
+        let mut why: BTreeSet<String> = lock(&self.gate.why).clone();
         why.extend(self.probe.unavailable().cloned());
         why.extend(self.steal.unavailable().cloned());
         SchedSources {

@@ -445,19 +445,26 @@ fn two_copy_threads_pinned_to_one_cpu_each_read_their_own_delay() {
         &mut home,
     )
     .unwrap();
-    let mut delays = Vec::new();
+    // Per thread (0: the timing thread, 1: the worker), its delay in each repetition.
+    let mut delays = [Vec::new(), Vec::new()];
     for _ in 0..4 {
         p.run_once().unwrap();
         let s = p.last_sched().expect("counters of the repetition");
         assert_eq!(s.threads.len(), 2);
         assert!(s.threads.iter().all(|t| t.cpu == cpu));
-        // The worker thread (index 1) read its own counters, not the timing thread's.
         assert!(s.threads[1].run_delay_ns.is_some() && s.threads[1].nivcsw.is_some());
-        delays.extend(s.threads.iter().map(|t| t.run_delay_ns.unwrap_or(0)));
+        for (d, t) in delays.iter_mut().zip(&s.threads) {
+            d.push(t.run_delay_ns.unwrap_or(0));
+        }
     }
     p.verify().unwrap();
-    // One CPU, two threads copying on it: each waits while the other runs.
-    assert!(delays.iter().any(|&d| d > 0), "{delays:?}");
+    // One CPU, two threads copying on it: each waits while the other runs, so each thread's own
+    // counters show a delay. A worker that read another thread's counters (the process's idle
+    // main thread, through `self` instead of `thread-self`) would show none.
+    assert!(
+        delays.iter().all(|d| d.iter().any(|&ns| ns > 0)),
+        "{delays:?}"
+    );
     assert!(
         p.sched_sources().unavailable.is_empty(),
         "{:?}",
@@ -501,4 +508,48 @@ fn without_the_counters_the_evidence_is_not_available_with_why_never_zero() {
     );
     assert!(note.contains("steal not available: "), "{note}");
     assert!(!note.contains("repetitions disturbed"), "{note}");
+}
+
+#[test]
+fn a_slot_left_empty_or_poisoned_takes_only_that_threads_evidence() {
+    let filled = ThreadSched {
+        cpu: 3,
+        run_delay_ns: Some(1500),
+        nivcsw: Some(2),
+        steal_us: None,
+    };
+    let slots = vec![
+        Mutex::new(Some(filled.clone())),
+        Mutex::new(None),
+        Mutex::new(Some(filled.clone())),
+    ];
+    // A thread that panicked while holding the third slot: what it left is still read.
+    std::thread::scope(|s| {
+        let _ = s
+            .spawn(|| {
+                let _g = slots[2].lock().unwrap();
+                panic!("a worker panicking while holding its slot");
+            })
+            .join();
+    });
+    assert!(slots[2].is_poisoned());
+    let why = Mutex::new(BTreeSet::new());
+    let taken = take_slots(&slots, &[3, 5, 3], &why);
+    assert_eq!(taken[0], filled);
+    assert_eq!(
+        taken[1],
+        ThreadSched {
+            cpu: 5,
+            run_delay_ns: None,
+            nivcsw: None,
+            steal_us: None,
+        }
+    );
+    assert_eq!(taken[2], filled);
+    assert_eq!(
+        why.into_inner().unwrap().into_iter().collect::<Vec<_>>(),
+        vec!["the copy thread on CPU 5 left no counters for a repetition".to_string()]
+    );
+    // Taken: the slots are empty for the next repetition.
+    assert!(slots.iter().all(|s| lock(s).is_none()));
 }
