@@ -46,8 +46,11 @@ impl RunFiles {
     /// `…-<date>-2`, `-3`, … A name freed by deleting an earlier run is not taken again: a
     /// later run always sorts after every run already there (`serve` picks the newest by name).
     pub fn choose(dir: &Path, date: &str) -> Result<Self> {
-        let first = highest_run_number(dir, date).saturating_add(1);
-        for n in first..10_000 {
+        let highest = highest_run_number(dir, date);
+        let first = highest.saturating_add(1);
+        // Past the highest number, names are free but for entries the listing missed (an
+        // unreadable folder, a race): a bounded search, from wherever the numbers reached.
+        for n in first..first.saturating_add(10_000) {
             let suffix = if n == 1 {
                 String::new()
             } else {
@@ -58,7 +61,18 @@ impl RunFiles {
                 return Ok(files);
             }
         }
-        bail!("{} already holds 9999 runs dated {date}", dir.display())
+        if highest == u32::MAX {
+            bail!(
+                "no run number is free for {date} in {}: a file there is numbered {highest}, \
+                 the largest there can be; move or rename the files numbered that high",
+                dir.display()
+            )
+        }
+        bail!(
+            "no run number is free for {date} in {}: every name from run {first} to {} is taken",
+            dir.display(),
+            first.saturating_add(9_999)
+        )
     }
 }
 
@@ -331,6 +345,34 @@ mod tests {
         .unwrap();
         assert_eq!(highest_run_number(d.path(), date), 12);
         assert_eq!(highest_run_number(&d.path().join("missing"), date), 0);
+    }
+
+    #[test]
+    fn numbers_beyond_ten_thousand_go_on_and_the_largest_is_refused_clearly() {
+        let d = tempfile::tempdir().unwrap();
+        let date = "2026-12-02";
+        fs::write(
+            d.path().join("hardware_profile_2026-12-02-12345.yaml"),
+            b"x",
+        )
+        .unwrap();
+        let next = RunFiles::choose(d.path(), date).unwrap();
+        assert!(
+            next.profile
+                .ends_with("hardware_profile_2026-12-02-12346.yaml"),
+            "{next:?}"
+        );
+        let max = format!("hardware_raw_2026-12-02-{}.json", u32::MAX);
+        fs::write(d.path().join(max), b"{}").unwrap();
+        let e = RunFiles::choose(d.path(), date).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "no run number is free for {date} in {}: a file there is numbered {}",
+                d.path().display(),
+                u32::MAX
+            )),
+            "{e}"
+        );
     }
 
     #[test]
