@@ -232,6 +232,35 @@ pub(crate) fn render(state: &AppState) -> String {
                 passed,
             );
         }
+        if let Some(w) = &serving.writes {
+            let (carried, reason) = match &w.carry {
+                hwc_model::carry::WriteCarry::Carried { .. } => ("true", String::new()),
+                hwc_model::carry::WriteCarry::Refused { reason } => ("false", reason.clone()),
+            };
+            let from: Family<Labels, FloatGauge> = Family::default();
+            from.get_or_create(&vec![
+                ("file".to_string(), w.loaded.file_name()),
+                ("carried".to_string(), carried.to_string()),
+                ("reason".to_string(), reason),
+            ])
+            .set(1.0);
+            reg.register(
+                "hwceiling_write_ceilings_from",
+                "The older write run whose NVMe write ceilings are served beside a read-only \
+                 profile (carried=\"true\", gauges labelled carried_from), or are not because \
+                 they do not describe the machine now (carried=\"false\", with the reason)",
+                from,
+            );
+            if let (true, Some(age)) = (carried == "true", w.loaded.age_seconds()) {
+                let g: FloatGauge = Gauge::default();
+                g.set(age);
+                reg.register(
+                    "hwceiling_write_ceilings_age_seconds",
+                    "Seconds since the run whose write ceilings are served finished",
+                    g,
+                );
+            }
+        }
         let counts: Family<Labels, FloatGauge> = Family::default();
         for (what, n) in [
             ("measurements", p.measurements.len()),

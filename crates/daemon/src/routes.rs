@@ -127,8 +127,9 @@ fn profile_meta(s: &Serving, l: &Loaded) -> Value {
 }
 
 /// The older profile whose write ceilings are served beside the served one (`carried` true,
-/// with their `keys`), or are not because they do not describe this machine now (`carried`
-/// false, with the `reason`).
+/// with their `keys` and the serial numbers of the `drives` written), or are not because they
+/// do not describe this machine now (`carried` false, with the `reason`); and the newest file
+/// passed over on the way to it that could hold newer write ceilings (`passed_over`).
 fn write_source_meta(w: &WriteSource) -> Value {
     let mut m = serde_json::Map::new();
     m.insert("file".into(), json!(w.loaded.file_name()));
@@ -136,10 +137,18 @@ fn write_source_meta(w: &WriteSource) -> Value {
         "finished_at".into(),
         json!(w.loaded.profile.provenance.finished_at),
     );
+    m.insert(
+        "passed_over".into(),
+        json!(w
+            .passed_over
+            .as_ref()
+            .map(|p| json!({"file": p.file, "why": p.why}))),
+    );
     match &w.carry {
-        hwc_model::carry::WriteCarry::Carried { keys } => {
+        hwc_model::carry::WriteCarry::Carried { keys, drives } => {
             m.insert("carried".into(), json!(true));
             m.insert("keys".into(), json!(keys));
+            m.insert("drives".into(), json!(drives));
         }
         hwc_model::carry::WriteCarry::Refused { reason } => {
             m.insert("carried".into(), json!(false));
@@ -154,6 +163,14 @@ fn carried(s: &Serving) -> Option<&WriteSource> {
     s.writes.as_ref().filter(|w| !w.carried().is_empty())
 }
 
+/// `x-hwceiling-write-ceilings-from: FILE` on an answer that holds write ceilings of `w`.
+fn write_source_header(w: &WriteSource, resp: &mut Response) {
+    if let Ok(v) = HeaderValue::from_str(&w.loaded.file_name()) {
+        resp.headers_mut()
+            .insert("x-hwceiling-write-ceilings-from", v);
+    }
+}
+
 /// `x-hwceiling-profile` names the file served; `x-hwceiling-profile-incomplete` says what its
 /// run lacked (`quick`, `interrupted`, `narrowed`, comma-separated), and
 /// `x-hwceiling-profile-passed-over` names a newer incomplete profile not served
@@ -161,9 +178,6 @@ fn carried(s: &Serving) -> Option<&WriteSource> {
 /// not in headers: they may hold a path that is no header value.
 fn source_headers(s: &Serving, l: &Loaded, resp: &mut Response) {
     let mut headers = vec![("x-hwceiling-profile", l.file_name())];
-    if let Some(w) = carried(s) {
-        headers.push(("x-hwceiling-write-ceilings-from", w.loaded.file_name()));
-    }
     if !l.completeness.complete() {
         headers.push(("x-hwceiling-profile-incomplete", l.completeness.reasons()));
     }
@@ -283,6 +297,9 @@ async fn ceilings(State(state): AppStateRef) -> Response {
     }
     let mut resp = Json(&map).into_response();
     source_headers(&serving, loaded, &mut resp);
+    if let Some(w) = carried(&serving) {
+        write_source_header(w, &mut resp);
+    }
     resp
 }
 
@@ -324,7 +341,9 @@ async fn efficiency(
             if let Some(w) = from {
                 let carried = format!(
                     "the ceiling is {}'s, a write run that finished {}: {} is a read-only \
-                         run, and the drives that run wrote are still here",
+                     run, and the drives that run wrote are still here as they were then; it \
+                     was measured on those drives blank (drives that hold data since may write \
+                     slower)",
                     w.loaded.file_name(),
                     w.loaded.profile.provenance.finished_at,
                     loaded.file_name()
@@ -386,6 +405,9 @@ async fn efficiency(
     }
     let mut resp = (status, Json(body)).into_response();
     source_headers(&serving, loaded, &mut resp);
+    if let Some(w) = from.filter(|_| status == StatusCode::OK) {
+        write_source_header(w, &mut resp);
+    }
     resp
 }
 

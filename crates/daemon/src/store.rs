@@ -18,7 +18,9 @@
 //! Then the newest complete profile older than it that has them is kept beside it
 //! ([`Serving::writes`]), and its write ceilings are served with it, named as such, as long as
 //! they describe the drives the machine has now (`hwc_model::carry`, the rule); where they do
-//! not, the answers say why they are not.
+//! not, the answers say why they are not. The files the search passes (read-only, incomplete,
+//! broken) are remembered as such, so it too parses each version of a file once; old files that
+//! do not read are not load errors (they are not the profile to serve).
 //!
 //! "Newest" is by file name: the date, then the `-N` suffix a second run of the same day gets.
 //! hwceiling writes profiles atomically (a temp file hard-linked into place), so a profile file
@@ -113,13 +115,25 @@ pub(crate) struct WriteSource {
     pub loaded: Arc<Loaded>,
     /// Whether they are served, and which, or why not.
     pub carry: WriteCarry,
+    /// The newest file between the served profile and this one that could hold newer write
+    /// ceilings but was passed over: a write run that is not complete, or a file that does not
+    /// read.
+    pub passed_over: Option<WritesPassedOver>,
+}
+
+/// A file the search for write ceilings passed over, and why (`does not read`, `a write run,
+/// but an interrupted run`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WritesPassedOver {
+    pub file: String,
+    pub why: String,
 }
 
 impl WriteSource {
     /// The keys served from it (none when it is refused).
     pub fn carried(&self) -> &[String] {
         match &self.carry {
-            WriteCarry::Carried { keys } => keys,
+            WriteCarry::Carried { keys, .. } => keys,
             WriteCarry::Refused { .. } => &[],
         }
     }
@@ -130,7 +144,9 @@ impl WriteSource {
     }
 
     fn same(&self, other: &WriteSource) -> bool {
-        Arc::ptr_eq(&self.loaded, &other.loaded) && self.carry == other.carry
+        Arc::ptr_eq(&self.loaded, &other.loaded)
+            && self.carry == other.carry
+            && self.passed_over == other.passed_over
     }
 }
 
@@ -175,10 +191,20 @@ impl Serving {
 enum Known {
     /// It does not parse.
     Bad,
-    /// The profile of an incomplete run.
-    Incomplete(Completeness),
+    /// The profile of an incomplete run, and whether it has write ceilings.
+    Incomplete { why: Completeness, writes: bool },
     /// A complete profile without write ceilings, passed by the search for them.
     NoWrites,
+}
+
+/// Whether a file that does not parse is news: for the profile to serve, it is (logged as a
+/// warning, `last_load_error`, `hwceiling_profile_reload_errors_total`); for the search for
+/// older write ceilings, which reads files no one asked to serve, it is not (logged at debug
+/// level, and named in `write_ceilings_from.passed_over` if nothing newer is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loud {
+    Yes,
+    No,
 }
 
 pub(crate) struct Store {
@@ -242,8 +268,13 @@ enum Read {
     /// It does not parse (now, or at this version before).
     Bad,
     Complete(Box<Parsed>),
-    /// Parsed now, or known from an earlier poll (`None`).
-    Incomplete(Completeness, Option<Box<Parsed>>),
+    /// Parsed now, or known from an earlier poll (`parsed` `None`); `writes`: it has write
+    /// ceilings.
+    Incomplete {
+        why: Completeness,
+        writes: bool,
+        parsed: Option<Box<Parsed>>,
+    },
 }
 
 /// The profiles to choose from, newest first: the files, with the profile in memory standing in
@@ -345,8 +376,9 @@ impl Store {
         };
     }
 
-    /// Parse `c`; a failure is logged, counted and remembered until the file changes.
-    fn parse(&self, c: &Candidate) -> Option<Box<Parsed>> {
+    /// Parse `c`; a failure is logged (counted, when `loud`) and remembered until the file
+    /// changes.
+    fn parse(&self, c: &Candidate, loud: Loud) -> Option<Box<Parsed>> {
         match hwc_profile::read_profile_with_text(&c.path) {
             Ok((profile, text)) => {
                 self.remember(c, None);
@@ -354,10 +386,14 @@ impl Store {
             }
             Err(e) => {
                 let msg = e.to_string();
-                tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
                 self.remember(c, Some(Known::Bad));
-                *lock(&self.last_error) = Some(msg);
-                self.reload_errors.inc();
+                if loud == Loud::Yes {
+                    tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
+                    *lock(&self.last_error) = Some(msg);
+                    self.reload_errors.inc();
+                } else {
+                    tracing::debug!(error = %msg, "an older profile does not read");
+                }
                 None
             }
         }
@@ -365,27 +401,45 @@ impl Store {
 
     /// What `c` holds: from memory when this version of it was read before and was broken or
     /// incomplete, else parsed now.
-    fn read(&self, c: &Candidate) -> Read {
+    fn read(&self, c: &Candidate, loud: Loud) -> Read {
         match self.known(c) {
             Some(Known::Bad) => return Read::Bad,
-            Some(Known::Incomplete(why)) => return Read::Incomplete(why, None),
+            Some(Known::Incomplete { why, writes }) => {
+                return Read::Incomplete {
+                    why,
+                    writes,
+                    parsed: None,
+                }
+            }
             Some(Known::NoWrites) | None => {}
         }
-        let Some(parsed) = self.parse(c) else {
+        let Some(parsed) = self.parse(c, loud) else {
             return Read::Bad;
         };
         let why = Completeness::of(&parsed.profile);
         if why.complete() {
             Read::Complete(parsed)
         } else {
-            self.remember(c, Some(Known::Incomplete(why.clone())));
-            Read::Incomplete(why, Some(parsed))
+            let writes = has_write_ceilings(&parsed.profile);
+            self.remember(
+                c,
+                Some(Known::Incomplete {
+                    why: why.clone(),
+                    writes,
+                }),
+            );
+            Read::Incomplete {
+                why,
+                writes,
+                parsed: Some(parsed),
+            }
         }
     }
 
     /// The write ceilings to serve beside `served`: when it is complete and has none, the
     /// newest complete profile older than it that has some (reused from `had` while its file is
-    /// unchanged), with the rule's verdict on them.
+    /// unchanged), with the rule's verdict on them. Each file is parsed once a version: those
+    /// passed are remembered ([`Known`]).
     fn write_source(
         &self,
         files: &[Candidate],
@@ -395,21 +449,51 @@ impl Store {
         if !served.completeness.complete() || has_write_ceilings(&served.profile) {
             return None;
         }
+        let mut passed_over = None;
         for c in files.iter().filter(|c| c.key < served.key) {
             let kept = had
                 .map(|w| &w.loaded)
                 .filter(|l| l.file == c.path && l.fingerprint == c.fingerprint);
             let loaded = match kept {
                 Some(l) => l.clone(),
-                None => match self.read(c) {
-                    Read::Bad | Read::Incomplete(..) => continue,
-                    Read::Complete(parsed) => Arc::new(Loaded::new(c, parsed)),
-                },
+                None => {
+                    if matches!(self.known(c), Some(Known::NoWrites)) {
+                        continue;
+                    }
+                    match self.read(c, Loud::No) {
+                        Read::Complete(parsed) => {
+                            let loaded = Arc::new(Loaded::new(c, parsed));
+                            if !has_write_ceilings(&loaded.profile) {
+                                self.remember(c, Some(Known::NoWrites));
+                                continue;
+                            }
+                            loaded
+                        }
+                        Read::Bad => {
+                            passed_over.get_or_insert(WritesPassedOver {
+                                file: file_name(&c.path),
+                                why: "does not read".into(),
+                            });
+                            continue;
+                        }
+                        Read::Incomplete { why, writes, .. } => {
+                            if writes {
+                                passed_over.get_or_insert(WritesPassedOver {
+                                    file: file_name(&c.path),
+                                    why: format!("a write run, but {}", why.describe()),
+                                });
+                            }
+                            continue;
+                        }
+                    }
+                }
             };
-            match write_carry(&served.profile, &loaded.profile) {
-                Some(carry) => return Some(WriteSource { loaded, carry }),
-                None => self.remember(c, Some(Known::NoWrites)),
-            }
+            let carry = write_carry(&served.profile, &loaded.profile)?;
+            return Some(WriteSource {
+                loaded,
+                carry,
+                passed_over,
+            });
         }
         None
     }
@@ -427,9 +511,9 @@ impl Store {
         for entry in entries(&files, served.as_ref()) {
             let (pick, why) = match entry {
                 Entry::Served(l) => (Pick::Served(l.clone()), l.completeness.clone()),
-                Entry::File(c) => match self.read(c) {
+                Entry::File(c) => match self.read(c, Loud::Yes) {
                     Read::Complete(p) => (Pick::File(c, Some(p)), Completeness::default()),
-                    Read::Incomplete(why, p) => (Pick::File(c, p), why),
+                    Read::Incomplete { why, parsed, .. } => (Pick::File(c, parsed), why),
                     Read::Bad => match served.as_ref().filter(|l| l.file == c.path) {
                         // A broken rewrite of the file served: the version in memory stands in.
                         Some(l) => (Pick::Served(l.clone()), l.completeness.clone()),
@@ -460,7 +544,7 @@ impl Store {
         let loaded = match pick {
             Pick::Served(l) => l,
             Pick::File(c, parsed) => {
-                let Some(parsed) = parsed.or_else(|| self.parse(c)) else {
+                let Some(parsed) = parsed.or_else(|| self.parse(c, Loud::Yes)) else {
                     return;
                 };
                 self.reloads.inc();
@@ -536,10 +620,11 @@ fn log_writes(s: &Serving) {
     };
     let from = w.loaded.file.display();
     match &w.carry {
-        WriteCarry::Carried { keys } => tracing::info!(
+        WriteCarry::Carried { keys, drives } => tracing::info!(
             %from,
             served = %l.file.display(),
             keys = keys.join(","),
+            drives = drives.join(","),
             "serving the write ceilings of an older write run beside a read-only profile"
         ),
         WriteCarry::Refused { reason } => tracing::warn!(
@@ -902,7 +987,11 @@ mod tests {
             &[("warm_gpu0_peak_gbps", 55.0)],
         );
         let p = hwc_testkit::with_nvme(p, serials, write_gbps);
-        std::fs::write(dir.join(name), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        // Into place under a new inode, as `hwceiling profile` writes: a rewrite is a new
+        // version even within the file system's time granularity.
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
     }
 
     /// The file the write ceilings come from, and the verdict on them.
@@ -919,7 +1008,29 @@ mod tests {
                 "nvme_optimal_write_chunk_bytes".into(),
                 "nvme_raw_1drive_write_gbps".into(),
             ],
+            drives: vec!["S1".into()],
         }
+    }
+
+    /// The file the search for write ceilings passed over, and why.
+    fn writes_passed_over(store: &Store) -> Option<(String, String)> {
+        let w = store.serving().writes?;
+        w.passed_over.map(|p| (p.file, p.why))
+    }
+
+    /// Overwrite `name` with text that does not parse, of the same length, and give it back its
+    /// modification time: the same version as far as the daemon can tell (size, time, inode),
+    /// so only a parse would notice.
+    fn corrupt_unseen(dir: &Path, name: &str) {
+        use std::io::Write;
+        let path = dir.join(name);
+        let m = std::fs::metadata(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all(&vec![b'['; m.len() as usize]).unwrap();
+        f.set_modified(m.modified().unwrap()).unwrap();
+        drop(f);
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!(Fingerprint::of(&after), Fingerprint::of(&m));
     }
 
     #[test]
@@ -962,33 +1073,74 @@ mod tests {
     }
 
     #[test]
-    fn the_search_passes_incomplete_and_read_only_profiles_and_remembers_them() {
+    fn the_search_passes_read_only_incomplete_and_broken_files_and_reads_each_once() {
         let (d, store) = store();
         put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
-        put_nvme(d.path(), DAY2, &["S1"], None);
         // An interrupted write run: its write ceilings are not a complete run's.
-        let p = hwc_testkit::with_nvme(
+        let mut p = hwc_testkit::with_nvme(
             hwc_testkit::ceilings_profile("node1", "2026-11-29T10:00:00+00:00", &[]),
             &["S1"],
             Some(9.0),
         );
-        let mut p = p;
         p.provenance.interrupted = true;
-        std::fs::write(d.path().join(DAY2_2), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        std::fs::write(d.path().join(DAY2), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        put_nvme(d.path(), DAY2_2, &["S1"], None);
         put_nvme(d.path(), DAY3, &["S1"], None);
         assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+        // The complete write run's ceilings, and the newer incomplete one named.
+        let interrupted = Some((DAY2.into(), "a write run, but an interrupted run".into()));
         assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-        let known = |name: &str| {
-            lock(&store.known)
-                .get(&d.path().join(name))
-                .map(|(_, k)| format!("{k:?}"))
-        };
-        assert_eq!(known(DAY2).as_deref(), Some("NoWrites"));
-        assert!(known(DAY2_2).unwrap().starts_with("Incomplete"));
+        assert_eq!(writes_passed_over(&store), interrupted);
+        // Each file was read once: made unparsable behind the daemon's back, the read-only
+        // profile in between goes unnoticed (read again, it would be named as not reading,
+        // being newer than the interrupted run).
+        corrupt_unseen(d.path(), DAY2_2);
+        refresh(&store);
+        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
+        assert_eq!(writes_passed_over(&store), interrupted);
+        assert_eq!(store.last_error(), None);
         // The write run's file removed: nothing older has write ceilings.
         std::fs::remove_file(d.path().join(DAY1)).unwrap();
         refresh(&store);
         assert_eq!(writes(&store), None);
+    }
+
+    #[test]
+    fn an_older_file_that_does_not_read_is_named_by_the_search_not_a_load_error() {
+        let (d, store) = store();
+        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
+        std::fs::write(d.path().join(DAY2), "schema_version: 1\nplatform: [oops\n").unwrap();
+        put_nvme(d.path(), DAY3, &["S1"], None);
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
+        assert_eq!(
+            writes_passed_over(&store),
+            Some((DAY2.into(), "does not read".into()))
+        );
+        // Not news for the profile served: no load error, nothing counted.
+        assert_eq!((store.last_error(), store.reload_errors.get()), (None, 0));
+    }
+
+    #[test]
+    fn rewrites_of_the_served_file_or_the_write_run_are_followed() {
+        let (d, store) = store();
+        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
+        put_nvme(d.path(), DAY2, &["S1"], None);
+        refresh(&store);
+        let first = store.serving().writes.unwrap().loaded;
+        // The write run's file rewritten: read again.
+        put_nvme(d.path(), DAY1, &["S1"], Some(5.5));
+        refresh(&store);
+        let again = store.serving().writes.unwrap().loaded;
+        assert!(!Arc::ptr_eq(&first, &again));
+        assert_eq!(again.profile.ceilings["nvme_raw_1drive_write_gbps"], 5.5);
+        // The served file rewritten as a write run: it serves its own, and back.
+        put_nvme(d.path(), DAY2, &["S1"], Some(6.0));
+        refresh(&store);
+        assert_eq!(writes(&store), None);
+        put_nvme(d.path(), DAY2, &["S1"], None);
+        refresh(&store);
+        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
     }
 
     #[test]

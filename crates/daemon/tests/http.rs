@@ -161,7 +161,7 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
     assert_eq!(
         h["profile"]["write_ceilings_from"],
         serde_json::json!({"file": DAY1, "finished_at": "2026-11-28T10:00:00+00:00",
-                           "carried": true,
+                           "carried": true, "passed_over": null, "drives": ["S1"],
                            "keys": ["nvme_optimal_write_chunk_bytes", "nvme_raw_1drive_write_gbps"]})
     );
     // The ceilings served: the read-only profile's, and the write run's write ceilings.
@@ -177,10 +177,17 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
         (&5.2.into(), &6.9.into()),
         "{map}"
     );
-    // The profile itself is the file as written.
-    let yaml = d.get("/v1/profile?format=yaml").text();
-    assert!(!yaml.contains("nvme_raw_1drive_write_gbps"), "{yaml}");
+    // The profile itself is the file as written, and says nothing of the write run.
+    let p = d.get("/v1/profile?format=yaml");
+    assert!(
+        !p.text().contains("nvme_raw_1drive_write_gbps"),
+        "{}",
+        p.text()
+    );
+    assert_eq!(p.header("x-hwceiling-write-ceilings-from"), None);
 
+    let r = d.get("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
+    assert_eq!(r.header("x-hwceiling-write-ceilings-from"), Some(DAY1));
     let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
     assert_eq!(status, 200, "{e}");
     assert_eq!(
@@ -200,6 +207,8 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
         )),
         "{note}"
     );
+    let r = d.get("/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3.45");
+    assert_eq!(r.header("x-hwceiling-write-ceilings-from"), None);
     let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3.45");
     assert_eq!((status, e.get("ceiling_from")), (200, None), "{e}");
     let (status, e) = d.json("/v1/efficiency?path=nvme_raw_2drive_write_gbps&measured_gbps=1");
@@ -222,6 +231,14 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
         r#"hwceiling_ceiling_gbps{{path="nvme_raw_1drive_write_gbps",drives="1",numa="local",carried_from="{DAY1}"}} 5.2"#
     );
     assert!(m.lines().any(|l| l == line), "{m}");
+    let from =
+        format!(r#"hwceiling_write_ceilings_from{{file="{DAY1}",carried="true",reason=""}} 1.0"#);
+    assert!(m.lines().any(|l| l == from), "{m}");
+    assert!(
+        m.lines()
+            .any(|l| l.starts_with("hwceiling_write_ceilings_age_seconds ")),
+        "{m}"
+    );
 
     // A read-only run after a drive the write run wrote was replaced: not carried, and why.
     let day3 = "hardware_profile_2026-11-30.yaml";
@@ -235,7 +252,7 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
     assert_eq!(
         h["profile"]["write_ceilings_from"],
         serde_json::json!({"file": DAY1, "finished_at": "2026-11-28T10:00:00+00:00",
-                           "carried": false, "reason": reason})
+                           "carried": false, "reason": reason, "passed_over": null})
     );
     let c = d.get("/v1/ceilings");
     assert_eq!(c.header("x-hwceiling-write-ceilings-from"), None);
@@ -249,7 +266,15 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
         )),
         "{e}"
     );
-    assert!(!d.get("/metrics").text().contains("carried_from"));
+    let m = d.get("/metrics").text();
+    assert!(!m.contains("carried_from=\""), "{m}");
+    assert!(
+        m.contains(&format!(
+            r#"hwceiling_write_ceilings_from{{file="{DAY1}",carried="false",reason="{reason}"}} 1.0"#
+        )),
+        "{m}"
+    );
+    assert!(!m.contains("hwceiling_write_ceilings_age_seconds"), "{m}");
 }
 
 #[test]

@@ -4,9 +4,11 @@
 //! are blank (at bring-up) and read-profiled after that. A later read-only profile is the one to
 //! serve (its reads are fresh), but it has no write ceilings. Those of the newest write run may
 //! stand in for them, as long as they describe the drives the machine has now: the same host,
-//! and every drive that run wrote still there, recognised by its serial number, with the same
-//! model and firmware. [`write_carry`] is that rule; `serve` applies it and says in every answer
-//! that uses such a ceiling where it comes from.
+//! and every drive that run wrote still there, recognised by its serial number, as it was: the
+//! same model and firmware, and (where both runs recorded them) link, block size, capacity,
+//! write cache, PCIe root and NUMA node. [`write_carry`] is that rule; `serve` applies it and
+//! says in every answer that uses such a ceiling where it comes from. They were measured on
+//! blank drives, which the answers say too: drives that hold data since may write slower.
 
 use crate::ceiling_key::is_nvme_write;
 use crate::profile::{NvmeDriveProfile, Profile};
@@ -14,8 +16,12 @@ use crate::profile::{NvmeDriveProfile, Profile};
 /// What becomes of an older run's write ceilings beside a newer profile without any.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteCarry {
-    /// They stand in: these keys, from the older profile.
-    Carried { keys: Vec<String> },
+    /// They stand in: these keys, from the older profile, measured on the drives with these
+    /// serial numbers (blank then).
+    Carried {
+        keys: Vec<String>,
+        drives: Vec<String>,
+    },
     /// They do not describe the machine the newer profile ran on, and why (one phrase).
     Refused { reason: String },
 }
@@ -49,19 +55,21 @@ pub fn write_carry(newer: &Profile, older: &Profile) -> Option<WriteCarry> {
     if keys.is_empty() {
         return None;
     }
-    Some(match refusal(newer, older) {
-        Some(reason) => WriteCarry::Refused { reason },
-        None => WriteCarry::Carried { keys },
+    Some(match written_drives_now(newer, older) {
+        Ok(drives) => WriteCarry::Carried { keys, drives },
+        Err(reason) => WriteCarry::Refused { reason },
     })
 }
 
-/// Why `older`'s write ceilings do not describe `newer`'s machine, if they do not.
-fn refusal(newer: &Profile, older: &Profile) -> Option<String> {
+/// The serial numbers of the drives `older` wrote, when each is in `newer`'s run as it was
+/// then; else why not.
+fn written_drives_now(newer: &Profile, older: &Profile) -> Result<Vec<String>, String> {
     match (host_of(newer), host_of(older)) {
         (Some(n), Some(o)) if n == o => {}
-        (Some(n), Some(o)) => return Some(format!("its run was on host {o}, this one on {n}")),
-        _ => return Some("a profile does not name its host".to_string()),
+        (Some(n), Some(o)) => return Err(format!("its run was on host {o}, this one on {n}")),
+        _ => return Err("a profile does not name its host".to_string()),
     }
+    // Drives are listed by BDF, or by controller name where they have none (the plan's key).
     let mut written: Vec<&str> = older
         .nvme
         .write_drives_used
@@ -72,20 +80,21 @@ fn refusal(newer: &Profile, older: &Profile) -> Option<String> {
     written.sort_unstable();
     written.dedup();
     if written.is_empty() {
-        return Some("it does not list the drives it wrote".to_string());
+        return Err("it does not list the drives it wrote".to_string());
     }
-    for bdf in written {
+    let mut serials = Vec::new();
+    for key in written {
         let Some(then) = older
             .nvme
             .drives
             .iter()
-            .find(|d| d.bdf.as_deref() == Some(bdf))
+            .find(|d| d.bdf.as_deref() == Some(key) || d.name == key)
         else {
-            return Some(format!("it wrote {bdf}, which its drive list lacks"));
+            return Err(format!("it wrote {key}, which its drive list lacks"));
         };
-        let Some(serial) = then.serial.as_deref() else {
-            return Some(format!(
-                "it wrote {bdf} ({}), whose serial number it does not record",
+        let Some(serial) = then.serial.as_deref().map(str::trim) else {
+            return Err(format!(
+                "it wrote {key} ({}), whose serial number it does not record",
                 then.name
             ));
         };
@@ -93,37 +102,60 @@ fn refusal(newer: &Profile, older: &Profile) -> Option<String> {
             .nvme
             .drives
             .iter()
-            .find(|d| d.serial.as_deref() == Some(serial))
+            .find(|d| d.serial.as_deref().map(str::trim) == Some(serial))
         else {
-            return Some(format!(
+            return Err(format!(
                 "drive {serial}, which it wrote, is not among this run's drives"
             ));
         };
         if let Some(what) = changed(then, now) {
-            return Some(format!("drive {serial}, which it wrote, has {what}"));
+            return Err(format!("drive {serial}, which it wrote, {what}"));
         }
+        serials.push(serial.to_string());
     }
-    None
+    serials.sort();
+    Ok(serials)
 }
 
-/// What differs between a drive then and now that a write ceiling depends on.
+/// What differs between a drive then and now that its write bandwidth depends on, in words
+/// (`has other firmware now (1.0 then, 2.0 now)`); `None` when nothing does. The model and
+/// firmware must be known both times; the rest is compared where both runs recorded it.
 fn changed(then: &NvmeDriveProfile, now: &NvmeDriveProfile) -> Option<String> {
-    let differs = |a: &Option<String>, b: &Option<String>| a.is_some() && b.is_some() && a != b;
-    if differs(&then.model, &now.model) {
-        return Some(format!(
-            "another model now ({} then, {} now)",
-            then.model.as_deref().unwrap_or_default(),
-            now.model.as_deref().unwrap_or_default()
-        ));
+    fn show<T: std::fmt::Display>(v: &Option<T>) -> String {
+        v.as_ref().map_or("unknown".into(), |v| v.to_string())
     }
-    if differs(&then.firmware_rev, &now.firmware_rev) {
-        return Some(format!(
-            "other firmware now ({} then, {} now)",
-            then.firmware_rev.as_deref().unwrap_or_default(),
-            now.firmware_rev.as_deref().unwrap_or_default()
-        ));
+    fn differ<T: PartialEq + std::fmt::Display>(
+        what: &str,
+        then: &Option<T>,
+        now: &Option<T>,
+    ) -> Option<String> {
+        (then.is_some() && now.is_some() && then != now)
+            .then(|| format!("has {what} now ({} then, {} now)", show(then), show(now)))
     }
-    None
+    for (what, then, now) in [
+        ("model", &then.model, &now.model),
+        ("firmware revision", &then.firmware_rev, &now.firmware_rev),
+    ] {
+        if then.is_none() || now.is_none() {
+            return Some(format!("has no recorded {what} in one of the runs"));
+        }
+        if let Some(d) = differ(&format!("another {what}"), then, now) {
+            return Some(d);
+        }
+    }
+    differ("another link generation", &then.pcie_gen, &now.pcie_gen)
+        .or_else(|| differ("another link width", &then.pcie_width, &now.pcie_width))
+        .or_else(|| differ("another block size", &then.block_size, &now.block_size))
+        .or_else(|| differ("another capacity (TB)", &then.capacity_tb, &now.capacity_tb))
+        .or_else(|| {
+            differ(
+                "another write cache state",
+                &then.vwc_enabled,
+                &now.vwc_enabled,
+            )
+        })
+        .or_else(|| differ("another PCIe root", &then.root, &now.root))
+        .or_else(|| differ("another NUMA node", &then.numa_node, &now.numa_node))
 }
 
 #[cfg(test)]
@@ -217,7 +249,8 @@ mod tests {
                     "nvme_optimal_write_chunk_bytes".into(),
                     "nvme_raw_1drive_write_gbps".into(),
                     "nvme_raw_2drive_write_gbps".into(),
-                ]
+                ],
+                drives: vec!["S1".into(), "S2".into()],
             })
         );
     }
@@ -249,13 +282,34 @@ mod tests {
         );
         assert_eq!(
             refused(&profile("node7", two_drives("2.0")), &older),
-            "drive S1, which it wrote, has other firmware now (1.0 then, 2.0 now)"
+            "drive S1, which it wrote, has another firmware revision now (1.0 then, 2.0 now)"
         );
         let mut other_model = two_drives("1.0");
         other_model[1].model = Some("Kioxia CM7".into());
         assert_eq!(
             refused(&profile("node7", other_model), &older),
             "drive S2, which it wrote, has another model now (Samsung PM1743 then, Kioxia CM7 now)"
+        );
+        let mut narrower = two_drives("1.0");
+        for d in &mut narrower {
+            d.pcie_width = Some(4);
+        }
+        let mut wide = two_drives("1.0");
+        for d in &mut wide {
+            d.pcie_width = Some(8);
+        }
+        assert_eq!(
+            refused(
+                &profile("node7", narrower),
+                &write_run("node7", wide, &BDFS)
+            ),
+            "drive S1, which it wrote, has another link width now (8 then, 4 now)"
+        );
+        let mut no_firmware = two_drives("1.0");
+        no_firmware[1].firmware_rev = None;
+        assert_eq!(
+            refused(&profile("node7", no_firmware), &older),
+            "drive S2, which it wrote, has no recorded firmware revision in one of the runs"
         );
         let mut no_serial = two_drives("1.0");
         no_serial[0].serial = None;
@@ -275,6 +329,30 @@ mod tests {
         assert_eq!(
             refused(&nameless, &older),
             "a profile does not name its host"
+        );
+        // The host recorded in the provenance stands in for the platform's.
+        nameless.provenance.hostname = Some("node7".into());
+        assert!(matches!(
+            write_carry(&nameless, &older),
+            Some(WriteCarry::Carried { .. })
+        ));
+    }
+
+    #[test]
+    fn a_drive_without_a_bdf_is_known_by_its_name() {
+        let mut drives = two_drives("1.0");
+        drives[0].bdf = None;
+        let older = write_run("node7", drives, &["nvme-0000:41:00.0", "0000:42:00.0"]);
+        assert_eq!(
+            write_carry(&profile("node7", two_drives("1.0")), &older),
+            Some(WriteCarry::Carried {
+                keys: vec![
+                    "nvme_optimal_write_chunk_bytes".into(),
+                    "nvme_raw_1drive_write_gbps".into(),
+                    "nvme_raw_2drive_write_gbps".into(),
+                ],
+                drives: vec!["S1".into(), "S2".into()],
+            })
         );
     }
 }
