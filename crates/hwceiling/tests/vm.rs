@@ -6,6 +6,8 @@
 //! the long drive tests with seconds-long knobs (read cache and power states on a blank drive,
 //! gc-settle on the blank drive named for writes, refused on the two with data), and detects and
 //! reads as a user without privileges, which must end in waivers and sysfs facts, not failures.
+//! It also holds `serve`'s rule for carrying write ceilings (`hwc_model::carry`) to real profiles:
+//! a write run's write ceilings describe the drives a read-only run of the same machine saw.
 //!
 //! Skips (printing `SKIPPED: …`) only when the Debian packages of the bed cannot be fetched.
 
@@ -488,6 +490,20 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
             .all(|m| m.params.drives == [bdf_of["HWCN1A"].clone()]),
         "{written:?}"
     );
+    // `serve`'s rule for serving a write run's write ceilings beside a later read-only profile,
+    // on two real profiles of this machine: the write ceilings describe the drives the read-only
+    // run saw (the same serials, model, firmware, link, format and place).
+    let read_only = profile(&res, "read");
+    match hwc_model::carry::write_carry(&read_only, &a) {
+        Some(hwc_model::carry::WriteCarry::Carried { keys, drives }) => {
+            assert_eq!(drives, ["HWCN1A"]);
+            assert!(
+                keys.iter().any(|k| k == "nvme_raw_1drive_write_gbps"),
+                "{keys:?}"
+            );
+        }
+        other => panic!("the write ceilings are not carried: {other:?}"),
+    }
 
     // A user without privileges: sysfs detection works; Identify, Get Features and the reads
     // are refused by the kernel and end as sysfs facts and waivers with the remedy.
