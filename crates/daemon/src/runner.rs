@@ -154,12 +154,21 @@ impl RunRequest {
         if run.complete() {
             return None;
         }
-        Some(format!(
+        let mut note = format!(
             "{}: its profile will not replace a complete profile of the full plan; while the \
              folder has one, it is passed over (and named), and it is served, marked, only while \
              the folder has none",
             run.describe()
-        ))
+        );
+        // Whether a sweep list holds every point of the default sweep depends on this
+        // machine's nodes, which the run finds out and records (`threads_left_out`, …).
+        if self.threads.is_some() || self.host_sizes.is_some() {
+            note.push_str(
+                ". A threads or host_sizes list that holds every point of this machine's default \
+                 sweep does not narrow the run: its profile records what a list leaves out",
+            );
+        }
+        Some(note)
     }
 }
 
@@ -644,10 +653,17 @@ mod tests {
             host_sizes: Some(vec!["1GiB".into()]),
             ..RunRequest::default()
         };
-        assert!(sizes
-            .note()
-            .unwrap()
-            .starts_with("a run narrowed by --host-sizes 1GiB: "));
+        let note = sizes.note().unwrap();
+        assert!(
+            note.starts_with("a run narrowed by --host-sizes 1GiB: ")
+                && note.ends_with(
+                    "A threads or host_sizes list that holds every point of this machine's \
+                     default sweep does not narrow the run: its profile records what a list \
+                     leaves out"
+                ),
+            "{note}"
+        );
+        assert!(!quick.note().unwrap().contains("threads or host_sizes"));
     }
 
     #[test]

@@ -230,12 +230,22 @@ pub fn options(a: &ProfileArgs, left_out: &LeftOutDrives, o: &mut BTreeMap<Strin
         o.insert("target".into(), t.display().to_string());
     }
     if let Some(s) = &a.nvme_sizes {
-        let v: Vec<String> = s.iter().map(|&b| hwc_model::size_label(b)).collect();
-        o.insert("nvme_sizes".into(), v.join(","));
+        crate::profile_cmd::sweep(
+            o,
+            "nvme_sizes",
+            s,
+            &hwc_plan::NVME_SIZES,
+            hwc_model::size_label,
+        );
     }
     if let Some(q) = &a.queue_depths {
-        let v: Vec<String> = q.iter().map(u32::to_string).collect();
-        o.insert("queue_depths".into(), v.join(","));
+        crate::profile_cmd::sweep(
+            o,
+            "queue_depths",
+            q,
+            &hwc_plan::NVME_QUEUE_DEPTHS,
+            |t: u32| t.to_string(),
+        );
     }
     o.insert(
         "nvme_bytes_per_drive".into(),
@@ -349,6 +359,66 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_given_narrows_only_when_it_leaves_out_a_point_of_the_full_runs() {
+        use hwc_model::topology::{NumaNode, Platform};
+        // Two nodes: 8 CPUs (1, 2, 4, 8) and 4 (1, 2, 4).
+        let node = |id: u32, cpus: std::ops::Range<u32>| NumaNode {
+            id,
+            cpus: cpus.collect(),
+            memory_only: false,
+            memory_bytes: None,
+            distances: vec![],
+        };
+        let topo = Topology {
+            platform: Platform {
+                numa_nodes: 2,
+                numa: vec![node(0, 0..8), node(1, 8..12)],
+                ..Platform::default()
+            },
+            ..Topology::default()
+        };
+        let narrowed_by = |extra: &[&str]| {
+            let o = crate::profile_cmd::options_map(&args(extra), &topo, &LeftOutDrives::default());
+            hwc_model::Provenance {
+                options: o,
+                ..Default::default()
+            }
+            .narrowed_by()
+        };
+        let none: &[&str] = &[];
+        assert_eq!(narrowed_by(&["--threads", "8,4,2,1"]), none);
+        assert_eq!(narrowed_by(&["--threads", "1,2,4,8,16"]), none);
+        assert_eq!(
+            narrowed_by(&["--threads", "1,8"]),
+            ["--threads 1,8 (leaves out 2,4)"]
+        );
+        assert_eq!(
+            narrowed_by(&["--host-sizes", "4MiB,16MiB,64MiB,256MiB,1GiB"]),
+            none
+        );
+        assert_eq!(
+            narrowed_by(&["--host-sizes", "256MiB"]),
+            ["--host-sizes 256MiB (leaves out 4MiB,16MiB,64MiB)"]
+        );
+        assert_eq!(narrowed_by(&["--queue-depths", "32,16"]), none);
+        assert_eq!(
+            narrowed_by(&["--queue-depths", "32"]),
+            ["--queue-depths 32 (leaves out 16)"]
+        );
+        assert_eq!(
+            narrowed_by(&[
+                "--nvme-sizes",
+                "4KiB,16KiB,64KiB,128KiB,256KiB,512KiB,1MiB,2MiB,4MiB,8MiB"
+            ]),
+            none
+        );
+        assert_eq!(
+            narrowed_by(&["--nvme-sizes", "1MiB,8MiB"]),
+            ["--nvme-sizes 1MiB,8MiB (leaves out 4KiB,16KiB,64KiB,128KiB,256KiB,512KiB,2MiB,4MiB)"]
+        );
+    }
+
+    #[test]
     fn the_options_a_run_records_say_what_narrowed_it() {
         let narrowed_by = |extra: &[&str], read: Option<&[String]>| {
             let left_out = LeftOutDrives {
@@ -356,7 +426,11 @@ mod tests {
                 written: None,
             };
             let p = hwc_model::Provenance {
-                options: crate::profile_cmd::options_map(&args(extra), &left_out),
+                options: crate::profile_cmd::options_map(
+                    &args(extra),
+                    &Topology::default(),
+                    &left_out,
+                ),
                 ..Default::default()
             };
             p.narrowed_by()
@@ -391,7 +465,7 @@ mod tests {
             read: None,
             written: Some(vec!["nvme0".into(), "nvme2".into()]),
         };
-        let o = crate::profile_cmd::options_map(&args(&writes), &left_out);
+        let o = crate::profile_cmd::options_map(&args(&writes), &Topology::default(), &left_out);
         assert_eq!(o["write_drives"], "nvme1");
         assert_eq!(o["write_drives_left_out"], "nvme0,nvme2");
         assert!(!o.contains_key("drives_left_out"));
@@ -414,12 +488,12 @@ mod tests {
         ];
         assert_eq!(
             narrowed_by(&sweeps, None),
+            // No NUMA node known here: no host thread sweep a list could leave a point of.
             [
                 "--target /scratch/f",
-                "--threads 4",
-                "--host-sizes 4MiB",
-                "--nvme-sizes 1MiB",
-                "--queue-depths 64"
+                "--host-sizes 4MiB (leaves out 16MiB,64MiB,256MiB)",
+                "--nvme-sizes 1MiB (leaves out 4KiB,16KiB,64KiB,128KiB,256KiB,512KiB,2MiB,4MiB,8MiB)",
+                "--queue-depths 64 (leaves out 16,32)"
             ]
         );
     }

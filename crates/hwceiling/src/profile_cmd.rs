@@ -100,9 +100,13 @@ fn plan_options(
 }
 
 /// Every option that shaped the run, for the provenance (the drives left out: see
-/// [`nvme_cmd::LeftOutDrives`]).
+/// [`nvme_cmd::LeftOutDrives`]). A sweep given as a list (`--threads`, `--host-sizes`,
+/// `--nvme-sizes`, `--queue-depths`) is recorded with the points of the full run's sweep on
+/// `topo` that it leaves out (`threads_left_out`, …; empty when it holds them all), so that a
+/// list that covers the default sweep does not count as narrowing the run.
 pub(crate) fn options_map(
     a: &ProfileArgs,
+    topo: &Topology,
     left_out: &nvme_cmd::LeftOutDrives,
 ) -> BTreeMap<String, String> {
     let mut o = BTreeMap::new();
@@ -115,19 +119,44 @@ pub(crate) fn options_map(
         );
     }
     if let Some(t) = &a.threads {
-        o.insert(
-            "threads".into(),
-            list(&t.iter().map(u32::to_string).collect::<Vec<_>>()),
+        sweep(
+            &mut o,
+            "threads",
+            t,
+            &hwc_plan::default_host_threads(topo),
+            |t: u32| t.to_string(),
         );
     }
     if let Some(s) = &a.host_sizes {
-        let v: Vec<String> = s.iter().map(|&b| hwc_model::size_label(b)).collect();
-        o.insert("host_sizes".into(), list(&v));
+        sweep(
+            &mut o,
+            "host_sizes",
+            s,
+            &hwc_plan::host_sizes(topo),
+            hwc_model::size_label,
+        );
     }
     o.insert("quick".into(), a.quick.to_string());
     o.insert("allow_contended".into(), a.allow_contended.to_string());
     nvme_cmd::options(a, left_out, &mut o);
     o
+}
+
+/// Record the sweep `given` for option `key` (`threads: 1,2,4`) and the points of the full
+/// run's sweep `full` that it leaves out (`threads_left_out: 8,16`, empty when none).
+pub(crate) fn sweep<T: PartialEq + Copy>(
+    o: &mut BTreeMap<String, String>,
+    key: &str,
+    given: &[T],
+    full: &[T],
+    show: impl Fn(T) -> String,
+) {
+    let shown = |v: &mut dyn Iterator<Item = T>| v.map(&show).collect::<Vec<_>>().join(",");
+    o.insert(key.into(), shown(&mut given.iter().copied()));
+    o.insert(
+        format!("{key}_left_out"),
+        shown(&mut full.iter().copied().filter(|p| !given.contains(p))),
+    );
 }
 
 pub fn run(a: &ProfileArgs) -> Result<i32> {
@@ -175,7 +204,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         finished_at: String::new(),
         date,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
-        options: options_map(a, &nvme.left_out),
+        options: options_map(a, &topo, &nvme.left_out),
         environment: BTreeMap::new(),
         interrupted: false,
     };

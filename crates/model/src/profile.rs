@@ -353,9 +353,11 @@ impl Completeness {
 /// - `target`: a file or block device measured instead of the drives: the NVMe ceilings are its
 ///   own, not the drives'.
 /// - `threads`, `host_sizes`, `nvme_sizes`, `queue_depths`: a list replaces the default sweep, and
-///   a ceiling is the best point of the sweep measured. The default host sweeps depend on the
-///   machine's nodes, which the options do not record, so a list holding every point of the
-///   default cannot be told from a narrower one: any list counts.
+///   a ceiling is the best point of the sweep measured. Not when the run recorded an empty
+///   `<option>_left_out` (`threads_left_out`, …): the list holds every point of the full run's
+///   sweep on that machine (the host sweeps depend on its nodes), so it measures no fewer.
+///   Without it (a profile written before it was recorded) a list cannot be told from a
+///   narrower one, and counts.
 ///
 /// Not narrowing — they select no fewer cases and no fewer points:
 /// - `quick` (a reason of its own, [`Provenance::quick`]), `allow_contended` (a contended figure
@@ -394,12 +396,12 @@ pub fn narrowing(options: &BTreeMap<String, String>) -> Vec<String> {
                     out.push(flag);
                 }
             }
-            "drives" => match options.get("drives_left_out").map(String::as_str) {
+            "target" => out.push(flag),
+            _ => match options.get(&format!("{key}_left_out")).map(String::as_str) {
                 Some("") => {}
                 Some(left_out) => out.push(format!("{flag} (leaves out {left_out})")),
                 None => out.push(flag),
             },
-            _ => out.push(flag),
         }
     }
     out
@@ -746,6 +748,18 @@ mod tests {
             (vec![("host_sizes", "4MiB")], vec!["--host-sizes 4MiB"]),
             (vec![("nvme_sizes", "128KiB,1MiB")], vec!["--nvme-sizes 128KiB,1MiB"]),
             (vec![("queue_depths", "64")], vec!["--queue-depths 64"]),
+            // A sweep that holds every point of the full run's (and more), or leaves some out.
+            (vec![("threads", "1,2,4,8,16,32"), ("threads_left_out", "")], vec![]),
+            (vec![("threads", "1,16"), ("threads_left_out", "2,4,8")],
+             vec!["--threads 1,16 (leaves out 2,4,8)"]),
+            (vec![("host_sizes", "4MiB,16MiB,64MiB,256MiB"), ("host_sizes_left_out", "")],
+             vec![]),
+            (vec![("nvme_sizes", "1MiB"), ("nvme_sizes_left_out", "4KiB,8MiB")],
+             vec!["--nvme-sizes 1MiB (leaves out 4KiB,8MiB)"]),
+            (vec![("queue_depths", "32,16,64"), ("queue_depths_left_out", "")], vec![]),
+            // A target is never a drive's sweep, whatever else was recorded.
+            (vec![("target", "/scratch/f"), ("target_left_out", "")],
+             vec!["--target /scratch/f"]),
             // Several: in a fixed order, whatever the map's.
             (vec![("threads", "4"), ("paths", "host_ram"), ("quick", "true")],
              vec!["--paths host_ram", "--threads 4"]),

@@ -202,6 +202,17 @@ fn cpu_nodes(topo: &Topology) -> Vec<&NumaNode> {
     v
 }
 
+/// The thread counts a full run sweeps on some node: every node's [`thread_sweep`], together. A
+/// `--threads` list that holds them all sweeps every point a full run does on every node.
+pub fn default_host_threads(topo: &Topology) -> Vec<u32> {
+    let mut all = BTreeSet::new();
+    for n in cpu_nodes(topo) {
+        let cpus = u32::try_from(n.cpus.len()).unwrap_or(u32::MAX);
+        all.extend(thread_sweep(cpus, physical_cores(topo, &n.cpus)));
+    }
+    all.into_iter().collect()
+}
+
 /// 1, 2, 4, … below `cpus`, plus the node's physical core count and all its CPUs.
 pub fn thread_sweep(cpus: u32, physical_cores: Option<u32>) -> Vec<u32> {
     let mut set = BTreeSet::new();

@@ -89,6 +89,19 @@ fn thread_sweep_doubles_and_ends_at_all_cpus() {
 }
 
 #[test]
+fn the_default_thread_counts_are_every_nodes_sweep_together() {
+    let t = machine(vec![node(0, 0..12), node(1, 12..18)]);
+    // Node 0: 1, 2, 4, 8, 12; node 1: 1, 2, 4, 6.
+    assert_eq!(default_host_threads(&t), vec![1, 2, 4, 6, 8, 12]);
+    // And they are what a full plan runs.
+    let p = plan(&t, &all_implemented());
+    let mut planned: Vec<u32> = p.cases.iter().filter_map(|c| c.params.threads).collect();
+    planned.sort_unstable();
+    planned.dedup();
+    assert_eq!(planned, default_host_threads(&t));
+}
+
+#[test]
 fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
     let t = machine(vec![node(0, 0..2)]);
     let p = plan(&t, &all_implemented());
