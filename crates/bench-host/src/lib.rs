@@ -300,6 +300,9 @@ struct Gate {
     /// Why a worker could not read a counter, each once.
     why: Mutex<BTreeSet<String>>,
     stop: AtomicBool,
+    /// Set by a worker that panicked: it will not count itself armed, done or reported again,
+    /// so the timing thread stops waiting for it and the case fails.
+    panicked: AtomicBool,
     /// Workers that found themselves on a CPU they were not pinned to.
     misplaced: AtomicUsize,
     ready: AtomicUsize,
@@ -533,19 +536,7 @@ impl<'a> PreparedCopy<'a> {
         };
         let saved_affinity = hwc_numa::current_affinity();
         hwc_numa::pin_current_thread(&cpus[..1]).map_err(|e| BenchError::failed(e.to_string()))?;
-        let gate = Arc::new(Gate {
-            generation: AtomicU64::new(0),
-            armed: AtomicUsize::new(0),
-            go: AtomicU64::new(0),
-            done: AtomicUsize::new(0),
-            reported: AtomicUsize::new(0),
-            slots: cpus.iter().map(|_| Mutex::new(None)).collect(),
-            why: Mutex::new(BTreeSet::new()),
-            stop: AtomicBool::new(false),
-            misplaced: AtomicUsize::new(0),
-            ready: AtomicUsize::new(0),
-            next_block: AtomicUsize::new(0),
-        });
+        let gate = Arc::new(Gate::new(cpus.len()));
         let chunk = |off: usize, len: usize| Chunk {
             src: bufs.src.as_ptr() as usize + off,
             dst: bufs.dst.as_ptr() as usize + off,
@@ -607,6 +598,7 @@ impl<'a> PreparedCopy<'a> {
 
 /// Thread `index` of a copy (1 and up; the timing thread is 0), pinned to `cpu`.
 fn worker(gate: Arc<Gate>, index: usize, cpu: u32, work: Work, proc_root: &Path) {
+    let _unwinding = Unwinding(&gate);
     if hwc_numa::pin_current_thread(&[cpu]).is_err() || hwc_numa::current_cpu() != Some(cpu) {
         gate.misplaced.fetch_add(1, Ordering::Relaxed);
     }
@@ -642,15 +634,60 @@ fn worker(gate: Arc<Gate>, index: usize, cpu: u32, work: Work, proc_root: &Path)
     }
 }
 
+impl Gate {
+    /// The gate of a copy on `threads` threads (the timing thread included).
+    fn new(threads: usize) -> Gate {
+        Gate {
+            generation: AtomicU64::new(0),
+            armed: AtomicUsize::new(0),
+            go: AtomicU64::new(0),
+            done: AtomicUsize::new(0),
+            reported: AtomicUsize::new(0),
+            slots: (0..threads).map(|_| Mutex::new(None)).collect(),
+            why: Mutex::new(BTreeSet::new()),
+            panicked: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            misplaced: AtomicUsize::new(0),
+            ready: AtomicUsize::new(0),
+            next_block: AtomicUsize::new(0),
+        }
+    }
+}
+
+/// Marks the gate when the worker holding it unwinds from a panic (see [`Gate::panicked`]).
+struct Unwinding<'a>(&'a Gate);
+
+impl Drop for Unwinding<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.panicked.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Spin until `count` reaches `n`; an error if a worker panicked meanwhile (it never will).
+fn wait_for(gate: &Gate, count: &AtomicUsize, n: usize) -> Result<(), BenchError> {
+    while count.load(Ordering::Acquire) < n {
+        if gate.panicked.load(Ordering::Acquire) {
+            return Err(BenchError::failed(
+                "a copy thread panicked: the repetition cannot finish",
+            ));
+        }
+        std::hint::spin_loop();
+    }
+    Ok(())
+}
+
 /// The bookkeeping behind `m`, even if a thread panicked while holding it: a slot or the set of
 /// reasons is whole after every write, so a panic elsewhere leaves nothing half-written.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The counters the workers on `cpus` left in their `slots`, emptying them. The copy was timed
-/// whether or not they are there: a slot left empty (a worker that panicked) only takes that
-/// thread's evidence away, and `why` says so.
+/// The counters the workers on `cpus` left in their `slots`, emptying them. Every worker that
+/// counted itself reported filled its slot first (a worker that panics fails the case before
+/// its slot is read, see [`Gate::panicked`]), so an empty one is a defence: it would take only
+/// that thread's evidence away, and `why` would say so.
 fn take_slots(
     slots: &[Mutex<Option<ThreadSched>>],
     cpus: &[u32],
@@ -714,21 +751,15 @@ impl Prepared for PreparedCopy<'_> {
         let steal_before = self.steal.read();
         // Release: the resets above are seen by every worker that sees the new generation.
         let g = gate.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        while gate.armed.load(Ordering::Acquire) < n_workers {
-            std::hint::spin_loop();
-        }
+        wait_for(gate, &gate.armed, n_workers)?;
         let before = self.probe.read();
         let t0 = Instant::now();
         gate.go.store(g, Ordering::Release);
         self.own_work.run(gate);
-        while gate.done.load(Ordering::Acquire) < n_workers {
-            std::hint::spin_loop();
-        }
+        wait_for(gate, &gate.done, n_workers)?;
         let seconds = t0.elapsed().as_secs_f64();
         let after = self.probe.read();
-        while gate.reported.load(Ordering::Acquire) < n_workers {
-            std::hint::spin_loop();
-        }
+        wait_for(gate, &gate.reported, n_workers)?;
         let steal_after = self.steal.read();
         let mut threads = vec![thread_sched(self.cpus[0], before, after)];
         // Every worker reported (the count above) after filling its slot.

@@ -553,3 +553,30 @@ fn a_slot_left_empty_or_poisoned_takes_only_that_threads_evidence() {
     // Taken: the slots are empty for the next repetition.
     assert!(slots.iter().all(|s| lock(s).is_none()));
 }
+
+#[test]
+fn a_worker_that_panics_fails_the_wait_instead_of_hanging_it() {
+    let gate = Gate::new(2);
+    // A worker that counts itself done, and one that panics before it can.
+    gate.done.fetch_add(1, Ordering::AcqRel);
+    std::thread::scope(|s| {
+        let _ = s
+            .spawn(|| {
+                let _unwinding = Unwinding(&gate);
+                panic!("a copy thread panicking mid-copy");
+            })
+            .join();
+    });
+    let e = wait_for(&gate, &gate.done, 2).unwrap_err().to_string();
+    assert!(e.contains("a copy thread panicked"), "{e}");
+    // A thread that returns normally marks nothing.
+    let calm = Gate::new(1);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let _unwinding = Unwinding(&calm);
+        });
+    });
+    calm.done.fetch_add(1, Ordering::AcqRel);
+    assert!(wait_for(&calm, &calm.done, 1).is_ok());
+    assert!(!calm.panicked.load(Ordering::Acquire));
+}

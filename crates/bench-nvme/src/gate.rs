@@ -170,12 +170,14 @@ pub enum SelectError {
     #[error(
         "`{name}` is not the first namespace of {drive}: hwceiling reads and writes a drive \
          through its first namespace, /dev/{first}; name the drive ({drive}, its serial or BDF) \
-         or /dev/{first}"
+         or /dev/{first}, or measure that namespace alone with --target {device}"
     )]
     NotFirstNamespace {
         name: String,
         drive: String,
         first: String,
+        /// The namespace's block device (`/dev/nvme1n2`).
+        device: String,
     },
 }
 
@@ -223,6 +225,7 @@ pub fn select<'a>(topo: &'a Topology, name: &str) -> Result<&'a NvmeDrive, Selec
                 name: name.trim().to_string(),
                 drive: one.name.clone(),
                 first: one.namespaces[0].name.clone(),
+                device: format!("/dev/{bare}"),
             }),
             _ => Ok(one),
         },
@@ -373,7 +376,8 @@ mod tests {
                 format!(
                     "`{name}` is not the first namespace of nvme0: hwceiling reads and writes a \
                      drive through its first namespace, /dev/nvme0n1; name the drive (nvme0, its \
-                     serial or BDF) or /dev/nvme0n1"
+                     serial or BDF) or /dev/nvme0n1, or measure that namespace alone with \
+                     --target /dev/nvme0n2"
                 )
             );
         }

@@ -38,7 +38,8 @@ impl RunConfig {
 }
 
 /// The body of `POST /v1/profile/run` (all optional; `{}` or no body runs the full profile).
-/// A run with `quick`, or narrowed by `paths`, `threads` or `host_sizes`, writes a profile that
+/// A run with `quick`, or narrowed by `paths` (not every path), or by a `threads` or
+/// `host_sizes` list that leaves out a case of this machine's full sweep, writes a profile that
 /// `serve` does not let replace a complete one ([`RunRequest::note`] says so in the answer).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -154,21 +155,26 @@ impl RunRequest {
         if run.complete() {
             return None;
         }
-        let mut note = format!(
-            "{}: its profile will not replace a complete profile of the full plan; while the \
-             folder has one, it is passed over (and named), and it is served, marked, only while \
-             the folder has none",
+        // Whether a sweep list leaves out a case of the full sweep depends on this machine's
+        // nodes, which the run finds out and records (`threads_left_out`, …): where the lists
+        // are all that may narrow the run, the note says it is narrowed only if they do.
+        let only_sweeps = !run.quick
+            && run
+                .narrowed_by
+                .iter()
+                .all(|n| n.starts_with("--threads ") || n.starts_with("--host-sizes "));
+        let condition = if only_sweeps {
+            " if a list leaves out a case of this machine's full sweep (the profile records what \
+             it leaves out); then"
+        } else {
+            ":"
+        };
+        Some(format!(
+            "{}{condition} its profile will not replace a complete profile of the full plan; \
+             while the folder has one, it is passed over (and named), and it is served, marked, \
+             only while the folder has none",
             run.describe()
-        );
-        // Whether a sweep list holds every point of the default sweep depends on this
-        // machine's nodes, which the run finds out and records (`threads_left_out`, …).
-        if self.threads.is_some() || self.host_sizes.is_some() {
-            note.push_str(
-                ". A threads or host_sizes list that holds every point of this machine's default \
-                 sweep does not narrow the run: its profile records what a list leaves out",
-            );
-        }
-        Some(note)
+        ))
     }
 }
 
@@ -655,15 +661,15 @@ mod tests {
         };
         let note = sizes.note().unwrap();
         assert!(
-            note.starts_with("a run narrowed by --host-sizes 1GiB: ")
-                && note.ends_with(
-                    "A threads or host_sizes list that holds every point of this machine's \
-                     default sweep does not narrow the run: its profile records what a list \
-                     leaves out"
-                ),
+            note.starts_with(
+                "a run narrowed by --host-sizes 1GiB if a list leaves out a case of this \
+                 machine's full sweep (the profile records what it leaves out); then its profile \
+                 will not replace"
+            ),
             "{note}"
         );
-        assert!(!quick.note().unwrap().contains("threads or host_sizes"));
+        // Quick, or narrowed by its paths: not replacing whatever the lists hold.
+        assert!(!narrowed.note().unwrap().contains(" if a list "));
     }
 
     #[test]

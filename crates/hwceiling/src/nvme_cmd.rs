@@ -393,8 +393,13 @@ mod tests {
             ["--threads 1,8 (leaves out 2,4)"]
         );
         assert_eq!(
-            narrowed_by(&["--host-sizes", "4MiB,16MiB,64MiB,256MiB,1GiB"]),
+            narrowed_by(&["--host-sizes", "256MiB,64MiB,16MiB,4MiB"]),
             none
+        );
+        // A larger size moves the streaming kernel (and the sustained ceiling) off 256 MiB.
+        assert_eq!(
+            narrowed_by(&["--host-sizes", "4MiB,16MiB,64MiB,256MiB,1GiB"]),
+            ["--host-sizes 4MiB,16MiB,64MiB,256MiB,1GiB (leaves out 256MiB streaming)"]
         );
         assert_eq!(
             narrowed_by(&["--host-sizes", "256MiB"]),
@@ -488,10 +493,9 @@ mod tests {
         ];
         assert_eq!(
             narrowed_by(&sweeps, None),
-            // No NUMA node known here: no host thread sweep a list could leave a point of.
+            // No NUMA node known here: no host-RAM case a list could leave out.
             [
                 "--target /scratch/f",
-                "--host-sizes 4MiB (leaves out 16MiB,64MiB,256MiB)",
                 "--nvme-sizes 1MiB (leaves out 4KiB,16KiB,64KiB,128KiB,256KiB,512KiB,2MiB,4MiB,8MiB)",
                 "--queue-depths 64 (leaves out 16,32)"
             ]

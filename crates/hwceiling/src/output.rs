@@ -50,7 +50,7 @@ impl RunFiles {
         let first = highest.saturating_add(1);
         // Past the highest number, names are free but for entries the listing missed (an
         // unreadable folder, a race): a bounded search, from wherever the numbers reached.
-        for n in first..first.saturating_add(10_000) {
+        for n in first..=first.saturating_add(9_999) {
             let suffix = if n == 1 {
                 String::new()
             } else {

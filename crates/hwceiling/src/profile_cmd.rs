@@ -101,9 +101,10 @@ fn plan_options(
 
 /// Every option that shaped the run, for the provenance (the drives left out: see
 /// [`nvme_cmd::LeftOutDrives`]). A sweep given as a list (`--threads`, `--host-sizes`,
-/// `--nvme-sizes`, `--queue-depths`) is recorded with the points of the full run's sweep on
-/// `topo` that it leaves out (`threads_left_out`, …; empty when it holds them all), so that a
-/// list that covers the default sweep does not count as narrowing the run.
+/// `--nvme-sizes`, `--queue-depths`) is recorded with what of the full run's sweep on `topo` it
+/// leaves out (`threads_left_out`, …; empty when it leaves out nothing), so that a list that
+/// covers the default sweep does not count as narrowing the run: the points of the sweep, and
+/// for host sizes the cases (`256MiB streaming` when a larger size moves the streaming kernel).
 pub(crate) fn options_map(
     a: &ProfileArgs,
     topo: &Topology,
@@ -128,12 +129,13 @@ pub(crate) fn options_map(
         );
     }
     if let Some(s) = &a.host_sizes {
-        sweep(
-            &mut o,
-            "host_sizes",
-            s,
-            &hwc_plan::host_sizes(topo),
-            hwc_model::size_label,
+        // Cases, not points: the largest size of a list also decides where the streaming
+        // kernel and the sustained ceiling go.
+        let v: Vec<String> = s.iter().map(|&b| hwc_model::size_label(b)).collect();
+        o.insert("host_sizes".into(), v.join(","));
+        o.insert(
+            "host_sizes_left_out".into(),
+            hwc_plan::host_sizes_left_out(topo, s).join(","),
         );
     }
     o.insert("quick".into(), a.quick.to_string());

@@ -354,10 +354,12 @@ impl Completeness {
 ///   own, not the drives'.
 /// - `threads`, `host_sizes`, `nvme_sizes`, `queue_depths`: a list replaces the default sweep, and
 ///   a ceiling is the best point of the sweep measured. Not when the run recorded an empty
-///   `<option>_left_out` (`threads_left_out`, …): the list holds every point of the full run's
-///   sweep on that machine (the host sweeps depend on its nodes), so it measures no fewer.
-///   Without it (a profile written before it was recorded) a list cannot be told from a
-///   narrower one, and counts.
+///   `<option>_left_out` (`threads_left_out`, …): the list plans every case of the full run's
+///   sweep on that machine (the host sweeps depend on its nodes; for host sizes the cases are
+///   compared, since the largest size of a list also takes the streaming kernel and the
+///   sustained ceiling), so it measures no fewer. A list with more points measures more: its
+///   ceilings are the best of more points, never lower. Without `<option>_left_out` (a profile
+///   written before it was recorded) a list cannot be told from a narrower one, and counts.
 ///
 /// Not narrowing — they select no fewer cases and no fewer points:
 /// - `quick` (a reason of its own, [`Provenance::quick`]), `allow_contended` (a contended figure

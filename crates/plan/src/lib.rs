@@ -213,6 +213,38 @@ pub fn default_host_threads(topo: &Topology) -> Vec<u32> {
     all.into_iter().collect()
 }
 
+/// The host-RAM cases of a full run on `topo` that a run with the host sizes `sizes` does not
+/// plan, as `<size>` (every case of that size) or `<size> streaming` (its streaming-kernel
+/// cases, which run at the largest size of a sweep: a list with a larger size moves them, and the
+/// sustained ceiling with them). Empty when the list plans every case a full run does.
+pub fn host_sizes_left_out(topo: &Topology, sizes: &[u64]) -> Vec<String> {
+    let keys = |sizes: Option<Vec<u64>>| -> Vec<String> {
+        let opts = PlanOptions {
+            paths: Some([PathId::HostRam].into()),
+            implemented: [PathId::HostRam].into(),
+            host_sizes: sizes,
+            ..PlanOptions::default()
+        };
+        plan(topo, &opts).cases.into_iter().map(|c| c.key).collect()
+    };
+    let given: BTreeSet<String> = keys(Some(sizes.to_vec())).into_iter().collect();
+    let mut out: Vec<String> = Vec::new();
+    // In the plan's order: by pair, then size.
+    for key in keys(None).iter().filter(|k| !given.contains(*k)) {
+        // host_ram/<pair>/<size>/t<threads>[/streaming]
+        let parts: Vec<&str> = key.split('/').collect();
+        let label = match parts.as_slice() {
+            [_, _, size, _] => size.to_string(),
+            [_, _, size, _, kernel] => format!("{size} {kernel}"),
+            _ => key.clone(),
+        };
+        if !out.contains(&label) {
+            out.push(label);
+        }
+    }
+    out
+}
+
 /// 1, 2, 4, … below `cpus`, plus the node's physical core count and all its CPUs.
 pub fn thread_sweep(cpus: u32, physical_cores: Option<u32>) -> Vec<u32> {
     let mut set = BTreeSet::new();

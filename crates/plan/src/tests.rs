@@ -89,6 +89,33 @@ fn thread_sweep_doubles_and_ends_at_all_cpus() {
 }
 
 #[test]
+fn host_sizes_leave_out_what_a_full_run_plans_and_they_do_not() {
+    // No last-level cache known: the default sweep is the spec's four sizes.
+    let t = machine(vec![node(0, 0..4), node(1, 4..8)]);
+    assert_eq!(host_sizes(&t), HOST_RAM_SIZES.to_vec());
+    let left_out = |sizes: &[u64]| host_sizes_left_out(&t, sizes);
+    assert!(left_out(&HOST_RAM_SIZES).is_empty());
+    // In another order, the same cases.
+    assert!(left_out(&[256 * MIB, 4 * MIB, 64 * MIB, 16 * MIB]).is_empty());
+    assert_eq!(left_out(&[4 * MIB, 256 * MIB]), ["16MiB", "64MiB"]);
+    // A larger size moves the streaming kernel, and the sustained ceiling, away from 256 MiB.
+    let mut more = HOST_RAM_SIZES.to_vec();
+    more.push(GIB);
+    assert_eq!(left_out(&more), ["256MiB streaming"]);
+    // A covering list plans every case of the default plan.
+    let cases = |sizes: Option<Vec<u64>>| -> Vec<String> {
+        let o = PlanOptions {
+            host_sizes: sizes,
+            ..all_implemented()
+        };
+        plan(&t, &o).cases.into_iter().map(|c| c.key).collect()
+    };
+    let full = cases(None);
+    let covering = cases(Some(vec![256 * MIB, 64 * MIB, 16 * MIB, 4 * MIB]));
+    assert!(full.iter().all(|k| covering.contains(k)));
+}
+
+#[test]
 fn the_default_thread_counts_are_every_nodes_sweep_together() {
     let t = machine(vec![node(0, 0..12), node(1, 12..18)]);
     // Node 0: 1, 2, 4, 8, 12; node 1: 1, 2, 4, 6.
