@@ -739,7 +739,14 @@ fn appendix(out: &mut String, p: &Profile) {
         vec!["schema_version".into(), p.schema_version.to_string()],
     ];
     for (k, v) in pv.options.iter().chain(&pv.environment) {
-        rows.push(vec![k.clone(), v.clone()]);
+        // An empty value says "nothing" (`drives_left_out`, `threads_left_out`, …): in words,
+        // not as a blank cell.
+        let shown = if v.is_empty() {
+            "(none)".into()
+        } else {
+            v.clone()
+        };
+        rows.push(vec![k.clone(), shown]);
     }
     table(out, &["Field", "Value"], &rows);
 }

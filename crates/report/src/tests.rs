@@ -1263,3 +1263,17 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
     let plain = render(&profile(false));
     assert!(!plain.contains("Scheduling of each case") && !plain.contains("Appendix C"));
 }
+
+#[test]
+fn an_option_recorded_empty_reads_none_not_a_blank_cell() {
+    let mut p = profile(false);
+    p.provenance
+        .options
+        .insert("threads_left_out".into(), String::new());
+    p.provenance
+        .options
+        .insert("drives_left_out".into(), "nvme2".into());
+    let md = render(&p);
+    assert!(md.contains("| threads_left_out | (none) |"), "{md}");
+    assert!(md.contains("| drives_left_out | nvme2 |"), "{md}");
+}
