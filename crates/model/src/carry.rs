@@ -230,6 +230,18 @@ mod tests {
 
     const BDFS: [&str; 2] = ["0000:41:00.0", "0000:42:00.0"];
 
+    /// Every write ceiling of [`write_run`], carried, measured on both drives.
+    fn carried_both() -> Option<WriteCarry> {
+        Some(WriteCarry::Carried {
+            keys: vec![
+                "nvme_optimal_write_chunk_bytes".into(),
+                "nvme_raw_1drive_write_gbps".into(),
+                "nvme_raw_2drive_write_gbps".into(),
+            ],
+            drives: vec!["S1".into(), "S2".into()],
+        })
+    }
+
     #[test]
     fn carries_every_write_ceiling_to_a_read_only_run_of_the_same_drives() {
         let older = write_run("node7", two_drives("1.0"), &BDFS);
@@ -242,17 +254,7 @@ mod tests {
                 drive("0000:83:00.0", Some("S3"), "1.0"),
             ],
         );
-        assert_eq!(
-            write_carry(&newer, &older),
-            Some(WriteCarry::Carried {
-                keys: vec![
-                    "nvme_optimal_write_chunk_bytes".into(),
-                    "nvme_raw_1drive_write_gbps".into(),
-                    "nvme_raw_2drive_write_gbps".into(),
-                ],
-                drives: vec!["S1".into(), "S2".into()],
-            })
-        );
+        assert_eq!(write_carry(&newer, &older), carried_both());
     }
 
     #[test]
@@ -345,14 +347,7 @@ mod tests {
         let older = write_run("node7", drives, &["nvme-0000:41:00.0", "0000:42:00.0"]);
         assert_eq!(
             write_carry(&profile("node7", two_drives("1.0")), &older),
-            Some(WriteCarry::Carried {
-                keys: vec![
-                    "nvme_optimal_write_chunk_bytes".into(),
-                    "nvme_raw_1drive_write_gbps".into(),
-                    "nvme_raw_2drive_write_gbps".into(),
-                ],
-                drives: vec!["S1".into(), "S2".into()],
-            })
+            carried_both()
         );
     }
 }
