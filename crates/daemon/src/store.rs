@@ -15,10 +15,10 @@
 //!
 //! Write ceilings: a node's drives are write-profiled once, while blank, and read-profiled after
 //! that, so the newest complete profile is often a read-only run with no NVMe write ceilings.
-//! Then the newest complete profile older than it that has them is kept beside it
-//! ([`Serving::writes`]), and its write ceilings are served with it, named as such, as long as
-//! they describe the drives the machine has now (`hwc_model::carry`, the rule); where they do
-//! not, the answers say why they are not. The files the search passes (read-only, incomplete,
+//! Then the newest complete profile older than it whose write ceilings describe the drives the
+//! machine has now (`hwc_model::carry`, the rule) is kept beside it ([`Serving::writes`]), and
+//! its write ceilings are served with it, named as such; where no write run's do, the newest
+//! one is kept with the rule's refusal, and the answers say why they are not served. The files the search passes (read-only, incomplete,
 //! broken) are remembered as such, so it too parses each version of a file once; old files that
 //! do not read are not load errors (they are not the profile to serve).
 //!
@@ -195,6 +195,9 @@ enum Known {
     Incomplete { why: Completeness, writes: bool },
     /// A complete profile without write ceilings, passed by the search for them.
     NoWrites,
+    /// A complete profile with write ceilings, found by the search for them, kept in memory
+    /// (whether the rule lets them stand in depends on the profile served).
+    WriteRun(Arc<Loaded>),
 }
 
 /// Whether a file that does not parse is news: for the profile to serve, it is (logged as a
@@ -411,7 +414,7 @@ impl Store {
                     parsed: None,
                 }
             }
-            Some(Known::NoWrites) | None => {}
+            Some(Known::NoWrites | Known::WriteRun(_)) | None => {}
         }
         let Some(parsed) = self.parse(c, loud) else {
             return Read::Bad;
@@ -436,66 +439,80 @@ impl Store {
         }
     }
 
-    /// The write ceilings to serve beside `served`: when it is complete and has none, the
-    /// newest complete profile older than it that has some (reused from `had` while its file is
-    /// unchanged), with the rule's verdict on them. Each file is parsed once a version: those
-    /// passed are remembered ([`Known`]).
-    fn write_source(
-        &self,
-        files: &[Candidate],
-        served: &Loaded,
-        had: Option<&WriteSource>,
-    ) -> Option<WriteSource> {
+    /// The write ceilings to serve beside `served`: when it is complete and has none, those of
+    /// the newest complete profile older than it that has some and that the rule lets stand in
+    /// for them; failing that, the newest such profile with the rule's refusal. Each file is
+    /// parsed once a version: what the search passes is remembered ([`Known`]), write runs
+    /// with their profile.
+    fn write_source(&self, files: &[Candidate], served: &Loaded) -> Option<WriteSource> {
         if !served.completeness.complete() || has_write_ceilings(&served.profile) {
             return None;
         }
         let mut passed_over = None;
+        let mut refused: Option<WriteSource> = None;
         for c in files.iter().filter(|c| c.key < served.key) {
-            let kept = had
-                .map(|w| &w.loaded)
-                .filter(|l| l.file == c.path && l.fingerprint == c.fingerprint);
-            let loaded = match kept {
-                Some(l) => l.clone(),
-                None => {
-                    if matches!(self.known(c), Some(Known::NoWrites)) {
+            let loaded = match self.known(c) {
+                Some(Known::NoWrites) => continue,
+                Some(Known::WriteRun(l)) => l,
+                _ => match self.read(c, Loud::No) {
+                    Read::Complete(parsed) => {
+                        let loaded = Arc::new(Loaded::new(c, parsed));
+                        if !has_write_ceilings(&loaded.profile) {
+                            self.remember(c, Some(Known::NoWrites));
+                            continue;
+                        }
+                        self.remember(c, Some(Known::WriteRun(loaded.clone())));
+                        loaded
+                    }
+                    Read::Bad => {
+                        passed_over.get_or_insert(WritesPassedOver {
+                            file: file_name(&c.path),
+                            why: "does not read".into(),
+                        });
                         continue;
                     }
-                    match self.read(c, Loud::No) {
-                        Read::Complete(parsed) => {
-                            let loaded = Arc::new(Loaded::new(c, parsed));
-                            if !has_write_ceilings(&loaded.profile) {
-                                self.remember(c, Some(Known::NoWrites));
-                                continue;
-                            }
-                            loaded
-                        }
-                        Read::Bad => {
+                    Read::Incomplete { why, writes, .. } => {
+                        if writes {
                             passed_over.get_or_insert(WritesPassedOver {
                                 file: file_name(&c.path),
-                                why: "does not read".into(),
+                                why: format!("a write run, but {}", why.describe()),
                             });
-                            continue;
                         }
-                        Read::Incomplete { why, writes, .. } => {
-                            if writes {
-                                passed_over.get_or_insert(WritesPassedOver {
-                                    file: file_name(&c.path),
-                                    why: format!("a write run, but {}", why.describe()),
-                                });
-                            }
-                            continue;
-                        }
+                        continue;
                     }
-                }
+                },
             };
-            let carry = write_carry(&served.profile, &loaded.profile)?;
-            return Some(WriteSource {
-                loaded,
-                carry,
-                passed_over,
-            });
+            match write_carry(&served.profile, &loaded.profile)? {
+                carry @ WriteCarry::Carried { .. } => {
+                    return Some(WriteSource {
+                        loaded,
+                        carry,
+                        passed_over,
+                    })
+                }
+                WriteCarry::Refused { reason } => {
+                    // An older write run may still describe this machine (this one may be of
+                    // another host, or of a drive since replaced).
+                    let file = loaded.file_name();
+                    if refused.is_none() {
+                        refused = Some(WriteSource {
+                            loaded,
+                            carry: WriteCarry::Refused {
+                                reason: reason.clone(),
+                            },
+                            passed_over: passed_over.clone(),
+                        });
+                    }
+                    passed_over.get_or_insert(WritesPassedOver {
+                        file,
+                        why: format!(
+                            "a write run whose ceilings do not describe this machine: {reason}"
+                        ),
+                    });
+                }
+            }
         }
-        None
+        refused
     }
 
     /// Choose what to serve from the folder as it is now: the newest complete profile, else the
@@ -551,8 +568,7 @@ impl Store {
                 Arc::new(Loaded::new(c, parsed))
             }
         };
-        let had = self.serving().writes;
-        let writes = self.write_source(&files, &loaded, had.as_ref());
+        let writes = self.write_source(&files, &loaded);
         let next = Serving {
             loaded: Some(loaded),
             passed_over,
@@ -1119,6 +1135,49 @@ mod tests {
         );
         // Not news for the profile served: no load error, nothing counted.
         assert_eq!((store.last_error(), store.reload_errors.get()), (None, 0));
+    }
+
+    #[test]
+    fn a_write_run_that_does_not_describe_this_machine_gives_way_to_an_older_one_that_does() {
+        let (d, store) = store();
+        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
+        // A newer write run, of a drive this machine no longer has.
+        put_nvme(d.path(), DAY2, &["S9"], Some(7.0));
+        put_nvme(d.path(), DAY3, &["S1"], None);
+        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
+        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
+        assert_eq!(
+            writes_passed_over(&store),
+            Some((
+                DAY2.into(),
+                "a write run whose ceilings do not describe this machine: drive S9, which it \
+                 wrote, is not among this run's drives"
+                    .into()
+            ))
+        );
+        // Polled again: both write runs are remembered, not read again.
+        let first = store.serving().writes.unwrap().loaded;
+        corrupt_unseen(d.path(), DAY2);
+        refresh(&store);
+        assert!(Arc::ptr_eq(&first, &store.serving().writes.unwrap().loaded));
+        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
+        assert!(writes_passed_over(&store)
+            .unwrap()
+            .1
+            .starts_with("a write run whose"));
+        // With no write run that describes it, the newest one's refusal is what is said.
+        std::fs::remove_file(d.path().join(DAY1)).unwrap();
+        put_nvme(d.path(), DAY2, &["S9"], Some(7.0));
+        refresh(&store);
+        assert_eq!(
+            writes(&store),
+            Some((
+                DAY2.into(),
+                WriteCarry::Refused {
+                    reason: "drive S9, which it wrote, is not among this run's drives".into()
+                }
+            ))
+        );
     }
 
     #[test]
