@@ -4,6 +4,7 @@
 //! whether it is complete (and a newer incomplete one passed over), and the daemon's own
 //! counters. The registry is built per scrape, so a reload never leaves stale series behind.
 
+use crate::store::ServedCeiling;
 use crate::AppState;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::family::Family;
@@ -15,34 +16,6 @@ type Labels = Vec<(String, String)>;
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// A ceiling served: its key, the profile it is read from, and that profile's file when it is
-/// an older write run's (a write ceiling carried beside a read-only profile, see `store`).
-struct Served<'a> {
-    key: &'a str,
-    profile: &'a hwc_model::Profile,
-    carried_from: Option<String>,
-}
-
-/// Every ceiling served: the served profile's, then the write ceilings carried from an older one.
-fn served_ceilings(s: &crate::store::Serving) -> Vec<Served<'_>> {
-    let mut out = Vec::new();
-    if let Some(l) = &s.loaded {
-        out.extend(l.profile.ceilings.keys().map(|key| Served {
-            key,
-            profile: &l.profile,
-            carried_from: None,
-        }));
-    }
-    if let Some(w) = &s.writes {
-        out.extend(w.carried().iter().map(|key| Served {
-            key,
-            profile: &w.loaded.profile,
-            carried_from: Some(w.loaded.file_name()),
-        }));
-    }
-    out
-}
 
 /// A ceiling's labels: what its key names, and `carried_from` for an older write run's.
 fn ceiling_labels(key: &str, carried_from: Option<&str>) -> Labels {
@@ -66,7 +39,7 @@ fn ceiling_labels(key: &str, carried_from: Option<&str>) -> Labels {
 /// one measurement's median, that measurement's spread and repetition count (labelled with its
 /// key); for a derived one (penalties, minima of two paths, crossovers, knees), a `derived`
 /// marker; for one the profile says nothing usable about, an `unknown` marker.
-fn register_sources(reg: &mut Registry, served: &[Served<'_>]) {
+fn register_sources(reg: &mut Registry, served: &[ServedCeiling<'_>]) {
     use hwc_model::CeilingOrigin;
     let spread: Family<Labels, FloatGauge> = Family::default();
     let runs: Family<Labels, FloatGauge> = Family::default();
@@ -130,7 +103,7 @@ pub(crate) fn render(state: &AppState) -> String {
     let mut reg = Registry::default();
     let serving = state.store.serving();
     let loaded = serving.loaded.clone();
-    let served = served_ceilings(&serving);
+    let served = serving.ceilings();
 
     let by_unit: [(&str, &str); 5] = [
         (
@@ -154,13 +127,12 @@ pub(crate) fn render(state: &AppState) -> String {
         let family: Family<Labels, FloatGauge> = Family::default();
         let mut any = false;
         for c in &served {
-            if let Some(value) = c.profile.ceilings.get(c.key) {
-                if hwc_compare::keys::labels(c.key).unit == unit {
-                    family
-                        .get_or_create(&ceiling_labels(c.key, c.carried_from.as_deref()))
-                        .set(*value);
-                    any = true;
-                }
+            if hwc_compare::keys::labels(c.key).unit == unit {
+                let from = c.carried_from.map(|w| w.loaded.file_name());
+                family
+                    .get_or_create(&ceiling_labels(c.key, from.as_deref()))
+                    .set(c.value);
+                any = true;
             }
         }
         if any {
@@ -308,11 +280,12 @@ mod tests {
     /// The text of the ceiling-source metrics that `register_sources` registers for `p`.
     fn source_metrics(p: &hwc_model::Profile) -> String {
         let mut reg = Registry::default();
-        let served: Vec<Served<'_>> = p
+        let served: Vec<ServedCeiling<'_>> = p
             .ceilings
-            .keys()
-            .map(|key| Served {
+            .iter()
+            .map(|(key, &value)| ServedCeiling {
                 key,
+                value,
                 profile: p,
                 carried_from: None,
             })

@@ -159,7 +159,7 @@ fn write_source_meta(w: &WriteSource) -> Value {
 }
 
 /// The write ceilings served from an older profile, if any, with that profile.
-fn carried(s: &Serving) -> Option<&WriteSource> {
+fn carrying(s: &Serving) -> Option<&WriteSource> {
     s.writes.as_ref().filter(|w| !w.carried().is_empty())
 }
 
@@ -287,17 +287,14 @@ async fn ceilings(State(state): AppStateRef) -> Response {
     let Some(loaded) = serving.loaded.as_deref() else {
         return no_profile(&state);
     };
-    let mut map = loaded.profile.ceilings.clone();
-    if let Some(w) = carried(&serving) {
-        for key in w.carried() {
-            if let Some(v) = w.loaded.profile.ceilings.get(key) {
-                map.insert(key.clone(), *v);
-            }
-        }
-    }
+    let map: BTreeMap<&str, f64> = serving
+        .ceilings()
+        .iter()
+        .map(|c| (c.key, c.value))
+        .collect();
     let mut resp = Json(&map).into_response();
     source_headers(&serving, loaded, &mut resp);
-    if let Some(w) = carried(&serving) {
+    if let Some(w) = carrying(&serving) {
         write_source_header(w, &mut resp);
     }
     resp
@@ -334,7 +331,7 @@ async fn efficiency(
     // Every answer about the profile served, refusals too, says which profile it is and what
     // its run was (a ceiling unknown to a narrowed profile may be known to a complete one).
     // A write ceiling the served profile lacks may be an older write run's (`store`).
-    let from = carried(&serving).filter(|w| w.carries(path));
+    let from = carrying(&serving).filter(|w| w.carries(path));
     let source = from.map_or(&loaded.profile, |w| &w.loaded.profile);
     let (status, mut body) = match hwc_compare::efficiency::efficiency_in(source, path, measured) {
         Ok(mut e) => {
@@ -378,7 +375,7 @@ async fn efficiency(
                 },
                 _ => {}
             }
-            if let Some(w) = carried(&serving) {
+            if let Some(w) = carrying(&serving) {
                 known.extend(
                     w.carried()
                         .iter()

@@ -162,7 +162,46 @@ pub(crate) struct Serving {
     pub writes: Option<WriteSource>,
 }
 
+/// A ceiling served: its key and value, the profile it is read from (its source, spread and
+/// count are that profile's), and the older write run it is carried from, if it is (see
+/// [`Serving::writes`]).
+pub(crate) struct ServedCeiling<'a> {
+    pub key: &'a str,
+    pub value: f64,
+    pub profile: &'a Profile,
+    pub carried_from: Option<&'a WriteSource>,
+}
+
 impl Serving {
+    /// Every ceiling served: the served profile's, then the write ceilings carried beside it.
+    pub fn ceilings(&self) -> Vec<ServedCeiling<'_>> {
+        let mut out = Vec::new();
+        if let Some(l) = &self.loaded {
+            out.extend(
+                l.profile
+                    .ceilings
+                    .iter()
+                    .map(|(key, &value)| ServedCeiling {
+                        key,
+                        value,
+                        profile: &l.profile,
+                        carried_from: None,
+                    }),
+            );
+        }
+        if let Some(w) = &self.writes {
+            out.extend(w.carried().iter().filter_map(|key| {
+                Some(ServedCeiling {
+                    key,
+                    value: *w.loaded.profile.ceilings.get(key)?,
+                    profile: &w.loaded.profile,
+                    carried_from: Some(w),
+                })
+            }));
+        }
+        out
+    }
+
     /// One line for people, when what is served needs one: a quick, interrupted or narrowed
     /// profile served for want of a complete one, or a newer incomplete profile passed over.
     pub fn note(&self) -> Option<String> {
