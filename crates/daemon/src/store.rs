@@ -111,13 +111,14 @@ pub(crate) struct PassedOver {
 /// An older complete profile's write ceilings beside a served profile that has none.
 #[derive(Debug, Clone)]
 pub(crate) struct WriteSource {
-    /// The newest complete profile older than the one served that has write ceilings.
+    /// The newest complete write run older than the one served whose write ceilings the rule
+    /// accepts; where it accepts none, the newest complete write run (refused).
     pub loaded: Arc<Loaded>,
     /// Whether they are served, and which, or why not.
     pub carry: WriteCarry,
     /// The newest file between the served profile and this one that could hold newer write
-    /// ceilings but was passed over: a write run that is not complete, or a file that does not
-    /// read.
+    /// ceilings but was passed over: a write run that is not complete or that the rule
+    /// refuses, or a file that does not read.
     pub passed_over: Option<WritesPassedOver>,
 }
 
