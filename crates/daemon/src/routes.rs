@@ -350,11 +350,10 @@ async fn efficiency(
                     None => carried,
                 });
             }
-            let mut v = serde_json::to_value(&e).unwrap_or_else(|_| json!({}));
-            if let (Value::Object(m), Some(w)) = (&mut v, from) {
-                m.insert("ceiling_from".into(), json!(w.loaded.file_name()));
-            }
-            (StatusCode::OK, v)
+            (
+                StatusCode::OK,
+                serde_json::to_value(&e).unwrap_or_else(|_| json!({})),
+            )
         }
         Err(E::UnknownPath { path, mut known }) => {
             let mut msg = format!("unknown ceiling `{path}` in {}", loaded.file_name());
@@ -399,10 +398,15 @@ async fn efficiency(
     };
     if let Value::Object(m) = &mut body {
         m.insert("profile".into(), profile_meta(&serving, loaded));
+        // An answer about a carried ceiling, a refusal of it too (a carried 0, say), names the
+        // write run it is from: `profile` is the served one, which does not hold it.
+        if let Some(w) = from {
+            m.insert("ceiling_from".into(), json!(w.loaded.file_name()));
+        }
     }
     let mut resp = (status, Json(body)).into_response();
     source_headers(&serving, loaded, &mut resp);
-    if let Some(w) = from.filter(|_| status == StatusCode::OK) {
+    if let Some(w) = from {
         write_source_header(w, &mut resp);
     }
     resp

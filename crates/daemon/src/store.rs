@@ -229,8 +229,9 @@ impl Serving {
 /// poll parses no file twice that it will not serve.
 #[derive(Debug, Clone)]
 enum Known {
-    /// It does not parse.
-    Bad,
+    /// It does not parse; `reported` once that was said loudly (a file first met by the quiet
+    /// search for write ceilings is reported when it becomes a candidate to serve).
+    Bad { reported: bool },
     /// The profile of an incomplete run, and whether it has write ceilings.
     Incomplete { why: Completeness, writes: bool },
     /// A complete profile without write ceilings, passed by the search for them.
@@ -429,7 +430,12 @@ impl Store {
             }
             Err(e) => {
                 let msg = e.to_string();
-                self.remember(c, Some(Known::Bad));
+                self.remember(
+                    c,
+                    Some(Known::Bad {
+                        reported: loud == Loud::Yes,
+                    }),
+                );
                 if loud == Loud::Yes {
                     tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
                     *lock(&self.last_error) = Some(msg);
@@ -442,11 +448,13 @@ impl Store {
         }
     }
 
-    /// What `c` holds: from memory when this version of it was read before and was broken or
-    /// incomplete, else parsed now.
+    /// What `c` holds: from memory when this version of it was read before and was broken (and
+    /// reported, if `loud` asks) or incomplete, else parsed now.
     fn read(&self, c: &Candidate, loud: Loud) -> Read {
         match self.known(c) {
-            Some(Known::Bad) => return Read::Bad,
+            Some(Known::Bad { reported }) if reported || loud == Loud::No => return Read::Bad,
+            // Parsed again only to say it loudly, once.
+            Some(Known::Bad { .. }) => {}
             Some(Known::Incomplete { why, writes }) => {
                 return Read::Incomplete {
                     why,
@@ -1175,6 +1183,22 @@ mod tests {
         );
         // Not news for the profile served: no load error, nothing counted.
         assert_eq!((store.last_error(), store.reload_errors.get()), (None, 0));
+        // The served run rewritten as a quick one: the broken file is now a candidate to serve
+        // (newer than the write run served instead), so it is news, said once, as a daemon
+        // started now would say it.
+        put(d.path(), DAY3, QUICK, 40.0);
+        assert_eq!(
+            refresh(&store),
+            ((DAY1.into(), COMPLETE), Some((DAY3.into(), QUICK)))
+        );
+        let fresh = Store::new(d.path().to_path_buf());
+        refresh(&fresh);
+        for s in [&store, &fresh] {
+            assert!(s.last_error().is_some_and(|e| !e.is_empty()));
+            assert_eq!(s.reload_errors.get(), 1);
+        }
+        refresh(&store);
+        assert_eq!(store.reload_errors.get(), 1);
     }
 
     #[test]

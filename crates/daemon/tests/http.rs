@@ -211,6 +211,15 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
     assert_eq!(r.header("x-hwceiling-write-ceilings-from"), None);
     let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3.45");
     assert_eq!((status, e.get("ceiling_from")), (200, None), "{e}");
+    // A refusal of a carried ceiling names the write run too (its `profile` is the served one,
+    // which does not hold it): here, a carried key that is not a bandwidth.
+    let q = "/v1/efficiency?path=nvme_optimal_write_chunk_bytes&measured_gbps=1";
+    assert_eq!(
+        d.get(q).header("x-hwceiling-write-ceilings-from"),
+        Some(DAY1)
+    );
+    let (status, e) = d.json(q);
+    assert_eq!((status, &e["ceiling_from"]), (400, &DAY1.into()), "{e}");
     let (status, e) = d.json("/v1/efficiency?path=nvme_raw_2drive_write_gbps&measured_gbps=1");
     assert_eq!(status, 404, "{e}");
     assert!(

@@ -6,7 +6,9 @@
 //! stand in for them, as long as they describe the drives the machine has now: the same host,
 //! and every drive that run wrote still there, recognised by its serial number, as it was: the
 //! same model and firmware, and (where both runs recorded them) link, block size, capacity,
-//! write cache, PCIe root and NUMA node. [`write_carry`] is that rule; `serve` applies it and
+//! whether it has a volatile write cache, PCIe root and NUMA node. A serial number, model or
+//! firmware that is blank counts as not recorded, and a serial number on two drives of a run
+//! recognises neither. [`write_carry`] is that rule; `serve` applies it and
 //! says in every answer that uses such a ceiling where it comes from. They were measured on
 //! blank drives, which the answers say too: drives that hold data since may write slower.
 
@@ -92,29 +94,49 @@ fn written_drives_now(newer: &Profile, older: &Profile) -> Result<Vec<String>, S
         else {
             return Err(format!("it wrote {key}, which its drive list lacks"));
         };
-        let Some(serial) = then.serial.as_deref().map(str::trim) else {
+        let Some(serial) = recorded(&then.serial) else {
             return Err(format!(
                 "it wrote {key} ({}), whose serial number it does not record",
                 then.name
             ));
         };
-        let Some(now) = newer
-            .nvme
-            .drives
-            .iter()
-            .find(|d| d.serial.as_deref().map(str::trim) == Some(serial))
-        else {
+        if with_serial(older, serial).count() > 1 {
             return Err(format!(
-                "drive {serial}, which it wrote, is not among this run's drives"
+                "serial number {serial} names more than one drive of its run"
             ));
+        }
+        if serials.contains(&serial) {
+            continue; // the same drive, listed under another key
+        }
+        let mut now = with_serial(newer, serial);
+        let (Some(now), None) = (now.next(), now.next()) else {
+            return Err(match with_serial(newer, serial).count() {
+                0 => format!("drive {serial}, which it wrote, is not among this run's drives"),
+                _ => format!("serial number {serial} names more than one drive of this run"),
+            });
         };
         if let Some(what) = changed(then, now) {
             return Err(format!("drive {serial}, which it wrote, {what}"));
         }
-        serials.push(serial.to_string());
+        serials.push(serial);
     }
+    let mut serials: Vec<String> = serials.into_iter().map(str::to_string).collect();
     serials.sort();
     Ok(serials)
+}
+
+/// A text field as recorded: trimmed, `None` when blank (Identify pads with spaces, and a
+/// drive may leave a field empty).
+fn recorded(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The drives of `p` whose serial number is `serial`.
+fn with_serial<'a>(p: &'a Profile, serial: &'a str) -> impl Iterator<Item = &'a NvmeDriveProfile> {
+    p.nvme
+        .drives
+        .iter()
+        .filter(move |d| recorded(&d.serial) == Some(serial))
 }
 
 /// What differs between a drive then and now that its write bandwidth depends on, in words
@@ -136,11 +158,11 @@ fn changed(then: &NvmeDriveProfile, now: &NvmeDriveProfile) -> Option<String> {
         ("model", &then.model, &now.model),
         ("firmware revision", &then.firmware_rev, &now.firmware_rev),
     ] {
-        if then.is_none() || now.is_none() {
+        let (Some(then), Some(now)) = (recorded(then), recorded(now)) else {
             return Some(format!("has no recorded {what} in one of the runs"));
-        }
-        if let Some(d) = differ(&format!("another {what}"), then, now) {
-            return Some(d);
+        };
+        if then != now {
+            return Some(format!("has another {what} now ({then} then, {now} now)"));
         }
     }
     differ("another link generation", &then.pcie_gen, &now.pcie_gen)
@@ -149,7 +171,7 @@ fn changed(then: &NvmeDriveProfile, now: &NvmeDriveProfile) -> Option<String> {
         .or_else(|| differ("another capacity (TB)", &then.capacity_tb, &now.capacity_tb))
         .or_else(|| {
             differ(
-                "another write cache state",
+                "another volatile write cache presence",
                 &then.vwc_enabled,
                 &now.vwc_enabled,
             )
@@ -337,6 +359,61 @@ mod tests {
         assert!(matches!(
             write_carry(&nameless, &older),
             Some(WriteCarry::Carried { .. })
+        ));
+    }
+
+    #[test]
+    fn a_blank_field_is_not_recorded_and_a_shared_serial_recognises_no_drive() {
+        let refused = |newer: &Profile, older: &Profile| match write_carry(newer, older) {
+            Some(WriteCarry::Refused { reason }) => reason,
+            other => panic!("{other:?}"),
+        };
+        // A blank serial (Identify's padding, trimmed) written then is no serial: it would
+        // recognise any other blank-serial drive, a replacement in another slot, say.
+        let mut blank = two_drives("1.0");
+        blank[0].serial = Some("   ".into());
+        let mut replaced = two_drives("1.0");
+        replaced[0].serial = Some(String::new());
+        replaced[0].bdf = Some("0000:81:00.0".into());
+        assert_eq!(
+            refused(
+                &profile("node7", replaced),
+                &write_run("node7", blank, &BDFS)
+            ),
+            "it wrote 0000:41:00.0 (nvme-0000:41:00.0), whose serial number it does not record"
+        );
+        // Blank firmware is no firmware, even on both sides.
+        let mut blank_firmware = two_drives(" ");
+        blank_firmware[0].firmware_rev = Some("1.0".into());
+        assert_eq!(
+            refused(
+                &profile("node7", blank_firmware.clone()),
+                &write_run("node7", blank_firmware, &BDFS)
+            ),
+            "drive S2, which it wrote, has no recorded firmware revision in one of the runs"
+        );
+        // Two drives written with one serial (a vendor that repeats them): not two drives now.
+        let mut shared = two_drives("1.0");
+        shared[1].serial = Some("S1".into());
+        assert_eq!(
+            refused(
+                &profile("node7", two_drives("1.0")[..1].to_vec()),
+                &write_run("node7", shared.clone(), &BDFS)
+            ),
+            "serial number S1 names more than one drive of its run"
+        );
+        // One drive written, but two drives of this run report its serial: which is it?
+        let older = write_run("node7", two_drives("1.0"), &BDFS[..1]);
+        assert_eq!(
+            refused(&profile("node7", shared), &older),
+            "serial number S1 names more than one drive of this run"
+        );
+        // Padding around a serial is not part of it.
+        let mut padded = two_drives("1.0");
+        padded[0].serial = Some(" S1 ".into());
+        assert!(matches!(
+            write_carry(&profile("node7", padded), &older),
+            Some(WriteCarry::Carried { drives, .. }) if drives == ["S1"]
         ));
     }
 
