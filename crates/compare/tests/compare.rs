@@ -154,8 +154,9 @@ fn fleet_reports_medians_and_outlier_nodes() {
     // Worse GPU on n4 and its missing ceiling; n5's better figure is not a regression.
     assert_eq!(r.regressions, 2);
     let text = render_fleet(&r);
-    // Built without measurements, every ceiling here is derived: the outlier says so.
-    assert!(text.contains("n4 41.00 (derived) -25.5% WORSE"), "{text}");
+    // Built without measurements or sources, no ceiling here says where it comes from: the
+    // outlier says so, and guesses nothing.
+    assert!(text.contains("n4 41.00 (unknown) -25.5% WORSE"), "{text}");
     assert!(text.contains("5/5") && text.contains("4/5"), "{text}");
 }
 

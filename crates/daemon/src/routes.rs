@@ -436,8 +436,19 @@ async fn run_start(
     let request: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
         RunRequest::default()
     } else {
-        match serde_json::from_slice(&body) {
-            Ok(r) => r,
+        // An object only: serde would also read a struct from an array, field by field in
+        // order, so `[["host_ram"],[1]]` would quietly mean paths and threads.
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(v @ Value::Object(_)) => match serde_json::from_value(v) {
+                Ok(r) => r,
+                Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
+            },
+            Ok(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "bad run request: the body is a JSON object of options (or empty)",
+                )
+            }
             Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
         }
     };

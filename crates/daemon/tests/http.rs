@@ -621,6 +621,13 @@ fn unknown_paths_methods_and_bodies_get_4xx() {
         ),
         (br#"{"host_sizes":["0"]}"#, "not a usable size"),
         (br#"{"paths":["h2d","h2d"]}"#, "`paths` lists h2d twice"),
+        // Not an object: no options read from an array's order, no full run for `[]`.
+        (b"[]", "a JSON object of options"),
+        (
+            br#"[["host_ram"],[1],["4MiB"],true]"#,
+            "a JSON object of options",
+        ),
+        (b"7", "a JSON object of options"),
     ] {
         let r = d.send("POST", "/v1/profile/run", body);
         assert_eq!(r.status, 400, "{}", r.text());

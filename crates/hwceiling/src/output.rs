@@ -276,6 +276,21 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
+/// Create each new file with [`write_new`], in order, or none: when one cannot be written, those
+/// created before it are removed again, so a failed run never leaves a profile without its
+/// report (which `serve` would take for a finished run) or a report without its profile.
+pub fn write_all_new(files: &[(&Path, &[u8])]) -> Result<()> {
+    for (i, (path, bytes)) in files.iter().enumerate() {
+        if let Err(e) = write_new(path, bytes) {
+            for (done, _) in &files[..i] {
+                let _ = fs::remove_file(done);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 /// Atomically replace `path`, which must be nothing or a regular file (see [`check_replaceable`];
 /// what is there is checked again here, a moment before the rename).
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -295,6 +310,25 @@ fn rename_into_place(path: &Path, bytes: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
     use hwc_testkit::{mkfifo, names_in};
+
+    #[test]
+    fn files_written_together_are_all_written_or_none() {
+        let d = tempfile::tempdir().unwrap();
+        let (raw, profile) = (d.path().join("raw.json"), d.path().join("p.yaml"));
+        // The third cannot be created (its folder is missing): the two before it go again.
+        let missing = d.path().join("gone").join("report.md");
+        let e = write_all_new(&[(&raw, b"{}"), (&profile, b"y"), (&missing, b"#")]).unwrap_err();
+        assert!(format!("{e:#}").contains("report.md"), "{e:#}");
+        assert!(names_in(d.path()).is_empty(), "{:?}", names_in(d.path()));
+        // Something already at the second name is refused and left as it was.
+        std::fs::write(&profile, "theirs").unwrap();
+        assert!(write_all_new(&[(&raw, b"{}"), (&profile, b"y")]).is_err());
+        assert_eq!(names_in(d.path()), ["p.yaml"]);
+        assert_eq!(std::fs::read_to_string(&profile).unwrap(), "theirs");
+        std::fs::remove_file(&profile).unwrap();
+        write_all_new(&[(&raw, b"{}"), (&profile, b"y")]).unwrap();
+        assert_eq!(names_in(d.path()), ["p.yaml", "raw.json"]);
+    }
 
     #[test]
     fn names_are_dated_and_never_reused() {

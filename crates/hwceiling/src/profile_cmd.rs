@@ -205,7 +205,11 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         started_at: started.to_rfc3339(),
         finished_at: String::new(),
         date,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        // Lossy: an argument need not be UTF-8 (a folder name, say), and the record is text.
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" "),
         options: options_map(a, &topo, &nvme.left_out),
         environment: BTreeMap::new(),
         interrupted: false,
@@ -290,9 +294,19 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     let yaml = hwc_profile::to_yaml(&profile)?;
     let markdown = hwc_report::render(&profile);
     let json = serde_json::to_vec_pretty(&raw).context("serialising the raw record")?;
-    output::write_new(&files.raw, &json)?;
-    output::write_new(&files.profile, yaml.as_bytes())?;
-    output::write_new(&files.report, markdown.as_bytes())?;
+    // All three or none; what was measured stays in the running record then, if it is there.
+    output::write_all_new(&[
+        (&files.raw, &json),
+        (&files.profile, yaml.as_bytes()),
+        (&files.report, markdown.as_bytes()),
+    ])
+    .map_err(|e| match files.partial.is_file() {
+        true => e.context(format!(
+            "no profile written; the cases measured are in {}",
+            files.partial.display()
+        )),
+        false => e,
+    })?;
     std::fs::remove_file(&files.partial).ok();
 
     println!("{}", closing_summary(&profile, &files));

@@ -426,8 +426,8 @@ fn efficiency_from_a_profile_file() {
     assert_eq!(v["efficiency"], 0.8);
     assert_eq!(
         v["ceiling_source"],
-        serde_json::json!({"kind": "derived"}),
-        "no measurement behind this hand-made ceiling"
+        serde_json::json!({"kind": "unknown"}),
+        "no measurement and no source behind this hand-made ceiling: not guessed derived"
     );
     one_line_error(
         &run(&[

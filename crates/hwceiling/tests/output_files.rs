@@ -270,3 +270,37 @@ fn a_profile_whose_files_cannot_be_written_leaves_no_temp_file() {
     );
     assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
 }
+
+#[test]
+fn a_profile_folder_named_in_bytes_that_are_not_utf8_is_written() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join(OsStr::from_bytes(b"nu\xff"));
+    let o = bin()
+        .arg("profile")
+        .arg("-o")
+        .arg(&dir)
+        .args([
+            "--paths",
+            "host_ram",
+            "--host-sizes",
+            "1MiB",
+            "--threads",
+            "1",
+        ])
+        .args(["--quick", "--allow-contended"])
+        .output()
+        .expect("run hwceiling");
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let names = names_in(&dir);
+    assert_eq!(names.len(), 3, "{names:?}");
+    // The command line is recorded, the byte that is not UTF-8 replaced.
+    let profile = names.iter().find(|n| n.ends_with(".yaml")).unwrap();
+    let p = hwc_profile::read_profile(&dir.join(profile)).unwrap();
+    assert!(
+        p.provenance.command_line.contains("nu\u{fffd}"),
+        "{}",
+        p.provenance.command_line
+    );
+}

@@ -89,6 +89,18 @@ pub fn dispatcher_cold(count: &str) -> String {
 /// The drive count from which H2D caps the cold path.
 pub const DISPATCHER_COLD_CROSSOVER: &str = "dispatcher_cold_crossover_drives";
 
+/// True for a ceiling the builder always derives from measured medians, never takes as one
+/// measurement's: a cross-NUMA penalty, an NVMe knee (`nvme_optimal_*_chunk_bytes`), the
+/// dispatcher cold path and its crossover, and any size or count (`…_bytes`, `…_drives`).
+/// Readers use it for profiles without `ceiling_sources`, where the key is all there is.
+pub fn is_derived(key: &str) -> bool {
+    key.ends_with("_cross_numa_penalty_gbps")
+        || key.starts_with("nvme_optimal_")
+        || key.starts_with("dispatcher_cold_")
+        || key.ends_with("_bytes")
+        || key.ends_with("_drives")
+}
+
 /// Reserved for the GDRCopy and GDS backends, which are not built (both paths are always
 /// waived today), named after their profile fields: when they are measured, the builder writes
 /// these with their sources, and the report already reads them.
@@ -98,6 +110,30 @@ pub const GDS_1DRIVE: &str = "gds_1drive_gbps";
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn derived_kinds_are_told_by_their_keys() {
+        use super::*;
+        for k in [
+            cross_numa_penalty("gpu1"),
+            nvme_optimal_chunk(NvmeDir::Read),
+            dispatcher_cold("2_drive"),
+            DISPATCHER_COLD_CROSSOVER.to_string(),
+        ] {
+            assert!(is_derived(&k), "{k}");
+        }
+        for k in [
+            warm_h2d("gpu0"),
+            warm_h2d_peak("gpu0"),
+            d2h_peak("gpu0"),
+            d2d_sustained("gpu0"),
+            GPU_D2D_SUSTAINED.to_string(),
+            HOST_RAM_SAME_NUMA.to_string(),
+            nvme_raw("1_drive", NvmeDir::Read),
+        ] {
+            assert!(!is_derived(&k), "{k}");
+        }
+    }
+
     use super::*;
 
     #[test]

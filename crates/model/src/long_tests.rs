@@ -82,13 +82,20 @@ pub struct LongTestRequest {
 /// `read-cache,power-states`, `all`: the long tests asked for (`--nvme-long-tests`).
 pub fn parse_long_tests(s: &str) -> Result<LongTestRequest, String> {
     let mut r = LongTestRequest::default();
+    let mut all = false;
     for item in s.split(',') {
         if item.trim().eq_ignore_ascii_case("all") {
+            if std::mem::replace(&mut all, true) {
+                return Err("lists all twice".into());
+            }
             r.tests.extend(LongTest::ALL);
         } else {
             let t = item.parse()?;
+            // `all` and a test by name is no repeat: the name makes the test required.
+            if !r.named.insert(t) {
+                return Err(format!("lists {} twice", item.trim()));
+            }
             r.tests.insert(t);
-            r.named.insert(t);
         }
     }
     Ok(r)
@@ -366,6 +373,12 @@ mod tests {
         let e = parse_long_tests("read-cache,smart").unwrap_err();
         assert!(e.contains("`smart`") && e.contains("gc-settle, all"), "{e}");
         assert!(parse_long_tests("").is_err());
+        // A value listed twice is refused, as every list option's is; spellings of one test too.
+        assert_eq!(parse_long_tests("all,all").unwrap_err(), "lists all twice");
+        assert_eq!(
+            parse_long_tests("read-cache,READ_CACHE").unwrap_err(),
+            "lists READ_CACHE twice"
+        );
         for t in LongTest::ALL {
             assert_eq!(t.as_str().parse::<LongTest>().unwrap(), t);
         }

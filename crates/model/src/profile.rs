@@ -73,28 +73,25 @@ impl Profile {
     }
     /// Where the ceiling `key` comes from; `None` when the profile has no such ceiling.
     ///
-    /// Read from `ceiling_sources`. A profile written before that field existed (it has no
-    /// `ceiling_sources` at all) falls back to the old rule: the first measurement whose median
-    /// equals the ceiling, else derived; a size or count (`…_bytes`, `…_drives`) is always
-    /// derived. A profile that has `ceiling_sources` but no entry for `key`, names a
+    /// Read from `ceiling_sources`. A profile without that field (one written before it
+    /// existed, or cut short or edited by hand) falls back to what its keys and figures tell:
+    /// a ceiling of a kind the builder always derives ([`crate::ceiling_key::is_derived`]) is
+    /// derived; another is the first measurement whose median equals it, else unknown (typed
+    /// in, or its measurement lost: the file does not say). A profile that has `ceiling_sources` but no entry for `key`, names a
     /// measurement it does not hold, or names one whose median is not the ceiling (a
     /// hand-edited figure), gives [`CeilingOrigin::Unknown`]: no guess by value, and no spread
     /// borrowed from another figure.
     pub fn ceiling_source(&self, key: &str) -> Option<CeilingOrigin<'_>> {
         let value = *self.ceilings.get(key)?;
         if self.ceiling_sources.is_empty() {
-            let counted = key.ends_with("_bytes") || key.ends_with("_drives");
-            let matched = self
-                .measurements
-                .iter()
-                .find(|m| !counted && m.gbps.median == value);
-            return Some(match matched {
-                Some(m) => CeilingOrigin::Measured(m),
-                None => CeilingOrigin::Derived {
+            if crate::ceiling_key::is_derived(key) {
+                return Some(CeilingOrigin::Derived {
                     how: None,
                     inputs: Vec::new(),
-                },
-            });
+                });
+            }
+            let matched = self.measurements.iter().find(|m| m.gbps.median == value);
+            return Some(matched.map_or(CeilingOrigin::Unknown, CeilingOrigin::Measured));
         }
         Some(match self.ceiling_sources.get(key) {
             Some(CeilingSource::Measured { measurement }) => match self.measurement(measurement) {
@@ -929,26 +926,24 @@ mod tests {
             Some("h2d/gpu0/a"),
             "the old rule: the first equal median"
         );
-        assert_eq!(
-            measured_key(
-                &p.ceiling_source("warm_gpu0_cross_numa_penalty_gbps")
-                    .unwrap()
-            ),
-            Some("h2d/gpu0/c")
-        );
         let derived = CeilingOrigin::Derived {
             how: None,
             inputs: vec![],
         };
         assert_eq!(
-            p.ceiling_source("nvme_optimal_read_chunk_bytes"),
+            p.ceiling_source("warm_gpu0_cross_numa_penalty_gbps"),
             Some(derived.clone()),
+            "a penalty is a difference, although a median (h2d/gpu0/c) equals it"
+        );
+        assert_eq!(
+            p.ceiling_source("nvme_optimal_read_chunk_bytes"),
+            Some(derived),
             "a size is never a measurement's median"
         );
         assert_eq!(
             p.ceiling_source("host_ram_same_numa_gbps"),
-            Some(derived),
-            "no equal median: derived"
+            Some(CeilingOrigin::Unknown),
+            "no equal median: typed in, or its measurement lost; not guessed derived"
         );
     }
 
