@@ -83,16 +83,48 @@ struct Value {
     method: Option<String>,
 }
 
-/// Why a profile cannot be compared, if it cannot: a ceiling that is not a finite number, or a
-/// bandwidth ceiling (a GB/s figure where higher is better) that is not above zero, which no
-/// run measures (a hand-edited or damaged file). Penalties, sizes and counts may be zero or
-/// negative.
+/// Why a profile cannot be compared or qualified, if it cannot: figures no run writes (a
+/// hand-edited or damaged file). A ceiling that is not a finite number, or a bandwidth ceiling
+/// (a GB/s figure where higher is better) that is not above zero (penalties, sizes and counts
+/// may be zero or negative); a measurement whose median, min or max is negative or not finite,
+/// or two measurements under one key (which would a reader take?); a PCIe link whose
+/// theoretical bandwidth is negative or not finite.
 pub fn damaged(p: &Profile) -> Option<String> {
-    p.ceilings.iter().find_map(|(k, &v)| {
-        let bad = !v.is_finite() || (keys::is_bandwidth_ceiling(k) && v <= 0.0);
-        bad.then(|| {
-            format!("ceiling `{k}` is {v}, which no measurement gives: the profile is damaged")
-        })
+    let why = |what: String| {
+        Some(format!(
+            "{what}, which no run writes: the profile is damaged"
+        ))
+    };
+    if let Some((k, v)) = p
+        .ceilings
+        .iter()
+        .find(|(k, &v)| !v.is_finite() || (keys::is_bandwidth_ceiling(k) && v <= 0.0))
+    {
+        return why(format!("ceiling `{k}` is {v}"));
+    }
+    let mut seen = BTreeSet::new();
+    for m in &p.measurements {
+        if !seen.insert(m.key.as_str()) {
+            return why(format!("measurement `{}` is listed twice", m.key));
+        }
+        let g = &m.gbps;
+        if let Some(v) = [g.median, g.min, g.max]
+            .into_iter()
+            .find(|v| !v.is_finite() || *v < 0.0)
+        {
+            return why(format!("measurement `{}` has a figure of {v}", m.key));
+        }
+    }
+    p.topology.links.iter().find_map(|l| {
+        let t = [Some(l.theoretical_gbps), l.max_theoretical_gbps];
+        let v = t
+            .into_iter()
+            .flatten()
+            .find(|v| !v.is_finite() || *v < 0.0)?;
+        why(format!(
+            "the PCIe link of `{}` has a theoretical {v} GB/s",
+            l.device
+        ))
     })
 }
 

@@ -576,6 +576,19 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
             );
         };
         let (theory, label) = link_basis(link);
+        // A link down reads 0 GB/s: no floor can be a share of it.
+        if theory <= 0.0 || !theory.is_finite() {
+            return check(
+                Outcome::Fail(FailureKind::NoLink),
+                Some(found.value),
+                None,
+                format!(
+                    "the profile records {device}'s {label} link at {} theoretical: no floor \
+                     can be a share of it",
+                    fmt_gbps(theory)
+                ),
+            );
+        }
         let floor = pct / 100.0 * theory;
         (
             floor,

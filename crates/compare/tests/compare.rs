@@ -615,4 +615,46 @@ fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
         let why = damaged(&p).unwrap_or_else(|| panic!("{key} = {v} passed"));
         assert!(why.starts_with(&format!("ceiling `{key}` is {v}")), "{why}");
     }
+    // Measurements: a negative or non-finite figure, or one key twice (compare would take
+    // whichever came last, so the verdict would hang on the order of the list).
+    let m = |median: f64| hwc_testkit::h2d_measurement("h2d/gpu0/local/4MiB/s1", median, 0.5, 12);
+    let mut p = ok.clone();
+    p.measurements.push(m(53.4));
+    assert_eq!(damaged(&p), None);
+    for bad in [-200.0, f64::INFINITY] {
+        let mut q = ok.clone();
+        let mut x = m(53.4);
+        x.gbps.median = bad;
+        q.measurements.push(x);
+        let why = damaged(&q).unwrap_or_else(|| panic!("median {bad} passed"));
+        assert!(
+            why.starts_with("measurement `h2d/gpu0/local/4MiB/s1` has a figure of"),
+            "{why}"
+        );
+    }
+    p.measurements.push(m(50.0));
+    assert_eq!(
+        damaged(&p).unwrap(),
+        "measurement `h2d/gpu0/local/4MiB/s1` is listed twice, which no run writes: the profile \
+         is damaged"
+    );
+    // A link's theoretical bandwidth below zero (zero is a link that is down: it may be so).
+    let link = |t: f64| hwc_model::topology::LinkTheory {
+        device: "gpu0".into(),
+        bdf: "0000:41:00.0".into(),
+        gen: 5,
+        width: 16,
+        max_gen: Some(5),
+        max_width: Some(16),
+        theoretical_gbps: 63.0,
+        max_theoretical_gbps: Some(t),
+        degraded: false,
+    };
+    let mut p = ok.clone();
+    p.topology.links.push(link(0.0));
+    assert_eq!(damaged(&p), None);
+    p.topology.links.push(link(-5.0));
+    assert!(damaged(&p)
+        .unwrap()
+        .contains("`gpu0` has a theoretical -5 GB/s"));
 }

@@ -839,3 +839,22 @@ fn a_missing_figure_says_why_when_its_case_failed() {
         skipped.detail
     );
 }
+
+#[test]
+fn a_share_of_a_link_that_reads_zero_fails_instead_of_passing_every_figure() {
+    let spec = parse_spec(SPEC).unwrap();
+    let mut p = node();
+    // The link down: width 0 at its maximum too, 0 GB/s theoretical.
+    let l = &mut p.topology.links[0];
+    (l.max_width, l.max_theoretical_gbps) = (Some(0), Some(0.0));
+    let baseline = profile("golden", &[("host_ram_same_numa_gbps", 32.0)]);
+    let r = qualify(&spec, "spec.yaml", &p, "p.yaml", Some(&baseline)).unwrap();
+    let c = &r.checks[1];
+    assert_eq!(
+        c.outcome,
+        Outcome::Fail(FailureKind::NoLink),
+        "{}",
+        render(&r)
+    );
+    assert!(c.detail.contains("0.00 GB/s theoretical"), "{}", c.detail);
+}

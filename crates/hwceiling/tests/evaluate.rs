@@ -116,7 +116,7 @@ fn compare_flags_a_regression_with_exit_1_and_passes_within_tolerance() {
     one_line_error(
         &run(&["compare", s(&a), s(&bad)]),
         1,
-        "ceiling `warm_gpu0_gbps` is -5, which no measurement gives: the profile is damaged",
+        "ceiling `warm_gpu0_gbps` is -5, which no run writes: the profile is damaged",
     );
 }
 
@@ -259,6 +259,30 @@ fn qualify_gates_a_node_and_writes_junit() {
         &run(&["qualify", s(&good), "--spec", s(&spec)]),
         1,
         "no baseline profile was given",
+    );
+    // A damaged profile or baseline is refused, as `compare` refuses it: its figures would
+    // make floors that nothing misses.
+    let damaged = write(
+        d.path(),
+        "damaged.yaml",
+        &profile("node3", &[("warm_gpu0_gbps", -16.1)]),
+    );
+    one_line_error(
+        &run(&["qualify", s(&damaged), "--spec", s(&spec)]),
+        1,
+        "ceiling `warm_gpu0_gbps` is -16.1, which no run writes: the profile is damaged",
+    );
+    one_line_error(
+        &run(&[
+            "qualify",
+            s(&good),
+            "--spec",
+            s(&spec),
+            "--baseline",
+            s(&damaged),
+        ]),
+        1,
+        "damaged.yaml: ceiling `warm_gpu0_gbps` is -16.1",
     );
 }
 
