@@ -846,7 +846,8 @@ fn hostile_files_get_a_one_line_error_from_every_command() {
         ),
         (
             "types",
-            "schema_version: 1\nprovenance: 7\nplatform: {}\ncpu_features: {}\n".into(),
+            "schema_version: 1\nprovenance: 7\nplatform: {}\ncpu_features: {}\nwarnings: []\n"
+                .into(),
             "not a valid hwceiling profile",
         ),
         (
@@ -858,7 +859,18 @@ fn hostile_files_get_a_one_line_error_from_every_command() {
             "truncated",
             hwc_profile::to_yaml(&profile("t", &[("warm_gpu0_gbps", 1.0)])).unwrap()[..300]
                 .to_string(),
-            "not a valid hwceiling profile",
+            "hwceiling profile",
+        ),
+        (
+            // Cut at a line break just after `ceilings:`: valid YAML, and without the check a
+            // valid profile with no measurements, failures or waivers.
+            "cut-at-a-line",
+            {
+                let text = hwc_profile::to_yaml(&profile("t", &[("warm_gpu0_gbps", 1.0)])).unwrap();
+                let end = text.find("\nceilings:").unwrap() + "\nceilings:\n".len();
+                text[..end].to_string()
+            },
+            "cut short: no `warnings` field",
         ),
         ("aliases", billion_laughs(), "not a valid hwceiling profile"),
         (

@@ -147,6 +147,33 @@ mod tests {
         crate::to_yaml(&p).unwrap()
     }
 
+    #[test]
+    fn a_profile_cut_short_before_its_last_field_is_refused_wherever_it_is_cut() {
+        let good = sample_profile_yaml();
+        assert!(from_yaml(&good).is_ok());
+        let last = good
+            .find("\nwarnings:")
+            .expect("warnings is the last field")
+            + 1;
+        // Nothing but its list items after it.
+        assert!(
+            good[last..].lines().skip(1).all(|l| l.starts_with("- ")),
+            "{good}"
+        );
+        // Every cut before it: at each line break, and inside each line.
+        let mut cuts = 0;
+        for end in (0..last).filter(|&i| good.is_char_boundary(i)) {
+            let e = from_yaml(&good[..end]).map(|_| ()).unwrap_err();
+            // Cut before its version is whole, it is no profile at all.
+            let versioned = good[..end].contains("schema_version: 1\n");
+            if good[..end].ends_with('\n') && versioned {
+                assert!(matches!(e, ProfileError::CutShort), "{end}: {e}");
+                cuts += 1;
+            }
+        }
+        assert!(cuts > 20, "{cuts}");
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 

@@ -54,6 +54,11 @@ pub enum ProfileError {
         "profile schema_version {found} is older than any this hwceiling reads ({SCHEMA_VERSION})"
     )]
     Older { found: u32 },
+    #[error(
+        "cut short: no `warnings` field, the last one of every profile hwceiling writes (the file \
+         was truncated, or not written whole)"
+    )]
+    CutShort,
 }
 
 /// Assemble the profile. `waived` and `failures` are the run-time ones; the plan's waivers are
@@ -392,6 +397,10 @@ pub fn to_yaml(p: &Profile) -> Result<String, ProfileError> {
 #[derive(Deserialize)]
 struct VersionProbe {
     schema_version: Option<u32>,
+    /// Present in every profile hwceiling has written, as its last field (`warnings: []` when
+    /// there are none): its absence marks a file cut short, which would otherwise read as a
+    /// valid profile with fewer measurements, failures or waivers than the run had.
+    warnings: Option<serde::de::IgnoredAny>,
 }
 
 /// Read a profile, refusing other schema versions with a clear message.
@@ -403,6 +412,9 @@ pub fn from_yaml(text: &str) -> Result<Profile, ProfileError> {
         Some(v) if v > SCHEMA_VERSION => return Err(ProfileError::Newer { found: v }),
         Some(v) if v < SCHEMA_VERSION => return Err(ProfileError::Older { found: v }),
         Some(_) => {}
+    }
+    if probe.warnings.is_none() {
+        return Err(ProfileError::CutShort);
     }
     serde_saphyr::from_str_with_options(text, yaml_options())
         .map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))
