@@ -45,18 +45,14 @@ impl Response {
     }
 }
 
+/// The I/O error is in each message, and so not also a `source` (a chain printer would print it
+/// twice).
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot reach the daemon at {target}: {source} (is `hwceiling serve` running?)")]
-    Connect {
-        target: String,
-        source: std::io::Error,
-    },
-    #[error("talking to the daemon at {target}: {source}")]
-    Io {
-        target: String,
-        source: std::io::Error,
-    },
+    #[error("cannot reach the daemon at {target}: {err} (is `hwceiling serve` running?)")]
+    Connect { target: String, err: std::io::Error },
+    #[error("talking to the daemon at {target}: {err}")]
+    Io { target: String, err: std::io::Error },
     #[error("the daemon at {target} sent a malformed response: {why}")]
     Malformed { target: String, why: String },
 }
@@ -107,13 +103,13 @@ pub fn request(
     timeout: Duration,
 ) -> Result<Response, ClientError> {
     let t = target.to_string();
-    let mut stream = connect(target, timeout).map_err(|source| ClientError::Connect {
+    let mut stream = connect(target, timeout).map_err(|err| ClientError::Connect {
         target: t.clone(),
-        source,
+        err,
     })?;
-    let io = |source| ClientError::Io {
+    let io = |err| ClientError::Io {
         target: t.clone(),
-        source,
+        err,
     };
     let mut head = format!(
         "{method} {path_and_query} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",

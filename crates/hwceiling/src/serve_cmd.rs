@@ -38,11 +38,15 @@ pub struct ServeArgs {
     pub run_grace: Option<f64>,
 }
 
+/// The shortest interval a setting may give: a poll every 10 ms is already busy; a shorter
+/// one would keep a CPU spinning on the folder.
+const MIN_SECONDS: f64 = 0.01;
+
 fn parse_seconds(s: &str) -> Result<f64, String> {
     s.parse::<f64>()
         .ok()
-        .filter(|v| v.is_finite() && *v > 0.0 && *v <= 86_400.0)
-        .ok_or_else(|| format!("`{s}` is not a number of seconds between 0 and 86400"))
+        .filter(|v| v.is_finite() && (MIN_SECONDS..=86_400.0).contains(v))
+        .ok_or_else(|| format!("`{s}` is not a number of seconds from {MIN_SECONDS} to 86400"))
 }
 
 /// The TOML settings file; every key optional.

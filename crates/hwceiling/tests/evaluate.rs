@@ -493,7 +493,22 @@ fn efficiency_from_a_profile_file() {
             s(&nosock),
         ]),
         1,
-        "is `hwceiling serve` running?",
+        "(os error 2) (is `hwceiling serve` running?)",
+    );
+    // Said once: the error that ends the line is not repeated after it.
+    let o = run(&[
+        "efficiency",
+        "--path",
+        "x",
+        "--measured-gbps",
+        "1",
+        "--socket",
+        s(&nosock),
+    ]);
+    assert!(
+        stderr(&o).trim_end().ends_with("running?)"),
+        "{}",
+        stderr(&o)
     );
 }
 
@@ -764,10 +779,17 @@ fn serve_refuses_a_public_address_and_bad_settings() {
     one_line_error(
         &run(&["serve", "--poll-interval", "0"]),
         2,
-        "not a number of seconds",
+        "`0` is not a number of seconds from 0.01 to 86400",
     );
     let d = tempfile::tempdir().unwrap();
     let cfg = d.path().join("serve.toml");
+    // A poll every nanosecond would spin a CPU on the folder.
+    std::fs::write(&cfg, "poll_interval_s = 1e-9\n").unwrap();
+    one_line_error(
+        &run(&["serve", "--config", s(&cfg)]),
+        1,
+        "poll_interval_s: `0.000000001` is not a number of seconds from 0.01 to 86400",
+    );
     std::fs::write(&cfg, "output_dir = \"x\"\nlisten = \"0.0.0.0:9187\"\n").unwrap();
     one_line_error(&run(&["serve", "--config", s(&cfg)]), 1, "--listen-public");
     std::fs::write(
