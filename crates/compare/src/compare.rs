@@ -95,11 +95,9 @@ pub fn damaged(p: &Profile) -> Option<String> {
             "{what}, which no run writes: the profile is damaged"
         ))
     };
-    if let Some((k, v)) = p
-        .ceilings
-        .iter()
-        .find(|(k, &v)| !v.is_finite() || (keys::is_bandwidth_ceiling(k) && v <= 0.0))
-    {
+    if let Some((k, v)) = p.ceilings.iter().find(|(k, &v)| {
+        !v.is_finite() || (keys::is_bandwidth_ceiling(k) && !(v.is_normal() && v > 0.0))
+    }) {
         return why(format!("ceiling `{k}` is {v}"));
     }
     let mut seen = BTreeSet::new();

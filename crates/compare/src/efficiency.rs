@@ -75,7 +75,9 @@ pub fn efficiency(
             path: path.to_string(),
         });
     }
-    if !(ceiling.is_finite() && ceiling > 0.0) {
+    // Normal and positive: zero, NaN, infinities and subnormals (1e-320: a quotient by it
+    // overflows) divide nothing.
+    if !(ceiling.is_normal() && ceiling > 0.0) {
         return Err(EfficiencyError::UnusableCeiling {
             path: path.to_string(),
             value: ceiling,
@@ -189,6 +191,12 @@ mod tests {
         ));
         assert!(matches!(
             efficiency(&ceilings(), "broken_gbps", 1.0),
+            Err(EfficiencyError::UnusableCeiling { .. })
+        ));
+        let mut tiny = ceilings();
+        tiny.insert("warm_gpu0_peak_gbps".into(), 1e-320);
+        assert!(matches!(
+            efficiency(&tiny, "warm_gpu0_peak_gbps", 1.0),
             Err(EfficiencyError::UnusableCeiling { .. })
         ));
         for bad in ["-1", "NaN", "inf", "", "1e999", "abc", "0x10"] {

@@ -608,6 +608,7 @@ fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
     assert_eq!(damaged(&ok), None);
     for (key, v) in [
         ("warm_gpu0_gbps", 0.0),
+        ("warm_gpu0_gbps", 1e-320),
         ("warm_gpu0_gbps", -5.0),
         ("warm_gpu0_cross_numa_penalty_gbps", f64::NAN),
     ] {

@@ -106,6 +106,13 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         .clone()
         .or(file.output_dir)
         .unwrap_or_else(|| PathBuf::from("profiling"));
+    // A folder not there yet is fine (a first run makes it); something else there is not.
+    if output_dir.exists() && !output_dir.is_dir() {
+        bail!(
+            "the profile folder {} is not a folder",
+            output_dir.display()
+        );
+    }
     let public = a.listen_public || file.listen_public.unwrap_or(false);
     let bind = match (&a.socket, a.listen, &file.socket, file.listen) {
         (Some(s), _, _, _) => Bind::Unix(s.clone()),

@@ -783,6 +783,13 @@ fn serve_refuses_a_public_address_and_bad_settings() {
     );
     let d = tempfile::tempdir().unwrap();
     let cfg = d.path().join("serve.toml");
+    // The folder of profiles is a file.
+    std::fs::write(&cfg, "").unwrap();
+    one_line_error(
+        &run(&["serve", "-o", s(&cfg), "--listen", "127.0.0.1:0"]),
+        1,
+        "serve.toml is not a folder",
+    );
     // A poll every nanosecond would spin a CPU on the folder.
     std::fs::write(&cfg, "poll_interval_s = 1e-9\n").unwrap();
     one_line_error(
