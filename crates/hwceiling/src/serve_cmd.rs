@@ -121,8 +121,14 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         (None, None, None, Some(l)) => Bind::Tcp(l),
         (None, None, None, None) => Bind::Unix(hwc_daemon::default_socket_path()),
     };
-    if let Bind::Tcp(addr) = &bind {
-        hwc_daemon::check_listen_addr(*addr, public)?;
+    match &bind {
+        Bind::Tcp(addr) => hwc_daemon::check_listen_addr(*addr, public)?,
+        // Said and then ignored, it would read as if a public address were served.
+        Bind::Unix(path) if public => bail!(
+            "listen_public applies to a TCP address (--listen), not to the socket {}",
+            path.display()
+        ),
+        Bind::Unix(_) => {}
     }
     let program = std::env::current_exe().context("cannot find this executable to run profiles")?;
     let mut config = Config::new(&output_dir, program);

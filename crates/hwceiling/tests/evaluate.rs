@@ -783,6 +783,17 @@ fn serve_refuses_a_public_address_and_bad_settings() {
     );
     let d = tempfile::tempdir().unwrap();
     let cfg = d.path().join("serve.toml");
+    // Public listening asked for where a socket is served.
+    one_line_error(
+        &run(&[
+            "serve",
+            "--listen-public",
+            "--socket",
+            s(&d.path().join("hwc.sock")),
+        ]),
+        1,
+        "listen_public applies to a TCP address (--listen), not to the socket",
+    );
     // The folder of profiles is a file.
     std::fs::write(&cfg, "").unwrap();
     one_line_error(
