@@ -2,6 +2,7 @@
 //! measurement, deltas, regressions beyond a tolerance), or a fleet of three or more (per path the
 //! median and the nodes that stray from it).
 
+use crate::efficiency;
 use crate::keys::{self, natural_cmp, Direction};
 use crate::method;
 use crate::settings::{self, SettingDiff};
@@ -96,7 +97,7 @@ pub fn damaged(p: &Profile) -> Option<String> {
         ))
     };
     if let Some((k, v)) = p.ceilings.iter().find(|(k, &v)| {
-        !v.is_finite() || (keys::is_bandwidth_ceiling(k) && !(v.is_normal() && v > 0.0))
+        !v.is_finite() || (keys::is_bandwidth_ceiling(k) && !efficiency::usable_ceiling(v))
     }) {
         return why(format!("ceiling `{k}` is {v}"));
     }

@@ -38,6 +38,13 @@ pub enum EfficiencyError {
     UnusableCeiling { path: String, value: f64 },
 }
 
+/// Whether a GB/s ceiling can be divided by: normal and positive. Zero, NaN, infinities and
+/// subnormals (1e-320: a quotient by it overflows) divide nothing; `damaged` holds a profile
+/// to the same test.
+pub fn usable_ceiling(gbps: f64) -> bool {
+    gbps.is_normal() && gbps > 0.0
+}
+
 /// Parse a measured figure in GB/s: finite and ≥ 0.
 pub fn parse_measured(s: &str) -> Result<f64, EfficiencyError> {
     s.trim()
@@ -75,9 +82,7 @@ pub fn efficiency(
             path: path.to_string(),
         });
     }
-    // Normal and positive: zero, NaN, infinities and subnormals (1e-320: a quotient by it
-    // overflows) divide nothing.
-    if !(ceiling.is_normal() && ceiling > 0.0) {
+    if !usable_ceiling(ceiling) {
         return Err(EfficiencyError::UnusableCeiling {
             path: path.to_string(),
             value: ceiling,
