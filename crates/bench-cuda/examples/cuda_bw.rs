@@ -17,8 +17,9 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 
 use hwc_bench_cuda::{probe, CudaBackend};
-use hwc_model::{Case, CaseParams, PathId, Reps};
-use hwc_runner::{Backend, NoObserver, RunOptions};
+use hwc_model::v1::CaseParams;
+use hwc_model::{Case, PathId, Reps};
+use hwc_runner::{Engine, NoObserver, RunOptions};
 
 struct Args {
     gpu: usize,
@@ -109,19 +110,27 @@ fn cases(
         cpu_node: node,
         ..base.clone()
     };
+    // The typed spec, from parameters in the style of version 1 (host buffers on `src_node`,
+    // or `dst_node` for D2H).
     let one = |name: &str, path: PathId, params: CaseParams| {
-        let key = format!("{name}/{size}/s{streams}");
+        let cell = format!("{name}/{size}/s{streams}");
+        let spec = params.spec(path, &cell);
+        let limit = spec
+            .gpu_copy()
+            .and_then(|g| hwc_plan::gpu_copy_retry_limit(path, g))
+            .filter(|_| steady);
         (
             name.to_string(),
             Case {
-                key,
+                key: cell.clone(),
                 path,
+                engine: hwc_bench_cuda::ENGINE,
+                cell,
+                spec,
                 reps: Reps {
-                    retry_above_spread_pct: hwc_plan::gpu_copy_retry_limit(path, &params)
-                        .filter(|_| steady),
+                    retry_above_spread_pct: limit,
                     ..reps
                 },
-                params,
             },
         )
     };
@@ -196,7 +205,7 @@ fn main() -> ExitCode {
     // As for a profile: the runner announces the cases (the backend sizes its buffer pool from
     // them) and times both directions of a duplex size in the same repetitions.
     let cases: Vec<Case> = all.iter().map(|(_, c, _, _)| c.clone()).collect();
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(backend)];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(backend)];
     let out = hwc_runner::run(&cases, &mut backends, &options, &mut NoObserver, &cancel);
     for r in &out.results {
         let m = &r.measurement;

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hwc_model::{size_label, Case, PathId};
-use hwc_runner::{Backend, BenchError, Idle, Prepared};
+use hwc_model::{size_label, Case, CellKind, EngineDecl, EngineId, Library, Needs, PathId};
+use hwc_runner::{BenchError, Engine, Idle, Prepared};
 use nvml_wrapper::{Device, Nvml};
 
 use crate::affinity::node_cpus;
@@ -473,16 +473,32 @@ fn warm_up(
     })
 }
 
-impl Backend for CudaBackend {
-    fn name(&self) -> &'static str {
-        "cuda"
-    }
+/// The CUDA copy engine's id.
+pub const ENGINE: EngineId = EngineId::new("cuda-copy");
 
-    fn serves(&self, path: PathId) -> bool {
-        matches!(
-            path,
-            PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d
-        )
+/// The CUDA copy engine's declaration: every GPU copy path, through the driver API.
+pub fn decl() -> EngineDecl {
+    EngineDecl {
+        id: ENGINE,
+        title: "CUDA copy engine: cuMemcpyAsync behind a device-side latch, timed by events".into(),
+        paths: vec![PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d],
+        cells: vec![CellKind::Sweep],
+        needs: Needs {
+            gpu: true,
+            libraries: vec![Library {
+                name: "libcuda".into(),
+                install_hint: None,
+            }],
+            ..Needs::default()
+        },
+        hardware: true,
+        default_on: true,
+    }
+}
+
+impl Engine for CudaBackend {
+    fn id(&self) -> EngineId {
+        ENGINE
     }
 
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
@@ -511,7 +527,7 @@ impl Backend for CudaBackend {
     /// the limit with no other compute process listed is read again after one NVML window (a
     /// process that just exited leaves its load in the trailing figure).
     fn idle_check(&mut self, case: &Case) -> Idle {
-        let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.params.gpu.as_deref()) else {
+        let (Some(nvml), Some(gpu)) = (self.nvml.as_ref(), case.spec.gpu()) else {
             return Idle::Idle;
         };
         let Some(at) = self.slots.iter().position(|s| s.name == gpu) else {
@@ -658,24 +674,28 @@ mod tests {
         copy_placement_setting, foreign_compute, partners, stalled_clock_note, warm_duration,
         GpuProcesses, FIRST_WARMUP, REWARM,
     };
-    use hwc_model::{Case, CaseParams, PathId, Reps};
+    use hwc_model::v1::CaseParams;
+    use hwc_model::{Case, PathId, Reps};
     use std::time::Duration;
 
     fn copy(key: &str, path: PathId, dir: Option<&str>, size: u64, node: Option<u32>) -> Case {
+        let params = CaseParams {
+            gpu: Some("gpu0".into()),
+            size_bytes: Some(size),
+            streams: Some(1),
+            src_node: node,
+            dst_node: node,
+            cpu_node: node,
+            host_memory: Some("pinned".into()),
+            direction: dir.map(String::from),
+            ..CaseParams::default()
+        };
         Case {
             key: key.into(),
             path,
-            params: CaseParams {
-                gpu: Some("gpu0".into()),
-                size_bytes: Some(size),
-                streams: Some(1),
-                src_node: node,
-                dst_node: node,
-                cpu_node: node,
-                host_memory: Some("pinned".into()),
-                direction: dir.map(String::from),
-                ..CaseParams::default()
-            },
+            engine: super::ENGINE,
+            cell: key.into(),
+            spec: params.spec(path, key),
             reps: Reps {
                 warmup: 1,
                 timed: 12,
@@ -707,7 +727,7 @@ mod tests {
             ("gpu0".to_string(), "0000:41:00.0".to_string()),
             ("gpu1".to_string(), "0000:81:00.0".to_string()),
         ];
-        let env = hwc_runner::Backend::environment(&super::CudaBackend::new(&probe, &gpus));
+        let env = hwc_runner::Engine::environment(&super::CudaBackend::new(&probe, &gpus));
         let get = |k: &str| env.get(k).map(String::as_str);
         assert_eq!(get("gpu0.cuda_ordinal"), Some("1"));
         assert_eq!(get("gpu1.cuda_ordinal"), Some("0"));
@@ -724,12 +744,12 @@ mod tests {
                 512 << 10,
                 Some(0),
             ),
-            copy("h2d/512K", PathId::H2d, None, 512 << 10, Some(0)),
+            copy("h2d/cuda-copy/512K", PathId::H2d, None, 512 << 10, Some(0)),
             copy("d/1M/h2d", PathId::Duplex, Some("h2d"), 1 << 20, Some(0)),
             copy(
                 "d/512K/d2h",
                 PathId::Duplex,
-                Some("D2H"),
+                Some("d2h"),
                 512 << 10,
                 Some(0),
             ),
@@ -743,14 +763,6 @@ mod tests {
                 512 << 10,
                 Some(0),
             ),
-            // Nor is a case that is no valid duplex case.
-            copy(
-                "d/1M/bogus",
-                PathId::Duplex,
-                Some("bogus"),
-                1 << 20,
-                Some(0),
-            ),
         ];
         let p = partners(&cases.iter().collect::<Vec<_>>());
         let of = |k: &str| p.get(k).map(String::as_str);
@@ -758,9 +770,8 @@ mod tests {
         assert_eq!(of("d/512K/d2h"), Some("d/512K/h2d"));
         assert_eq!(of("d/512K/h2d-again"), Some("d/512K/d2h"));
         assert_eq!(of("d/1M/h2d"), None);
-        assert_eq!(of("d/1M/bogus"), None);
         assert_eq!(of("d/1M/n1/d2h"), None);
-        assert_eq!(of("h2d/512K"), None);
+        assert_eq!(of("h2d/cuda-copy/512K"), None);
     }
 
     #[test]

@@ -51,7 +51,7 @@ mod pool;
 mod probe;
 mod timing;
 
-pub use backend::{CudaBackend, BUSY_UTILISATION_PCT};
+pub use backend::{decl, CudaBackend, BUSY_UTILISATION_PCT, ENGINE};
 pub use bdf::normalize_bdf;
 pub use error::CudaError;
 pub use nvml::NvmlFacts;

@@ -1,58 +1,20 @@
-//! What a planned case asks of this backend, checked before anything is allocated.
-//!
-//! The planner's convention (see `hwc_model::CaseParams`): `gpu` names the GPU (`gpu0`),
-//! `size_bytes` is the size of each buffer of each copy, `streams` the concurrent streams (each
-//! with its own buffers). H2D/D2H: `host_memory` is `pinned` or `pageable`, the host buffer's
-//! node is `src_node` (H2D) or `dst_node` (D2H), `cpu_node` the node whose CPUs issue the
-//! copies. Duplex: `direction` names the direction whose throughput is reported.
+//! What a planned case asks of this engine: the planner's typed spec ([`hwc_model::GpuCopySpec`],
+//! checked when it was planned), turned into the flows of copies that run at once.
 
-use hwc_model::{Case, PathId};
+use hwc_model::{Case, CopyDirection, PathId, Spec};
 use hwc_numa::Pages;
 
-/// The most streams one case may ask for.
-pub const MAX_STREAMS: u32 = 64;
+pub use hwc_model::HostMemory;
 
-/// A case whose parameters this backend cannot interpret: a planner bug, the case fails alone.
+/// A case this engine cannot interpret: a planner bug, the case fails alone.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParamError {
     #[error("path `{0}` is not a GPU copy path")]
     NotACopyPath(PathId),
-    #[error("case has no `gpu` parameter (which GPU to measure, e.g. gpu0)")]
-    MissingGpu,
-    #[error("case has no `size_bytes` parameter (bytes per buffer per copy)")]
-    MissingSize,
-    #[error("size_bytes must be at least 1, got 0")]
-    ZeroSize,
+    #[error("the CUDA copy engine was given a {0} case")]
+    NotACopySpec(&'static str),
     #[error("size_bytes {0} does not fit this machine's address space")]
     SizeTooLarge(u64),
-    #[error("streams must be between 1 and {MAX_STREAMS}, got {0}")]
-    Streams(u32),
-    #[error("host_memory `{0}` is neither `pinned` nor `pageable`")]
-    HostMemory(String),
-    #[error("a duplex case needs `direction` (`h2d` or `d2h`: the direction it reports)")]
-    MissingDirection,
-    #[error("direction `{0}` is neither `h2d` nor `d2h`")]
-    Direction(String),
-    #[error("duplex needs pinned host memory (pageable copies cannot be queued behind a latch)")]
-    PageableDuplex,
-}
-
-/// Kind of host memory of an H2D/D2H copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HostMemory {
-    /// Page-locked and registered with the driver (`cuMemHostRegister`): DMA straight from it.
-    Pinned,
-    /// Ordinary memory: the driver stages it through its own pinned buffer.
-    Pageable,
-}
-
-impl HostMemory {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HostMemory::Pinned => "pinned",
-            HostMemory::Pageable => "pageable",
-        }
-    }
 }
 
 /// One direction of copy.
@@ -97,54 +59,24 @@ pub struct CopySpec {
 }
 
 impl CopySpec {
-    /// Check a case's parameters against the planner's convention.
+    /// The flows of a case's typed spec.
     pub fn from_case(case: &Case) -> Result<Self, ParamError> {
-        let p = &case.params;
-        let gpu = p.gpu.clone().ok_or(ParamError::MissingGpu)?;
-        let size = p.size_bytes.ok_or(ParamError::MissingSize)?;
-        if size == 0 {
-            return Err(ParamError::ZeroSize);
-        }
-        let size_bytes = usize::try_from(size)
+        let p = match &case.spec {
+            Spec::GpuCopy(p) => p,
+            other => return Err(ParamError::NotACopySpec(other.kind())),
+        };
+        let size_bytes = usize::try_from(p.size_bytes)
             .ok()
             .filter(|s| *s <= isize::MAX as usize / 2)
-            .ok_or(ParamError::SizeTooLarge(size))?;
-        let streams = p.streams.unwrap_or(1);
-        if !(1..=MAX_STREAMS).contains(&streams) {
-            return Err(ParamError::Streams(streams));
-        }
-        let host_memory = match p.host_memory.as_deref() {
-            _ if p.pinned_host() => HostMemory::Pinned,
-            Some(m) if m.eq_ignore_ascii_case("pageable") => HostMemory::Pageable,
-            m => {
-                return Err(ParamError::HostMemory(
-                    m.unwrap_or_default().to_ascii_lowercase(),
-                ))
-            }
-        };
-        let h2d = Flow {
-            direction: Direction::H2d,
-            host_node: p.src_node.or(p.dst_node),
-        };
-        let d2h = Flow {
-            direction: Direction::D2h,
-            host_node: p.dst_node.or(p.src_node),
+            .ok_or(ParamError::SizeTooLarge(p.size_bytes))?;
+        let host_memory = p.host_memory.unwrap_or(HostMemory::Pinned);
+        let flow = |direction| Flow {
+            direction,
+            host_node: p.host_node,
         };
         let (flows, measured) = match case.path {
-            PathId::H2d => (
-                vec![Flow {
-                    host_node: p.src_node,
-                    ..h2d
-                }],
-                0,
-            ),
-            PathId::D2h => (
-                vec![Flow {
-                    host_node: p.dst_node,
-                    ..d2h
-                }],
-                0,
-            ),
+            PathId::H2d => (vec![flow(Direction::H2d)], 0),
+            PathId::D2h => (vec![flow(Direction::D2h)], 0),
             PathId::D2d => (
                 vec![Flow {
                     direction: Direction::D2d,
@@ -153,30 +85,24 @@ impl CopySpec {
                 0,
             ),
             PathId::Duplex => {
-                if host_memory == HostMemory::Pageable {
-                    return Err(ParamError::PageableDuplex);
-                }
-                let dir = p.direction.as_deref().ok_or(ParamError::MissingDirection)?;
-                let measured = match dir.to_ascii_lowercase().as_str() {
-                    "h2d" => 0,
-                    "d2h" => 1,
-                    _ => return Err(ParamError::Direction(dir.to_string())),
+                let measured = match p.direction {
+                    Some(CopyDirection::D2h) => 1,
+                    _ => 0,
                 };
-                (vec![h2d, d2h], measured)
+                (vec![flow(Direction::H2d), flow(Direction::D2h)], measured)
             }
             other => return Err(ParamError::NotACopyPath(other)),
         };
-        let cpu_node = if case.path == PathId::D2d {
-            None
-        } else {
-            p.cpu_node
-        };
         Ok(CopySpec {
-            gpu,
+            gpu: p.gpu.clone(),
             size_bytes,
-            streams,
+            streams: p.streams,
             host_memory,
-            cpu_node,
+            cpu_node: if case.path == PathId::D2d {
+                None
+            } else {
+                p.cpu_node
+            },
             flows,
             measured,
         })
@@ -469,19 +395,23 @@ pub fn l2_resident(size_bytes: u64, streams: u32, l2_cache_bytes: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hwc_model::{CaseParams, Reps};
+    use hwc_model::v1::CaseParams;
+    use hwc_model::{EngineId, Reps};
 
+    /// A case of `path` with the typed spec of these (version 1 style) parameters: the host
+    /// buffers on `src_node` for H2D and duplex, on `dst_node` for D2H.
     fn case(path: PathId, params: CaseParams) -> Case {
-        Case {
-            key: "k".into(),
+        Case::new(
             path,
-            params,
-            reps: Reps {
+            EngineId::new("cuda-copy"),
+            "k",
+            params.spec(path, "k"),
+            Reps {
                 warmup: 1,
                 timed: 3,
                 retry_above_spread_pct: None,
             },
-        }
+        )
     }
 
     fn base() -> CaseParams {
@@ -515,68 +445,24 @@ mod tests {
     }
 
     #[test]
-    fn missing_gpu_or_size_is_a_clear_error() {
-        let mut p = base();
-        p.gpu = None;
-        let e = CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err();
-        assert_eq!(e, ParamError::MissingGpu);
-        assert!(e.to_string().contains("`gpu`"), "{e}");
-
-        let mut p = base();
-        p.size_bytes = None;
-        let e = CopySpec::from_case(&case(PathId::D2d, p)).unwrap_err();
-        assert_eq!(e, ParamError::MissingSize);
-        assert!(e.to_string().contains("size_bytes"), "{e}");
-
-        let mut p = base();
-        p.size_bytes = Some(0);
+    fn a_case_of_another_path_or_workload_fails_with_what_it_was() {
         assert_eq!(
-            CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err(),
-            ParamError::ZeroSize
+            CopySpec::from_case(&case(PathId::HostRam, base())).unwrap_err(),
+            ParamError::NotACopySpec("host_copy")
         );
-    }
-
-    #[test]
-    fn streams_memory_kind_and_direction_are_checked() {
-        let mut p = base();
-        p.streams = Some(0);
+        let mut c = case(PathId::H2d, base());
+        c.path = PathId::HostRam;
         assert_eq!(
-            CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err(),
-            ParamError::Streams(0)
+            CopySpec::from_case(&c).unwrap_err(),
+            ParamError::NotACopyPath(PathId::HostRam)
         );
         let mut p = base();
-        p.streams = None;
-        assert_eq!(
-            CopySpec::from_case(&case(PathId::H2d, p)).unwrap().streams,
-            1
-        );
-        let mut p = base();
-        p.host_memory = Some("managed".into());
-        assert_eq!(
-            CopySpec::from_case(&case(PathId::H2d, p)).unwrap_err(),
-            ParamError::HostMemory("managed".into())
-        );
-        let mut p = base();
-        p.host_memory = Some("Pageable".into());
+        p.host_memory = Some("pageable".into());
         assert_eq!(
             CopySpec::from_case(&case(PathId::D2h, p))
                 .unwrap()
                 .host_memory,
             HostMemory::Pageable
-        );
-        assert_eq!(
-            CopySpec::from_case(&case(PathId::Duplex, base())).unwrap_err(),
-            ParamError::MissingDirection
-        );
-        let mut p = base();
-        p.direction = Some("sideways".into());
-        assert_eq!(
-            CopySpec::from_case(&case(PathId::Duplex, p)).unwrap_err(),
-            ParamError::Direction("sideways".into())
-        );
-        assert_eq!(
-            CopySpec::from_case(&case(PathId::HostRam, base())).unwrap_err(),
-            ParamError::NotACopyPath(PathId::HostRam)
         );
     }
 
@@ -801,17 +687,10 @@ mod tests {
         let dirs: Vec<_> = s.flows.iter().map(|f| f.direction).collect();
         assert_eq!(dirs, [Direction::H2d, Direction::D2h]);
         assert_eq!(s.flows[s.measured].direction, Direction::D2h);
+        // Both directions' host buffers on the one node the case names.
         assert_eq!(s.flows[0].host_node, Some(0));
-        assert_eq!(s.flows[1].host_node, Some(1));
+        assert_eq!(s.flows[1].host_node, Some(0));
         assert_eq!(s.device_bytes(), 2 * 2 * (4 << 20));
-
-        let mut p = base();
-        p.direction = Some("h2d".into());
-        p.host_memory = Some("pageable".into());
-        assert_eq!(
-            CopySpec::from_case(&case(PathId::Duplex, p)).unwrap_err(),
-            ParamError::PageableDuplex
-        );
     }
 
     #[test]

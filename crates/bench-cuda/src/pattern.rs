@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn a_filled_buffer_checks_clean_and_a_flipped_byte_is_found() {
-        let s = seed("h2d/gpu0/4MiB/s1", 0, 1);
+        let s = seed("h2d/cuda-copy/gpu0/4MiB/s1", 0, 1);
         let mut buf = vec![0u8; 4099];
         fill(&mut buf, s, 0);
         assert_eq!(check(&buf, s, 0), None);
@@ -176,7 +176,7 @@ mod tests {
 
     #[test]
     fn threaded_fill_and_check_agree_with_the_serial_ones() {
-        let s = seed("h2d/gpu0/256MiB/s8", 7, 1);
+        let s = seed("h2d/cuda-copy/gpu0/256MiB/s8", 7, 1);
         // Larger than PARALLEL_BYTES, not a multiple of the piece or of 8, from an offset.
         let len = PARALLEL_BYTES + PIECE_BYTES + 13;
         let mut big = vec![0u8; len];

@@ -11,8 +11,11 @@ use hwc_bench_cuda::{
     probe, CudaBackend, D2D_SEARCH_MAX_BYTES, D2D_SEARCH_PLACEMENTS, MAX_COPIES,
     PLACEMENT_SEARCH_MAX_BYTES, SEARCH_PLACEMENTS, TARGET_REP_SECONDS,
 };
-use hwc_model::{pcie_speed_of_gen, pcie_theoretical_gbps, Case, CaseParams, PathId, Reps};
-use hwc_runner::{run_case, Backend, CaseOutcome, Idle, NoObserver, RunOptions};
+use hwc_model::v1::CaseParams;
+use hwc_model::{
+    pcie_speed_of_gen, pcie_theoretical_gbps, Case, GpuCopySpec, HostMemory, PathId, Reps,
+};
+use hwc_runner::{run_case, CaseOutcome, Engine, Idle, NoObserver, RunOptions};
 
 const MIB: u64 = 1 << 20;
 
@@ -33,7 +36,8 @@ fn batches_and_copies(notes: &[String]) -> (u64, u64) {
     }
 }
 
-/// A case as the planner writes it (with its spread limit), with 10 timed repetitions.
+/// A case as the planner writes it (with its spread limit), with 10 timed repetitions; its
+/// spec from version 1 style parameters (host buffers on `src_node`, or `dst_node` for D2H).
 fn case(gpu: &str, name: &str, path: PathId, size: u64, streams: u32, extra: CaseParams) -> Case {
     let params = CaseParams {
         gpu: Some(gpu.into()),
@@ -41,16 +45,26 @@ fn case(gpu: &str, name: &str, path: PathId, size: u64, streams: u32, extra: Cas
         streams: Some(streams),
         ..extra
     };
+    let cell = format!("{name}/{gpu}/{size}/s{streams}");
+    let spec = params.spec(path, &cell);
+    let g = spec.gpu_copy().expect("a GPU copy").clone();
     Case {
-        key: format!("{name}/{gpu}/{size}/s{streams}"),
+        key: cell.clone(),
         path,
+        engine: hwc_bench_cuda::ENGINE,
+        cell,
+        spec,
         reps: Reps {
             warmup: 2,
             timed: 10,
-            retry_above_spread_pct: hwc_plan::gpu_copy_retry_limit(path, &params),
+            retry_above_spread_pct: hwc_plan::gpu_copy_retry_limit(path, &g),
         },
-        params,
     }
+}
+
+/// The GPU copy spec of a case.
+fn gs(c: &Case) -> &GpuCopySpec {
+    c.spec.gpu_copy().expect("a GPU copy")
 }
 
 fn host(memory: &str, node: Option<u32>) -> CaseParams {
@@ -187,7 +201,7 @@ fn copies_on_every_gpu() {
         .enumerate()
         .map(|(i, d)| (format!("gpu{i}"), d.pci_bdf.clone()))
         .collect();
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(CudaBackend::new(&probe, &gpus))];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(CudaBackend::new(&probe, &gpus))];
     let options = RunOptions {
         allow_contended: false,
         wall_tolerance: Some(0.02),
@@ -240,7 +254,7 @@ fn copies_on_every_gpu() {
             if let Some(p) = &m.placement {
                 println!("{:<34} placement: {p:?}", "");
             }
-            let pinned = c.params.host_memory.as_deref() == Some("pinned");
+            let pinned = gs(c).host_memory == Some(HostMemory::Pinned);
             let pcie = c.path != PathId::D2d;
             if pcie {
                 if let Some(link) = link_gbps {
@@ -258,8 +272,8 @@ fn copies_on_every_gpu() {
             // small ones in several latched batches, as the note says; D2H and D2D
             // copies keep one batch a repetition. The note's counts are the bytes.
             let (batches, k) = batches_and_copies(&m.notes);
-            let streams = u64::from(c.params.streams.unwrap_or(1));
-            let size = c.params.size_bytes.unwrap_or(0);
+            let streams = u64::from(gs(c).streams);
+            let size = gs(c).size_bytes;
             let reads_host = pinned && matches!(c.path, PathId::H2d | PathId::Duplex);
             if m.bytes_per_rep != batches * k * size * streams
                 || k > u64::from(MAX_COPIES)
@@ -293,7 +307,7 @@ fn copies_on_every_gpu() {
                     problems.push(format!("{}: windows note {n}", c.key));
                 }
             }
-            if pinned && c.params.size_bytes >= Some(4 * MIB) {
+            if pinned && gs(c).size_bytes >= 4 * MIB {
                 if m.notes.iter().any(|n| n.contains("disagree")) {
                     problems.push(format!("{}: events and wall clock disagree", c.key));
                 }
@@ -301,7 +315,7 @@ fn copies_on_every_gpu() {
                     problems.push(format!("{}: implausible {:.3} GB/s", c.key, g.median));
                 }
             }
-            if c.params.src_node == Some(node) && c.path != PathId::D2d {
+            if gs(c).host_node == Some(node) && c.path != PathId::D2d {
                 let verified = m.placement.as_ref().is_some_and(|p| p.verified);
                 if !verified {
                     problems.push(format!("{}: node {node} placement not verified", c.key));
@@ -310,14 +324,13 @@ fn copies_on_every_gpu() {
             // Small pinned one-stream duplex and D2H cases, and one-stream D2D
             // cases of up to 16 MiB, try the placements, then the 3 fastest again
             // (and their data check ran at the one measured); no other case does.
-            let small = c.params.size_bytes <= Some(PLACEMENT_SEARCH_MAX_BYTES as u64)
-                && c.params.host_memory.as_deref() == Some("pinned")
-                && c.params.streams == Some(1);
+            let small = gs(c).size_bytes <= PLACEMENT_SEARCH_MAX_BYTES as u64
+                && (gs(c).host_memory == Some(HostMemory::Pinned))
+                && gs(c).streams == 1;
             let searched = match c.path {
                 PathId::Duplex | PathId::D2h if small => Some(SEARCH_PLACEMENTS.len()),
                 PathId::D2d
-                    if c.params.streams == Some(1)
-                        && c.params.size_bytes <= Some(D2D_SEARCH_MAX_BYTES as u64) =>
+                    if gs(c).streams == 1 && gs(c).size_bytes <= D2D_SEARCH_MAX_BYTES as u64 =>
                 {
                     Some(D2D_SEARCH_PLACEMENTS.len())
                 }
@@ -349,7 +362,7 @@ fn copies_on_every_gpu() {
                 (None, None) => {}
             }
             // The host buffers' pages: small where the case searched, huge elsewhere.
-            if c.params.host_memory.as_deref() == Some("pinned") {
+            if gs(c).host_memory == Some(HostMemory::Pinned) {
                 let want = if searched.is_some() {
                     "host buffers in small pages"
                 } else {
@@ -361,8 +374,8 @@ fn copies_on_every_gpu() {
             }
             if c.path == PathId::D2d {
                 let expect = hwc_bench_cuda::l2_resident(
-                    c.params.size_bytes.unwrap_or(0),
-                    c.params.streams.unwrap_or(1),
+                    gs(c).size_bytes,
+                    gs(c).streams,
                     device.l2_cache_bytes,
                 );
                 if m.cache_resident != expect {
@@ -436,7 +449,7 @@ fn not_all_measured(
 fn alternating(
     gpus: &[(String, String)],
     probe: &hwc_bench_cuda::CudaProbe,
-    backends: &mut [Box<dyn Backend>],
+    backends: &mut [Box<dyn Engine>],
     options: &RunOptions,
     cancel: &AtomicBool,
     problems: &mut Vec<String>,

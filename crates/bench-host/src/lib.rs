@@ -1,7 +1,8 @@
-//! Host RAM memcpy backend (spec Path 7): N pinned threads copy one NUMA-placed buffer into
+//! Host RAM copy engines (spec Path 7): N pinned threads copy one NUMA-placed buffer into
 //! another, each its own contiguous slice, released together by a spinning start gate so
-//! thread wake-up is not timed. A case copies with the C library's `memcpy` or with the
-//! streaming kernel (non-temporal stores; see [`kernel`]), as its `copy_kernel` says. Buffers are pre-faulted, bound with `mbind` and their placement
+//! thread wake-up is not timed. Two engines: [`MEMCPY`] copies with the C library's `memcpy`,
+//! [`STREAMING`] with the streaming kernel (non-temporal stores; see [`kernel`]); they share
+//! their buffers ([`engines`]). Buffers are pre-faulted, bound with `mbind` and their placement
 //! verified; every worker checks that it runs where it was pinned. GB/s counts bytes copied
 //! (a copy of N bytes is N, the STREAM "copy" convention without its 2× read+write).
 //!
@@ -11,11 +12,16 @@
 
 use hwc_model::cpulist::format as cpulist;
 use hwc_model::topology::LogicalCpu;
-use hwc_model::{Case, PathId, Placement, RepSched, SchedSources, ThreadSched, Topology};
+use hwc_model::{
+    Case, CellKind, EngineDecl, EngineId, HostCopySpec, Needs, PathId, Placement, RepSched,
+    SchedSources, Spec, ThreadSched, Topology,
+};
 use hwc_numa::{NumaBuffer, PlacementCheck};
-use hwc_runner::{Backend, BenchError, Idle, Prepared, Rep};
+use hwc_runner::{BenchError, Engine, Idle, Prepared, Rep};
+use std::cell::{RefCell, RefMut};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -35,7 +41,76 @@ const BUSY_THRESHOLD: f64 = 0.10;
 /// the idle window, so one stray tick (20 % of a 50 ms window at 100 Hz) never does.
 const ONE_CPU_BUSY: f64 = 0.5;
 
-/// The host memcpy backend for one machine.
+/// The engine that copies with the C library's `memcpy`.
+pub const MEMCPY: EngineId = EngineId::new("host-memcpy");
+/// The engine that copies with the streaming kernel (vector loads, non-temporal stores).
+pub const STREAMING: EngineId = EngineId::new("host-streaming");
+
+/// The declaration of [`MEMCPY`]: every cell of the host RAM sweep.
+pub fn memcpy_decl() -> EngineDecl {
+    EngineDecl {
+        id: MEMCPY,
+        title: "C library memcpy on pinned threads".into(),
+        paths: vec![PathId::HostRam],
+        cells: vec![CellKind::Sweep, CellKind::Sustained],
+        needs: Needs::default(),
+        hardware: true,
+        default_on: true,
+    }
+}
+
+/// The declaration of [`STREAMING`]: the sustained cells (the largest size of the sweep), where
+/// it competes with `memcpy` for the ceiling.
+pub fn streaming_decl() -> EngineDecl {
+    EngineDecl {
+        id: STREAMING,
+        title: "streaming copy (vector loads, non-temporal stores) on pinned threads".into(),
+        paths: vec![PathId::HostRam],
+        cells: vec![CellKind::Sustained],
+        needs: Needs::default(),
+        hardware: true,
+        default_on: true,
+    }
+}
+
+/// Whether the streaming engine can run on this CPU: (reason, hint) where it cannot.
+pub fn streaming_available() -> Result<(), (String, Option<String>)> {
+    match Isa::detect() {
+        Some(_) => Ok(()),
+        None => Err((
+            "the streaming copy needs x86-64 non-temporal stores; this CPU is not x86-64".into(),
+            None,
+        )),
+    }
+}
+
+/// The two host engines for one machine, sharing their buffers (a thread sweep of one size
+/// runs several cases in a row on the same buffers, whichever engine copies).
+pub fn engines(topo: &Topology, proc_root: impl Into<PathBuf>) -> (HostEngine, HostEngine) {
+    let state = Rc::new(RefCell::new(HostMemcpy::new(topo, proc_root)));
+    (
+        HostEngine {
+            id: MEMCPY,
+            kernel: Some(CopyKernel::Memcpy),
+            state: state.clone(),
+        },
+        HostEngine {
+            id: STREAMING,
+            kernel: Isa::detect().map(CopyKernel::Streaming),
+            state,
+        },
+    )
+}
+
+/// One host copy engine ([`MEMCPY`] or [`STREAMING`]).
+pub struct HostEngine {
+    id: EngineId,
+    /// `None`: the CPU cannot run this engine's kernel.
+    kernel: Option<CopyKernel>,
+    state: Rc<RefCell<HostMemcpy>>,
+}
+
+/// What the host engines share: the machine's CPUs and caches, and the last case's buffers.
 pub struct HostMemcpy {
     /// Node id → CPUs in pinning order (one thread per physical core first, then siblings).
     node_cpus: BTreeMap<u32, Vec<u32>>,
@@ -87,12 +162,9 @@ impl HostMemcpy {
         }
     }
 
-    fn cpus_for(&self, case: &Case) -> Result<Vec<u32>, BenchError> {
-        let node = case
-            .params
-            .cpu_node
-            .ok_or_else(|| BenchError::failed("host_ram case without cpu_node"))?;
-        let threads = case.params.threads.unwrap_or(1).max(1) as usize;
+    fn cpus_for(&self, spec: &HostCopySpec) -> Result<Vec<u32>, BenchError> {
+        let node = spec.cpu_node;
+        let threads = spec.threads.max(1) as usize;
         let cpus = self
             .node_cpus
             .get(&node)
@@ -107,18 +179,12 @@ impl HostMemcpy {
     }
 }
 
-/// The kernel a case asks for: `copy_kernel` absent or `memcpy`, or `streaming` (waived where
-/// the CPU has no non-temporal stores).
-pub fn kernel_for(case: &Case) -> Result<CopyKernel, BenchError> {
-    match case.params.copy_kernel.as_deref() {
-        None | Some("memcpy") => Ok(CopyKernel::Memcpy),
-        Some("streaming") => Isa::detect().map(CopyKernel::Streaming).ok_or_else(|| {
-            BenchError::unavailable(
-                "the streaming copy needs x86-64 non-temporal stores; this CPU is not x86-64",
-            )
-        }),
-        Some(other) => Err(BenchError::failed(format!(
-            "unknown copy_kernel `{other}` (memcpy or streaming)"
+fn host_spec(case: &Case) -> Result<&HostCopySpec, BenchError> {
+    match &case.spec {
+        Spec::HostCopy(s) => Ok(s),
+        other => Err(BenchError::failed(format!(
+            "a host copy engine was given a {} case",
+            other.kind()
         ))),
     }
 }
@@ -148,37 +214,37 @@ pub fn pinning_order(node_cpus: &[u32], all: &[LogicalCpu]) -> Vec<u32> {
     ranked.into_iter().map(|(_, id)| id).collect()
 }
 
-impl Backend for HostMemcpy {
-    fn name(&self) -> &'static str {
-        "host-memcpy"
-    }
-
-    fn serves(&self, path: PathId) -> bool {
-        path == PathId::HostRam
+impl Engine for HostEngine {
+    fn id(&self) -> EngineId {
+        self.id.clone()
     }
 
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
-        let size = case
-            .params
-            .size_bytes
-            .ok_or_else(|| BenchError::failed("host_ram case without size_bytes"))?;
-        let cpus = self.cpus_for(case)?;
-        let kernel = kernel_for(case)?;
-        let cache_resident = self
+        let spec = host_spec(case)?;
+        let kernel = self.kernel.ok_or_else(|| match streaming_available() {
+            Err((reason, hint)) => BenchError::Unavailable { reason, hint },
+            Ok(()) => BenchError::unavailable("this CPU cannot run the streaming copy"),
+        })?;
+        let state = self.state.borrow_mut();
+        let cpus = state.cpus_for(spec)?;
+        let size = spec.size_bytes;
+        let cache_resident = state
             .llc_bytes
             .is_some_and(|llc| 2 * size < hwc_plan::CACHE_MARGIN * llc);
         let size =
             usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?;
-        let threshold = self.non_temporal_threshold;
+        let threshold = state.non_temporal_threshold;
+        let proc_root = state.proc_root.clone();
+        let home = RefMut::map(state, |s| &mut s.spare);
         let mut copy = PreparedCopy::new(
             size,
             &cpus,
             kernel,
-            case.params.src_node,
-            case.params.dst_node,
+            Some(spec.src_node),
+            Some(spec.dst_node),
             cache_resident,
-            &self.proc_root,
-            &mut self.spare,
+            &proc_root,
+            home,
         )?;
         if kernel == CopyKernel::Memcpy {
             copy.store_note = threshold.map(|t| memcpy_store_note(size, cpus.len(), t));
@@ -187,7 +253,12 @@ impl Backend for HostMemcpy {
     }
 
     fn environment(&self) -> BTreeMap<String, String> {
-        self.non_temporal_threshold
+        if self.id != MEMCPY {
+            return BTreeMap::new();
+        }
+        self.state
+            .borrow()
+            .non_temporal_threshold
             .map(|t| {
                 (
                     "host.glibc_non_temporal_threshold".to_string(),
@@ -203,10 +274,11 @@ impl Backend for HostMemcpy {
     }
 
     fn idle_check(&mut self, case: &Case) -> Idle {
-        let Ok(cpus) = self.cpus_for(case) else {
+        let state = self.state.borrow();
+        let Ok(cpus) = host_spec(case).and_then(|s| state.cpus_for(s)) else {
             return Idle::Idle;
         };
-        let Ok((a, b)) = idle::sample(&self.proc_root, IDLE_WINDOW) else {
+        let Ok((a, b)) = idle::sample(&state.proc_root, IDLE_WINDOW) else {
             return Idle::Idle;
         };
         busy_reason(&a, &b, &cpus).map_or(Idle::Idle, Idle::Busy)
@@ -382,7 +454,7 @@ struct PreparedCopy<'a> {
     last_sched: Option<RepSched>,
     /// Always `Some` until Drop hands the buffers back to `home`.
     bufs: Option<Buffers>,
-    home: &'a mut Option<Buffers>,
+    home: RefMut<'a, Option<Buffers>>,
     size: usize,
     gate: Arc<Gate>,
     workers: Vec<JoinHandle<()>>,
@@ -496,7 +568,7 @@ impl<'a> PreparedCopy<'a> {
         dst_node: Option<u32>,
         cache_resident: bool,
         proc_root: &Path,
-        home: &'a mut Option<Buffers>,
+        mut home: RefMut<'a, Option<Buffers>>,
     ) -> Result<Self, BenchError> {
         let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
         let key = (size, src_node, dst_node, huge);

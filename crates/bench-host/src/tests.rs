@@ -1,6 +1,6 @@
 use super::*;
 use hwc_model::topology::{NumaNode, Platform};
-use hwc_model::{CaseParams, Reps};
+use hwc_model::Reps;
 use hwc_runner::{run_case, CaseOutcome, RunOptions};
 
 fn this_machine() -> Topology {
@@ -22,37 +22,52 @@ fn this_machine() -> Topology {
     }
 }
 
-fn case(size: u64, threads: u32) -> Case {
-    Case {
-        key: format!("host_ram/n0-n0/{size}/t{threads}"),
-        path: PathId::HostRam,
-        params: CaseParams {
-            size_bytes: Some(size),
-            threads: Some(threads),
-            cpu_node: Some(0),
-            src_node: Some(0),
-            dst_node: Some(0),
-            ..CaseParams::default()
-        },
-        reps: Reps {
+/// A case of `size` bytes on `threads` threads of node 0 for `engine` ([`MEMCPY`] or
+/// [`STREAMING`]).
+fn case_of(engine: EngineId, size: u64, threads: u32) -> Case {
+    Case::new(
+        PathId::HostRam,
+        engine,
+        format!("n0-n0/{size}/t{threads}"),
+        Spec::HostCopy(HostCopySpec {
+            size_bytes: size,
+            threads,
+            cpu_node: 0,
+            src_node: 0,
+            dst_node: 0,
+        }),
+        Reps {
             warmup: 1,
             timed: 3,
             retry_above_spread_pct: None,
         },
+    )
+}
+
+fn case(size: u64, threads: u32) -> Case {
+    case_of(MEMCPY, size, threads)
+}
+
+/// The engine of `c` on `topo` (its `/proc` at `proc_root`).
+fn engine_for(c: &Case, topo: &Topology, proc_root: &Path) -> HostEngine {
+    let (memcpy, streaming) = engines(topo, proc_root);
+    if c.engine == STREAMING {
+        streaming
+    } else {
+        memcpy
     }
 }
 
-/// `c` run by the host backend on [`this_machine`], as the runner runs a case.
+/// `c` run by its host engine on [`this_machine`], as the runner runs a case.
 fn run_here(c: &Case) -> CaseOutcome {
-    let topo = this_machine();
-    let mut b = HostMemcpy::new(&topo, "/proc");
-    run_case(c, &mut b, &RunOptions::default(), &AtomicBool::new(false))
+    let mut e = engine_for(c, &this_machine(), Path::new("/proc"));
+    run_case(c, &mut e, &RunOptions::default(), &AtomicBool::new(false))
 }
 
 /// A `memcpy` of `size` bytes by one thread on `cpu`, with no NUMA node asked for and not
 /// cache-resident; it takes the buffers kept in `home` when they fit and leaves its own there.
 #[track_caller]
-fn memcpy_on(cpu: u32, size: usize, home: &mut Option<Buffers>) -> PreparedCopy<'_> {
+fn memcpy_on(cpu: u32, size: usize, home: &RefCell<Option<Buffers>>) -> PreparedCopy<'_> {
     PreparedCopy::new(
         size,
         &[cpu],
@@ -61,7 +76,7 @@ fn memcpy_on(cpu: u32, size: usize, home: &mut Option<Buffers>) -> PreparedCopy<
         None,
         false,
         Path::new("/proc"),
-        home,
+        home.borrow_mut(),
     )
     .unwrap()
 }
@@ -151,8 +166,8 @@ fn too_many_threads_is_unavailable_not_a_crash() {
 
 #[test]
 fn corrupted_copy_is_caught_by_verify() {
-    let mut home = None;
-    let mut p = memcpy_on(hwc_numa::current_affinity()[0], 1 << 20, &mut home);
+    let home = RefCell::new(None);
+    let mut p = memcpy_on(hwc_numa::current_affinity()[0], 1 << 20, &home);
     p.run_once().unwrap();
     assert!(p.verify().is_ok());
     if let Some(b) = p.bufs.as_mut() {
@@ -165,15 +180,15 @@ fn corrupted_copy_is_caught_by_verify() {
 #[test]
 fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     let cpu = hwc_numa::current_affinity()[0];
-    let mut home = None;
+    let home = RefCell::new(None);
     let first_src = {
-        let mut p = memcpy_on(cpu, 1 << 20, &mut home);
+        let mut p = memcpy_on(cpu, 1 << 20, &home);
         p.run_once().unwrap();
         assert!(p.verify().is_ok());
         p.buffers().src.as_ptr() as usize
     };
     // Same size and nodes: the same buffers come back, with the last copy cleared from dst.
-    let mut again = memcpy_on(cpu, 1 << 20, &mut home);
+    let mut again = memcpy_on(cpu, 1 << 20, &home);
     assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
     let e = again.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte"), "{e}");
@@ -181,7 +196,7 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     assert!(again.verify().is_ok());
     drop(again);
     // Another size: new buffers, a fresh pattern, and the check still holds.
-    let mut other = memcpy_on(cpu, 3 << 20, &mut home);
+    let mut other = memcpy_on(cpu, 3 << 20, &home);
     assert_eq!(other.buffers().key.0, 3 << 20);
     other.run_once().unwrap();
     assert!(other.verify().is_ok());
@@ -190,8 +205,7 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
 #[test]
 fn the_streaming_kernel_is_measured_verified_and_named() {
     let threads = hwc_numa::current_affinity().len().min(2) as u32;
-    let mut c = case((8 << 20) + 4096 + 100, threads);
-    c.params.copy_kernel = Some("streaming".into());
+    let c = case_of(STREAMING, (8 << 20) + 4096 + 100, threads);
     let out = run_here(&c);
     let Some(isa) = Isa::detect() else {
         assert!(matches!(out, CaseOutcome::Waived(_)), "{out:?}");
@@ -237,8 +251,7 @@ fn a_shared_copy_covers_the_buffer_once_over_repetitions() {
     // which verify finds.
     let threads = hwc_numa::current_affinity().len().clamp(1, 4) as u32;
     let size = 3 * shared_block(3 << 20, threads as usize) + 12_345;
-    let mut c = case(size as u64, threads);
-    c.params.copy_kernel = Some("streaming".into());
+    let c = case_of(STREAMING, size as u64, threads);
     if Isa::detect().is_none() {
         return;
     }
@@ -247,15 +260,48 @@ fn a_shared_copy_covers_the_buffer_once_over_repetitions() {
 }
 
 #[test]
-fn an_unknown_copy_kernel_fails_the_case_with_its_name() {
+fn a_case_of_another_workload_fails_alone_with_what_it_was() {
     let mut c = case(1 << 20, 1);
-    c.params.copy_kernel = Some("magic".into());
-    let e = kernel_for(&c).unwrap_err().to_string();
-    assert!(e.contains("unknown copy_kernel `magic`"), "{e}");
-    c.params.copy_kernel = None;
-    assert_eq!(kernel_for(&c).unwrap(), CopyKernel::Memcpy);
-    c.params.copy_kernel = Some("memcpy".into());
-    assert_eq!(kernel_for(&c).unwrap(), CopyKernel::Memcpy);
+    c.spec = Spec::Nvme(hwc_model::NvmeSpec {
+        test: hwc_model::NvmeTest::Sweep,
+        block_bytes: 4096,
+        queue_depth: 1,
+        drives: vec!["nvme9".into()],
+        target: false,
+        pattern: hwc_model::NvmePattern::Sequential,
+    });
+    let out = run_here(&c);
+    let CaseOutcome::Failed(f) = out else {
+        panic!("not failed: {out:?}")
+    };
+    assert_eq!(f.error, "a host copy engine was given a nvme case");
+}
+
+#[test]
+fn the_two_engines_share_their_buffers() {
+    let topo = this_machine();
+    let (mut memcpy, mut streaming) = engines(&topo, "/proc");
+    if Isa::detect().is_none() {
+        return;
+    }
+    let first = {
+        let p = memcpy.prepare(&case(1 << 20, 1)).unwrap();
+        drop(p);
+        memcpy.state.borrow().spare.as_ref().unwrap().src.as_ptr() as usize
+    };
+    drop(streaming.prepare(&case_of(STREAMING, 1 << 20, 1)).unwrap());
+    let again = streaming
+        .state
+        .borrow()
+        .spare
+        .as_ref()
+        .unwrap()
+        .src
+        .as_ptr() as usize;
+    assert_eq!(
+        first, again,
+        "the streaming case took the memcpy case's buffers"
+    );
 }
 
 #[test]
@@ -394,7 +440,7 @@ fn a_busy_thread_on_the_copy_threads_cpu_is_seen_as_run_queue_delay_and_noted() 
     let (stop, h) = hog(cpu);
     let mut topo = this_machine();
     topo.platform.numa[0].cpus = vec![cpu];
-    let mut b = HostMemcpy::new(&topo, "/proc");
+    let mut b = engines(&topo, "/proc").0;
     let mut c = case(64 << 20, 1);
     c.reps.timed = 5;
     let out = run_case(&c, &mut b, &RunOptions::default(), &AtomicBool::new(false));
@@ -433,7 +479,7 @@ fn two_copy_threads_pinned_to_one_cpu_each_read_their_own_delay() {
         return;
     }
     let cpu = hwc_numa::current_affinity()[0];
-    let mut home = None;
+    let home = RefCell::new(None);
     let mut p = PreparedCopy::new(
         32 << 20,
         &[cpu, cpu],
@@ -442,7 +488,7 @@ fn two_copy_threads_pinned_to_one_cpu_each_read_their_own_delay() {
         None,
         false,
         Path::new("/proc"),
-        &mut home,
+        home.borrow_mut(),
     )
     .unwrap();
     // Per thread (0: the timing thread, 1: the worker), its delay in each repetition.
@@ -477,7 +523,7 @@ fn without_the_counters_the_evidence_is_not_available_with_why_never_zero() {
     // A /proc with neither schedstat nor stat in it.
     let root = std::env::temp_dir().join(format!("hwc-noproc-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
-    let mut b = HostMemcpy::new(&this_machine(), &root);
+    let mut b = engines(&this_machine(), &root).0;
     let out = run_case(
         &case(1 << 20, 1),
         &mut b,

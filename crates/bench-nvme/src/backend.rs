@@ -12,8 +12,10 @@ use crate::descriptors::{engine_error, Approved, Descriptors};
 use crate::device::Kind;
 use crate::engine::{percentile, Engine, Op, Pattern};
 use crate::gc::GcSettleRunner;
-use hwc_model::{Case, PathId, Placement};
-use hwc_runner::{Backend, BenchError, Prepared, Rep};
+use hwc_model::{
+    Case, CellKind, EngineDecl, EngineId, Needs, NvmePattern, NvmeSpec, PathId, Placement, Spec,
+};
+use hwc_runner::{BenchError, Engine as RunEngine, Prepared, Rep};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,12 +95,16 @@ impl NvmeBackend {
     }
 
     /// The power-state test's repetition: one 4 KiB read after an idle gap.
-    fn prepare_idle(&mut self, case: &Case) -> Result<Box<dyn Prepared + '_>, BenchError> {
-        let [key] = case.params.drives.as_slice() else {
+    fn prepare_idle(
+        &mut self,
+        spec: &NvmeSpec,
+        idle_ms: u64,
+    ) -> Result<Box<dyn Prepared + '_>, BenchError> {
+        let [key] = spec.drives.as_slice() else {
             return Err(BenchError::failed("an idle-read case names one drive"));
         };
-        let block = case.params.size_bytes.unwrap_or(4096);
-        let gap = Duration::from_millis(case.params.idle_ms.unwrap_or(0));
+        let block = spec.block_bytes;
+        let gap = Duration::from_millis(idle_ms);
         let (file, _, size) = self.files.open(&self.cfg, key, false)?;
         let (node, cpus) = self.unit_of(key);
         let engine = Engine::new(file, size, block, 1, node).map_err(engine_error)?;
@@ -135,13 +141,40 @@ pub(crate) fn unit_of(cfg: &NvmeConfig, key: &str) -> (Option<u32>, Vec<u32>) {
     }
 }
 
-impl Backend for NvmeBackend {
-    fn name(&self) -> &'static str {
-        "nvme-io_uring"
-    }
+/// The kernel NVMe engine's id.
+pub const ENGINE: EngineId = EngineId::new("io-uring");
 
-    fn serves(&self, path: PathId) -> bool {
-        matches!(path, PathId::NvmeRead | PathId::NvmeWrite)
+/// The kernel NVMe engine's declaration: O_DIRECT io_uring reads and writes through the kernel's
+/// NVMe driver, the sweeps and the long tests.
+pub fn decl() -> EngineDecl {
+    EngineDecl {
+        id: ENGINE,
+        title: "kernel NVMe: io_uring, O_DIRECT, registered buffers, one ring per drive".into(),
+        paths: vec![PathId::NvmeRead, PathId::NvmeWrite],
+        cells: vec![CellKind::Sweep, CellKind::LongTest],
+        needs: Needs {
+            writes_devices: true,
+            ..Needs::default()
+        },
+        hardware: true,
+        default_on: true,
+    }
+}
+
+/// A case's NVMe spec.
+pub(crate) fn nvme_spec(case: &Case) -> Result<&NvmeSpec, BenchError> {
+    match &case.spec {
+        Spec::Nvme(s) => Ok(s),
+        other => Err(BenchError::failed(format!(
+            "the NVMe engine was given a {} case",
+            other.kind()
+        ))),
+    }
+}
+
+impl RunEngine for NvmeBackend {
+    fn id(&self) -> EngineId {
+        ENGINE
     }
 
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
@@ -150,31 +183,34 @@ impl Backend for NvmeBackend {
         } else {
             Op::Read
         };
-        let block = case
-            .params
-            .size_bytes
-            .ok_or_else(|| BenchError::failed("an NVMe case needs size_bytes"))?;
-        let qd = case.params.queue_depth.unwrap_or(1);
-        let pattern = match case.params.pattern.as_deref() {
-            Some("idle") => return self.prepare_idle(case),
-            Some("gc-settle") => {
+        let spec = nvme_spec(case)?;
+        let block = spec.block_bytes;
+        let qd = spec.queue_depth;
+        let mut region = None;
+        let pattern = match &spec.pattern {
+            NvmePattern::Idle { idle_ms } => return self.prepare_idle(spec, *idle_ms),
+            NvmePattern::GcSettle { .. } => {
                 return Err(BenchError::failed(
                     "gc-settle is a protocol of its own (GcSettleRunner), not a runner case",
                 ))
             }
-            Some("random") | Some("hot") => Pattern::Random { seed: 0x9e37_79b9 },
-            _ => Pattern::Sequential,
+            NvmePattern::Hot { region_bytes } => {
+                region = Some(*region_bytes);
+                Pattern::Random { seed: 0x9e37_79b9 }
+            }
+            NvmePattern::Random => Pattern::Random { seed: 0x9e37_79b9 },
+            NvmePattern::Sequential => Pattern::Sequential,
         };
         let mut units = Vec::new();
         let mut notes = Vec::new();
         let mut placement = Vec::new();
         let mut verified = true;
         let mut all_cpus = Vec::new();
-        for key in &case.params.drives {
+        for key in &spec.drives {
             let (file, kind, size) = self.files.open(&self.cfg, key, op == Op::Write)?;
             let (node, cpus) = self.unit_of(key);
             // The read-cache test's hot reads stay in the device's first `region_bytes`.
-            let span = case.params.region_bytes.map_or(size, |r| r.min(size));
+            let span = region.map_or(size, |r| r.min(size));
             if span < size {
                 notes.push(format!(
                     "{key}: every read falls in the first {} of the device (re-read after the \

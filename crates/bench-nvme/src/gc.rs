@@ -25,10 +25,9 @@ use crate::descriptors::{engine_error, Descriptors};
 use crate::engine::{Engine, Op, Pattern};
 use hwc_model::long_tests::{
     recommended_settle_s, settled, sustained_intervals, GcSettleResult, NvmeLongTests, SettleProbe,
-    DEFAULT_GC_SETTLE_MAX_S, DEFAULT_GC_WRITE_S, GC_BASELINE_PROBES, GC_INTERVAL_S, GC_PROBE_READS,
-    GC_WRITE_QUEUE_DEPTH,
+    GC_BASELINE_PROBES, GC_INTERVAL_S, GC_PROBE_READS,
 };
-use hwc_model::{Case, CaseResult, Measurement, Placement, Stats};
+use hwc_model::{Case, CaseResult, Measurement, NvmePattern, Placement, Stats};
 use hwc_runner::BenchError;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -47,7 +46,10 @@ pub struct GcSettleRunner {
 
 /// Whether a case is a gc-settle case (run by [`GcSettleRunner`], not by the runner).
 pub fn is_gc_settle(case: &Case) -> bool {
-    case.params.pattern.as_deref() == Some("gc-settle")
+    matches!(
+        case.spec.nvme().map(|s| &s.pattern),
+        Some(NvmePattern::GcSettle { .. })
+    )
 }
 
 /// What one probe measured: its start, and each read's latency in µs.
@@ -90,16 +92,20 @@ impl GcSettleRunner {
     /// `measurements`) and the whole test's record, under the drive's (or target's) key.
     pub fn run(&self, case: &Case) -> Result<(CaseResult, NvmeLongTests), BenchError> {
         let started = Instant::now();
-        let [key] = case.params.drives.as_slice() else {
+        let spec = crate::backend::nvme_spec(case)?;
+        let [key] = spec.drives.as_slice() else {
             return Err(BenchError::failed("a gc-settle case names one drive"));
         };
-        let block = case
-            .params
-            .size_bytes
-            .ok_or_else(|| BenchError::failed("a gc-settle case needs size_bytes"))?;
-        let qd = case.params.queue_depth.unwrap_or(GC_WRITE_QUEUE_DEPTH);
-        let write_s = case.params.duration_s.unwrap_or(DEFAULT_GC_WRITE_S).max(1);
-        let settle_max_s = case.params.settle_max_s.unwrap_or(DEFAULT_GC_SETTLE_MAX_S);
+        let NvmePattern::GcSettle {
+            duration_s,
+            settle_max_s,
+        } = spec.pattern
+        else {
+            return Err(BenchError::failed("not a gc-settle case"));
+        };
+        let block = spec.block_bytes;
+        let qd = spec.queue_depth;
+        let write_s = duration_s.max(1);
         // Refused unless approved, held exclusively and checked again, before any write.
         let (file, _, size) = self.files.open(&self.cfg, key, true)?;
         let (node, cpus) = unit_of(&self.cfg, key);
@@ -204,7 +210,9 @@ impl GcSettleRunner {
         let measurement = Measurement {
             key: case.key.clone(),
             path: case.path,
-            params: case.params.clone(),
+            engine: case.engine.clone(),
+            cell: case.cell.clone(),
+            spec: case.spec.clone(),
             // Intervals are timed, not sized: a repetition's bytes are their mean.
             bytes_per_rep: bytes[bytes.len() - timed..].iter().sum::<u64>() / timed as u64,
             gbps: stats(&gbps[gbps.len() - timed..], "write intervals")?,

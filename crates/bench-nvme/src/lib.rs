@@ -16,7 +16,7 @@ pub mod identify;
 pub mod inspect;
 pub mod signature;
 
-pub use backend::{DriveUnit, NvmeBackend, NvmeConfig, TargetUnit};
+pub use backend::{decl, DriveUnit, NvmeBackend, NvmeConfig, TargetUnit, ENGINE};
 pub use descriptors::Approved;
 pub use gc::{is_gc_settle, GcSettleRunner};
 pub use inspect::inspect;

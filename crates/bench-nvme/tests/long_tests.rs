@@ -7,7 +7,8 @@ mod common;
 
 use hwc_bench_nvme::{setup, NvmeBackend, Request};
 use hwc_model::long_tests::{settled, GC_BASELINE_PROBES, GC_PROBE_READS};
-use hwc_model::{Case, CaseParams, PathId, Reps, Topology};
+use hwc_model::v1::CaseParams;
+use hwc_model::{Case, PathId, Reps, Topology};
 use hwc_runner::{run_case, CaseOutcome, RunOptions};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -31,16 +32,20 @@ fn backend(target: &Path, write: bool, flag: bool) -> Option<NvmeBackend> {
     Some(NvmeBackend::new(s.config))
 }
 
+/// A read case of the io_uring engine on `target`, its spec from version 1 style parameters.
 fn read_case(key: &str, target: &Path, params: CaseParams, reps: Reps) -> Case {
+    let params = CaseParams {
+        size_bytes: Some(4096),
+        queue_depth: Some(1),
+        drives: vec![target.display().to_string()],
+        ..params
+    };
     Case {
         key: key.into(),
         path: PathId::NvmeRead,
-        params: CaseParams {
-            size_bytes: Some(4096),
-            queue_depth: Some(1),
-            drives: vec![target.display().to_string()],
-            ..params
-        },
+        engine: hwc_bench_nvme::ENGINE,
+        cell: key.into(),
+        spec: params.spec(PathId::NvmeRead, key),
         reps,
     }
 }
@@ -66,7 +71,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
         retry_above_spread_pct: None,
     };
     let hot = read_case(
-        "nvme_read/read-cache/target/hot",
+        "nvme_read/io-uring/read-cache/target/hot",
         &target,
         CaseParams {
             pattern: Some("hot".into()),
@@ -104,7 +109,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
     // Reads after a 150 ms gap: four repetitions (cold + 3) wait at least 0.6 s in all, and
     // each timed repetition is the one read's latency, not the wait.
     let idle = read_case(
-        "nvme_read/power-states/target/idle-150ms",
+        "nvme_read/io-uring/power-states/target/idle-150ms",
         &target,
         CaseParams {
             pattern: Some("idle".into()),
@@ -196,7 +201,7 @@ fn gc_settle_writes_in_intervals_then_probes_until_settled() {
         }
     }
     let m = &result.measurement;
-    assert_eq!(m.key, "nvme_write/gc-settle/target");
+    assert_eq!(m.key, "nvme_write/io-uring/gc-settle/target");
     assert!((m.gbps.median * 1e3 - gc.sustained_write_mbps.median).abs() < 1e-9);
     assert_eq!(result.samples_gbps.len(), 1);
     assert_eq!(m.cold_gbps, Some(gc.write_intervals_mbps[0] / 1e3));

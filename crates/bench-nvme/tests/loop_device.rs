@@ -6,7 +6,7 @@ mod common;
 
 use hwc_bench_nvme::gate::Refusal;
 use hwc_bench_nvme::{setup, NvmeBackend, Request, SetupError};
-use hwc_model::{Case, CaseParams, PathId, Reps, Topology};
+use hwc_model::{Case, PathId, Reps, Topology};
 use hwc_runner::{run_case, CaseOutcome, RunOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -107,22 +107,12 @@ fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
     assert_eq!(s.target, Some((key.clone(), true)));
     let mut backend = NvmeBackend::new(s.config);
     for path in [PathId::NvmeRead, PathId::NvmeWrite] {
-        let case = Case {
-            key: format!("{path}/target/1MiB/qd16"),
-            path,
-            params: CaseParams {
-                size_bytes: Some(1 << 20),
-                queue_depth: Some(16),
-                drives: vec![key.clone()],
-                pattern: Some("sequential".into()),
-                ..CaseParams::default()
-            },
-            reps: Reps {
-                warmup: 1,
-                timed: 3,
-                retry_above_spread_pct: None,
-            },
+        let reps = Reps {
+            warmup: 1,
+            timed: 3,
+            retry_above_spread_pct: None,
         };
+        let case = common::target_case(path, &key, 1 << 20, 16, reps);
         match run_case(&case, &mut backend, &RunOptions::default(), &NEVER) {
             CaseOutcome::Measured(r) => {
                 assert_eq!(r.measurement.bytes_per_rep, 8 << 20);
@@ -154,22 +144,12 @@ fn blank_loop(dir: &Path) -> Option<(PathBuf, Loop)> {
 }
 
 fn write_case(key: &str) -> Case {
-    Case {
-        key: "nvme_write/target/1MiB/qd16".into(),
-        path: PathId::NvmeWrite,
-        params: CaseParams {
-            size_bytes: Some(1 << 20),
-            queue_depth: Some(16),
-            drives: vec![key.to_string()],
-            pattern: Some("sequential".into()),
-            ..CaseParams::default()
-        },
-        reps: Reps {
-            warmup: 0,
-            timed: 1,
-            retry_above_spread_pct: None,
-        },
-    }
+    let reps = Reps {
+        warmup: 0,
+        timed: 1,
+        retry_above_spread_pct: None,
+    };
+    common::target_case(PathId::NvmeWrite, key, 1 << 20, 16, reps)
 }
 
 #[test]

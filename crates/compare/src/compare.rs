@@ -79,9 +79,10 @@ struct Value {
     contended: bool,
     /// Where `v` comes from: its measurement's spread and N, or derived.
     source: Source,
-    /// How it was measured, where that can differ between profiles of one machine: the host
-    /// RAM copy kernel (`memcpy`, `streaming`).
+    /// How it was measured: its engine (`host-memcpy`, `host-streaming`, …).
     method: Option<String>,
+    /// Which way it should move.
+    direction: Direction,
 }
 
 /// Why a profile cannot be compared or qualified, if it cannot: figures no run writes (a
@@ -153,12 +154,14 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                     contended,
                     source,
                     method,
+                    direction: keys::direction(k),
                 },
             )
         })
         .collect();
     if !opts.ceilings_only {
-        for m in &p.measurements {
+        // The hardware's figures: not those of an engine that measures the tool itself.
+        for m in p.measurements.iter().filter(|m| p.hardware(&m.engine)) {
             out.insert(
                 (Section::Measurement, m.key.clone()),
                 Value {
@@ -166,6 +169,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                     contended: m.contended,
                     source: Source::of_measurement(m),
                     method: method::of_measurement(m).map(str::to_string),
+                    direction: measurement_direction(m),
                 },
             );
         }
@@ -173,10 +177,14 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
     out
 }
 
-fn direction(section: Section, key: &str) -> Direction {
-    match section {
-        Section::Ceiling => keys::direction(key),
-        Section::Measurement => keys::measurement_direction(key),
+/// Which way a measurement's median should move. The read-cache and power-state tests'
+/// figures are latencies in disguise (of a drive's cache, of its first read after idle), over as
+/// few as 3 reads: a change is reported, never a regression. Every other figure is a bandwidth.
+fn measurement_direction(m: &hwc_model::Measurement) -> Direction {
+    use hwc_model::NvmeTest;
+    match m.spec.nvme().map(|s| s.test) {
+        Some(NvmeTest::ReadCache | NvmeTest::PowerStates) => Direction::Neutral,
+        _ => Direction::HigherIsBetter,
     }
 }
 
@@ -225,7 +233,7 @@ pub struct PairRow {
     pub regression: bool,
     /// Either side was measured while its device was busy.
     pub contended: bool,
-    /// The two sides were measured differently (`copy kernel memcpy → streaming`): a change
+    /// The two sides were measured differently (`engine host-memcpy → host-streaming`): a change
     /// of method, not of the machine, so never a regression.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method_change: Option<String>,
@@ -289,11 +297,11 @@ pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairRepo
                 va.and_then(|x| x.method.as_deref()),
                 vb.and_then(|x| x.method.as_deref()),
             )
-            .map(|(x, y)| format!("copy kernel {x} → {y}"));
+            .map(|(x, y)| format!("engine {x} → {y}"));
             let (delta, delta_pct, verdict) = match (va, vb) {
                 (Some(x), Some(y)) => {
                     let rel = relative(x.v, y.v);
-                    let verdict = match judge(direction(*section, key), rel, opts.tolerance) {
+                    let verdict = match judge(y.direction, rel, opts.tolerance) {
                         Verdict::Better | Verdict::Worse if method_change.is_some() => {
                             Verdict::Changed
                         }
@@ -428,7 +436,9 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
             .filter_map(|m| m.get(k).map(|x| x.v))
             .collect();
         let med = median(&present);
-        let dir = direction(*section, key);
+        let Some(dir) = per_node.iter().find_map(|m| m.get(k)).map(|x| x.direction) else {
+            continue;
+        };
         // The method most nodes used (the host RAM copy kernel): a node measured another way
         // differs from the fleet, it is not better or worse.
         let mut counts: BTreeMap<&str, usize> = BTreeMap::new();

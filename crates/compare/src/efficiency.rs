@@ -223,8 +223,8 @@ mod tests {
             &[("warm_gpu0_peak_gbps", 55.0)],
         );
         for (key, spread) in [
-            ("h2d/gpu0/local/4MiB/s4", 0.2),
-            ("h2d/gpu0/local/256MiB/s1", 1.8),
+            ("h2d/cuda-copy/gpu0/local/4MiB/s4", 0.2),
+            ("h2d/cuda-copy/gpu0/local/256MiB/s1", 1.8),
         ] {
             p.measurements
                 .push(hwc_testkit::h2d_measurement(key, 55.0, spread, 12));
@@ -234,21 +234,21 @@ mod tests {
         assert_eq!(
             e.ceiling_source,
             Some(Source::Measured {
-                measurement: "h2d/gpu0/local/4MiB/s4".into(),
+                measurement: "h2d/cuda-copy/gpu0/local/4MiB/s4".into(),
                 spread_pct: 0.2,
                 n: 12
             })
         );
         p.ceiling_sources.insert(
             "warm_gpu0_peak_gbps".into(),
-            hwc_model::CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+            hwc_model::CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
         );
         let e = efficiency_in(&p, "warm_gpu0_peak_gbps", 44.0).unwrap();
         assert!((e.efficiency - 0.8).abs() < 1e-12);
         assert_eq!(
             e.ceiling_source,
             Some(Source::Measured {
-                measurement: "h2d/gpu0/local/256MiB/s1".into(),
+                measurement: "h2d/cuda-copy/gpu0/local/256MiB/s1".into(),
                 spread_pct: 1.8,
                 n: 12
             }),

@@ -100,7 +100,7 @@ fn gpu_token(t: &str) -> bool {
     t.len() > 3 && t.starts_with("gpu") && t[3..].bytes().all(|b| b.is_ascii_digit())
 }
 
-/// The first `gpuN` token of a key (`warm_gpu0_gbps`, `h2d/gpu1/local/4MiB/s1`).
+/// The first `gpuN` token of a key (`warm_gpu0_gbps`, `h2d/cuda-copy/gpu1/local/4MiB/s1`).
 pub fn gpu_of(key: &str) -> Option<String> {
     tokens(key).find(|t| gpu_token(t)).map(str::to_string)
 }
@@ -149,18 +149,6 @@ pub fn direction(key: &str) -> Direction {
     }
 }
 
-/// Which way a measurement's median GB/s should move. The long drive tests' read cases
-/// (`nvme_read/read-cache/…`, `nvme_read/power-states/…`) time single 4 KiB reads at QD 1 —
-/// their GB/s is a latency in disguise, of a drive's cache or of its first read after idle,
-/// measured over as few as 3 reads — so a change is reported, never a regression. Every other
-/// measurement is a bandwidth.
-pub fn measurement_direction(key: &str) -> Direction {
-    match key.split('/').nth(1) {
-        Some("read-cache" | "power-states") => Direction::Neutral,
-        _ => Direction::HigherIsBetter,
-    }
-}
-
 /// A ceiling an efficiency can be computed against: a bandwidth in GB/s that is not a penalty.
 pub fn is_bandwidth_ceiling(key: &str) -> bool {
     labels(key).unit == "gbps" && direction(key) == Direction::HigherIsBetter
@@ -190,9 +178,15 @@ mod tests {
         assert_eq!(labels("dispatcher_cold_crossover_drives").unit, "drives");
         assert_eq!(labels("p2p_cold_cross_numa_penalty_pct").unit, "pct");
         assert_eq!(labels("odd").unit, "value");
-        assert_eq!(gpu_of("h2d/gpu12/local/4MiB/s1").as_deref(), Some("gpu12"));
+        assert_eq!(
+            gpu_of("h2d/cuda-copy/gpu12/local/4MiB/s1").as_deref(),
+            Some("gpu12")
+        );
         assert_eq!(gpu_of("gpux_gbps"), None);
-        assert_eq!(drive_of("nvme_read/nvme3/qd32").as_deref(), Some("nvme3"));
+        assert_eq!(
+            drive_of("nvme_read/io-uring/nvme3/qd32").as_deref(),
+            Some("nvme3")
+        );
     }
 
     #[test]
@@ -227,33 +221,33 @@ mod natural_order_tests {
     #[test]
     fn sizes_counts_and_text_sort_as_a_reader_expects() {
         let mut keys = vec![
-            "d2d/gpu0/1GiB/s1",
-            "d2d/gpu0/256MiB/s1",
-            "d2d/gpu0/16MiB/s1",
-            "d2d/gpu0/128KiB/s1",
-            "d2d/gpu0/4MiB/s1",
-            "d2d/gpu0/1MiB/s1",
-            "d2d/gpu10/1MiB/s1",
-            "d2d/gpu2/1MiB/s1",
-            "host_ram/n0-n0/1GiB/t16",
-            "host_ram/n0-n0/1GiB/t2",
-            "host_ram/n0-n0/1GiB/t16/streaming",
+            "d2d/cuda-copy/gpu0/1GiB/s1",
+            "d2d/cuda-copy/gpu0/256MiB/s1",
+            "d2d/cuda-copy/gpu0/16MiB/s1",
+            "d2d/cuda-copy/gpu0/128KiB/s1",
+            "d2d/cuda-copy/gpu0/4MiB/s1",
+            "d2d/cuda-copy/gpu0/1MiB/s1",
+            "d2d/cuda-copy/gpu10/1MiB/s1",
+            "d2d/cuda-copy/gpu2/1MiB/s1",
+            "host_ram/host-memcpy/n0-n0/1GiB/t16",
+            "host_ram/host-memcpy/n0-n0/1GiB/t2",
+            "host_ram/host-streaming/n0-n0/1GiB/t16",
         ];
         keys.sort_by(|a, b| natural_cmp(a, b));
         assert_eq!(
             keys,
             [
-                "d2d/gpu0/128KiB/s1",
-                "d2d/gpu0/1MiB/s1",
-                "d2d/gpu0/4MiB/s1",
-                "d2d/gpu0/16MiB/s1",
-                "d2d/gpu0/256MiB/s1",
-                "d2d/gpu0/1GiB/s1",
-                "d2d/gpu2/1MiB/s1",
-                "d2d/gpu10/1MiB/s1",
-                "host_ram/n0-n0/1GiB/t2",
-                "host_ram/n0-n0/1GiB/t16",
-                "host_ram/n0-n0/1GiB/t16/streaming",
+                "d2d/cuda-copy/gpu0/128KiB/s1",
+                "d2d/cuda-copy/gpu0/1MiB/s1",
+                "d2d/cuda-copy/gpu0/4MiB/s1",
+                "d2d/cuda-copy/gpu0/16MiB/s1",
+                "d2d/cuda-copy/gpu0/256MiB/s1",
+                "d2d/cuda-copy/gpu0/1GiB/s1",
+                "d2d/cuda-copy/gpu2/1MiB/s1",
+                "d2d/cuda-copy/gpu10/1MiB/s1",
+                "host_ram/host-memcpy/n0-n0/1GiB/t2",
+                "host_ram/host-memcpy/n0-n0/1GiB/t16",
+                "host_ram/host-streaming/n0-n0/1GiB/t16",
             ]
         );
         // A total order: equal only when equal.

@@ -1,21 +1,18 @@
-//! How a figure was measured, where that can differ between two profiles of one machine: the
-//! host RAM copy kernel (`memcpy`, or `streaming`: vector loads and non-temporal stores). A
-//! profile written before the streaming kernel existed names none; its host figures were
-//! measured with `memcpy`. Two figures measured with different kernels are not held to each
-//! other: [`compare`](crate::compare) reports them as changed, never as a regression, and
-//! [`qualify`](crate::qualify) neither passes nor fails a baseline rule on their ratio.
+//! How a figure was measured: its engine (`host-memcpy`, `host-streaming`, `cuda-copy`, …). Two
+//! figures measured by different engines are not held to each other: [`compare`](crate::compare)
+//! reports them as changed, never as a regression, and [`qualify`](crate::qualify) neither passes
+//! nor fails a baseline rule on their ratio.
 
-use hwc_model::{CeilingOrigin, Measurement, PathId, Profile};
+use hwc_model::{CeilingOrigin, Measurement, Profile};
 
-/// The copy kernel of a host RAM measurement (`memcpy` when it names none); `None` for every
-/// other path.
+/// The engine of a measurement.
 pub fn of_measurement(m: &Measurement) -> Option<&str> {
-    (m.path == PathId::HostRam).then(|| m.params.copy_kernel_name())
+    Some(m.engine.as_str())
 }
 
-/// The copy kernel of the ceiling `key`: that of the measurement it is the median of (read by
-/// key from `ceiling_sources`), when that is a host RAM measurement; `None` for a derived or
-/// unknown source, another path, or a ceiling the profile lacks.
+/// The engine of the ceiling `key`: that of the measurement it is the median of (read by key
+/// from `ceiling_sources`); `None` for a derived or unknown source, or a ceiling the profile
+/// lacks.
 pub fn of_ceiling<'a>(p: &'a Profile, key: &str) -> Option<&'a str> {
     match p.ceiling_source(key)? {
         CeilingOrigin::Measured(m) => of_measurement(m),
@@ -23,7 +20,7 @@ pub fn of_ceiling<'a>(p: &'a Profile, key: &str) -> Option<&'a str> {
     }
 }
 
-/// The baseline's and the candidate's copy kernels when both sides name one and they differ:
+/// The baseline's and the candidate's engines when both sides name one and they differ:
 /// the two figures are not comparable.
 pub fn changed<'a>(
     baseline: Option<&'a str>,
@@ -40,13 +37,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_two_named_and_different_kernels_are_a_change() {
-        assert_eq!(
-            changed(Some("memcpy"), Some("streaming")),
-            Some(("memcpy", "streaming"))
-        );
-        assert_eq!(changed(Some("memcpy"), Some("memcpy")), None);
-        assert_eq!(changed(None, Some("streaming")), None);
-        assert_eq!(changed(Some("streaming"), None), None);
+    fn only_two_named_and_different_engines_are_a_change() {
+        let (m, s) = ("host-memcpy", "host-streaming");
+        assert_eq!(changed(Some(m), Some(s)), Some((m, s)));
+        assert_eq!(changed(Some(m), Some(m)), None);
+        assert_eq!(changed(None, Some(s)), None);
+        assert_eq!(changed(Some(s), None), None);
     }
 }

@@ -404,12 +404,27 @@ struct Found {
     /// Is, or was derived from, a measurement that stayed over its spread limit.
     unsteady: bool,
     gpu: Option<String>,
-    /// The host RAM copy kernel it was measured with (`memcpy`, `streaming`); `None` for other
-    /// paths and for derived figures.
+    /// The engine it was measured with; `None` for derived figures.
     kernel: Option<String>,
 }
 
+/// A rule's path as `p` spells it: a measurement key written for version 1 profiles
+/// (`h2d/gpu0/local/4MiB/s1`) names the same measurement in the current form
+/// (`h2d/cuda-copy/gpu0/local/4MiB/s1`), where the profile has no figure under the old spelling.
+fn in_profile<'a>(p: &Profile, path: &'a str) -> std::borrow::Cow<'a, str> {
+    let known = |k: &str| p.ceilings.contains_key(k) || p.measurement(k).is_some();
+    let failed = |k: &str| p.failures.iter().any(|f| f.key == k);
+    if known(path) || failed(path) {
+        return path.into();
+    }
+    match hwc_model::v1::upgrade_key(path) {
+        Some(new) if known(&new) || failed(&new) => new.into(),
+        _ => path.into(),
+    }
+}
+
 fn find(p: &Profile, path: &str) -> Option<Found> {
+    let path = &*in_profile(p, path);
     if let Some(&v) = p.ceilings.get(path) {
         // A ceiling that is one measurement's median carries that measurement's spread, count
         // and contention; a derived one says how it was computed and is contended when one of
@@ -433,7 +448,7 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
         derived: false,
         contended: m.contended,
         unsteady: m.unsteady(),
-        gpu: m.params.gpu.clone(),
+        gpu: m.spec.gpu().map(str::to_string),
         kernel: method::of_measurement(m).map(str::to_string),
     })
 }
@@ -442,8 +457,9 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
 /// absent, with a pointer to the waivers and to the run's failures where there were any (a
 /// ceiling's inputs may be among them).
 fn missing_detail(p: &Profile, path: &str) -> String {
-    if let Some(f) = p.failures.iter().find(|f| f.key == path) {
-        return format!("`{path}` failed in this run: {}", f.error);
+    let key = in_profile(p, path);
+    if let Some(f) = p.failures.iter().find(|f| f.key == *key) {
+        return format!("`{key}` failed in this run: {}", f.error);
     }
     let failed = match p.failures.len() {
         0 => String::new(),
@@ -615,7 +631,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
                 Some(found.value),
                 None,
                 format!(
-                    "not comparable: copy kernel {was} (baseline) → {now} (profile); re-baseline \
+                    "not comparable: engine {was} (baseline) → {now} (profile); re-baseline \
                      with a profile measured with {now} (profile's {} {}, baseline's {}; not \
                      held to each other)",
                     found.what,

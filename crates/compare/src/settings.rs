@@ -159,7 +159,7 @@ mod tests {
     fn with(env: &[(&str, &str)]) -> Profile {
         let mut p = hwc_testkit::ceilings_profile("node", "2026-11-30T00:00:00Z", &[]);
         p.measurements.push(hwc_testkit::h2d_measurement(
-            "h2d/gpu0/local/256MiB/s1",
+            "h2d/cuda-copy/gpu0/local/256MiB/s1",
             55.0,
             0.1,
             12,

@@ -93,14 +93,14 @@ mod tests {
     #[test]
     fn cells_and_phrases() {
         let m = Source::Measured {
-            measurement: "h2d/gpu0/local/4MiB/s1".into(),
+            measurement: "h2d/cuda-copy/gpu0/local/4MiB/s1".into(),
             spread_pct: 1.25,
             n: 12,
         };
         assert_eq!(m.cell(), "±1.2% N=12");
         assert_eq!(
             m.phrase(),
-            "median of `h2d/gpu0/local/4MiB/s1`, ±1.2 %, N=12"
+            "median of `h2d/cuda-copy/gpu0/local/4MiB/s1`, ±1.2 %, N=12"
         );
         let d = Source::Derived {
             how: Some("a minus b".into()),

@@ -1,7 +1,10 @@
 //! `compare`: pair deltas and regressions, fleet medians and outliers.
 
 mod common;
-use common::{fleet, host_ceiling, pair, profile, with_measurement, with_source, with_stats};
+use common::{
+    fleet, host_ceiling, pair, profile, with_measurement, with_nvme_measurement, with_source,
+    with_stats,
+};
 use hwc_compare::compare::{
     median, node_names, render_fleet, render_pair, Options, OutlierKind, PairReport, PairRow,
     Section, Verdict,
@@ -87,8 +90,18 @@ fn a_rising_penalty_is_a_regression_and_identical_profiles_pass() {
 
 #[test]
 fn measurements_are_compared_by_median_and_can_be_left_out() {
-    let a = with_measurement(profile("a", &[]), "h2d/gpu0/local/4MiB/s1", 53.0, false);
-    let b = with_measurement(profile("b", &[]), "h2d/gpu0/local/4MiB/s1", 40.0, true);
+    let a = with_measurement(
+        profile("a", &[]),
+        "h2d/cuda-copy/gpu0/local/4MiB/s1",
+        53.0,
+        false,
+    );
+    let b = with_measurement(
+        profile("b", &[]),
+        "h2d/cuda-copy/gpu0/local/4MiB/s1",
+        40.0,
+        true,
+    );
     let r = pair(("A", &a), ("B", &b), &opts("5%"));
     let row = &r.rows[0];
     assert_eq!(
@@ -223,28 +236,34 @@ proptest::proptest! {
 #[test]
 fn the_long_drive_tests_latency_reads_change_but_never_regress() {
     let keys = [
-        "nvme_read/power-states/nvme0/idle-1s",
-        "nvme_read/read-cache/nvme0/hot",
-        "nvme_read/read-cache/nvme0/cold",
+        "nvme_read/io-uring/power-states/nvme0/idle-1s",
+        "nvme_read/io-uring/read-cache/nvme0/hot",
+        "nvme_read/io-uring/read-cache/nvme0/cold",
     ];
     let (mut a, mut b, mut c) = (profile("a", &[]), profile("b", &[]), profile("c", &[]));
-    for k in keys {
+    let tests = [
+        hwc_model::NvmeTest::PowerStates,
+        hwc_model::NvmeTest::ReadCache,
+        hwc_model::NvmeTest::ReadCache,
+    ];
+    for (k, t) in keys.into_iter().zip(tests) {
         // One 4 KiB read after 1 s idle: 80 µs on A, 2.4 ms on B (its drive went to sleep).
-        a = with_measurement(a, k, 0.051, false);
-        b = with_measurement(b, k, 0.0017, false);
-        c = with_measurement(c, k, 0.050, false);
+        a = with_nvme_measurement(a, k, t, 0.051);
+        b = with_nvme_measurement(b, k, t, 0.0017);
+        c = with_nvme_measurement(c, k, t, 0.050);
     }
     // A sustained-write figure of the same tests is a bandwidth: it still regresses.
-    a = with_measurement(a, "nvme_write/gc-settle/nvme0", 1.4, false);
-    b = with_measurement(b, "nvme_write/gc-settle/nvme0", 1.0, false);
-    c = with_measurement(c, "nvme_write/gc-settle/nvme0", 1.4, false);
+    let gc = hwc_model::NvmeTest::GcSettle;
+    a = with_nvme_measurement(a, "nvme_write/io-uring/gc-settle/nvme0", gc, 1.4);
+    b = with_nvme_measurement(b, "nvme_write/io-uring/gc-settle/nvme0", gc, 1.0);
+    c = with_nvme_measurement(c, "nvme_write/io-uring/gc-settle/nvme0", gc, 1.4);
     let r = pair(("A", &a), ("B", &b), &opts("5%"));
     for k in keys {
         let row = pair_row(&r, k);
         assert_eq!(row.verdict, Verdict::Changed, "{k}");
         assert!(!row.regression, "{k}");
     }
-    let gc = pair_row(&r, "nvme_write/gc-settle/nvme0");
+    let gc = pair_row(&r, "nvme_write/io-uring/gc-settle/nvme0");
     assert!(gc.regression);
     assert_eq!(r.regressions, 1);
     assert!(render_pair(&r).contains("changed"));
@@ -265,9 +284,19 @@ fn the_long_drive_tests_latency_reads_change_but_never_regress() {
 
 #[test]
 fn a_ceiling_taken_from_a_contended_measurement_is_marked_contended() {
-    let mut a = with_measurement(profile("a", &[]), "h2d/gpu0/local/4MiB/s1", 53.0, false);
+    let mut a = with_measurement(
+        profile("a", &[]),
+        "h2d/cuda-copy/gpu0/local/4MiB/s1",
+        53.0,
+        false,
+    );
     a.ceilings.insert("warm_gpu0_gbps".into(), 53.0);
-    let mut b = with_measurement(profile("b", &[]), "h2d/gpu0/local/4MiB/s1", 40.0, true);
+    let mut b = with_measurement(
+        profile("b", &[]),
+        "h2d/cuda-copy/gpu0/local/4MiB/s1",
+        40.0,
+        true,
+    );
     b.ceilings.insert("warm_gpu0_gbps".into(), 40.0);
     let mut o = opts("5%");
     o.ceilings_only = true;
@@ -288,19 +317,19 @@ fn sourced(host: &str, gbps: f64, spread: f64, penalty: f64) -> hwc_model::Profi
             ("warm_gpu0_cross_numa_penalty_gbps", penalty),
         ],
     );
-    let p = with_stats(p, "h2d/gpu0/local/256MiB/s1", gbps, 0.1, 12);
-    let p = with_stats(p, "h2d/gpu0/local/4MiB/s1", gbps, spread, 12);
+    let p = with_stats(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", gbps, 0.1, 12);
+    let p = with_stats(p, "h2d/cuda-copy/gpu0/local/4MiB/s1", gbps, spread, 12);
     let p = with_source(
         p,
         "warm_gpu0_gbps",
-        CeilingSource::measured("h2d/gpu0/local/4MiB/s1"),
+        CeilingSource::measured("h2d/cuda-copy/gpu0/local/4MiB/s1"),
     );
     with_source(
         p,
         "warm_gpu0_cross_numa_penalty_gbps",
         CeilingSource::derived(
             "local minus cross one-stream H2D peak",
-            vec!["h2d/gpu0/local/256MiB/s1".into()],
+            vec!["h2d/cuda-copy/gpu0/local/256MiB/s1".into()],
         ),
     )
 }
@@ -315,13 +344,13 @@ baseline   A
 candidate  B
 tolerance  5%
 
-ceiling                             baseline     spread, N  candidate     spread, N      delta   delta%  verdict
-warm_gpu0_cross_numa_penalty_gbps       3.00       derived       2.00       derived      -1.00   -33.3%  better
-warm_gpu0_gbps                         53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
+ceiling                              baseline     spread, N  candidate     spread, N      delta   delta%  verdict
+warm_gpu0_cross_numa_penalty_gbps        3.00       derived       2.00       derived      -1.00   -33.3%  better
+warm_gpu0_gbps                          53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
 
-measurement (median GB/s)           baseline     spread, N  candidate     spread, N      delta   delta%  verdict
-h2d/gpu0/local/4MiB/s1                 53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
-h2d/gpu0/local/256MiB/s1               53.40    ±0.1% N=12      50.00    ±0.1% N=12      -3.40    -6.4%  REGRESSION
+measurement (median GB/s)            baseline     spread, N  candidate     spread, N      delta   delta%  verdict
+h2d/cuda-copy/gpu0/local/4MiB/s1        53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
+h2d/cuda-copy/gpu0/local/256MiB/s1      53.40    ±0.1% N=12      50.00    ±0.1% N=12      -3.40    -6.4%  REGRESSION
 
 derived:
   warm_gpu0_cross_numa_penalty_gbps: local minus cross one-stream H2D peak
@@ -333,12 +362,12 @@ derived:
     let json = serde_json::to_value(row).unwrap();
     assert_eq!(
         json["candidate_source"],
-        serde_json::json!({"kind": "measured", "measurement": "h2d/gpu0/local/4MiB/s1", "spread_pct": 0.8, "n": 12})
+        serde_json::json!({"kind": "measured", "measurement": "h2d/cuda-copy/gpu0/local/4MiB/s1", "spread_pct": 0.8, "n": 12})
     );
     let row = pair_row(&r, "warm_gpu0_cross_numa_penalty_gbps");
     assert_eq!(
         serde_json::to_value(row).unwrap()["baseline_source"],
-        serde_json::json!({"kind": "derived", "how": "local minus cross one-stream H2D peak", "inputs": ["h2d/gpu0/local/256MiB/s1"]})
+        serde_json::json!({"kind": "derived", "how": "local minus cross one-stream H2D peak", "inputs": ["h2d/cuda-copy/gpu0/local/256MiB/s1"]})
     );
 }
 
@@ -355,10 +384,10 @@ fn a_delta_inside_the_measurements_spread_is_marked_but_still_counted() {
     for (key, verdict) in [
         ("warm_gpu0_gbps ", "-6.4%  REGRESSION (inside spread)"),
         (
-            "h2d/gpu0/local/4MiB/s1",
+            "h2d/cuda-copy/gpu0/local/4MiB/s1",
             "-6.4%  REGRESSION (inside spread)",
         ),
-        ("h2d/gpu0/local/256MiB/s1", "-6.4%  REGRESSION"),
+        ("h2d/cuda-copy/gpu0/local/256MiB/s1", "-6.4%  REGRESSION"),
         ("warm_gpu0_cross_numa_penalty_gbps", "-33.3%  better"),
     ] {
         let line = text.lines().find(|l| l.starts_with(key)).unwrap();
@@ -375,11 +404,17 @@ fn a_delta_inside_the_measurements_spread_is_marked_but_still_counted() {
     );
     // Always in the data, as `regression` and `contended` are.
     let json = |key: &str| serde_json::to_value(pair_row(&r, key)).unwrap();
-    assert_eq!(json("h2d/gpu0/local/4MiB/s1")["inside_spread"], true);
-    assert_eq!(json("h2d/gpu0/local/256MiB/s1")["inside_spread"], false);
+    assert_eq!(
+        json("h2d/cuda-copy/gpu0/local/4MiB/s1")["inside_spread"],
+        true
+    );
+    assert_eq!(
+        json("h2d/cuda-copy/gpu0/local/256MiB/s1")["inside_spread"],
+        false
+    );
     // Better is marked too (and never counted).
     let r = pair(("B", &b), ("A", &a), &opts("5%"));
-    let row = pair_row(&r, "h2d/gpu0/local/4MiB/s1");
+    let row = pair_row(&r, "h2d/cuda-copy/gpu0/local/4MiB/s1");
     assert!(row.verdict == Verdict::Better && row.inside_spread && !row.regression);
     // At the spread it is inside, whatever the rounding of the delta; just past it, not.
     for (base, spread) in [(53.4, 8.0), (53.4, 2.5), (10.0, 3.3)] {
@@ -387,13 +422,13 @@ fn a_delta_inside_the_measurements_spread_is_marked_but_still_counted() {
         let at = sourced("b", base * (1.0 - spread / 100.0), 0.8, 2.0);
         let r = pair(("A", &a), ("B", &at), &opts("1%"));
         assert!(
-            pair_row(&r, "h2d/gpu0/local/4MiB/s1").inside_spread,
+            pair_row(&r, "h2d/cuda-copy/gpu0/local/4MiB/s1").inside_spread,
             "{base} {spread}"
         );
         let past = sourced("b", base * (1.0 - spread / 100.0 - 0.0001), 0.8, 2.0);
         let r = pair(("A", &a), ("B", &past), &opts("1%"));
         assert!(
-            !pair_row(&r, "h2d/gpu0/local/4MiB/s1").inside_spread,
+            !pair_row(&r, "h2d/cuda-copy/gpu0/local/4MiB/s1").inside_spread,
             "{base} {spread}"
         );
     }
@@ -420,22 +455,22 @@ fn only_two_measured_sides_with_real_spreads_can_be_inside_spread() {
     for bad in [f64::NAN, f64::INFINITY, -1.0] {
         let mut a = a.clone();
         for m in &mut a.measurements {
-            if m.key == "h2d/gpu0/local/4MiB/s1" {
+            if m.key == "h2d/cuda-copy/gpu0/local/4MiB/s1" {
                 m.gbps.spread_pct = bad;
             }
         }
         let r = pair(("A", &a), ("B", &b), &opts("5%"));
         assert!(
-            !pair_row(&r, "h2d/gpu0/local/4MiB/s1").inside_spread,
+            !pair_row(&r, "h2d/cuda-copy/gpu0/local/4MiB/s1").inside_spread,
             "{bad}"
         );
     }
     // A figure on one side only is missing or new, never inside spread.
     let mut gone = b.clone();
     gone.measurements
-        .retain(|m| m.key != "h2d/gpu0/local/4MiB/s1");
+        .retain(|m| m.key != "h2d/cuda-copy/gpu0/local/4MiB/s1");
     let r = pair(("A", &a), ("B", &gone), &opts("5%"));
-    let row = pair_row(&r, "h2d/gpu0/local/4MiB/s1");
+    let row = pair_row(&r, "h2d/cuda-copy/gpu0/local/4MiB/s1");
     assert_eq!(row.verdict, Verdict::Missing);
     assert!(!row.inside_spread);
 }
@@ -473,12 +508,12 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
     // The contended measurement has the ceiling's median too, and comes first.
     let mk = |host: &str, v: f64| {
         let p = profile(host, &[("warm_gpu0_gbps", v)]);
-        let p = with_measurement(p, "h2d/gpu0/local/256MiB/s1", v, true);
-        let p = with_stats(p, "h2d/gpu0/local/4MiB/s1", v, 0.5, 12);
+        let p = with_measurement(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", v, true);
+        let p = with_stats(p, "h2d/cuda-copy/gpu0/local/4MiB/s1", v, 0.5, 12);
         with_source(
             p,
             "warm_gpu0_gbps",
-            CeilingSource::measured("h2d/gpu0/local/4MiB/s1"),
+            CeilingSource::measured("h2d/cuda-copy/gpu0/local/4MiB/s1"),
         )
     };
     let (a, b) = (mk("a", 53.0), mk("b", 40.0));
@@ -493,7 +528,7 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
     let c = with_source(
         b.clone(),
         "warm_gpu0_gbps",
-        CeilingSource::derived("x", vec!["h2d/gpu0/local/256MiB/s1".into()]),
+        CeilingSource::derived("x", vec!["h2d/cuda-copy/gpu0/local/256MiB/s1".into()]),
     );
     let r = pair(("A", &a), ("C", &c), &o);
     assert!(r.rows[0].contended);
@@ -502,8 +537,8 @@ fn contention_follows_the_source_named_by_key_not_an_equal_median() {
 
 #[test]
 fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_regression() {
-    let old = host_ceiling("old", Some("memcpy"), 58.0);
-    let new = host_ceiling("new", Some("streaming"), 35.0);
+    let old = host_ceiling("old", Some("host-memcpy"), 58.0);
+    let new = host_ceiling("new", Some("host-streaming"), 35.0);
     // Candidate measured with memcpy against a streaming baseline: 40 % lower, not a regression.
     let r = pair(("new", &new), ("old", &old), &opts("5%"));
     let row = pair_row(&r, "host_ram_same_numa_gbps");
@@ -511,9 +546,9 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     assert!(!row.regression);
     assert_eq!(
         row.method_change.as_deref(),
-        Some("copy kernel streaming → memcpy")
+        Some("engine host-streaming → host-memcpy")
     );
-    assert!(render_pair(&r).contains("changed (copy kernel streaming → memcpy)"));
+    assert!(render_pair(&r).contains("changed (engine host-streaming → host-memcpy)"));
     // A baseline from before the streaming kernel names none: it was measured with memcpy
     // (this streaming figure is 40 % lower, and still no regression).
     let older = host_ceiling("older", None, 58.0);
@@ -522,17 +557,17 @@ fn a_host_ceiling_measured_with_another_copy_kernel_is_a_change_of_method_not_a_
     assert_eq!(row.verdict, Verdict::Changed);
     assert_eq!(
         row.method_change.as_deref(),
-        Some("copy kernel memcpy → streaming")
+        Some("engine host-memcpy → host-streaming")
     );
     // Same kernel on both sides: an ordinary regression.
-    let worse = host_ceiling("worse", Some("streaming"), 30.0);
+    let worse = host_ceiling("worse", Some("host-streaming"), 30.0);
     let r = pair(("new", &new), ("worse", &worse), &opts("5%"));
     let row = pair_row(&r, "host_ram_same_numa_gbps");
     assert!(row.regression && row.method_change.is_none());
     // A fleet where one node still measured memcpy: that node differs, it is not worse.
-    let a = host_ceiling("a", Some("streaming"), 58.0);
-    let b = host_ceiling("b", Some("streaming"), 59.0);
-    let c = host_ceiling("c", Some("memcpy"), 35.0);
+    let a = host_ceiling("a", Some("host-streaming"), 58.0);
+    let b = host_ceiling("b", Some("host-streaming"), 59.0);
+    let c = host_ceiling("c", Some("host-memcpy"), 35.0);
     let f = fleet(&[("a", &a), ("b", &b), ("c", &c)], &opts("5%"));
     let row = f
         .rows
@@ -618,7 +653,9 @@ fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
     }
     // Measurements: a negative or non-finite figure, or one key twice (compare would take
     // whichever came last, so the verdict would hang on the order of the list).
-    let m = |median: f64| hwc_testkit::h2d_measurement("h2d/gpu0/local/4MiB/s1", median, 0.5, 12);
+    let m = |median: f64| {
+        hwc_testkit::h2d_measurement("h2d/cuda-copy/gpu0/local/4MiB/s1", median, 0.5, 12)
+    };
     let mut p = ok.clone();
     p.measurements.push(m(53.4));
     assert_eq!(damaged(&p), None);
@@ -629,14 +666,14 @@ fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
         q.measurements.push(x);
         let why = damaged(&q).unwrap_or_else(|| panic!("median {bad} passed"));
         assert!(
-            why.starts_with("measurement `h2d/gpu0/local/4MiB/s1` has a figure of"),
+            why.starts_with("measurement `h2d/cuda-copy/gpu0/local/4MiB/s1` has a figure of"),
             "{why}"
         );
     }
     p.measurements.push(m(50.0));
     assert_eq!(
         damaged(&p).unwrap(),
-        "measurement `h2d/gpu0/local/4MiB/s1` is listed twice, which no run writes: the profile \
+        "measurement `h2d/cuda-copy/gpu0/local/4MiB/s1` is listed twice, which no run writes: the profile \
          is damaged"
     );
     // A link's theoretical bandwidth below zero (zero is a link that is down: it may be so).

@@ -7,7 +7,7 @@ use hwc_model::CeilingSource;
 use hwc_testkit::with_options;
 
 const KEY: &str = "warm_gpu0_peak_gbps";
-const FROM: &str = "h2d/gpu0/local/256MiB/s1";
+const FROM: &str = "h2d/cuda-copy/gpu0/local/256MiB/s1";
 
 fn sourced(p: hwc_model::Profile) -> hwc_model::Profile {
     with_source(
@@ -81,7 +81,8 @@ fn a_contended_unsteady_quick_interrupted_or_narrowed_ceiling_says_so() {
     // A failed case: said with how many.
     p.provenance.options.clear();
     p.failures.push(hwc_model::Failure {
-        key: "h2d/gpu0/local/4MiB/s8".into(),
+        engine: None,
+        key: "h2d/cuda-copy/gpu0/local/4MiB/s8".into(),
         path: hwc_model::PathId::H2d,
         error: "data mismatch".into(),
     });

@@ -44,7 +44,7 @@ fn node() -> hwc_model::Profile {
             ("host_ram_same_numa_gbps", 30.0),
         ],
     );
-    let p = with_measurement(p, "h2d/gpu0/local/256MiB/s1", 55.5, false);
+    let p = with_measurement(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", 55.5, false);
     with_link(p, "gpu0", (5, 16), (5, 16))
 }
 
@@ -324,11 +324,11 @@ fn gpu_and_second_rule(path: &str, min_gbps: u32, value: f64) -> (Spec, hwc_mode
 fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
     let (spec, p) = gpu_and_second_rule("host_ram_same_numa_gbps", 10, 30.0);
     // The ceiling is this measurement's median, and it ran while the GPU was busy.
-    let p = with_measurement(p, "h2d/gpu0/local/256MiB/s1", 55.5, true);
+    let p = with_measurement(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", 55.5, true);
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
     let d = &r.checks[0].detail;
     assert!(d.contains("55.50 GB/s >= the floor 50.00 GB/s"), "{d}");
-    assert!(d.contains("h2d/gpu0/local/256MiB/s1"), "{d}");
+    assert!(d.contains("h2d/cuda-copy/gpu0/local/256MiB/s1"), "{d}");
     assert!(d.contains("N=10"), "{d}");
     assert!(d.contains("lower bound"), "{d}");
     // No measurement has this median and the profile names no sources: where the ceiling
@@ -338,13 +338,13 @@ fn a_ceiling_shows_its_source_measurement_and_inherits_its_contention() {
     assert!(!d.contains("lower bound"), "{d}");
 }
 
-/// `p` with `warm_gpu0_peak_gbps` named as the median of `h2d/gpu0/local/256MiB/s1`, and
+/// `p` with `warm_gpu0_peak_gbps` named as the median of `h2d/cuda-copy/gpu0/local/256MiB/s1`, and
 /// `dispatcher_cold_1drive_gbps` as derived from the measurement `input`.
 fn with_peak_and_dispatcher_sources(p: hwc_model::Profile, input: &str) -> hwc_model::Profile {
     let p = with_source(
         p,
         "warm_gpu0_peak_gbps",
-        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+        CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
     );
     with_source(
         p,
@@ -357,13 +357,13 @@ fn with_peak_and_dispatcher_sources(p: hwc_model::Profile, input: &str) -> hwc_m
 fn a_ceiling_source_is_read_by_key_with_its_derivation() {
     let (spec, p) = gpu_and_second_rule("dispatcher_cold_1drive_gbps", 3, 55.5);
     // A contended measurement with the same median comes first; the source is the other one.
-    let p = with_measurement(p, "h2d/gpu0/local/4MiB/s4", 55.5, true);
-    let p = with_stats(p, "h2d/gpu0/local/256MiB/s1", 55.5, 0.7, 12);
-    let p = with_peak_and_dispatcher_sources(p, "h2d/gpu0/local/4MiB/s4");
+    let p = with_measurement(p, "h2d/cuda-copy/gpu0/local/4MiB/s4", 55.5, true);
+    let p = with_stats(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", 55.5, 0.7, 12);
+    let p = with_peak_and_dispatcher_sources(p, "h2d/cuda-copy/gpu0/local/4MiB/s4");
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
     let d = &r.checks[0].detail;
     assert!(
-        d.contains("median of `h2d/gpu0/local/256MiB/s1`, ±0.7 %, N=12"),
+        d.contains("median of `h2d/cuda-copy/gpu0/local/256MiB/s1`, ±0.7 %, N=12"),
         "{d}"
     );
     assert!(!d.contains("busy"), "{d}");
@@ -382,8 +382,8 @@ fn a_ceiling_source_is_read_by_key_with_its_derivation() {
 fn a_ceiling_from_an_unsteady_measurement_says_so() {
     let (spec, p) = gpu_and_second_rule("dispatcher_cold_1drive_gbps", 3, 55.5);
     // The peak is a measurement that stayed over its 1 % limit; the derived figure uses it.
-    let p = with_limit(p, "h2d/gpu0/local/256MiB/s1", 55.5, 3.2, 1);
-    let p = with_peak_and_dispatcher_sources(p, "h2d/gpu0/local/256MiB/s1");
+    let p = with_limit(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", 55.5, 3.2, 1);
+    let p = with_peak_and_dispatcher_sources(p, "h2d/cuda-copy/gpu0/local/256MiB/s1");
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
     let d = &r.checks[0].detail;
     assert!(d.contains("an unsteady figure; rerun idle"), "{d}");
@@ -394,11 +394,11 @@ fn a_ceiling_from_an_unsteady_measurement_says_so() {
     );
     // Within its limit, nothing is said.
     let (spec, p) = gpu_and_second_rule("host_ram_same_numa_gbps", 10, 30.0);
-    let p = with_limit(p, "h2d/gpu0/local/256MiB/s1", 55.5, 0.4, 1);
+    let p = with_limit(p, "h2d/cuda-copy/gpu0/local/256MiB/s1", 55.5, 0.4, 1);
     let p = with_source(
         p,
         "warm_gpu0_peak_gbps",
-        CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+        CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
     );
     let r = qualify(&spec, "spec.yaml", &p, "p.yaml", None).unwrap();
     assert!(
@@ -414,7 +414,7 @@ const HOST_BASELINE_SPEC: &str =
 #[test]
 fn a_baseline_rule_holds_figures_of_one_copy_kernel_to_each_other() {
     let spec = parse_spec(HOST_BASELINE_SPEC).unwrap();
-    for kernel in ["memcpy", "streaming"] {
+    for kernel in ["host-memcpy", "host-streaming"] {
         let golden = host_ceiling("golden", Some(kernel), 58.0);
         // 90 % of 58.00 = 52.20 GB/s.
         for (gbps, outcome, op) in [
@@ -439,7 +439,7 @@ fn a_baseline_rule_holds_figures_of_one_copy_kernel_to_each_other() {
     // A baseline from before the streaming kernel was measured with memcpy: comparable to a
     // memcpy figure.
     let old = host_ceiling("golden", None, 36.0);
-    let p = host_ceiling("node", Some("memcpy"), 35.0);
+    let p = host_ceiling("node", Some("host-memcpy"), 35.0);
     let r = qualify(&spec, "s", &p, "p", Some(&old)).unwrap();
     assert_eq!(r.checks[0].outcome, Outcome::Pass, "{}", r.checks[0].detail);
 }
@@ -463,14 +463,14 @@ rules:
     .unwrap();
     // JSON cannot carry them, so they are set after the fixture is built, as a program would.
     let with_value = |name: &str, v: f64| {
-        let mut p = host_ceiling(name, Some("streaming"), 58.0);
+        let mut p = host_ceiling(name, Some("host-streaming"), 58.0);
         p.ceilings.insert("host_ram_same_numa_gbps".into(), v);
         for m in &mut p.measurements {
             m.gbps.median = v;
         }
         p
     };
-    let golden = host_ceiling("golden", Some("streaming"), 58.0);
+    let golden = host_ceiling("golden", Some("host-streaming"), 58.0);
     for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
         let p = with_value("node", bad);
         let r = qualify(&spec, "s", &p, "p", Some(&golden)).unwrap();
@@ -512,8 +512,8 @@ fn a_baseline_rule_across_copy_kernels_is_not_comparable() {
     // On the ratio alone the first would pass (58 >= 90 % of 35) and the second would fail
     // (35 < 90 % of 58); neither says anything about the machine.
     for (was, base_gbps, now, gbps) in [
-        ("memcpy", 35.0, "streaming", 58.0),
-        ("streaming", 58.0, "memcpy", 35.0),
+        ("host-memcpy", 35.0, "host-streaming", 58.0),
+        ("host-streaming", 58.0, "host-memcpy", 35.0),
     ] {
         let golden = host_ceiling("golden", Some(was), base_gbps);
         let p = host_ceiling("node", Some(now), gbps);
@@ -528,7 +528,7 @@ fn a_baseline_rule_across_copy_kernels_is_not_comparable() {
         assert_eq!(c.floor, None, "no floor was computed: {}", c.detail);
         assert_eq!(c.value, Some(gbps));
         let verdict =
-            format!("not comparable: copy kernel {was} (baseline) → {now} (profile); re-baseline");
+            format!("not comparable: engine {was} (baseline) → {now} (profile); re-baseline");
         assert!(c.detail.starts_with(&verdict), "{}", c.detail);
         assert!(!c.detail.contains(">=") && !c.detail.contains(" < "));
         assert_eq!((r.passed, r.failed, r.skipped), (0, 1, 0));
@@ -553,7 +553,7 @@ fn a_baseline_rule_across_copy_kernels_is_not_comparable() {
 #[test]
 fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comparable() {
     let spec = parse_spec(HOST_BASELINE_SPEC).unwrap();
-    let p = host_ceiling("node", Some("streaming"), 58.0);
+    let p = host_ceiling("node", Some("host-streaming"), 58.0);
     // Its measurement names no copy kernel; with its ceiling_sources, and from before those
     // existed (the source is then the measurement with the ceiling's median).
     let old = host_ceiling("golden", None, 36.0);
@@ -569,8 +569,9 @@ fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comp
             c.detail
         );
         assert!(
-            c.detail
-                .starts_with("not comparable: copy kernel memcpy (baseline) → streaming (profile)"),
+            c.detail.starts_with(
+                "not comparable: engine host-memcpy (baseline) → host-streaming (profile)"
+            ),
             "{}",
             c.detail
         );
@@ -635,7 +636,7 @@ links:
     infinite.path = "warm_gpu1_peak_gbps".into();
     spec.rules.push(infinite);
 
-    let mut p = host_ceiling("node", Some("streaming"), 58.0);
+    let mut p = host_ceiling("node", Some("host-streaming"), 58.0);
     p.ceilings.insert("warm_gpu0_peak_gbps".into(), 26.0);
     p.ceilings
         .insert("warm_gpu1_peak_gbps".into(), f64::INFINITY);
@@ -646,7 +647,7 @@ links:
     p.topology.links[1].max_gen = None;
     let mut p = with_link(p, "gpu2", (3, 16), (5, 16));
     p.topology.links[2].max_width = None;
-    let baseline = host_ceiling("golden", Some("memcpy"), 35.0);
+    let baseline = host_ceiling("golden", Some("host-memcpy"), 35.0);
 
     let r = qualify(&spec, "s", &p, "p", Some(&baseline)).unwrap();
     let expected: Vec<(&str, Option<&str>)> = vec![
@@ -693,7 +694,7 @@ links:
     assert!(message("absent").contains("not among the profile's ceilings"));
     assert!(message("absent from the baseline").contains("the baseline profile has no"));
     assert!(message("across copy kernels").starts_with(
-        "not comparable: copy kernel memcpy (baseline) → streaming (profile); re-baseline"
+        "not comparable: engine host-memcpy (baseline) → host-streaming (profile); re-baseline"
     ));
     assert!(message("gpu2 link (0000:03:00.0)").contains("gen 3 < 4"));
     assert!(message("gpu2 link (0000:03:00.0)").contains("maximum unknown"));
@@ -753,7 +754,8 @@ fn junit_escapes_attribute_values() {
     assert!(!xml.contains("a<b") && !xml.contains("x<y"), "{xml}");
 
     // A detail with an arrow, `<`, `&` and `"`, straight into the renderer.
-    let detail = r#"not comparable: copy kernel memcpy (baseline) → streaming (profile) < 1 & "2""#;
+    let detail =
+        r#"not comparable: engine host-memcpy (baseline) → host-streaming (profile) < 1 & "2""#;
     let mut r = r.clone();
     r.checks[0].outcome = Outcome::Fail(FailureKind::NotComparable);
     r.checks[0].detail = detail.to_string();
@@ -764,7 +766,7 @@ fn junit_escapes_attribute_values() {
     );
     assert!(
         xml.contains(
-            "message=\"not comparable: copy kernel memcpy (baseline) → streaming (profile) \
+            "message=\"not comparable: engine host-memcpy (baseline) → host-streaming (profile) \
              &lt; 1 &amp; &quot;2&quot;\" type=\"not-comparable\""
         ),
         "{xml}"
@@ -808,7 +810,8 @@ fn a_missing_figure_says_why_when_its_case_failed() {
     p = with_link(p, "gpu0", (5, 16), (5, 16));
     let refused = "refused: gpu0 (0000:00:06.0) has 1 other compute process(es): pid 529";
     p.failures = vec![hwc_model::Failure {
-        key: "h2d/gpu0/local/256MiB/s1".into(),
+        engine: None,
+        key: "h2d/cuda-copy/gpu0/local/256MiB/s1".into(),
         path: hwc_model::PathId::H2d,
         error: refused.into(),
     }];
@@ -822,7 +825,7 @@ fn a_missing_figure_says_why_when_its_case_failed() {
     assert_eq!(
         failed,
         [format!(
-            "`h2d/gpu0/local/256MiB/s1` failed in this run: {refused}"
+            "`h2d/cuda-copy/gpu0/local/256MiB/s1` failed in this run: {refused}"
         )]
     );
     // A figure that is absent for another reason points at the waivers and the failures.

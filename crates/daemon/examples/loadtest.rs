@@ -37,6 +37,7 @@ fn main() {
         &[],
         &[],
         &[],
+        &[],
         Provenance {
             tool: "hwceiling".into(),
             finished_at: chrono::Local::now().to_rfc3339(),

@@ -318,7 +318,7 @@ mod tests {
             ],
         );
         p.measurements.push(hwc_testkit::h2d_measurement(
-            "h2d/gpu0/local/256MiB/s1",
+            "h2d/cuda-copy/gpu0/local/256MiB/s1",
             55.5,
             1.8,
             20,
@@ -327,8 +327,8 @@ mod tests {
         assert_lines(
             &text,
             &[
-                r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
-                r#"hwceiling_ceiling_source_repetitions{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 20.0"#,
+                r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/cuda-copy/gpu0/local/256MiB/s1"} 1.8"#,
+                r#"hwceiling_ceiling_source_repetitions{path="warm_gpu0_peak_gbps",measurement="h2d/cuda-copy/gpu0/local/256MiB/s1"} 20.0"#,
                 r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
                 // A size is never a measurement's median, whatever its value.
                 r#"hwceiling_ceiling_derived{path="nvme_optimal_read_chunk_bytes"} 1.0"#,
@@ -350,8 +350,8 @@ mod tests {
         );
         // Two measurements with the ceiling's median: the source is the one named, not the first.
         for (key, spread) in [
-            ("h2d/gpu0/local/4MiB/s1", 0.5),
-            ("h2d/gpu0/local/256MiB/s1", 1.8),
+            ("h2d/cuda-copy/gpu0/local/4MiB/s1", 0.5),
+            ("h2d/cuda-copy/gpu0/local/256MiB/s1", 1.8),
         ] {
             p.measurements
                 .push(hwc_testkit::h2d_measurement(key, 55.5, spread, 20));
@@ -361,7 +361,7 @@ mod tests {
             &[
                 (
                     "warm_gpu0_peak_gbps",
-                    CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+                    CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
                 ),
                 (
                     "warm_gpu0_cross_numa_penalty_gbps",
@@ -373,7 +373,7 @@ mod tests {
         assert_lines(
             &text,
             &[
-                r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/gpu0/local/256MiB/s1"} 1.8"#,
+                r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/cuda-copy/gpu0/local/256MiB/s1"} 1.8"#,
                 r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
                 // Not listed in a profile that has ceiling_sources: unknown, not guessed by value.
                 r#"hwceiling_ceiling_source_unknown{path="gpu0_d2h_peak_gbps"} 1.0"#,

@@ -715,7 +715,7 @@ mod tests {
         assert_eq!(read_progress(d.path(), since), None);
         std::fs::write(
             d.path().join("hardware_raw_2026-11-29.partial.json"),
-            r#"{"plan":{"cases":[1,2,3,4],"waived":[]},"results":[{"measurement":{"key":"host_ram/n0-n0/4MiB/t1","x":1}}],"failures":[{}],"waived":[]}"#,
+            r#"{"plan":{"cases":[1,2,3,4],"waived":[]},"results":[{"measurement":{"key":"host_ram/host-memcpy/n0-n0/4MiB/t1","x":1}}],"failures":[{}],"waived":[]}"#,
         )
         .unwrap();
         assert_eq!(
@@ -723,7 +723,7 @@ mod tests {
             Some(Progress {
                 cases_done: 2,
                 cases_total: 4,
-                last_case: Some("host_ram/n0-n0/4MiB/t1".into())
+                last_case: Some("host_ram/host-memcpy/n0-n0/4MiB/t1".into())
             })
         );
         // A record older than the run is another run's leftover.

@@ -838,7 +838,8 @@ mod tests {
             &[("warm_gpu0_peak_gbps", 20.0)],
         );
         p.failures.push(hwc_model::Failure {
-            key: "h2d/gpu0/local/256MiB/s1".into(),
+            engine: None,
+            key: "h2d/cuda-copy/gpu0/local/256MiB/s1".into(),
             path: hwc_model::PathId::H2d,
             error: "cuMemcpyHtoDAsync: CUDA_ERROR_LAUNCH_FAILED".into(),
         });

@@ -43,7 +43,7 @@ fn efficiency_says_where_the_ceiling_comes_from_by_key() {
     assert_eq!(status, 200, "{e}");
     assert_eq!(
         e["ceiling_source"],
-        serde_json::json!({"kind": "measured", "measurement": "h2d/gpu0/local/256MiB/s1", "spread_pct": 1.8, "n": 12})
+        serde_json::json!({"kind": "measured", "measurement": "h2d/cuda-copy/gpu0/local/256MiB/s1", "spread_pct": 1.8, "n": 12})
     );
     let (status, e) = d.json("/v1/efficiency?path=dispatcher_cold_1drive_gbps&measured_gbps=27.8");
     assert_eq!(status, 200, "{e}");
@@ -71,7 +71,7 @@ fn profile_is_served_as_written_yaml_or_as_json() {
     assert_eq!(json["platform"]["hostname"], "node1");
     assert_eq!(json["ceilings"]["warm_gpu0_peak_gbps"], 55.6);
     let (_, j) = d.json("/v1/profile?format=json");
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     let r = client::request(
         &d.target,
         "GET",

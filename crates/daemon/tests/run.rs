@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 const FAKE_PROFILE: &str = r#"
 dir="$2"
 trap 'echo "$@" > "$dir/stopped"; exit 130' TERM
-printf '{"plan":{"cases":[1,2,3]},"results":[{"measurement":{"key":"host_ram/n0-n0/1MiB/t1"}}],"failures":[],"waived":[]}' > "$dir/hardware_raw_2026-11-30.partial.json"
+printf '{"plan":{"cases":[1,2,3]},"results":[{"measurement":{"key":"host_ram/host-memcpy/n0-n0/1MiB/t1"}}],"failures":[],"waived":[]}' > "$dir/hardware_raw_2026-11-30.partial.json"
 while [ ! -e "$dir/go" ]; do sleep 0.02; done
 cp "$dir/next.yaml" "$dir/.tmp-profile"
 ln "$dir/.tmp-profile" "$dir/hardware_profile_2026-11-30.yaml"
@@ -63,7 +63,10 @@ fn one_run_at_a_time_with_progress_then_its_profile_is_served() {
     let v = d.wait_for("/v1/profile/run", |v| v["progress"].is_object());
     assert_eq!(v["progress"]["cases_done"], 1);
     assert_eq!(v["progress"]["cases_total"], 3);
-    assert_eq!(v["progress"]["last_case"], "host_ram/n0-n0/1MiB/t1");
+    assert_eq!(
+        v["progress"]["last_case"],
+        "host_ram/host-memcpy/n0-n0/1MiB/t1"
+    );
     assert!(d
         .get("/metrics")
         .text()

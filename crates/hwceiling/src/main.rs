@@ -11,6 +11,7 @@ mod cli;
 mod compare_cmd;
 mod detect_cmd;
 mod efficiency_cmd;
+mod engines;
 mod nvme_cmd;
 mod output;
 mod profile_cmd;

@@ -399,7 +399,7 @@ mod tests {
         // A larger size moves the streaming kernel (and the sustained ceiling) off 256 MiB.
         assert_eq!(
             narrowed_by(&["--host-sizes", "4MiB,16MiB,64MiB,256MiB,1GiB"]),
-            ["--host-sizes 4MiB,16MiB,64MiB,256MiB,1GiB (leaves out 256MiB streaming)"]
+            ["--host-sizes 4MiB,16MiB,64MiB,256MiB,1GiB (leaves out 256MiB sustained)"]
         );
         assert_eq!(
             narrowed_by(&["--host-sizes", "256MiB"]),

@@ -3,14 +3,14 @@
 use crate::cli::{ProfileArgs, ReportArgs};
 use crate::output::{self, RunFiles};
 use crate::progress::Progress;
-use crate::{detect_cmd, nvme_cmd, signals};
+use crate::{detect_cmd, engines, nvme_cmd, signals};
 use anyhow::{Context, Result};
 use hwc_model::long_tests::NvmeLongTests;
 use hwc_model::profile::Completeness;
 use hwc_model::{Case, CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
 use hwc_plan::PlanOptions;
 use hwc_profile::RunRecord;
-use hwc_runner::{Backend, CaseOutcome, RunOptions};
+use hwc_runner::{CaseOutcome, RunOptions};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -18,79 +18,16 @@ use std::path::Path;
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 const GIT_REVISION: &str = env!("HWCEILING_GIT_REVISION");
 
-/// Paths this build has a backend for.
-const IMPLEMENTED: [PathId; 7] = [
-    PathId::NvmeRead,
-    PathId::NvmeWrite,
-    PathId::HostRam,
-    PathId::H2d,
-    PathId::D2h,
-    PathId::Duplex,
-    PathId::D2d,
-];
-const GPU_PATHS: [PathId; 4] = [PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d];
-
-/// The live machine's backends, with CUDA facts merged into the topology, and the paths whose
-/// backend found this machine unusable (with the reason).
-struct Backends {
-    list: Vec<Box<dyn Backend>>,
-    unavailable: BTreeMap<PathId, (String, Option<String>)>,
-}
-
-fn backends(topo: &mut Topology, wants_gpu: bool) -> Backends {
-    let mut b = Backends {
-        list: vec![Box::new(hwc_bench_host::HostMemcpy::new(topo, "/proc"))],
-        unavailable: BTreeMap::new(),
-    };
-    let libcuda = topo.tools.iter().any(|t| t.name == "libcuda" && t.present);
-    if topo.gpus.is_empty() || !libcuda || !wants_gpu {
-        // The plan waives the GPU paths with the machine's own reason (no GPU, no libcuda).
-        return b;
-    }
-    match hwc_bench_cuda::probe() {
-        Ok(probe) => {
-            merge_cuda_facts(topo, &probe);
-            let gpus: Vec<(String, String)> = topo
-                .gpus
-                .iter()
-                .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
-                .collect();
-            b.list
-                .push(Box::new(hwc_bench_cuda::CudaBackend::new(&probe, &gpus)));
-        }
-        Err(reason) => {
-            let hint =
-                Some("check that nvidia-smi lists the GPU and the driver is loaded".to_string());
-            for p in GPU_PATHS {
-                b.unavailable.insert(p, (reason.clone(), hint.clone()));
-            }
-        }
-    }
-    b
-}
-
-/// CUDA ordinal, model, memory and L2 of every GPU the driver reports, matched by PCI address.
-fn merge_cuda_facts(topo: &mut Topology, probe: &hwc_bench_cuda::CudaProbe) {
-    for g in &mut topo.gpus {
-        let bdf = hwc_bench_cuda::normalize_bdf(&g.pci_bdf).unwrap_or_else(|| g.pci_bdf.clone());
-        if let Some(d) = probe.devices.iter().find(|d| d.pci_bdf == bdf) {
-            g.cuda_index = Some(d.ordinal);
-            g.model.get_or_insert_with(|| d.name.clone());
-            g.memory_bytes = Some(d.memory_bytes);
-            g.l2_cache_bytes = Some(d.l2_cache_bytes);
-        }
-    }
-}
-
 fn plan_options(
     a: &ProfileArgs,
-    unavailable: BTreeMap<PathId, (String, Option<String>)>,
+    engines: Vec<hwc_model::EngineStatus>,
     nvme: hwc_plan::NvmePlanOptions,
 ) -> PlanOptions {
     PlanOptions {
         paths: a.paths.as_ref().map(|p| p.iter().copied().collect()),
-        implemented: IMPLEMENTED.into_iter().collect(),
-        unavailable,
+        engines,
+        selected_engines: None,
+        root: nix_root(),
         host_threads: a.threads.clone(),
         host_sizes: a.host_sizes.clone(),
         reps_divisor: a.quick.then_some(10),
@@ -104,7 +41,7 @@ fn plan_options(
 /// `--nvme-sizes`, `--queue-depths`) is recorded with what of the full run's sweep on `topo` it
 /// leaves out (`threads_left_out`, …; empty when it leaves out nothing), so that a list that
 /// covers the default sweep does not count as narrowing the run: the points of the sweep, and
-/// for host sizes the cases (`256MiB streaming` when a larger size moves the streaming kernel).
+/// for host sizes the cells (`256MiB sustained` when a larger size moves the sustained cells).
 pub(crate) fn options_map(
     a: &ProfileArgs,
     topo: &Topology,
@@ -161,20 +98,36 @@ pub(crate) fn sweep<T: PartialEq + Copy>(
     );
 }
 
+/// The run has root's rights.
+fn nix_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 pub fn run(a: &ProfileArgs) -> Result<i32> {
     let mut topo = detect_cmd::detect(a.fsroot.as_deref())?;
-    let wants_gpu = a
-        .paths
-        .as_ref()
-        .is_none_or(|p| p.iter().any(|x| GPU_PATHS.contains(x)));
+    let wants = |p: PathId| a.paths.as_ref().is_none_or(|ps| ps.contains(&p));
     if a.dry_run {
-        // A snapshot is not this machine: plan with this build's backends, probe nothing.
-        let unavailable = match a.fsroot {
-            Some(_) => BTreeMap::new(),
-            None => backends(&mut topo, wants_gpu).unavailable,
+        // A snapshot is not this machine: plan with this build's engines, probe nothing.
+        let status = match a.fsroot {
+            Some(_) => engines::declarations()
+                .into_iter()
+                .map(|decl| hwc_model::EngineStatus {
+                    decl,
+                    available: Ok(()),
+                })
+                .collect(),
+            None => {
+                let mut e = engines::probe(&mut topo, &wants);
+                e.status.push(hwc_model::EngineStatus {
+                    decl: hwc_bench_nvme::decl(),
+                    available: Ok(()),
+                });
+                e.status
+            }
         };
         let nvme = nvme_cmd::prepare(a, &mut topo, a.fsroot.is_none(), &signals::CANCEL)?;
-        let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable, nvme.plan));
+        let plan = hwc_plan::plan(&topo, &plan_options(a, status, nvme.plan));
         print!("{}", render_plan(&plan));
         return Ok(0);
     }
@@ -186,14 +139,16 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     let date = started.format("%Y-%m-%d").to_string();
     let files = RunFiles::choose(&a.output_dir, &date)?;
     let gc_settle = nvme.gc_settle;
-    let Backends {
-        list: mut backends,
-        unavailable,
-    } = backends(&mut topo, wants_gpu);
-    if let Some(b) = nvme.backend {
-        backends.push(Box::new(b));
-    }
-    let plan = hwc_plan::plan(&topo, &plan_options(a, unavailable, nvme.plan));
+    let mut engines = engines::probe(&mut topo, &wants);
+    engines.push(
+        hwc_bench_nvme::decl(),
+        nvme.backend
+            .map(|b| Box::new(b) as Box<dyn hwc_runner::Engine>)
+            .ok_or_else(|| ("the NVMe engine was not set up".to_string(), None)),
+    );
+    let declared = engines.declarations();
+    let plan = hwc_plan::plan(&topo, &plan_options(a, engines.status, nvme.plan));
+    let mut backends = engines.list;
 
     let mut provenance = Provenance {
         tool: "hwceiling".into(),
@@ -279,6 +234,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         &outcome.results,
         &outcome.waived,
         &outcome.failures,
+        &declared,
         provenance.clone(),
     );
     hwc_profile::nvme::merge_long_tests(&mut profile.nvme, &gc_records);
@@ -438,7 +394,7 @@ pub fn render_plan(plan: &Plan) -> String {
         for c in cases {
             let _ = writeln!(
                 s,
-                "  {:<44} warm-up {:>3}, timed {:>3}",
+                "  {:<52} warm-up {:>3}, timed {:>3}",
                 c.key, c.reps.warmup, c.reps.timed
             );
         }
@@ -469,7 +425,8 @@ fn write_report(path: &Path, md: &str) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{ceiling_line, merge_cuda_facts, not_served_over_full};
+    use super::{ceiling_line, not_served_over_full};
+    use crate::engines::merge_cuda_facts;
     use hwc_model::CeilingSource;
 
     #[test]
@@ -568,13 +525,13 @@ mod tests {
             ],
         );
         p.measurements.push(hwc_testkit::h2d_measurement(
-            "h2d/gpu0/local/4MiB/s1",
+            "h2d/cuda-copy/gpu0/local/4MiB/s1",
             55.5,
             0.5,
             12,
         ));
         p.measurements.push(hwc_testkit::h2d_measurement(
-            "h2d/gpu0/local/256MiB/s1",
+            "h2d/cuda-copy/gpu0/local/256MiB/s1",
             55.5,
             1.8,
             20,
@@ -582,13 +539,13 @@ mod tests {
         // Before ceiling_sources: the first equal median, whatever the ceiling is.
         let old = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
         assert!(
-            old.ends_with("median, ±0.5 %, N=12 (h2d/gpu0/local/4MiB/s1)"),
+            old.ends_with("median, ±0.5 %, N=12 (h2d/cuda-copy/gpu0/local/4MiB/s1)"),
             "{old}"
         );
         p.ceiling_sources = [
             (
                 "warm_gpu0_peak_gbps".to_string(),
-                CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+                CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
             ),
             (
                 "warm_gpu0_cross_numa_penalty_gbps".to_string(),
@@ -599,7 +556,7 @@ mod tests {
         .collect();
         let line = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
         assert!(
-            line.ends_with("median, ±1.8 %, N=20 (h2d/gpu0/local/256MiB/s1)"),
+            line.ends_with("median, ±1.8 %, N=20 (h2d/cuda-copy/gpu0/local/256MiB/s1)"),
             "{line}"
         );
         let line = ceiling_line(&p, "warm_gpu0_cross_numa_penalty_gbps", 55.5);

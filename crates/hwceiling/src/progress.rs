@@ -86,7 +86,7 @@ impl Observer for Progress<'_> {
 /// A finished case's figure as the progress display prints it (`more` inside the brackets).
 fn figure_line(r: &CaseResult, more: &str) -> String {
     format!(
-        "{:<40} {:>9.2} GB/s ±{:.1} % (median, N={}{more})",
+        "{:<52} {:>9.2} GB/s ±{:.1} % (median, N={}{more})",
         r.measurement.key,
         r.measurement.gbps.median,
         r.measurement.gbps.spread_pct,
@@ -111,12 +111,12 @@ mod tests {
 
     #[test]
     fn a_figure_line_names_the_key_median_spread_and_count() {
-        let CaseOutcome::Measured(r) = measured("h2d/gpu0/local/4MiB/s1", 53.456) else {
+        let CaseOutcome::Measured(r) = measured("h2d/cuda-copy/gpu0/local/4MiB/s1", 53.456) else {
             unreachable!()
         };
         assert_eq!(
             figure_line(&r, "; more"),
-            "h2d/gpu0/local/4MiB/s1                       53.46 GB/s ±0.5 % (median, N=12; more)"
+            "h2d/cuda-copy/gpu0/local/4MiB/s1                         53.46 GB/s ±0.5 % (median, N=12; more)"
         );
     }
 
@@ -138,13 +138,23 @@ mod tests {
         );
         let case = |key: &str| Case {
             key: key.into(),
-            path: hwc_model::PathId::H2d,
-            params: Default::default(),
-            reps: hwc_model::Reps {
-                warmup: 1,
-                timed: 12,
-                retry_above_spread_pct: Some(1),
-            },
+            ..hwc_model::Case::new(
+                hwc_model::PathId::HostRam,
+                hwc_model::EngineId::new("host-memcpy"),
+                key,
+                hwc_model::Spec::HostCopy(hwc_model::HostCopySpec {
+                    size_bytes: 1,
+                    threads: 1,
+                    cpu_node: 0,
+                    src_node: 0,
+                    dst_node: 0,
+                }),
+                hwc_model::Reps {
+                    warmup: 1,
+                    timed: 12,
+                    retry_above_spread_pct: Some(1),
+                },
+            )
         };
         // Two cases of one key (plan indices 0 and 1): the second is timed again.
         for (i, median) in [(0, 50.0), (1, 40.0)] {

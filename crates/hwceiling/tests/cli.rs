@@ -102,7 +102,10 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
         .collect();
     assert_eq!(
         keys,
-        ["host_ram/n0-n0/1MiB/t1", "host_ram/n0-n0/1MiB/t1/streaming"]
+        [
+            "host_ram/host-memcpy/n0-n0/1MiB/t1",
+            "host_ram/host-streaming/n0-n0/1MiB/t1"
+        ]
     );
     for m in &profile.measurements {
         assert!(m.gbps.median > 0.0 && m.gbps.n >= 5 && m.cold_gbps.is_some());
@@ -144,7 +147,7 @@ fn dry_run_on_the_h200_snapshot_plans_gpu_paths_and_waives_nvme() {
     let o = run(&["profile", "--dry-run", "--fsroot", root.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
-    assert!(s.contains("host_ram/n0-n0/256MiB/t16"), "{s}");
+    assert!(s.contains("host_ram/host-memcpy/n0-n0/256MiB/t16"), "{s}");
     assert!(s.contains("no NVMe drives were detected"), "{s}");
     // The snapshot is not this machine: libcuda is looked for under the snapshot.
     assert!(s.contains("libcuda"), "{s}");
@@ -363,7 +366,10 @@ fn thread_counts_and_sizes_a_node_cannot_run_are_waived_with_the_reason() {
         .collect();
     assert_eq!(
         cases,
-        ["host_ram/n0-n0/4MiB/t1", "host_ram/n0-n0/4MiB/t1/streaming"]
+        [
+            "host_ram/host-memcpy/n0-n0/4MiB/t1",
+            "host_ram/host-streaming/n0-n0/4MiB/t1"
+        ]
     );
     assert!(
         s.contains("waived: n0-n0, 3 threads: node 0 has 2 CPUs: 3 copy threads need a CPU each"),

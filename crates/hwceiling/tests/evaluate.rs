@@ -294,14 +294,14 @@ fn qualify_junit_failure_types_say_what_happened() {
         "node.yaml",
         &hwc_testkit::with_host_ram_ceiling(
             profile("node", &[("warm_gpu0_peak_gbps", 30.0)]),
-            Some("streaming"),
+            Some("host-streaming"),
             58.0,
         ),
     );
     write(
         d.path(),
         "golden.yaml",
-        &hwc_testkit::with_host_ram_ceiling(profile("golden", &[]), Some("memcpy"), 35.0),
+        &hwc_testkit::with_host_ram_ceiling(profile("golden", &[]), Some("host-memcpy"), 35.0),
     );
     let spec = d.path().join("spec.yaml");
     std::fs::write(
@@ -388,7 +388,7 @@ links:
     );
     assert!(
         message(4).starts_with(
-            "not comparable: copy kernel memcpy (baseline) → streaming (profile); re-baseline"
+            "not comparable: engine host-memcpy (baseline) → host-streaming (profile); re-baseline"
         ),
         "{}",
         message(4)
@@ -536,7 +536,7 @@ fn efficiency_prints_the_ceilings_spread_and_n_or_how_it_was_derived() {
     };
     let out = ask("warm_gpu0_peak_gbps");
     assert!(
-        out.contains("\nceiling     median of h2d/gpu0/local/256MiB/s1, ±1.8 %, N=12\n"),
+        out.contains("\nceiling     median of h2d/cuda-copy/gpu0/local/256MiB/s1, ±1.8 %, N=12\n"),
         "{out}"
     );
     let out = ask("dispatcher_cold_1drive_gbps");
@@ -714,7 +714,7 @@ fn serve_runs_a_real_profile_on_request() {
                 .iter()
                 .map(|m| m["key"].as_str().unwrap())
                 .collect();
-            assert!(keys.contains(&"host_ram/n0-n0/1MiB/t1"), "{v}");
+            assert!(keys.contains(&"host_ram/host-memcpy/n0-n0/1MiB/t1"), "{v}");
             assert!(
                 v["ceilings"].get("host_ram_same_numa_gbps").is_none(),
                 "{v}"
@@ -915,7 +915,7 @@ fn hostile_files_get_a_one_line_error_from_every_command() {
         ("aliases", billion_laughs(), "not a valid hwceiling profile"),
         (
             "future",
-            "schema_version: 2\n".into(),
+            "schema_version: 3\n".into(),
             "newer than this hwceiling reads",
         ),
         ("empty", String::new(), "hwceiling profile"),

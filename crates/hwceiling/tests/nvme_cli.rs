@@ -55,8 +55,14 @@ fn a_created_target_is_measured_both_ways_and_removed() {
     assert!(run.status.success(), "{stderr}");
     assert!(!target.exists(), "the scratch file is gone");
     let y = profile_yaml(&out);
-    assert!(y.contains("key: nvme_read/target/1MiB/qd16"), "{y}");
-    assert!(y.contains("key: nvme_write/target/1MiB/qd16"), "{y}");
+    assert!(
+        y.contains("key: nvme_read/io-uring/target/1MiB/qd16"),
+        "{y}"
+    );
+    assert!(
+        y.contains("key: nvme_write/io-uring/target/1MiB/qd16"),
+        "{y}"
+    );
     assert!(
         !y.contains("raw_read_gbps"),
         "a file is not a drive ceiling"
@@ -90,7 +96,10 @@ fn an_existing_file_is_only_read_without_the_flag() {
     }
     assert!(run.status.success(), "{stderr}");
     let y = profile_yaml(&out);
-    assert!(y.contains("key: nvme_read/target/1MiB/qd16"), "{y}");
+    assert!(
+        y.contains("key: nvme_read/io-uring/target/1MiB/qd16"),
+        "{y}"
+    );
     assert!(!y.contains("key: nvme_write/"), "{y}");
     assert!(y.contains("not created by hwceiling"), "{y}");
     assert_eq!(std::fs::read(&target).unwrap(), data, "untouched");
@@ -286,10 +295,10 @@ fn read_cache_and_power_states_run_on_a_target_with_tiny_knobs() {
     assert_eq!(ps.power_state_transition_at_s, expected);
     // Each figure is a measurement with its statistics.
     for k in [
-        "nvme_read/read-cache/target/hot",
-        "nvme_read/read-cache/target/cold",
-        "nvme_read/power-states/target/idle-0s",
-        "nvme_read/power-states/target/idle-100ms",
+        "nvme_read/io-uring/read-cache/target/hot",
+        "nvme_read/io-uring/read-cache/target/cold",
+        "nvme_read/io-uring/power-states/target/idle-0s",
+        "nvme_read/io-uring/power-states/target/idle-100ms",
     ] {
         let m = p.measurement(k).unwrap_or_else(|| panic!("{k} missing"));
         assert!(m.latency_us.is_some(), "{k}");
@@ -352,7 +361,9 @@ fn gc_settle_runs_on_a_created_target_and_is_waived_without_writes() {
         g.recommended_gc_settle_s.is_some(),
         g.settled_at_s.is_some()
     );
-    let m = p.measurement("nvme_write/gc-settle/target").unwrap();
+    let m = p
+        .measurement("nvme_write/io-uring/gc-settle/target")
+        .unwrap();
     assert!((m.gbps.median * 1e3 - g.sustained_write_mbps.median).abs() < 1e-6);
     assert!(report_md(&out).contains("**GC settle — "));
 
@@ -473,7 +484,9 @@ fn the_dry_run_waives_long_tests_naming_the_flag() {
     let text = String::from_utf8_lossy(&run.stdout);
     for gap in ["0s", "10ms", "100ms", "500ms", "1s"] {
         assert!(
-            text.contains(&format!("nvme_read/power-states/target/idle-{gap} ")),
+            text.contains(&format!(
+                "nvme_read/io-uring/power-states/target/idle-{gap} "
+            )),
             "{gap}: {text}"
         );
     }
@@ -517,7 +530,7 @@ fn sigint_during_gc_settle_writes_stops_them_at_once_and_leaves_no_file() {
     let f = p
         .failures
         .iter()
-        .find(|f| f.key == "nvme_write/gc-settle/target")
+        .find(|f| f.key == "nvme_write/io-uring/gc-settle/target")
         .unwrap_or_else(|| panic!("{:?}", p.failures));
     assert!(f.error.contains("interrupted"), "{}", f.error);
     assert!(p.nvme.long_tests.is_empty(), "no half-measured record");
@@ -555,7 +568,7 @@ fn an_existing_target_with_unwritten_blocks_is_waived_not_measured() {
     }
     assert!(y.contains("7340032 of its 8388608 bytes"), "{y}");
     assert!(
-        !y.contains("key: nvme_read/target/1MiB/qd16"),
+        !y.contains("key: nvme_read/io-uring/target/1MiB/qd16"),
         "measured anyway: {y}"
     );
     assert_eq!(

@@ -308,8 +308,8 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         );
     }
     for key in [
-        format!("nvme_read/read-cache/{}/hot", d.name),
-        format!("nvme_read/power-states/{}/idle-1s", d.name),
+        format!("nvme_read/io-uring/read-cache/{}/hot", d.name),
+        format!("nvme_read/io-uring/power-states/{}/idle-1s", d.name),
     ] {
         assert!(l.measurement(&key).is_some(), "{key}");
     }
@@ -318,10 +318,14 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
     let w = profile(&res, "write");
     let writes: Vec<_> = w
         .measurements_of(PathId::NvmeWrite)
-        .filter(|m| m.params.pattern.as_deref() == Some("sequential"))
+        .filter(|m| {
+            m.spec
+                .nvme()
+                .is_some_and(|s| s.test == hwc_model::NvmeTest::Sweep)
+        })
         .collect();
     assert_eq!(writes.len(), 1, "{}", read(&res, "write.txt"));
-    assert_eq!(writes[0].params.drives, [bdf_of["HWCN1A"].clone()]);
+    assert_eq!(writes[0].spec.drives(), [bdf_of["HWCN1A"].clone()]);
     let n1a = &bdf_of["HWCN1A"];
     let g = w
         .nvme
@@ -366,7 +370,7 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         .measurements_of(PathId::NvmeWrite)
         .find(|m| m.key.contains("/gc-settle/"))
         .unwrap();
-    assert_eq!(m.params.drives, std::slice::from_ref(n1a));
+    assert_eq!(m.spec.drives(), std::slice::from_ref(n1a));
     println!(
         "gc-settle {n1a}: sustained write {:.1} MB/s ±{:.1} % N={} (intervals {:?}); baseline {:.1} µs ±{:.1} % N={}; settled at {:?} s, recommended {:?} s",
         g.sustained_write_mbps.median,
@@ -481,13 +485,13 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
     assert_eq!(read_all, all, "every drive read, the mounted one too");
     assert!(a
         .measurements_of(PathId::NvmeRead)
-        .any(|m| m.params.drives == [bdf_of["HWCFS"].clone()]));
+        .any(|m| m.spec.drives() == [bdf_of["HWCFS"].clone()]));
     let written: Vec<_> = a.measurements_of(PathId::NvmeWrite).collect();
     assert!(!written.is_empty(), "{text}");
     assert!(
         written
             .iter()
-            .all(|m| m.params.drives == [bdf_of["HWCN1A"].clone()]),
+            .all(|m| m.spec.drives() == [bdf_of["HWCN1A"].clone()]),
         "{written:?}"
     );
     // `serve`'s rule for serving a write run's write ceilings beside a later read-only profile,

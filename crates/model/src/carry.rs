@@ -216,6 +216,7 @@ mod tests {
             gds: GdsProfile::default(),
             host_ram: HostRamProfile::default(),
             topology: Default::default(),
+            engines: vec![],
             ceilings: [("nvme_raw_1drive_read_gbps".to_string(), 6.9)].into(),
             ceiling_sources: Default::default(),
             measurements: vec![],

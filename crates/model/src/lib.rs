@@ -7,14 +7,18 @@
 pub mod carry;
 pub mod ceiling_key;
 pub mod cpulist;
+pub mod engine;
 pub mod long_tests;
 pub mod plan;
 pub mod profile;
 pub mod results;
 pub mod sched;
+pub mod spec;
 pub mod topology;
+pub mod v1;
 
-pub use plan::{Case, CaseParams, PathId, Plan, Reps, Waiver};
+pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
+pub use plan::{case_key, Case, PathId, Plan, Reps, Waiver};
 pub use profile::{CeilingOrigin, CeilingSource, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
     failure_groups, CaseResult, Failure, FailureGroup, Measurement, Placement, Stats,
@@ -22,6 +26,10 @@ pub use results::{
 };
 pub use sched::{
     RepEvidence, RepSched, SchedEvidence, SchedSources, ThreadSched, SCHED_NOTE_PREFIX,
+};
+pub use spec::{
+    CopyDirection, GpuCopySpec, HostCopySpec, HostMemory, NvmePattern, NvmeSpec, NvmeTest, Spec,
+    SpecError,
 };
 pub use topology::Topology;
 

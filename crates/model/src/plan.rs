@@ -1,6 +1,8 @@
 //! The plan: every case of the spec's matrix with a stable key, and every path or case that
 //! cannot run here, waived with its reason.
 
+use crate::engine::EngineId;
+use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -120,82 +122,6 @@ impl FromStr for PathId {
     }
 }
 
-/// The parameters of one case. Only the fields a path uses are set.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Default)]
-pub struct CaseParams {
-    /// Bytes moved by one repetition (per buffer for copies).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size_bytes: Option<u64>,
-    /// Worker threads (host paths).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
-    /// NUMA node the worker threads run on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu_node: Option<u32>,
-    /// NUMA node of the source buffer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub src_node: Option<u32>,
-    /// NUMA node of the destination buffer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dst_node: Option<u32>,
-    /// GPU (`gpu0`, …) for GPU paths.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<String>,
-    /// Concurrent streams (GPU paths).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub streams: Option<u32>,
-    /// Direction measured, for cases that run two directions at once (duplex): `h2d`, `d2h`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<String>,
-    /// How the host RAM path copies: `memcpy` (the C library's) or `streaming` (vector loads
-    /// and non-temporal stores, the widest the CPU has); absent = `memcpy`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub copy_kernel: Option<String>,
-    /// Host memory kind for GPU copies: `pinned`, `pageable`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_memory: Option<String>,
-    /// Queue depth (NVMe paths).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue_depth: Option<u32>,
-    /// Drive BDFs or names used (NVMe paths).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub drives: Vec<String>,
-    /// Access pattern (NVMe paths): `sequential` (the sweeps), `random` (latency probes, the
-    /// read-cache test's cold reads), `hot` (the read-cache test's re-reads of a small region),
-    /// `idle` (the power-state test: one read after an idle gap), `gc-settle`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pattern: Option<String>,
-    /// Bytes from the device's start that the I/Os fall in (the read-cache test's hot region);
-    /// absent = the whole device.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region_bytes: Option<u64>,
-    /// Idle time before each timed read, ms (the power-state test).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_ms: Option<u64>,
-    /// How long the sustained writes of the gc-settle test run, s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_s: Option<u64>,
-    /// The longest the gc-settle test waits for reads to settle after the writes, s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settle_max_s: Option<u64>,
-}
-
-impl CaseParams {
-    /// The case's host memory is pinned: `pinned` in any letter case, or none named (a GPU copy
-    /// case's default). One reading for the planner, the CUDA backend and the profile.
-    pub fn pinned_host(&self) -> bool {
-        self.host_memory
-            .as_deref()
-            .is_none_or(|m| m.eq_ignore_ascii_case("pinned"))
-    }
-
-    /// The host RAM copy kernel, `memcpy` when the case names none (profiles written before
-    /// the streaming kernel existed).
-    pub fn copy_kernel_name(&self) -> &str {
-        self.copy_kernel.as_deref().unwrap_or("memcpy")
-    }
-}
-
 /// How many repetitions a case gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reps {
@@ -212,20 +138,57 @@ pub struct Reps {
     pub retry_above_spread_pct: Option<u32>,
 }
 
-/// One benchmark case: a stable key and its parameters.
+/// One benchmark case: a path measured by an engine, with the engine's typed spec.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Case {
-    /// Stable across runs and machines of the same shape, e.g. `host_ram/n0-n0/256MiB/t4`.
+    /// Stable across runs and machines of the same shape: `<path>/<engine>/<cell>` (see
+    /// [`case_key`]), e.g. `host_ram/host-memcpy/n0-n0/256MiB/t4`.
     pub key: String,
     pub path: PathId,
-    pub params: CaseParams,
+    pub engine: EngineId,
+    /// The cell of the path's matrix (`gpu0/local/4MiB/s1`): the same for every engine that
+    /// measures it.
+    pub cell: String,
+    pub spec: Spec,
     pub reps: Reps,
+}
+
+impl Case {
+    /// The case of `cell` of `path`'s matrix measured by `engine`, keyed by [`case_key`].
+    pub fn new(
+        path: PathId,
+        engine: EngineId,
+        cell: impl Into<String>,
+        spec: Spec,
+        reps: Reps,
+    ) -> Case {
+        let cell = cell.into();
+        Case {
+            key: case_key(path, &engine, &cell),
+            path,
+            engine,
+            cell,
+            spec,
+            reps,
+        }
+    }
+}
+
+/// A case's key: its path, its engine and its cell of the path's matrix
+/// (`h2d/cuda-copy/gpu0/local/4MiB/s1`). Two engines measuring one cell differ in the engine
+/// only.
+pub fn case_key(path: PathId, engine: &EngineId, cell: &str) -> String {
+    format!("{path}/{engine}/{cell}")
 }
 
 /// A path, or one scope of it, that will not run here, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Waiver {
     pub path: PathId,
+    /// The engine waived, where one engine of the path cannot run (`None`: the path, or the
+    /// part `scope` names, whatever the engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineId>,
     /// What part of the path is waived (`gpu0`, `cross-NUMA`, …); `None` = the whole path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,

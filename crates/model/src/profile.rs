@@ -6,6 +6,7 @@
 //! reason. Every figure a section names is the median of a measurement listed under
 //! `measurements` with its min, max, spread and repetition count.
 
+use crate::engine::{EngineDecl, EngineId};
 use crate::long_tests::{absent_null_or, NvmeLongTests};
 use crate::plan::{PathId, Waiver};
 use crate::results::{Failure, Measurement};
@@ -17,7 +18,7 @@ use std::collections::BTreeMap;
 
 /// Version of the profile format. Bump on any change that an older reader would misread;
 /// adding an optional field does not need a bump.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
@@ -40,6 +41,9 @@ pub struct Profile {
     pub host_ram: HostRamProfile,
     #[serde(default)]
     pub topology: Routing,
+    /// The engines of the run: what each measures and how (`measurements[].engine` names one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<EngineDecl>,
     /// Flat map consumed by the efficiency evaluator: `efficiency = measured / ceilings[key]`.
     #[serde(default)]
     pub ceilings: BTreeMap<String, f64>,
@@ -64,6 +68,20 @@ pub struct Profile {
 impl Profile {
     pub fn measurement(&self, key: &str) -> Option<&Measurement> {
         self.measurements.iter().find(|m| m.key == key)
+    }
+    /// The declaration of engine `id`, as the run recorded it.
+    pub fn engine(&self, id: &EngineId) -> Option<&EngineDecl> {
+        self.engines.iter().find(|e| &e.id == id)
+    }
+    /// Whether engine `id` measures the hardware (not the tool itself, as the null engine does):
+    /// only its figures may be ceilings. An engine the profile does not declare counts as one.
+    pub fn hardware(&self, id: &EngineId) -> bool {
+        self.engine(id).is_none_or(|e| e.hardware)
+    }
+    /// The engine's one-line title, or its id where the profile does not declare it.
+    pub fn engine_title(&self, id: &EngineId) -> String {
+        self.engine(id)
+            .map_or_else(|| id.to_string(), |e| e.title.clone())
     }
     pub fn measurements_of(&self, path: PathId) -> impl Iterator<Item = &Measurement> {
         self.measurements.iter().filter(move |m| m.path == path)
@@ -653,22 +671,19 @@ pub struct HostRamPair {
     pub best_threads: u32,
     /// The measurement that `best_gbps` comes from.
     pub key: String,
-    /// The copy kernel of that measurement: `memcpy` or `streaming` (absent in profiles written
-    /// before the streaming kernel, which were all `memcpy`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// Median at each thread count of the sweep, at `size_bytes`, with the best's kernel.
+    /// The engine of that measurement (`host-memcpy`, `host-streaming`, …).
+    pub engine: EngineId,
+    /// Median at each thread count of the sweep, at `size_bytes`, with the best's engine.
     pub sweep_gbps: BTreeMap<u32, f64>,
-    /// Per copy kernel measured at `size_bytes`: median at each thread count.
+    /// Per engine that measured `size_bytes`: median at each thread count.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub kernel_sweeps_gbps: BTreeMap<String, BTreeMap<u32, f64>>,
+    pub engine_sweeps_gbps: BTreeMap<EngineId, BTreeMap<u32, f64>>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::results::Stats;
-    use crate::CaseParams;
 
     #[test]
     fn quick_and_interrupted_runs_are_not_complete() {
@@ -783,7 +798,17 @@ mod tests {
         Measurement {
             key: key.into(),
             path: PathId::H2d,
-            params: CaseParams::default(),
+            engine: EngineId::new("cuda-copy"),
+            cell: key.into(),
+            spec: crate::Spec::GpuCopy(crate::GpuCopySpec {
+                gpu: "gpu0".into(),
+                size_bytes: 1 << 20,
+                streams: 1,
+                host_memory: Some(crate::HostMemory::Pinned),
+                host_node: Some(0),
+                cpu_node: Some(0),
+                direction: None,
+            }),
             bytes_per_rep: 1 << 20,
             gbps: Stats {
                 median,
@@ -820,6 +845,7 @@ mod tests {
             gds: GdsProfile::default(),
             host_ram: HostRamProfile::default(),
             topology: Routing::default(),
+            engines: vec![],
             ceilings: [
                 ("warm_gpu0_peak_gbps", 50.0),
                 ("warm_gpu0_cross_numa_penalty_gbps", 3.0),

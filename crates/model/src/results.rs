@@ -1,6 +1,8 @@
 //! What a run measured: per case, the summary statistics and (in the raw JSON) every sample.
 
-use crate::plan::{CaseParams, PathId};
+use crate::engine::EngineId;
+use crate::plan::PathId;
+use crate::spec::Spec;
 use serde::{Deserialize, Serialize};
 
 /// Summary of N timed repetitions (after warm-up). Values in the unit named by the field that
@@ -13,6 +15,19 @@ pub struct Stats {
     /// (max − min) / median × 100.
     pub spread_pct: f64,
     pub n: u32,
+}
+
+impl Stats {
+    /// `n` repetitions that all read `median` but spread `spread_pct` (tests and fixtures).
+    pub fn flat(median: f64, spread_pct: f64, n: u32) -> Stats {
+        Stats {
+            median,
+            min: median,
+            max: median,
+            spread_pct,
+            n,
+        }
+    }
 }
 
 /// Where a case's threads and buffers were, as requested and as verified after the fact.
@@ -36,7 +51,11 @@ pub const PLACEMENT_NOTE_PREFIX: &str = "copy placement:";
 pub struct Measurement {
     pub key: String,
     pub path: PathId,
-    pub params: CaseParams,
+    /// The engine that measured it.
+    pub engine: EngineId,
+    /// The cell of the path's matrix it measured (its case's [`crate::Case::cell`]).
+    pub cell: String,
+    pub spec: Spec,
     /// Bytes moved per repetition, as counted for `gbps` (bytes copied, not read + written).
     pub bytes_per_rep: u64,
     /// Throughput in GB/s (10⁹ B/s) over the timed repetitions.
@@ -77,6 +96,30 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// A measurement of `case` with these statistics, each byte moved counted once, and nothing
+    /// else known (no cold figure, latency, placement or notes).
+    pub fn of(case: &crate::Case, bytes_per_rep: u64, gbps: Stats) -> Measurement {
+        Measurement {
+            key: case.key.clone(),
+            path: case.path,
+            engine: case.engine.clone(),
+            cell: case.cell.clone(),
+            spec: case.spec.clone(),
+            bytes_per_rep,
+            gbps,
+            cold_gbps: None,
+            warmup: case.reps.warmup,
+            latency_us: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
+            placement: None,
+            cache_resident: false,
+            contended: false,
+            spread_limit_pct: None,
+            notes: Vec::new(),
+        }
+    }
+
     /// The case's scheduling note (it begins with [`crate::SCHED_NOTE_PREFIX`]), if it has one.
     pub fn sched_note(&self) -> Option<&str> {
         self.notes
@@ -97,6 +140,9 @@ impl Measurement {
 pub struct Failure {
     pub key: String,
     pub path: PathId,
+    /// The engine that failed (absent where the case never reached one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineId>,
     pub error: String,
 }
 
@@ -158,6 +204,7 @@ mod tests {
         Failure {
             key: key.into(),
             path: PathId::H2d,
+            engine: None,
             error: error.into(),
         }
     }

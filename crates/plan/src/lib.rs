@@ -4,9 +4,10 @@
 
 use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
 use hwc_model::{
-    size_label, Case, CaseParams, PathId, Plan, Reps, Topology, Waiver, GIB, KIB, MIB,
+    case_key, size_label, Case, CellKind, CopyDirection, EngineId, EngineStatus, GpuCopySpec,
+    HostCopySpec, HostMemory, PathId, Plan, Reps, Spec, Topology, Waiver, GIB, KIB, MIB,
 };
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 pub mod input;
 mod nvme;
@@ -75,10 +76,14 @@ pub const PAGEABLE_SIZES: [u64; 2] = [4 * MIB, 256 * MIB];
 pub struct PlanOptions {
     /// Only these paths (`--paths`); `None` = every path.
     pub paths: Option<BTreeSet<PathId>>,
-    /// Paths this build has a backend for; others are waived as not built.
-    pub implemented: BTreeSet<PathId>,
-    /// Paths whose backend probed this machine and cannot run here: path → (reason, hint).
-    pub unavailable: BTreeMap<PathId, (String, Option<String>)>,
+    /// The engines of this build, in registration order, with what their probes found: a path
+    /// is measured by each engine that declares it (and is selected), and waived for each that
+    /// cannot run here.
+    pub engines: Vec<EngineStatus>,
+    /// Only these engines (`--engines`); `None` = every engine on by default.
+    pub selected_engines: Option<BTreeSet<EngineId>>,
+    /// The run has root's rights (engines that need them are waived otherwise).
+    pub root: bool,
     /// Override the host thread sweep (`--threads 1,4,16`); a count larger than a node's CPUs
     /// is waived for that node (see [`input`] for the counts refused outright).
     pub host_threads: Option<Vec<u32>>,
@@ -87,7 +92,7 @@ pub struct PlanOptions {
     pub host_sizes: Option<Vec<u64>>,
     /// Divide repetition counts (for quick smoke runs): timed = max(timed / n, 5).
     pub reps_divisor: Option<u32>,
-    /// Tool version, quoted in "not built" waivers.
+    /// Tool version, quoted in the waiver of a path no engine of this build measures.
     pub version: String,
     /// NVMe sizes, queue depths, selected drives, write approvals, `--target`.
     pub nvme: NvmePlanOptions,
@@ -113,62 +118,168 @@ impl PlanOptions {
     }
 }
 
+/// One cell of a path's matrix: what every engine that measures cells of its kind is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub kind: CellKind,
+    /// The cell's name in case keys (`gpu0/local/4MiB/s1`): see [`hwc_model::case_key`].
+    pub name: String,
+    pub spec: Spec,
+    pub reps: Reps,
+}
+
+/// A path's matrix on this machine: its cells, and what of it cannot run here.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Matrix {
+    pub cells: Vec<Cell>,
+    pub waived: Vec<Waiver>,
+}
+
+/// The matrix of `path` on `topo`, engines aside.
+pub fn matrix(path: PathId, topo: &Topology, opts: &PlanOptions) -> Matrix {
+    let mut m = Matrix::default();
+    match path {
+        PathId::HostRam => plan_host_ram(topo, opts, &mut m),
+        PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d => {
+            plan_gpu_copies(path, topo, opts, &mut m)
+        }
+        PathId::NvmeRead | PathId::NvmeWrite => nvme::plan_nvme(path, topo, opts, &mut m),
+        PathId::Gdrcopy | PathId::Gds | PathId::NvmeBar1 => plan_unmeasured(path, topo, &mut m),
+    }
+    m
+}
+
+impl PlanOptions {
+    /// Whether the run plans `decl`'s engine: named in `--engines`, or on by default.
+    fn selects(&self, decl: &hwc_model::EngineDecl) -> bool {
+        match &self.selected_engines {
+            Some(named) => named.contains(&decl.id),
+            None => decl.default_on,
+        }
+    }
+}
+
+/// Why an engine cannot run on `topo`, from its declaration and its probe: (reason, hint).
+fn engine_blocked(
+    topo: &Topology,
+    opts: &PlanOptions,
+    e: &EngineStatus,
+) -> Option<(String, Option<String>)> {
+    let needs = &e.decl.needs;
+    if needs.gpu && topo.gpus.is_empty() {
+        return Some(("no NVIDIA GPU was detected".into(), None));
+    }
+    for lib in &needs.libraries {
+        if let Some((reason, hint)) = tool_missing(topo, &lib.name) {
+            return Some((reason, lib.install_hint.clone().or(hint)));
+        }
+    }
+    if needs.root && !opts.root {
+        return Some((
+            format!("engine {} needs root", e.decl.id),
+            Some("run as root (sudo)".into()),
+        ));
+    }
+    e.available.clone().err()
+}
+
 /// Build the plan. Pure: same inputs, same plan.
+///
+/// Each path's [`matrix`] is measured by every selected engine that declares the path and the
+/// cell's kind; an engine that cannot run here is waived for the path with its reason. An
+/// engine's cases come together, in the registry's order, so that each engine's cases run back
+/// to back.
 pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
     let mut p = Plan::default();
     for path in PathId::ALL {
         if !opts.wants(path) {
             continue;
         }
-        let before = (p.cases.len(), p.waived.len());
-        match path {
-            PathId::HostRam => plan_host_ram(topo, opts, &mut p),
-            PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d => {
-                plan_gpu_copies(path, topo, opts, &mut p)
-            }
-            PathId::NvmeRead | PathId::NvmeWrite => nvme::plan_nvme(path, topo, opts, &mut p),
-            PathId::Gdrcopy => plan_gdrcopy(topo, &mut p),
-            PathId::Gds => plan_gds(topo, &mut p),
-            PathId::NvmeBar1 => plan_nvme_bar1(topo, &mut p),
+        let m = matrix(path, topo, opts);
+        if m.cells.is_empty() {
+            // The path's own reasons (no GPU, no drives, …).
+            p.waived.extend(m.waived);
+            continue;
         }
-        // A path the machine could run but this build cannot measure, or whose backend found
-        // it unusable here: one waiver, no cases.
-        let planned_cases = p.cases.len() > before.0;
-        let blocked = if !planned_cases {
-            None
-        } else if let Some((reason, hint)) = opts.unavailable.get(&path) {
-            Some((reason.clone(), hint.clone()))
-        } else if !opts.implemented.contains(&path) {
-            Some((
+        let engines: Vec<&EngineStatus> = opts
+            .engines
+            .iter()
+            .filter(|e| e.decl.paths.contains(&path))
+            .collect();
+        let selected: Vec<&EngineStatus> = engines
+            .iter()
+            .copied()
+            .filter(|e| opts.selects(&e.decl))
+            .collect();
+        if selected.is_empty() {
+            let reason = if engines.is_empty() {
                 format!(
-                    "this build of hwceiling {} has no backend for {path}",
+                    "no engine of this build of hwceiling {} measures {path}",
                     opts.version
-                ),
-                Some(
-                    "a later version measures it; `profile --dry-run` lists what it would run"
-                        .into(),
-                ),
-            ))
-        } else {
-            None
-        };
-        if let Some((reason, hint)) = blocked {
-            p.cases.truncate(before.0);
-            p.waived.truncate(before.1);
+                )
+            } else {
+                let names: Vec<&str> = engines.iter().map(|e| e.decl.id.as_str()).collect();
+                format!(
+                    "no engine selected measures {path} (its engines: {})",
+                    names.join(", ")
+                )
+            };
             p.waived.push(Waiver {
                 path,
+                engine: None,
                 scope: None,
                 reason,
-                hint,
+                hint: Some(
+                    "`hwceiling engines` lists this build's engines and what they measure".into(),
+                ),
             });
+            continue;
+        }
+        let before = p.cases.len();
+        for e in selected {
+            let cells: Vec<&Cell> = m
+                .cells
+                .iter()
+                .filter(|c| e.decl.cells.contains(&c.kind))
+                .collect();
+            if cells.is_empty() {
+                continue;
+            }
+            if let Some((reason, hint)) = engine_blocked(topo, opts, e) {
+                p.waived.push(Waiver {
+                    path,
+                    engine: Some(e.decl.id.clone()),
+                    scope: None,
+                    reason,
+                    hint,
+                });
+                continue;
+            }
+            for c in cells {
+                debug_assert_eq!(c.spec.check(path), Ok(()), "{}", c.name);
+                p.cases.push(Case {
+                    key: case_key(path, &e.decl.id, &c.name),
+                    path,
+                    engine: e.decl.id.clone(),
+                    cell: c.name.clone(),
+                    spec: c.spec.clone(),
+                    reps: c.reps,
+                });
+            }
+        }
+        // What of the matrix cannot run here, where some engine measures the rest (where none
+        // can, its waivers say why and the matrix's are moot).
+        if p.cases.len() > before {
+            p.waived.extend(m.waived);
         }
     }
     p
 }
 
-fn waive(p: &mut Plan, path: PathId, scope: Option<String>, reason: String, hint: Option<&str>) {
+fn waive(p: &mut Matrix, path: PathId, scope: Option<String>, reason: String, hint: Option<&str>) {
     p.waived.push(Waiver {
         path,
+        engine: None,
         scope,
         reason,
         hint: hint.map(str::to_string),
@@ -213,30 +324,33 @@ pub fn default_host_threads(topo: &Topology) -> Vec<u32> {
     all.into_iter().collect()
 }
 
-/// The host-RAM cases of a full run on `topo` that a run with the host sizes `sizes` does not
-/// plan, as `<size>` (every case of that size) or `<size> streaming` (its streaming-kernel
-/// cases, which run at the largest size of a sweep: a list with a larger size moves them, and the
-/// sustained ceiling with them). Empty when the list plans every case a full run does.
+/// The host-RAM cells of a full run on `topo` that a run with the host sizes `sizes` does not
+/// plan, as `<size>` (every cell of that size) or `<size> sustained` (its sustained cells, where
+/// every host engine measures the ceiling: they are at the largest size of a sweep, so a list
+/// with a larger size moves them, and the sustained ceiling with them). Empty when the list plans
+/// every cell a full run does.
 pub fn host_sizes_left_out(topo: &Topology, sizes: &[u64]) -> Vec<String> {
-    let keys = |sizes: Option<Vec<u64>>| -> Vec<String> {
+    let cells = |sizes: Option<Vec<u64>>| {
         let opts = PlanOptions {
-            paths: Some([PathId::HostRam].into()),
-            implemented: [PathId::HostRam].into(),
             host_sizes: sizes,
             ..PlanOptions::default()
         };
-        plan(topo, &opts).cases.into_iter().map(|c| c.key).collect()
+        matrix(PathId::HostRam, topo, &opts).cells
     };
-    let given: BTreeSet<String> = keys(Some(sizes.to_vec())).into_iter().collect();
+    let given: BTreeSet<(CellKind, String)> = cells(Some(sizes.to_vec()))
+        .into_iter()
+        .map(|c| (c.kind, c.name))
+        .collect();
     let mut out: Vec<String> = Vec::new();
     // In the plan's order: by pair, then size.
-    for key in keys(None).iter().filter(|k| !given.contains(*k)) {
-        // host_ram/<pair>/<size>/t<threads>[/streaming]
-        let parts: Vec<&str> = key.split('/').collect();
-        let label = match parts.as_slice() {
-            [_, _, size, _] => size.to_string(),
-            [_, _, size, _, kernel] => format!("{size} {kernel}"),
-            _ => key.clone(),
+    for c in cells(None) {
+        if given.contains(&(c.kind, c.name.clone())) {
+            continue;
+        }
+        let size = size_label(c.spec.size_bytes());
+        let label = match c.kind {
+            CellKind::Sustained => format!("{size} sustained"),
+            _ => size,
         };
         if !out.contains(&label) {
             out.push(label);
@@ -301,7 +415,7 @@ fn host_reps(opts: &PlanOptions, size: u64) -> Reps {
     }
 }
 
-fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
+fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
     let nodes = cpu_nodes(topo);
     if nodes.is_empty() {
         waive(
@@ -380,47 +494,38 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
                 why.is_none()
             })
             .collect();
-        // Every size with the C library's memcpy (the spec's table); the largest (the
-        // sustained size, see `host_sizes`) also with the streaming kernel, whose
-        // non-temporal stores skip the read-for-ownership that memcpy pays when it keeps to
-        // cached stores (see hwc-bench-host's `kernel` module).
+        // Every size in the sweep (the spec's table); the largest (the sustained size, see
+        // `host_sizes`) is where the sustained ceiling is taken, and every host engine measures
+        // it: the streaming copy's non-temporal stores skip the read-for-ownership that the C
+        // library's memcpy pays when it keeps to cached stores (see hwc-bench-host's `kernel`
+        // module).
         let largest = sizes.iter().copied().max();
-        let kernels = |size| {
-            let mut k = vec![("memcpy", "")];
-            if Some(size) == largest {
-                k.push(("streaming", "/streaming"));
-            }
-            k
-        };
         for &size in &sizes {
-            for (kernel, suffix) in kernels(size) {
-                for &t in &threads {
-                    p.cases.push(Case {
-                        key: format!(
-                            "host_ram/n{}-n{dst}/{}/t{t}{suffix}",
-                            src.id,
-                            size_label(size)
-                        ),
-                        path: PathId::HostRam,
-                        params: CaseParams {
-                            size_bytes: Some(size),
-                            threads: Some(t),
-                            cpu_node: Some(src.id),
-                            src_node: Some(src.id),
-                            dst_node: Some(dst),
-                            copy_kernel: Some(kernel.into()),
-                            ..CaseParams::default()
-                        },
-                        reps: host_reps(opts, size),
-                    });
-                }
+            let kind = if Some(size) == largest {
+                CellKind::Sustained
+            } else {
+                CellKind::Sweep
+            };
+            for &t in &threads {
+                p.cells.push(Cell {
+                    kind,
+                    name: format!("n{}-n{dst}/{}/t{t}", src.id, size_label(size)),
+                    spec: Spec::HostCopy(HostCopySpec {
+                        size_bytes: size,
+                        threads: t,
+                        cpu_node: src.id,
+                        src_node: src.id,
+                        dst_node: dst,
+                    }),
+                    reps: host_reps(opts, size),
+                });
             }
         }
     }
 }
 
 /// A `--threads` count the node cannot run: each copy thread is pinned to a CPU of its own.
-fn waive_threads(p: &mut Plan, pair: &str, node: u32, cpus: u32, t: u32) {
+fn waive_threads(p: &mut Matrix, pair: &str, node: u32, cpus: u32, t: u32) {
     let reason = if t == 0 {
         "0 threads copy nothing".to_string()
     } else {
@@ -506,7 +611,7 @@ fn gpu_name(g: &Gpu) -> String {
 fn gpu_placements(
     topo: &Topology,
     g: &Gpu,
-    p: &mut Plan,
+    p: &mut Matrix,
     path: PathId,
 ) -> Vec<(String, Option<u32>)> {
     let nodes = cpu_nodes(topo);
@@ -548,95 +653,98 @@ fn gpu_placements(
 /// The spread above which a GPU copy case is timed again ([`Reps::retry_above_spread_pct`]):
 /// [`STEADY_SPREAD_PCT`] for pinned copies over PCIe (H2D, D2H, duplex) of at least
 /// [`STEADY_MIN_BYTES`], none for the others.
-pub fn gpu_copy_retry_limit(path: PathId, params: &CaseParams) -> Option<u32> {
+pub fn gpu_copy_retry_limit(path: PathId, spec: &GpuCopySpec) -> Option<u32> {
     let steady = matches!(path, PathId::H2d | PathId::D2h | PathId::Duplex)
-        && params.pinned_host()
-        && params.size_bytes.is_some_and(|s| s >= STEADY_MIN_BYTES);
+        && spec.pinned()
+        && spec.size_bytes >= STEADY_MIN_BYTES;
     steady.then_some(STEADY_SPREAD_PCT)
 }
 
-fn gpu_case(path: PathId, key: String, params: CaseParams, reps: Reps) -> Case {
-    Case {
-        key,
-        path,
+fn gpu_cell(path: PathId, name: String, spec: GpuCopySpec, reps: Reps) -> Cell {
+    Cell {
+        kind: CellKind::Sweep,
+        name,
         reps: Reps {
-            retry_above_spread_pct: gpu_copy_retry_limit(path, &params),
+            retry_above_spread_pct: gpu_copy_retry_limit(path, &spec),
             ..reps
         },
-        params,
+        spec: Spec::GpuCopy(spec),
     }
 }
 
-fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
+fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
     if topo.gpus.is_empty() {
         waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
-        return;
-    }
-    if let Some((reason, hint)) = tool_missing(topo, "libcuda") {
-        waive(p, path, None, reason, hint.as_deref());
         return;
     }
     // A GPU repetition is K back-to-back copies per stream lasting about 20 ms (see
     // hwc-bench-cuda): 12 of them hold thousands of copies, more than the spec's 50
     // single-copy iterations, with a spread of well under 1 %. One warm-up repetition: before
-    // it the backend's calibration batch and the cold repetition have already run the same
-    // copies on the same buffers, and on an H200 the cold repetition's median distance from
-    // the timed median over 131 copy cases was 0.04 % and the first warm-up's 0.01 %, the
-    // second warm-up no closer (tools/gpu-reference/README.md, session 11).
+    // it the engine's calibration batch and the cold repetition have already run the same
+    // copies on the same buffers (tools/gpu-reference/README.md, session 11).
     let copy_reps = opts.reps(1, 12);
     for g in &topo.gpus {
         let gpu = gpu_name(g);
-        let base = CaseParams {
-            gpu: Some(gpu.clone()),
-            ..CaseParams::default()
+        let copy = |size: u64, streams: u32, memory: HostMemory, node: Option<u32>| GpuCopySpec {
+            gpu: gpu.clone(),
+            size_bytes: size,
+            streams,
+            host_memory: Some(memory),
+            host_node: node,
+            cpu_node: node,
+            direction: None,
         };
         match path {
             PathId::H2d | PathId::D2h => {
-                let dir = path.as_str();
                 let placements = gpu_placements(topo, g, p, path);
                 for (label, node) in &placements {
-                    let cross = label.starts_with("cross");
+                    let cross = node.is_some() && *node != g.numa_node;
                     // Cross-NUMA rows: one stream (the spec's penalty fields); local: the sweep.
                     let streams: &[u32] = if cross { &[1] } else { &GPU_COPY_STREAMS };
                     for &size in &GPU_COPY_SIZES {
                         for &s in streams {
-                            let params = host_params(&base, path, size, s, "pinned", *node);
-                            let key = format!("{dir}/{gpu}/{label}/{}/s{s}", size_label(size));
-                            p.cases.push(gpu_case(path, key, params, copy_reps));
+                            let spec = copy(size, s, HostMemory::Pinned, *node);
+                            let name = format!("{gpu}/{label}/{}/s{s}", size_label(size));
+                            p.cells.push(gpu_cell(path, name, spec, copy_reps));
                         }
                     }
                 }
                 let (label, node) = &placements[0];
                 for &size in &PAGEABLE_SIZES {
-                    let params = host_params(&base, path, size, 1, "pageable", *node);
-                    let key = format!("{dir}/{gpu}/{label}-pageable/{}/s1", size_label(size));
-                    p.cases.push(gpu_case(path, key, params, copy_reps));
+                    let spec = copy(size, 1, HostMemory::Pageable, *node);
+                    let name = format!("{gpu}/{label}-pageable/{}/s1", size_label(size));
+                    p.cells.push(gpu_cell(path, name, spec, copy_reps));
                 }
             }
             PathId::Duplex => {
                 let local = g.numa_node;
                 let label = if local.is_some() { "local" } else { "unplaced" };
                 for &size in &GPU_COPY_SIZES {
-                    for dir in ["h2d", "d2h"] {
-                        let mut params = host_params(&base, path, size, 1, "pinned", local);
-                        params.src_node = local;
-                        params.dst_node = local;
-                        params.direction = Some(dir.into());
-                        let key = format!("duplex/{gpu}/{label}/{}/s1/{dir}", size_label(size));
-                        p.cases.push(gpu_case(path, key, params, copy_reps));
+                    for dir in [CopyDirection::H2d, CopyDirection::D2h] {
+                        let spec = GpuCopySpec {
+                            direction: Some(dir),
+                            ..copy(size, 1, HostMemory::Pinned, local)
+                        };
+                        let name =
+                            format!("{gpu}/{label}/{}/s1/{}", size_label(size), dir.as_str());
+                        p.cells.push(gpu_cell(path, name, spec, copy_reps));
                     }
                 }
             }
             PathId::D2d => {
                 for &size in &D2D_SIZES {
                     for &s in &D2D_STREAMS {
-                        let params = CaseParams {
-                            size_bytes: Some(size),
-                            streams: Some(s),
-                            ..base.clone()
+                        let spec = GpuCopySpec {
+                            gpu: gpu.clone(),
+                            size_bytes: size,
+                            streams: s,
+                            host_memory: None,
+                            host_node: None,
+                            cpu_node: None,
+                            direction: None,
                         };
-                        let key = format!("d2d/{gpu}/{}/s{s}", size_label(size));
-                        p.cases.push(gpu_case(path, key, params, copy_reps));
+                        let name = format!("{gpu}/{}/s{s}", size_label(size));
+                        p.cells.push(gpu_cell(path, name, spec, copy_reps));
                     }
                 }
             }
@@ -645,89 +753,21 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
     }
 }
 
-fn host_params(
-    base: &CaseParams,
-    path: PathId,
-    size: u64,
-    streams: u32,
-    memory: &str,
-    node: Option<u32>,
-) -> CaseParams {
-    let mut params = CaseParams {
-        size_bytes: Some(size),
-        streams: Some(streams),
-        host_memory: Some(memory.into()),
-        cpu_node: node,
-        ..base.clone()
-    };
-    if path == PathId::D2h {
-        params.dst_node = node;
-    } else {
-        params.src_node = node;
-    }
-    params
-}
-
-fn plan_gdrcopy(topo: &Topology, p: &mut Plan) {
-    let path = PathId::Gdrcopy;
+/// A path this build has no matrix for: waived with what the machine lacks for it, or as
+/// measured by no engine of this build.
+fn plan_unmeasured(path: PathId, topo: &Topology, p: &mut Matrix) {
     if topo.gpus.is_empty() {
         return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
     }
-    for t in ["libgdrapi", "gdrdrv"] {
-        if let Some((reason, hint)) = tool_missing(topo, t) {
-            return waive(p, path, None, reason, hint.as_deref());
-        }
-    }
-    waive(
-        p,
-        path,
-        None,
-        "GDRCopy is present, but the GDRCopy backend is not built yet".into(),
-        None,
-    );
-}
-
-fn plan_gds(topo: &Topology, p: &mut Plan) {
-    let path = PathId::Gds;
-    if topo.gpus.is_empty() {
-        return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
-    }
-    if let Some((reason, hint)) = tool_missing(topo, "libcufile") {
-        return waive(p, path, None, reason, hint.as_deref());
-    }
-    let mode = if tool(topo, "nvidia_fs").is_some_and(|t| t.present) {
-        "nvidia_fs is loaded"
-    } else {
-        "nvidia_fs is not loaded (cuFile would run in compatibility mode)"
-    };
-    waive(
-        p,
-        path,
-        None,
-        format!("libcufile is present and {mode}, but the cuFile backend is not built yet"),
-        None,
-    );
-}
-
-fn plan_nvme_bar1(topo: &Topology, p: &mut Plan) {
-    let path = PathId::NvmeBar1;
-    if topo.gpus.is_empty() {
-        return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
-    }
-    if topo.nvme.is_empty() {
+    if path == PathId::NvmeBar1 && topo.nvme.is_empty() {
         return waive(p, path, None, "no NVMe drives were detected".into(), None);
     }
-    for t in ["gdrdrv", "libgdrapi", "spdk_nvme_perf"] {
-        if let Some((reason, hint)) = tool_missing(topo, t) {
-            return waive(p, path, None, reason, hint.as_deref());
-        }
-    }
     waive(
         p,
         path,
         None,
-        "GDRCopy and SPDK are present, but the NVMe → BAR1 backend is not built yet".into(),
-        None,
+        format!("no engine of this build of hwceiling measures {path}"),
+        Some("`hwceiling engines` lists this build's engines and what they measure"),
     );
 }
 

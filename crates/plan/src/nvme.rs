@@ -9,13 +9,15 @@
 //! The long tests: `read-cache` and `power-states` read (cases of `nvme_read`), `gc-settle`
 //! writes (a case of `nvme_write`, planned only where the write gate approved the drive).
 
-use crate::{buffers_too_large, waive, PlanOptions};
+use crate::{buffers_too_large, waive, Cell, Matrix, PlanOptions};
 use hwc_model::long_tests::{
     gap_label, idle_gaps_ms, LongTest, DEFAULT_GC_SETTLE_MAX_S, DEFAULT_GC_WRITE_S,
     DEFAULT_IDLE_MAX_S, GC_WRITE_BLOCK, GC_WRITE_QUEUE_DEPTH, READ_CACHE_HOT_REGION_BYTES,
 };
 use hwc_model::topology::NvmeDrive;
-use hwc_model::{size_label, Case, CaseParams, PathId, Plan, Reps, Topology, KIB, MIB};
+use hwc_model::{
+    size_label, CellKind, NvmePattern, NvmeSpec, NvmeTest, PathId, Reps, Spec, Topology, KIB, MIB,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The spec's block sizes for Paths 1 and 2.
@@ -83,43 +85,48 @@ impl NvmePlanOptions {
 
 /// The read-only long tests of one drive or target (`label`: its name in keys; `key`: what the
 /// cases name in `drives`), or their waivers when not asked for.
-fn long_read_cases(p: &mut Plan, o: &NvmePlanOptions, reps: Reps, label: &str, key: &str) {
-    // Both read tests are part of the read path.
-    let path = LongTest::ReadCache.path();
-    let params = |pattern: &str| CaseParams {
-        size_bytes: Some(LATENCY_BLOCK),
-        queue_depth: Some(1),
-        drives: vec![key.to_string()],
-        pattern: Some(pattern.into()),
-        ..CaseParams::default()
+fn long_read_cases(
+    p: &mut Matrix,
+    o: &NvmePlanOptions,
+    reps: Reps,
+    (label, key, target): (&str, &str, bool),
+) {
+    let spec = |test: NvmeTest, pattern: NvmePattern| {
+        Spec::Nvme(NvmeSpec {
+            test,
+            target,
+            block_bytes: LATENCY_BLOCK,
+            queue_depth: 1,
+            drives: vec![key.to_string()],
+            pattern,
+        })
     };
     if o.wants(LongTest::ReadCache) {
-        p.cases.push(Case {
-            key: format!("{path}/read-cache/{label}/cold"),
-            path,
-            params: params("random"),
+        p.cells.push(Cell {
+            kind: CellKind::LongTest,
+            name: format!("read-cache/{label}/cold"),
+            spec: spec(NvmeTest::ReadCache, NvmePattern::Random),
             reps,
         });
-        p.cases.push(Case {
-            key: format!("{path}/read-cache/{label}/hot"),
-            path,
-            params: CaseParams {
-                region_bytes: Some(READ_CACHE_HOT_REGION_BYTES),
-                ..params("hot")
-            },
+        p.cells.push(Cell {
+            kind: CellKind::LongTest,
+            name: format!("read-cache/{label}/hot"),
+            spec: spec(
+                NvmeTest::ReadCache,
+                NvmePattern::Hot {
+                    region_bytes: READ_CACHE_HOT_REGION_BYTES,
+                },
+            ),
             reps,
         });
     }
     if o.wants(LongTest::PowerStates) {
         let max_s = o.idle_max_s.unwrap_or(DEFAULT_IDLE_MAX_S);
         for ms in std::iter::once(0).chain(idle_gaps_ms(max_s)) {
-            p.cases.push(Case {
-                key: format!("{path}/power-states/{label}/idle-{}", gap_label(ms)),
-                path,
-                params: CaseParams {
-                    idle_ms: Some(ms),
-                    ..params("idle")
-                },
+            p.cells.push(Cell {
+                kind: CellKind::LongTest,
+                name: format!("power-states/{label}/idle-{}", gap_label(ms)),
+                spec: spec(NvmeTest::PowerStates, NvmePattern::Idle { idle_ms: ms }),
                 reps: if ms == 0 {
                     POWER_BASELINE_REPS
                 } else {
@@ -131,7 +138,7 @@ fn long_read_cases(p: &mut Plan, o: &NvmePlanOptions, reps: Reps, label: &str, k
 }
 
 /// Waivers of the read-only long tests that were not asked for.
-fn long_read_waivers(p: &mut Plan, o: &NvmePlanOptions) {
+fn long_read_waivers(p: &mut Matrix, o: &NvmePlanOptions) {
     let path = PathId::NvmeRead;
     if !o.wants(LongTest::ReadCache) {
         waive(
@@ -157,25 +164,26 @@ fn long_read_waivers(p: &mut Plan, o: &NvmePlanOptions) {
     }
 }
 
-/// The gc-settle case of one write-approved drive or target.
-fn gc_settle_case(o: &NvmePlanOptions, label: &str, key: &str) -> Case {
-    let path = LongTest::GcSettle.path();
+/// The gc-settle cell of one write-approved drive or target.
+fn gc_settle_cell(o: &NvmePlanOptions, label: &str, key: &str, target: bool) -> Cell {
     let write_s = o.gc_write_s.unwrap_or(DEFAULT_GC_WRITE_S).max(1);
     // One-second intervals; the statistics are over the last third.
     let timed = u32::try_from(write_s.div_ceil(3)).unwrap_or(u32::MAX);
     let warmup = u32::try_from(write_s).unwrap_or(u32::MAX) - timed;
-    Case {
-        key: format!("{path}/gc-settle/{label}"),
-        path,
-        params: CaseParams {
-            size_bytes: Some(GC_WRITE_BLOCK),
-            queue_depth: Some(GC_WRITE_QUEUE_DEPTH),
+    Cell {
+        kind: CellKind::LongTest,
+        name: format!("gc-settle/{label}"),
+        spec: Spec::Nvme(NvmeSpec {
+            test: NvmeTest::GcSettle,
+            target,
+            block_bytes: GC_WRITE_BLOCK,
+            queue_depth: GC_WRITE_QUEUE_DEPTH,
             drives: vec![key.to_string()],
-            pattern: Some("gc-settle".into()),
-            duration_s: Some(write_s),
-            settle_max_s: Some(o.gc_settle_max_s.unwrap_or(DEFAULT_GC_SETTLE_MAX_S)),
-            ..CaseParams::default()
-        },
+            pattern: NvmePattern::GcSettle {
+                duration_s: write_s,
+                settle_max_s: o.gc_settle_max_s.unwrap_or(DEFAULT_GC_SETTLE_MAX_S),
+            },
+        }),
         reps: Reps {
             warmup,
             timed,
@@ -185,7 +193,7 @@ fn gc_settle_case(o: &NvmePlanOptions, label: &str, key: &str) -> Case {
 }
 
 /// The gc-settle waiver when it was not asked for, or asked for where nothing may be written.
-fn gc_settle_waiver(p: &mut Plan, o: &NvmePlanOptions, why_not_writable: Option<&str>) {
+fn gc_settle_waiver(p: &mut Matrix, o: &NvmePlanOptions, why_not_writable: Option<&str>) {
     let scope = Some(LongTest::GcSettle.to_string());
     if !o.wants(LongTest::GcSettle) {
         waive(
@@ -261,36 +269,33 @@ pub fn same_root_groups(drives: &[NvmeDrive]) -> BTreeMap<String, Vec<String>> {
     m
 }
 
-fn sweep_case(path: PathId, label: &str, size: u64, qd: u32, drives: Vec<String>) -> Case {
-    Case {
-        key: format!("{path}/{label}/{}/qd{qd}", size_label(size)),
-        path,
-        params: CaseParams {
-            size_bytes: Some(size),
-            queue_depth: Some(qd),
+fn sweep_cell(label: &str, size: u64, qd: u32, drives: Vec<String>, reps: Reps) -> Cell {
+    Cell {
+        kind: CellKind::Sweep,
+        name: format!("{label}/{}/qd{qd}", size_label(size)),
+        spec: Spec::Nvme(NvmeSpec {
+            test: NvmeTest::Sweep,
+            target: false,
+            block_bytes: size,
+            queue_depth: qd,
             drives,
-            pattern: Some("sequential".into()),
-            ..CaseParams::default()
-        },
-        reps: hwc_model::Reps {
-            warmup: 1,
-            timed: 5,
-            retry_above_spread_pct: None,
-        },
+            pattern: NvmePattern::Sequential,
+        }),
+        reps,
     }
 }
 
 /// The NVMe matrix of `path`, less the cases this machine cannot run, each waived with why: a
 /// block size that is not a whole number of a drive's logical blocks (O_DIRECT refuses it), or
 /// I/O buffers larger than their node's share of memory (see [`crate::BUFFER_SHARE_DIVISOR`]).
-pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
-    let before = p.cases.len();
-    plan_nvme_cases(path, topo, opts, p);
-    let planned = p.cases.split_off(before);
+pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
+    let before = p.cells.len();
+    plan_nvme_cells(path, topo, opts, p);
+    let planned = p.cells.split_off(before);
     let mut scopes = BTreeSet::new();
-    for case in planned {
-        match unrunnable(topo, &case) {
-            None => p.cases.push(case),
+    for cell in planned {
+        match unrunnable(topo, path, &cell) {
+            None => p.cells.push(cell),
             Some((scope, reason, hint)) => {
                 if scopes.insert(scope.clone()) {
                     waive(p, path, Some(scope), reason, Some(&hint));
@@ -301,11 +306,12 @@ pub(crate) fn plan_nvme(path: PathId, topo: &Topology, opts: &PlanOptions, p: &m
 }
 
 /// Why this machine cannot run an NVMe case: (waiver scope, reason, hint).
-fn unrunnable(topo: &Topology, case: &Case) -> Option<(String, String, String)> {
-    let size = case.params.size_bytes?;
-    let qd = u64::from(case.params.queue_depth.unwrap_or(1).max(1));
+fn unrunnable(topo: &Topology, path: PathId, cell: &Cell) -> Option<(String, String, String)> {
+    let spec = cell.spec.nvme()?;
+    let size = spec.block_bytes;
+    let qd = u64::from(spec.queue_depth.max(1));
     let drive = |key: &str| topo.nvme.iter().find(|d| drive_key(d) == key);
-    for key in &case.params.drives {
+    for key in &spec.drives {
         let Some(d) = drive(key) else { continue };
         let Some(ns) = d.namespaces.first() else {
             continue;
@@ -340,20 +346,20 @@ fn unrunnable(topo: &Topology, case: &Case) -> Option<(String, String, String)> 
         _ => None,
     };
     let mut per_node: BTreeMap<Option<u32>, u64> = BTreeMap::new();
-    for key in &case.params.drives {
+    for key in &spec.drives {
         let node = drive(key).map_or(target_node, |d| d.numa_node);
         let need = per_node.entry(node).or_default();
         *need = need.saturating_add(qd.saturating_mul(size));
     }
     per_node.into_iter().find_map(|(node, need)| {
+        let scope = format!("{path}/{}", cell.name);
         let what = format!(
-            "the I/O buffers of {} (queue depth {qd} × {} per drive)",
-            case.key,
+            "the I/O buffers of {scope} (queue depth {qd} × {} per drive)",
             size_label(size)
         );
         buffers_too_large(topo, node, need, &what).map(|why| {
             (
-                case.key.clone(),
+                scope.clone(),
                 why,
                 "a smaller --nvme-sizes or --queue-depths".to_string(),
             )
@@ -361,7 +367,7 @@ fn unrunnable(topo: &Topology, case: &Case) -> Option<(String, String, String)> 
     })
 }
 
-fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Plan) {
+fn plan_nvme_cells(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
     let o = &opts.nvme;
     let sizes = o.sizes.clone().unwrap_or_else(|| NVME_SIZES.to_vec());
     let qds = o
@@ -386,18 +392,20 @@ fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
         }
         for &size in &sizes {
             for &qd in &qds {
-                let mut c = sweep_case(path, "target", size, qd, vec![key.clone()]);
-                c.reps = reps;
-                p.cases.push(c);
+                let mut cell = sweep_cell("target", size, qd, vec![key.clone()], reps);
+                if let Spec::Nvme(s) = &mut cell.spec {
+                    s.target = true;
+                }
+                p.cells.push(cell);
             }
         }
         if write {
             if o.wants(LongTest::GcSettle) {
-                p.cases.push(gc_settle_case(o, "target", key));
+                p.cells.push(gc_settle_cell(o, "target", key, true));
             }
             gc_settle_waiver(p, o, None);
         } else {
-            long_read_cases(p, o, reps, "target", key);
+            long_read_cases(p, o, reps, ("target", key, true));
             long_read_waivers(p, o);
         }
         return;
@@ -460,16 +468,17 @@ fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
     if !write {
         for d in &usable {
             for &qd in &LATENCY_QUEUE_DEPTHS {
-                p.cases.push(Case {
-                    key: format!("{path}/latency/{}/4KiB-random/qd{qd}", d.name),
-                    path,
-                    params: CaseParams {
-                        size_bytes: Some(LATENCY_BLOCK),
-                        queue_depth: Some(qd),
+                p.cells.push(Cell {
+                    kind: CellKind::Sweep,
+                    name: format!("latency/{}/4KiB-random/qd{qd}", d.name),
+                    spec: Spec::Nvme(NvmeSpec {
+                        test: NvmeTest::Latency,
+                        target: false,
+                        block_bytes: LATENCY_BLOCK,
+                        queue_depth: qd,
                         drives: vec![drive_key(d)],
-                        pattern: Some("random".into()),
-                        ..CaseParams::default()
-                    },
+                        pattern: NvmePattern::Random,
+                    }),
                     reps,
                 });
             }
@@ -484,9 +493,9 @@ fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
         let group: Vec<String> = drive_group(&usable, k).into_iter().map(drive_key).collect();
         for &size in &sizes {
             for &qd in &qds {
-                let mut c = sweep_case(path, &format!("{k}drive"), size, qd, group.clone());
-                c.reps = reps;
-                p.cases.push(c);
+                let label = format!("{k}drive");
+                p.cells
+                    .push(sweep_cell(&label, size, qd, group.clone(), reps));
             }
         }
     }
@@ -494,13 +503,14 @@ fn plan_nvme_cases(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Pl
     if write {
         if o.wants(LongTest::GcSettle) {
             for d in &usable {
-                p.cases.push(gc_settle_case(o, &d.name, &drive_key(d)));
+                p.cells
+                    .push(gc_settle_cell(o, &d.name, &drive_key(d), false));
             }
         }
         gc_settle_waiver(p, o, None);
     } else {
         for d in &usable {
-            long_read_cases(p, o, reps, &d.name, &drive_key(d));
+            long_read_cases(p, o, reps, (&d.name, &drive_key(d), false));
         }
         long_read_waivers(p, o);
     }

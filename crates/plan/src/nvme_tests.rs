@@ -43,9 +43,41 @@ fn machine(drives: Vec<NvmeDrive>) -> Topology {
     }
 }
 
+fn nv(c: &Case) -> &hwc_model::NvmeSpec {
+    c.spec.nvme().expect("an NVMe case")
+}
+
+fn pattern(c: &Case) -> Option<&'static str> {
+    c.spec.nvme().map(|s| s.pattern.as_str())
+}
+
+fn region(c: &Case) -> Option<u64> {
+    match nv(c).pattern {
+        hwc_model::NvmePattern::Hot { region_bytes } => Some(region_bytes),
+        _ => None,
+    }
+}
+
+fn idle(c: &Case) -> Option<u64> {
+    match nv(c).pattern {
+        hwc_model::NvmePattern::Idle { idle_ms } => Some(idle_ms),
+        _ => None,
+    }
+}
+
+fn gc_of(c: &Case) -> (Option<u64>, Option<u64>) {
+    match nv(c).pattern {
+        hwc_model::NvmePattern::GcSettle {
+            duration_s,
+            settle_max_s,
+        } => (Some(duration_s), Some(settle_max_s)),
+        _ => (None, None),
+    }
+}
+
 fn opts(nvme: NvmePlanOptions) -> PlanOptions {
     PlanOptions {
-        implemented: PathId::ALL.into_iter().collect(),
+        engines: crate::tests::this_builds_engines(),
         version: "0.1.0".into(),
         nvme,
         ..PlanOptions::default()
@@ -95,15 +127,18 @@ fn reads_plan_latency_probes_and_the_full_sweep() {
     let reads: Vec<&Case> = p.cases_of(PathId::NvmeRead).collect();
     // 3 drives × 3 QDs of latency, then counts 1, 2, 3 × 10 sizes × 2 QDs.
     assert_eq!(reads.len(), 9 + 3 * 10 * 2);
-    assert_eq!(reads[0].key, "nvme_read/latency/nvme0/4KiB-random/qd1");
-    assert_eq!(reads[0].params.pattern.as_deref(), Some("random"));
+    assert_eq!(
+        reads[0].key,
+        "nvme_read/io-uring/latency/nvme0/4KiB-random/qd1"
+    );
+    assert_eq!(pattern(reads[0]), Some("random"));
     let two = p
         .cases
         .iter()
-        .find(|c| c.key == "nvme_read/2drive/128KiB/qd32")
+        .find(|c| c.key == "nvme_read/io-uring/2drive/128KiB/qd32")
         .unwrap();
-    assert_eq!(two.params.drives, ["0000:11:00.0", "0000:12:00.0"]);
-    assert_eq!(two.params.pattern.as_deref(), Some("sequential"));
+    assert_eq!(two.spec.drives(), ["0000:11:00.0", "0000:12:00.0"]);
+    assert_eq!(pattern(two), Some("sequential"));
     assert!(reads
         .iter()
         .all(|c| !c.key.contains("read-cache") && !c.key.contains("power-states")));
@@ -156,38 +191,37 @@ fn requested_read_tests_plan_per_drive_cases() {
     assert_eq!(
         keys,
         [
-            "nvme_read/read-cache/nvme1/cold",
-            "nvme_read/read-cache/nvme1/hot",
-            "nvme_read/power-states/nvme1/idle-0s",
-            "nvme_read/power-states/nvme1/idle-10ms",
-            "nvme_read/power-states/nvme1/idle-100ms",
-            "nvme_read/power-states/nvme1/idle-500ms",
+            "nvme_read/io-uring/read-cache/nvme1/cold",
+            "nvme_read/io-uring/read-cache/nvme1/hot",
+            "nvme_read/io-uring/power-states/nvme1/idle-0s",
+            "nvme_read/io-uring/power-states/nvme1/idle-10ms",
+            "nvme_read/io-uring/power-states/nvme1/idle-100ms",
+            "nvme_read/io-uring/power-states/nvme1/idle-500ms",
         ],
         "gaps up to --nvme-idle-max-s 0.5"
     );
     let case = |k: &str| p.cases.iter().find(|c| c.key == k).unwrap();
-    let hot = case("nvme_read/read-cache/nvme1/hot");
+    let hot = case("nvme_read/io-uring/read-cache/nvme1/hot");
     assert_eq!(
         (
-            hot.params.region_bytes,
-            hot.params.queue_depth,
-            hot.params.size_bytes
+            region(hot),
+            Some(nv(hot).queue_depth),
+            Some(hot.spec.size_bytes())
         ),
         (Some(MIB), Some(1), Some(4 * KIB))
     );
-    assert_eq!(hot.params.drives, ["0000:11:00.0"]);
-    let cold = case("nvme_read/read-cache/nvme1/cold");
-    assert_eq!(
-        (cold.params.region_bytes, cold.params.pattern.as_deref()),
-        (None, Some("random"))
-    );
-    let gap = case("nvme_read/power-states/nvme1/idle-100ms");
-    assert_eq!(
-        (gap.params.idle_ms, gap.params.pattern.as_deref()),
-        (Some(100), Some("idle"))
-    );
+    assert_eq!(hot.spec.drives(), ["0000:11:00.0"]);
+    let cold = case("nvme_read/io-uring/read-cache/nvme1/cold");
+    assert_eq!((region(cold), pattern(cold)), (None, Some("random")));
+    let gap = case("nvme_read/io-uring/power-states/nvme1/idle-100ms");
+    assert_eq!((idle(gap), pattern(gap)), (Some(100), Some("idle")));
     assert_eq!((gap.reps.warmup, gap.reps.timed), (0, 3));
-    assert!(case("nvme_read/power-states/nvme1/idle-0s").reps.timed > gap.reps.timed);
+    assert!(
+        case("nvme_read/io-uring/power-states/nvme1/idle-0s")
+            .reps
+            .timed
+            > gap.reps.timed
+    );
     // After the sweeps, so an interrupted run keeps them.
     let first_long = p
         .cases
@@ -234,15 +268,12 @@ fn gc_settle_runs_only_on_drives_the_gate_approved() {
     let p = plan(&bed(), &opts(o));
     let gc: Vec<&Case> = p
         .cases_of(PathId::NvmeWrite)
-        .filter(|c| c.params.pattern.as_deref() == Some("gc-settle"))
+        .filter(|c| pattern(c) == Some("gc-settle"))
         .collect();
     assert_eq!(gc.len(), 1);
-    assert_eq!(gc[0].key, "nvme_write/gc-settle/nvme2");
-    assert_eq!(gc[0].params.drives, ["0000:12:00.0"]);
-    assert_eq!(
-        (gc[0].params.duration_s, gc[0].params.settle_max_s),
-        (Some(10), Some(30))
-    );
+    assert_eq!(gc[0].key, "nvme_write/io-uring/gc-settle/nvme2");
+    assert_eq!(gc[0].spec.drives(), ["0000:12:00.0"]);
+    assert_eq!(gc_of(gc[0]), (Some(10), Some(30)));
     assert_eq!(
         (gc[0].reps.warmup, gc[0].reps.timed),
         (6, 4),
@@ -268,11 +299,11 @@ fn a_target_gets_the_long_tests_it_may_run() {
     let p = plan(&machine(vec![]), &opts(o.clone()));
     let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
     assert!(
-        keys.contains(&"nvme_read/read-cache/target/hot"),
+        keys.contains(&"nvme_read/io-uring/read-cache/target/hot"),
         "{keys:?}"
     );
     assert!(
-        keys.contains(&"nvme_read/power-states/target/idle-10ms"),
+        keys.contains(&"nvme_read/io-uring/power-states/target/idle-10ms"),
         "{keys:?}"
     );
     assert!(!keys.iter().any(|k| k.contains("gc-settle")));
@@ -285,9 +316,9 @@ fn a_target_gets_the_long_tests_it_may_run() {
     let gc = p
         .cases
         .iter()
-        .find(|c| c.key == "nvme_write/gc-settle/target")
+        .find(|c| c.key == "nvme_write/io-uring/gc-settle/target")
         .unwrap();
-    assert_eq!(gc.params.drives, ["/tmp/x"]);
+    assert_eq!(gc.spec.drives(), ["/tmp/x"]);
     assert_eq!((gc.reps.warmup, gc.reps.timed), (2, 1));
 }
 
@@ -308,7 +339,7 @@ fn writes_are_waived_unless_approved() {
     );
     let writes: Vec<&Case> = p.cases_of(PathId::NvmeWrite).collect();
     assert_eq!(writes.len(), 4, "one drive × 2 sizes × 2 QDs");
-    assert!(writes.iter().all(|c| c.params.drives == ["0000:12:00.0"]));
+    assert!(writes.iter().all(|c| c.spec.drives() == ["0000:12:00.0"]));
 }
 
 #[test]
@@ -322,7 +353,7 @@ fn invisible_drives_are_waived_with_their_driver() {
     assert!(w.reason.contains("vfio-pci"), "{}", w.reason);
     assert!(p
         .cases_of(PathId::NvmeRead)
-        .all(|c| c.params.drives == ["0000:10:00.0"]));
+        .all(|c| c.spec.drives() == ["0000:10:00.0"]));
 }
 
 #[test]
@@ -336,8 +367,8 @@ fn a_target_replaces_the_drives() {
     let p = plan(&machine(vec![]), &opts(o.clone()));
     let reads: Vec<&Case> = p.cases_of(PathId::NvmeRead).collect();
     assert_eq!(reads.len(), 1);
-    assert_eq!(reads[0].key, "nvme_read/target/1MiB/qd16");
-    assert_eq!(reads[0].params.drives, ["/tmp/x"]);
+    assert_eq!(reads[0].key, "nvme_read/io-uring/target/1MiB/qd16");
+    assert_eq!(reads[0].spec.drives(), ["/tmp/x"]);
     assert!(p
         .waivers_of(PathId::NvmeWrite)
         .any(|w| w.reason.contains("not created by hwceiling")));
@@ -356,7 +387,7 @@ fn selected_drives_limit_the_reads() {
     let p = plan(&bed(), &opts(o));
     assert!(p
         .cases_of(PathId::NvmeRead)
-        .all(|c| c.params.drives == ["0000:10:00.0"]));
+        .all(|c| c.spec.drives() == ["0000:10:00.0"]));
 }
 
 proptest! {
@@ -408,11 +439,11 @@ fn sizes_that_are_not_whole_logical_blocks_of_a_drive_are_waived_on_it() {
     assert_eq!(
         keys,
         [
-            "nvme_read/1drive/512B/qd16",
-            "nvme_read/1drive/4KiB/qd16",
-            "nvme_read/2drive/512B/qd16",
-            "nvme_read/2drive/4KiB/qd16",
-            "nvme_read/3drive/4KiB/qd16",
+            "nvme_read/io-uring/1drive/512B/qd16",
+            "nvme_read/io-uring/1drive/4KiB/qd16",
+            "nvme_read/io-uring/2drive/512B/qd16",
+            "nvme_read/io-uring/2drive/4KiB/qd16",
+            "nvme_read/io-uring/3drive/4KiB/qd16",
         ]
     );
     let w: Vec<_> = p
@@ -463,11 +494,11 @@ fn io_buffers_beyond_half_a_nodes_memory_are_waived_per_case() {
     assert_eq!(
         sweep,
         [
-            "nvme_read/1drive/1MiB/qd16",
-            "nvme_read/1drive/256MiB/qd16",
-            "nvme_read/2drive/1MiB/qd16",
-            "nvme_read/2drive/256MiB/qd16",
-            "nvme_read/3drive/1MiB/qd16",
+            "nvme_read/io-uring/1drive/1MiB/qd16",
+            "nvme_read/io-uring/1drive/256MiB/qd16",
+            "nvme_read/io-uring/2drive/1MiB/qd16",
+            "nvme_read/io-uring/2drive/256MiB/qd16",
+            "nvme_read/io-uring/3drive/1MiB/qd16",
         ]
     );
     let w = p
@@ -491,7 +522,7 @@ fn io_buffers_beyond_half_a_nodes_memory_are_waived_per_case() {
         .cases_of(PathId::NvmeRead)
         .map(|c| c.key.as_str())
         .collect();
-    assert_eq!(reads, ["nvme_read/target/1MiB/qd64"]);
+    assert_eq!(reads, ["nvme_read/io-uring/target/1MiB/qd64"]);
     assert!(p.waivers_of(PathId::NvmeRead).any(|w| w.scope.as_deref()
         == Some("nvme_read/target/256MiB/qd64")
         && w.reason.contains("16.0 GiB of node 0's 16.0 GiB")));

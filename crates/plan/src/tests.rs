@@ -72,9 +72,70 @@ fn with_tool(mut t: Topology, name: &str, present: bool) -> Topology {
     t
 }
 
+/// An engine of `paths` measuring `cells`, as an engine crate declares it (the planner cannot
+/// see the engine crates: they depend on it).
+pub(crate) fn engine(
+    id: &'static str,
+    paths: &[PathId],
+    cells: &[CellKind],
+    needs: hwc_model::Needs,
+) -> EngineStatus {
+    EngineStatus {
+        decl: hwc_model::EngineDecl {
+            id: EngineId::new(id),
+            title: id.into(),
+            paths: paths.to_vec(),
+            cells: cells.to_vec(),
+            needs,
+            hardware: true,
+            default_on: true,
+        },
+        available: Ok(()),
+    }
+}
+
+/// This build's engines, as their crates declare them.
+pub(crate) fn this_builds_engines() -> Vec<EngineStatus> {
+    use CellKind::*;
+    let cuda = hwc_model::Needs {
+        gpu: true,
+        libraries: vec![hwc_model::Library {
+            name: "libcuda".into(),
+            install_hint: None,
+        }],
+        ..hwc_model::Needs::default()
+    };
+    vec![
+        engine(
+            "host-memcpy",
+            &[PathId::HostRam],
+            &[Sweep, Sustained],
+            Default::default(),
+        ),
+        engine(
+            "host-streaming",
+            &[PathId::HostRam],
+            &[Sustained],
+            Default::default(),
+        ),
+        engine(
+            "cuda-copy",
+            &[PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d],
+            &[Sweep],
+            cuda,
+        ),
+        engine(
+            "io-uring",
+            &[PathId::NvmeRead, PathId::NvmeWrite],
+            &[Sweep, LongTest],
+            Default::default(),
+        ),
+    ]
+}
+
 fn all_implemented() -> PlanOptions {
     PlanOptions {
-        implemented: PathId::ALL.into_iter().collect(),
+        engines: this_builds_engines(),
         version: "0.1.0".into(),
         ..PlanOptions::default()
     }
@@ -98,10 +159,11 @@ fn host_sizes_leave_out_what_a_full_run_plans_and_they_do_not() {
     // In another order, the same cases.
     assert!(left_out(&[256 * MIB, 4 * MIB, 64 * MIB, 16 * MIB]).is_empty());
     assert_eq!(left_out(&[4 * MIB, 256 * MIB]), ["16MiB", "64MiB"]);
-    // A larger size moves the streaming kernel, and the sustained ceiling, away from 256 MiB.
+    // A larger size moves the sustained cells (the streaming engine), and the ceiling, away from
+    // 256 MiB.
     let mut more = HOST_RAM_SIZES.to_vec();
     more.push(GIB);
-    assert_eq!(left_out(&more), ["256MiB streaming"]);
+    assert_eq!(left_out(&more), ["256MiB sustained"]);
     // A covering list plans every case of the default plan.
     let cases = |sizes: Option<Vec<u64>>| -> Vec<String> {
         let o = PlanOptions {
@@ -122,7 +184,11 @@ fn the_default_thread_counts_are_every_nodes_sweep_together() {
     assert_eq!(default_host_threads(&t), vec![1, 2, 4, 6, 8, 12]);
     // And they are what a full plan runs.
     let p = plan(&t, &all_implemented());
-    let mut planned: Vec<u32> = p.cases.iter().filter_map(|c| c.params.threads).collect();
+    let mut planned: Vec<u32> = p
+        .cases
+        .iter()
+        .filter_map(|c| c.spec.host_copy().map(|h| h.threads))
+        .collect();
     planned.sort_unstable();
     planned.dedup();
     assert_eq!(planned, default_host_threads(&t));
@@ -135,24 +201,25 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
     let keys: Vec<&str> = p.cases.iter().map(|c| c.key.as_str()).collect();
     // 4 sizes × 2 thread counts with memcpy, and the largest size again with streaming stores.
     assert_eq!(keys.len(), 10, "{keys:?}");
-    assert!(keys.contains(&"host_ram/n0-n0/4MiB/t1"));
-    assert!(keys.contains(&"host_ram/n0-n0/256MiB/t2"));
-    assert!(keys.contains(&"host_ram/n0-n0/256MiB/t2/streaming"));
-    let kernel = |k: &str| {
-        p.cases
-            .iter()
-            .find(|c| c.key == k)
-            .unwrap()
-            .params
-            .copy_kernel
-            .clone()
-    };
-    assert_eq!(kernel("host_ram/n0-n0/4MiB/t1").as_deref(), Some("memcpy"));
+    assert!(keys.contains(&"host_ram/host-memcpy/n0-n0/4MiB/t1"));
+    assert!(keys.contains(&"host_ram/host-memcpy/n0-n0/256MiB/t2"));
+    assert!(keys.contains(&"host_ram/host-streaming/n0-n0/256MiB/t2"));
+    let engine = |k: &str| p.cases.iter().find(|c| c.key == k).unwrap().engine.clone();
     assert_eq!(
-        kernel("host_ram/n0-n0/256MiB/t1/streaming").as_deref(),
-        Some("streaming")
+        engine("host_ram/host-memcpy/n0-n0/4MiB/t1"),
+        EngineId::new("host-memcpy")
     );
-    assert!(!keys.contains(&"host_ram/n0-n0/64MiB/t1/streaming"));
+    assert_eq!(
+        engine("host_ram/host-streaming/n0-n0/256MiB/t1"),
+        EngineId::new("host-streaming")
+    );
+    // The two engines measure the same sustained cell.
+    let spec = |k: &str| p.cases.iter().find(|c| c.key == k).unwrap().spec.clone();
+    assert_eq!(
+        spec("host_ram/host-memcpy/n0-n0/256MiB/t2"),
+        spec("host_ram/host-streaming/n0-n0/256MiB/t2")
+    );
+    assert!(!keys.contains(&"host_ram/host-streaming/n0-n0/64MiB/t1"));
     for path in PathId::ALL.into_iter().filter(|&x| x != PathId::HostRam) {
         let w: Vec<_> = p.waivers_of(path).collect();
         assert!(!w.is_empty(), "{path} has no waiver");
@@ -208,22 +275,20 @@ fn two_nodes_give_same_and_cross_pairs() {
     let t = machine(vec![node(0, 0..4), node(1, 4..8)]);
     let p = plan(&t, &all_implemented());
     for k in [
-        "host_ram/n0-n0/64MiB/t4",
-        "host_ram/n1-n1/64MiB/t4",
-        "host_ram/n0-n1/64MiB/t4",
+        "host_ram/host-memcpy/n0-n0/64MiB/t4",
+        "host_ram/host-memcpy/n1-n1/64MiB/t4",
+        "host_ram/host-memcpy/n0-n1/64MiB/t4",
     ] {
         assert!(p.cases.iter().any(|c| c.key == k), "missing {k}");
     }
     let cross = p
         .cases
         .iter()
-        .find(|c| c.key == "host_ram/n0-n1/4MiB/t2")
+        .find(|c| c.key == "host_ram/host-memcpy/n0-n1/4MiB/t2")
         .unwrap();
-    assert_eq!(cross.params.cpu_node, Some(0));
-    assert_eq!(
-        (cross.params.src_node, cross.params.dst_node),
-        (Some(0), Some(1))
-    );
+    let h = cross.spec.host_copy().unwrap();
+    assert_eq!(h.cpu_node, 0);
+    assert_eq!((h.src_node, h.dst_node), (0, 1));
     assert!(!p.waived.iter().any(|w| w.path == PathId::HostRam));
 }
 
@@ -245,7 +310,10 @@ fn a_large_last_level_cache_adds_a_sustained_size_beyond_it() {
     t.platform.caches = vec![l3(300)];
     assert_eq!(*host_sizes(&t).last().unwrap(), 1024 * MIB);
     let p = plan(&t, &all_implemented());
-    assert!(p.cases.iter().any(|c| c.key == "host_ram/n0-n0/1GiB/t16"));
+    assert!(p
+        .cases
+        .iter()
+        .any(|c| c.key == "host_ram/host-memcpy/n0-n0/1GiB/t16"));
     // Not when both buffers would exceed an eighth of the memory.
     t.platform.memory_bytes = Some(8 << 30);
     assert_eq!(host_sizes(&t), HOST_RAM_SIZES.to_vec());
@@ -288,24 +356,29 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
     let c = p
         .cases
         .iter()
-        .find(|c| c.key == "h2d/gpu0/local/4MiB/s1")
+        .find(|c| c.key == "h2d/cuda-copy/gpu0/local/4MiB/s1")
         .unwrap();
-    assert_eq!(c.params.src_node, Some(0));
-    assert_eq!(c.params.cpu_node, Some(0));
-    assert_eq!(c.params.host_memory.as_deref(), Some("pinned"));
+    let g = c.spec.gpu_copy().unwrap();
+    assert_eq!(g.host_node, Some(0));
+    assert_eq!(g.cpu_node, Some(0));
+    assert_eq!(g.host_memory, Some(HostMemory::Pinned));
     let d = p
         .cases
         .iter()
-        .find(|c| c.key == "d2h/gpu0/local-pageable/256MiB/s1")
+        .find(|c| c.key == "d2h/cuda-copy/gpu0/local-pageable/256MiB/s1")
         .unwrap();
-    assert_eq!((d.params.dst_node, d.params.src_node), (Some(0), None));
+    let g = d.spec.gpu_copy().unwrap();
+    assert_eq!(
+        (g.host_node, g.host_memory),
+        (Some(0), Some(HostMemory::Pageable))
+    );
     assert!(p
         .waivers_of(PathId::H2d)
         .any(|w| w.scope.as_deref() == Some("gpu0 cross-NUMA")));
     assert!(p
         .cases
         .iter()
-        .any(|c| c.key == "duplex/gpu0/local/256MiB/s1/d2h"));
+        .any(|c| c.key == "duplex/cuda-copy/gpu0/local/256MiB/s1/d2h"));
     // Pinned copies over PCIe of 4 MiB or more are timed again when they spread over 1 %;
     // smaller, pageable and D2D copies once.
     for c in p.cases.iter().filter(|c| {
@@ -314,9 +387,10 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
             PathId::H2d | PathId::D2h | PathId::Duplex | PathId::D2d
         )
     }) {
+        let g = c.spec.gpu_copy().unwrap();
         let steady = c.path != PathId::D2d
-            && c.params.host_memory.as_deref() == Some("pinned")
-            && c.params.size_bytes >= Some(4 * MIB);
+            && g.host_memory == Some(HostMemory::Pinned)
+            && g.size_bytes >= 4 * MIB;
         let want = steady.then_some(STEADY_SPREAD_PCT);
         assert_eq!(c.reps.retry_above_spread_pct, want, "{}", c.key);
         assert_eq!((c.reps.warmup, c.reps.timed), (1, 12), "{}", c.key);
@@ -325,11 +399,11 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
         let c = p.cases.iter().find(|c| c.key == k).unwrap();
         c.reps.retry_above_spread_pct.is_some()
     };
-    assert!(steady("h2d/gpu0/local/4MiB/s8"));
-    assert!(steady("duplex/gpu0/local/256MiB/s1/h2d"));
-    assert!(!steady("d2h/gpu0/local/2MiB/s1"));
-    assert!(!steady("h2d/gpu0/local-pageable/256MiB/s1"));
-    assert!(!steady("d2d/gpu0/256MiB/s1"));
+    assert!(steady("h2d/cuda-copy/gpu0/local/4MiB/s8"));
+    assert!(steady("duplex/cuda-copy/gpu0/local/256MiB/s1/h2d"));
+    assert!(!steady("d2h/cuda-copy/gpu0/local/2MiB/s1"));
+    assert!(!steady("h2d/cuda-copy/gpu0/local-pageable/256MiB/s1"));
+    assert!(!steady("d2d/cuda-copy/gpu0/256MiB/s1"));
 }
 
 #[test]
@@ -341,11 +415,18 @@ fn two_nodes_add_cross_numa_rows_at_one_stream() {
     let c = p
         .cases
         .iter()
-        .find(|c| c.key == "h2d/gpu0/cross-n0/4MiB/s1")
+        .find(|c| c.key == "h2d/cuda-copy/gpu0/cross-n0/4MiB/s1")
         .unwrap();
-    assert_eq!((c.params.src_node, c.params.cpu_node), (Some(0), Some(0)));
-    assert!(!p.cases.iter().any(|c| c.key == "h2d/gpu0/cross-n0/4MiB/s4"));
-    assert!(p.cases.iter().any(|c| c.key == "h2d/gpu0/local/4MiB/s8"));
+    let g = c.spec.gpu_copy().unwrap();
+    assert_eq!((g.host_node, g.cpu_node), (Some(0), Some(0)));
+    assert!(!p
+        .cases
+        .iter()
+        .any(|c| c.key == "h2d/cuda-copy/gpu0/cross-n0/4MiB/s4"));
+    assert!(p
+        .cases
+        .iter()
+        .any(|c| c.key == "h2d/cuda-copy/gpu0/local/4MiB/s8"));
 }
 
 #[test]
@@ -355,15 +436,15 @@ fn two_gpus_on_two_nodes_are_each_measured_from_their_own_node() {
     t.gpus.push(gpu(1, Some(1)));
     let t = with_tool(t, "libcuda", true);
     let p = plan(&t, &all_implemented());
-    // A case's GPU and its (source, destination, issuing thread) nodes.
+    // A case's GPU and its (host buffer, issuing thread) nodes.
     let placed = |k: String| {
         let c = p
             .cases
             .iter()
             .find(|c| c.key == k)
             .unwrap_or_else(|| panic!("no case {k}"));
-        let n = &c.params;
-        (n.gpu.clone(), (n.src_node, n.dst_node, n.cpu_node))
+        let n = c.spec.gpu_copy().unwrap();
+        (Some(n.gpu.clone()), (n.host_node, n.cpu_node))
     };
     for (g, own, other) in [(0, 0, 1), (1, 1, 0)] {
         let gpu = format!("gpu{g}");
@@ -372,14 +453,17 @@ fn two_gpus_on_two_nodes_are_each_measured_from_their_own_node() {
         // Local rows: host buffers and the issuing thread on the GPU's own node; cross rows
         // from the other; duplex on its own node, both ways; D2D on its own device.
         let rows = [
-            (format!("h2d/{gpu}/local/4MiB/s1"), (own, None, own)),
-            (format!("d2h/{gpu}/local/256MiB/s8"), (None, own, own)),
+            (format!("h2d/cuda-copy/{gpu}/local/4MiB/s1"), (own, own)),
+            (format!("d2h/cuda-copy/{gpu}/local/256MiB/s8"), (own, own)),
             (
-                format!("h2d/{gpu}/cross-n{}/4MiB/s1", g ^ 1),
-                (other, None, other),
+                format!("h2d/cuda-copy/{gpu}/cross-n{}/4MiB/s1", g ^ 1),
+                (other, other),
             ),
-            (format!("duplex/{gpu}/local/512KiB/s1/h2d"), (own, own, own)),
-            (format!("d2d/{gpu}/1GiB/s4"), (None, None, None)),
+            (
+                format!("duplex/cuda-copy/{gpu}/local/512KiB/s1/h2d"),
+                (own, own),
+            ),
+            (format!("d2d/cuda-copy/{gpu}/1GiB/s4"), (None, None)),
         ];
         for (key, nodes) in rows {
             assert_eq!(placed(key.clone()), on(nodes), "{key}");
@@ -387,7 +471,7 @@ fn two_gpus_on_two_nodes_are_each_measured_from_their_own_node() {
         // The same matrix per GPU.
         let of = |path: PathId| {
             p.cases_of(path)
-                .filter(|c| c.params.gpu.as_deref() == Some(gpu.as_str()))
+                .filter(|c| c.spec.gpu() == Some(gpu.as_str()))
                 .count()
         };
         assert_eq!(
@@ -418,54 +502,179 @@ fn unknown_gpu_node_is_unplaced_and_says_so() {
     let c = p
         .cases
         .iter()
-        .find(|c| c.key == "h2d/gpu0/unplaced/4MiB/s1")
+        .find(|c| c.key == "h2d/cuda-copy/gpu0/unplaced/4MiB/s1")
         .unwrap();
-    assert_eq!((c.params.src_node, c.params.cpu_node), (None, None));
+    let g = c.spec.gpu_copy().unwrap();
+    assert_eq!((g.host_node, g.cpu_node), (None, None));
     assert!(p
         .waivers_of(PathId::H2d)
         .any(|w| w.reason.contains("not reported by sysfs")));
 }
 
 #[test]
-fn unimplemented_paths_become_one_waiver_each() {
+fn a_path_no_engine_measures_is_one_waiver_saying_so() {
     let mut t = machine(vec![node(0, 0..16)]);
     t.gpus.push(gpu(0, Some(0)));
     let t = with_tool(t, "libcuda", true);
     let opts = PlanOptions {
-        implemented: [PathId::HostRam].into_iter().collect(),
+        engines: this_builds_engines()
+            .into_iter()
+            .filter(|e| e.decl.paths == [PathId::HostRam])
+            .collect(),
         version: "0.1.0".into(),
         ..PlanOptions::default()
     };
     let p = plan(&t, &opts);
     assert!(p.cases.iter().all(|c| c.path == PathId::HostRam));
-    let w: Vec<_> = p.waivers_of(PathId::H2d).collect();
-    assert_eq!(w.len(), 1);
-    assert!(
-        w[0].reason.contains("has no backend for h2d"),
-        "{}",
-        w[0].reason
-    );
+    for path in [PathId::H2d, PathId::Gds, PathId::Gdrcopy] {
+        let w: Vec<_> = p.waivers_of(path).collect();
+        assert_eq!(w.len(), 1, "{path}: {w:?}");
+        assert!(
+            w[0].reason.contains("no engine of this build of hwceiling")
+                && w[0].reason.ends_with(&format!("measures {path}")),
+            "{}",
+            w[0].reason
+        );
+        assert_eq!(w[0].engine, None);
+    }
 }
 
 #[test]
-fn a_backend_that_probed_unusable_waives_its_path_with_its_reason() {
+fn an_engine_that_probed_unusable_is_waived_for_its_paths_with_its_reason() {
     let mut t = machine(vec![node(0, 0..16)]);
     t.gpus.push(gpu(0, Some(0)));
     let t = with_tool(t, "libcuda", true);
     let mut opts = all_implemented();
-    opts.unavailable.insert(
-        PathId::D2d,
-        (
-            "cuInit failed: CUDA_ERROR_NO_DEVICE".into(),
-            Some("check nvidia-smi".into()),
-        ),
-    );
+    let cuda = opts
+        .engines
+        .iter_mut()
+        .find(|e| e.decl.id.as_str() == "cuda-copy")
+        .unwrap();
+    cuda.available = Err((
+        "cuInit failed: CUDA_ERROR_NO_DEVICE".into(),
+        Some("check nvidia-smi".into()),
+    ));
     let p = plan(&t, &opts);
-    assert_eq!(p.cases_of(PathId::D2d).count(), 0);
-    let w: Vec<_> = p.waivers_of(PathId::D2d).collect();
+    for path in [PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d] {
+        assert_eq!(p.cases_of(path).count(), 0);
+        let w: Vec<_> = p.waivers_of(path).filter(|w| w.scope.is_none()).collect();
+        assert_eq!(w.len(), 1, "{path}");
+        assert_eq!(w[0].reason, "cuInit failed: CUDA_ERROR_NO_DEVICE");
+        assert_eq!(w[0].engine, Some(EngineId::new("cuda-copy")));
+    }
+    assert!(p.cases_of(PathId::HostRam).count() > 0);
+}
+
+#[test]
+fn an_engine_is_waived_from_what_it_declares_it_needs() {
+    let t = machine(vec![node(0, 0..4)]);
+    let t = with_tool(t, "libfoo", false);
+    let needs = |libraries, root| hwc_model::Needs {
+        libraries,
+        root,
+        ..hwc_model::Needs::default()
+    };
+    let foo = vec![hwc_model::Library {
+        name: "libfoo".into(),
+        install_hint: Some("apt-get install libfoo".into()),
+    }];
+    let cells = [CellKind::Sweep, CellKind::Sustained];
+    let opts = PlanOptions {
+        engines: vec![
+            engine(
+                "host-memcpy",
+                &[PathId::HostRam],
+                &cells,
+                Default::default(),
+            ),
+            engine("needs-foo", &[PathId::HostRam], &cells, needs(foo, false)),
+            engine(
+                "needs-root",
+                &[PathId::HostRam],
+                &cells,
+                needs(vec![], true),
+            ),
+        ],
+        ..PlanOptions::default()
+    };
+    let p = plan(&t, &opts);
+    let engines: BTreeSet<&str> = p.cases.iter().map(|c| c.engine.as_str()).collect();
+    assert_eq!(engines, ["host-memcpy"].into());
+    let why = |id: &str| {
+        p.waived
+            .iter()
+            .find(|w| w.engine.as_ref().is_some_and(|e| e.as_str() == id))
+            .unwrap_or_else(|| panic!("no waiver of {id}"))
+    };
+    assert!(why("needs-foo").reason.starts_with("libfoo not found"));
+    assert_eq!(
+        why("needs-foo").hint.as_deref(),
+        Some("apt-get install libfoo")
+    );
+    assert_eq!(why("needs-root").reason, "engine needs-root needs root");
+    // With root, it runs.
+    let p = plan(&t, &PlanOptions { root: true, ..opts });
+    assert!(p.cases.iter().any(|c| c.engine.as_str() == "needs-root"));
+}
+
+#[test]
+fn engines_of_one_path_measure_the_same_cells_each_in_a_block_of_its_own() {
+    let t = machine(vec![node(0, 0..2)]);
+    let cells = [CellKind::Sweep, CellKind::Sustained];
+    let opts = PlanOptions {
+        engines: vec![
+            engine("a", &[PathId::HostRam], &cells, Default::default()),
+            engine("b", &[PathId::HostRam], &cells, Default::default()),
+        ],
+        ..PlanOptions::default()
+    };
+    let p = plan(&t, &opts);
+    let order: Vec<&str> = p.cases.iter().map(|c| c.engine.as_str()).collect();
+    let half = order.len() / 2;
+    assert!(order[..half].iter().all(|e| *e == "a") && order[half..].iter().all(|e| *e == "b"));
+    for (a, b) in p.cases[..half].iter().zip(&p.cases[half..]) {
+        assert_eq!((&a.cell, &a.spec), (&b.cell, &b.spec));
+        assert_eq!(a.key, format!("host_ram/a/{}", a.cell));
+        assert_eq!(b.key, format!("host_ram/b/{}", b.cell));
+    }
+}
+
+#[test]
+fn an_engine_off_by_default_runs_only_when_named_and_a_selection_names_the_engines() {
+    let t = machine(vec![node(0, 0..2)]);
+    let mut opts = all_implemented();
+    let mut off = engine(
+        "null",
+        &[PathId::HostRam],
+        &[CellKind::Sweep, CellKind::Sustained],
+        Default::default(),
+    );
+    off.decl.default_on = false;
+    opts.engines.push(off);
+    let engines = |o: &PlanOptions| -> BTreeSet<String> {
+        plan(&t, o)
+            .cases
+            .iter()
+            .map(|c| c.engine.to_string())
+            .collect()
+    };
+    assert_eq!(
+        engines(&opts),
+        ["host-memcpy".to_string(), "host-streaming".into()].into()
+    );
+    opts.selected_engines = Some([EngineId::new("null")].into());
+    assert_eq!(engines(&opts), ["null".to_string()].into());
+    // A path none of the selected engines measures says so.
+    let mut t2 = t.clone();
+    t2.gpus.push(gpu(0, Some(0)));
+    let t2 = with_tool(t2, "libcuda", true);
+    let p = plan(&t2, &opts);
+    let w: Vec<_> = p.waivers_of(PathId::H2d).collect();
     assert_eq!(w.len(), 1);
-    assert_eq!(w[0].reason, "cuInit failed: CUDA_ERROR_NO_DEVICE");
-    assert!(p.cases_of(PathId::H2d).count() > 0);
+    assert_eq!(
+        w[0].reason,
+        "no engine selected measures h2d (its engines: cuda-copy)"
+    );
 }
 
 #[test]
@@ -484,10 +693,10 @@ fn path_filter_and_overrides() {
     assert_eq!(
         keys,
         [
-            "host_ram/n0-n0/1MiB/t1",
-            "host_ram/n0-n0/1MiB/t16",
-            "host_ram/n0-n0/1MiB/t1/streaming",
-            "host_ram/n0-n0/1MiB/t16/streaming"
+            "host_ram/host-memcpy/n0-n0/1MiB/t1",
+            "host_ram/host-memcpy/n0-n0/1MiB/t16",
+            "host_ram/host-streaming/n0-n0/1MiB/t1",
+            "host_ram/host-streaming/n0-n0/1MiB/t16"
         ]
     );
     assert_eq!(
@@ -523,16 +732,16 @@ fn thread_counts_a_node_cannot_run_are_waived_per_pair_with_its_cpu_count() {
     let keys: Vec<&str> = p
         .cases
         .iter()
-        .filter(|c| c.params.copy_kernel.as_deref() == Some("memcpy"))
+        .filter(|c| c.engine == EngineId::new("host-memcpy"))
         .map(|c| c.key.as_str())
         .collect();
     assert_eq!(
         keys,
         [
-            "host_ram/n0-n0/1MiB/t1",
-            "host_ram/n1-n1/1MiB/t1",
-            "host_ram/n1-n1/1MiB/t3",
-            "host_ram/n0-n1/1MiB/t1"
+            "host_ram/host-memcpy/n0-n0/1MiB/t1",
+            "host_ram/host-memcpy/n1-n1/1MiB/t1",
+            "host_ram/host-memcpy/n1-n1/1MiB/t3",
+            "host_ram/host-memcpy/n0-n1/1MiB/t1"
         ]
     );
     let scopes: Vec<(&str, &str)> = p
@@ -596,24 +805,24 @@ fn host_sizes_whose_buffers_exceed_half_a_nodes_memory_are_waived_with_the_figur
     let keys: Vec<&str> = p
         .cases
         .iter()
-        .filter(|c| c.params.copy_kernel.as_deref() == Some("memcpy"))
+        .filter(|c| c.engine == EngineId::new("host-memcpy"))
         .map(|c| c.key.as_str())
         .collect();
     assert_eq!(
         keys,
         [
-            "host_ram/n0-n0/4GiB/t1",
-            "host_ram/n1-n1/4GiB/t1",
-            "host_ram/n1-n1/5GiB/t1",
-            "host_ram/n0-n1/4GiB/t1",
-            "host_ram/n0-n1/5GiB/t1",
+            "host_ram/host-memcpy/n0-n0/4GiB/t1",
+            "host_ram/host-memcpy/n1-n1/4GiB/t1",
+            "host_ram/host-memcpy/n1-n1/5GiB/t1",
+            "host_ram/host-memcpy/n0-n1/4GiB/t1",
+            "host_ram/host-memcpy/n0-n1/5GiB/t1",
         ]
     );
     // The streaming kernel goes with the largest size that runs on the pair.
     assert!(p
         .cases
         .iter()
-        .any(|c| c.key == "host_ram/n0-n0/4GiB/t1/streaming"));
+        .any(|c| c.key == "host_ram/host-streaming/n0-n0/4GiB/t1"));
     let w: Vec<(&str, &str)> = p
         .waivers_of(PathId::HostRam)
         .map(|w| (w.scope.as_deref().unwrap(), w.reason.as_str()))

@@ -2,15 +2,15 @@
 
 use hwc_model::profile::{GpuProfile, HostRamPair, HostRamProfile};
 use hwc_model::topology::{Gpu, LinkTheory};
-use hwc_model::{Measurement, PathId, MIB};
+use hwc_model::{CopyDirection, EngineId, GpuCopySpec, Measurement, PathId, MIB};
 use std::collections::BTreeMap;
 
 fn median(m: &Measurement) -> f64 {
     m.gbps.median
 }
 
-/// Host RAM: per node pair, the thread sweeps (one per copy kernel) at the largest size that
-/// does not fit in cache, the best thread count and kernel; then the best same- and cross-node
+/// Host RAM: per node pair, the thread sweeps (one per engine) at the largest size that does
+/// not fit in cache, the best thread count and engine; then the best same- and cross-node
 /// figures. A pair whose every size fits in cache (`--host-sizes 4MiB`, or a run interrupted
 /// before its largest size) has no sustained figure: a cache figure is not a memory ceiling.
 pub fn host_ram(ms: &[Measurement]) -> HostRamProfile {
@@ -36,16 +36,17 @@ pub fn best_pair(pairs: &BTreeMap<String, HostRamPair>, same: bool) -> Option<&H
 pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
     let mut groups: BTreeMap<(u32, u32, u32), Vec<&Measurement>> = BTreeMap::new();
     for m in ms.iter().filter(|m| m.path == PathId::HostRam) {
-        let p = &m.params;
-        if let (Some(s), Some(d), Some(c), Some(_), Some(_)) =
-            (p.src_node, p.dst_node, p.cpu_node, p.size_bytes, p.threads)
-        {
-            groups.entry((s, d, c)).or_default().push(m);
+        if let Some(p) = m.spec.host_copy() {
+            groups
+                .entry((p.src_node, p.dst_node, p.cpu_node))
+                .or_default()
+                .push(m);
         }
     }
+    let threads = |m: &Measurement| m.spec.host_copy().map_or(1, |p| p.threads);
     let mut out = BTreeMap::new();
     for ((src, dst, cpu), group) in groups {
-        let size_of = |m: &&Measurement| m.params.size_bytes.unwrap_or(0);
+        let size_of = |m: &&Measurement| m.spec.size_bytes();
         let Some(size) = group
             .iter()
             .filter(|m| !m.cache_resident)
@@ -55,14 +56,12 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
             continue;
         };
         let at_size: Vec<&&Measurement> = group.iter().filter(|m| size_of(m) == size).collect();
-        let mut sweeps: BTreeMap<String, BTreeMap<u32, f64>> = BTreeMap::new();
+        let mut sweeps: BTreeMap<EngineId, BTreeMap<u32, f64>> = BTreeMap::new();
         for m in &at_size {
-            if let Some(t) = m.params.threads {
-                sweeps
-                    .entry(m.params.copy_kernel_name().to_string())
-                    .or_default()
-                    .insert(t, median(m));
-            }
+            sweeps
+                .entry(m.engine.clone())
+                .or_default()
+                .insert(threads(m), median(m));
         }
         let Some(best) = at_size
             .iter()
@@ -70,8 +69,7 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
         else {
             continue;
         };
-        let kernel = best.params.copy_kernel_name().to_string();
-        let sweep = sweeps.get(&kernel).cloned().unwrap_or_default();
+        let sweep = sweeps.get(&best.engine).cloned().unwrap_or_default();
         out.insert(
             format!("n{src}-n{dst}"),
             HostRamPair {
@@ -80,11 +78,11 @@ pub fn host_ram_pairs(ms: &[Measurement]) -> BTreeMap<String, HostRamPair> {
                 cpu_node: cpu,
                 size_bytes: size,
                 best_gbps: median(best),
-                best_threads: best.params.threads.unwrap_or(1),
+                best_threads: threads(best),
                 key: best.key.clone(),
-                kernel: Some(kernel),
+                engine: best.engine.clone(),
                 sweep_gbps: sweep,
-                kernel_sweeps_gbps: sweeps,
+                engine_sweeps_gbps: sweeps,
             },
         );
     }
@@ -100,19 +98,27 @@ where
     'a: 'b,
 {
     ms.iter()
-        .filter(move |m| m.path == path && m.params.gpu.as_deref() == Some(gpu))
+        .filter(move |m| m.path == path && m.spec.gpu() == Some(gpu))
+}
+
+fn copy(m: &Measurement) -> Option<&GpuCopySpec> {
+    m.spec.gpu_copy()
 }
 
 fn host_node(m: &Measurement) -> Option<u32> {
-    if m.path == PathId::D2h || m.params.direction.as_deref() == Some("d2h") {
-        m.params.dst_node
-    } else {
-        m.params.src_node
-    }
+    copy(m).and_then(|c| c.host_node)
 }
 
-fn size_streams(m: &Measurement, size: u64, streams: u32) -> bool {
-    m.params.size_bytes == Some(size) && m.params.streams == Some(streams)
+fn streams(m: &Measurement) -> Option<u32> {
+    copy(m).map(|c| c.streams)
+}
+
+fn pinned(m: &Measurement) -> bool {
+    copy(m).is_some_and(|c| c.host_memory.is_some() && c.pinned())
+}
+
+fn size_streams(m: &Measurement, size: u64, n: u32) -> bool {
+    m.spec.size_bytes() == size && streams(m) == Some(n)
 }
 
 /// The measurements the GPU's profile fields are the medians of: the one selection rule that
@@ -145,16 +151,13 @@ fn worst<'a>(it: impl Iterator<Item = &'a Measurement>) -> Option<&'a Measuremen
 
 /// The picks for GPU `name` (`gpu0`, …) on NUMA node `numa_node`.
 pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) -> GpuPicks<'a> {
-    let is_local = |m: &Measurement| m.params.pinned_host() && host_node(m) == numa_node;
+    let is_local = |m: &Measurement| pinned(m) && host_node(m) == numa_node;
     let is_cross = |m: &Measurement| {
-        m.params.pinned_host()
-            && numa_node.is_some()
-            && host_node(m).is_some()
-            && host_node(m) != numa_node
+        pinned(m) && numa_node.is_some() && host_node(m).is_some() && host_node(m) != numa_node
     };
     let h2d_local = || of_gpu(ms, name, PathId::H2d).filter(|m| is_local(m));
     let h2d_cross = || of_gpu(ms, name, PathId::H2d).filter(|m| is_cross(m));
-    let one_stream = |m: &&Measurement| m.params.streams == Some(1);
+    let one_stream = |m: &&Measurement| streams(m) == Some(1);
 
     let cross_nodes: Vec<u32> = {
         let mut v: Vec<u32> = h2d_cross().filter_map(host_node).collect();
@@ -178,7 +181,7 @@ pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) 
 
     // D2D: the largest size that does not fit in L2 (an HBM figure).
     let d2d = || of_gpu(ms, name, PathId::D2d).filter(|m| !m.cache_resident);
-    let d2d_size = d2d().filter_map(|m| m.params.size_bytes).max();
+    let d2d_size = d2d().map(|m| m.spec.size_bytes()).max();
     let d2d_at =
         |s: u32| d2d_size.and_then(|size| best(d2d().filter(|m| size_streams(m, size, s))));
 
@@ -186,18 +189,19 @@ pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) 
     // at the largest size measured in both directions: the two halves of a sum always come
     // from one kind of case, even in a profile that holds other duplex figures too.
     let duplex_cases =
-        || of_gpu(ms, name, PathId::Duplex).filter(|m| is_local(m) && m.params.streams == Some(1));
-    let duplex = |dir: &str, size: u64| {
+        || of_gpu(ms, name, PathId::Duplex).filter(|m| is_local(m) && streams(m) == Some(1));
+    let duplex = |dir: CopyDirection, size: u64| {
         best(duplex_cases().filter(|m| {
-            m.params.direction.as_deref() == Some(dir) && m.params.size_bytes == Some(size)
+            copy(m).and_then(|c| c.direction) == Some(dir) && m.spec.size_bytes() == size
         }))
     };
+    let (h2d, d2h) = (CopyDirection::H2d, CopyDirection::D2h);
     let duplex_size = duplex_cases()
-        .filter_map(|m| m.params.size_bytes)
-        .filter(|&s| duplex("h2d", s).is_some() && duplex("d2h", s).is_some())
+        .map(|m| m.spec.size_bytes())
+        .filter(|&s| duplex(h2d, s).is_some() && duplex(d2h, s).is_some())
         .max();
     let (dh, dd) = match duplex_size {
-        Some(s) => (duplex("h2d", s), duplex("d2h", s)),
+        Some(s) => (duplex(h2d, s), duplex(d2h, s)),
         None => (None, None),
     };
 
@@ -259,7 +263,7 @@ pub fn link_excess(g: &Gpu, links: &[LinkTheory], ms: &[Measurement]) -> Vec<Str
     ms.iter()
         .filter(|m| {
             matches!(m.path, PathId::H2d | PathId::D2h | PathId::Duplex)
-                && m.params.gpu.as_deref() == Some(name.as_str())
+                && m.spec.gpu() == Some(name.as_str())
                 && m.gbps.median > limit
         })
         .map(|m| {

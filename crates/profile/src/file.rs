@@ -135,6 +135,7 @@ mod tests {
             &[],
             &[],
             &[],
+            &[],
             hwc_model::Provenance {
                 tool: "hwceiling".into(),
                 finished_at: "2026-11-29T10:00:00+00:00".into(),
@@ -165,7 +166,7 @@ mod tests {
         for end in (0..last).filter(|&i| good.is_char_boundary(i)) {
             let e = from_yaml(&good[..end]).map(|_| ()).unwrap_err();
             // Cut before its version is whole, it is no profile at all.
-            let versioned = good[..end].contains("schema_version: 1\n");
+            let versioned = good[..end].contains("schema_version: 2\n");
             if good[..end].ends_with('\n') && versioned {
                 assert!(matches!(e, ProfileError::CutShort), "{end}: {e}");
                 cuts += 1;

@@ -8,13 +8,13 @@
 use hwc_model::ceiling_key;
 use hwc_model::profile::{GdsProfile, NvmeDriveProfile, NvmeProfile};
 use hwc_model::{
-    CaseResult, CeilingSource, Failure, Measurement, Plan, Profile, Provenance, Topology, Waiver,
-    SCHEMA_VERSION,
+    CaseResult, CeilingSource, EngineDecl, Failure, Measurement, Plan, Profile, Provenance,
+    Topology, Waiver, SCHEMA_VERSION,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-mod derive;
+pub mod derive;
 pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
 mod file;
 pub mod nvme;
@@ -51,7 +51,8 @@ pub enum ProfileError {
     )]
     Newer { found: u32 },
     #[error(
-        "profile schema_version {found} is older than any this hwceiling reads ({SCHEMA_VERSION})"
+        "profile schema_version {found} is older than any this hwceiling reads \
+         ({OLDEST_SCHEMA_VERSION} to {SCHEMA_VERSION})"
     )]
     Older { found: u32 },
     #[error(
@@ -84,9 +85,14 @@ pub fn build(
     results: &[CaseResult],
     runtime_waived: &[Waiver],
     failures: &[Failure],
+    engines: &[EngineDecl],
     provenance: Provenance,
 ) -> Profile {
-    let measurements: Vec<Measurement> = results.iter().map(|r| r.measurement.clone()).collect();
+    let all: Vec<Measurement> = results.iter().map(|r| r.measurement.clone()).collect();
+    // The spec's fields and the ceilings come from the hardware's figures only (not the null
+    // engine's, which measures the tool itself); `measurements` lists every figure.
+    let hardware = |m: &&Measurement| engines.iter().all(|e| e.id != m.engine || e.hardware);
+    let measurements: Vec<Measurement> = all.iter().filter(hardware).cloned().collect();
     let mut profile = Profile {
         schema_version: SCHEMA_VERSION,
         provenance,
@@ -102,6 +108,7 @@ pub fn build(
         },
         host_ram: Default::default(),
         topology: topo.topology.clone(),
+        engines: engines.to_vec(),
         ceilings: BTreeMap::new(),
         ceiling_sources: BTreeMap::new(),
         measurements,
@@ -120,6 +127,7 @@ pub fn build(
     (profile.ceilings, profile.ceiling_sources) = (c.values, c.sources);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
     profile.warnings = warnings(topo, &profile);
+    profile.measurements = all;
     profile
 }
 
@@ -280,14 +288,19 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
 fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
     let mut w = Vec::new();
     // Host RAM node pairs measured only at sizes a cache holds: no sustained figure.
-    let cached_only: BTreeSet<String> = p
+    let cached_only: BTreeSet<(u32, u32)> = p
         .measurements_of(hwc_model::PathId::HostRam)
-        .filter_map(|m| Some(format!("n{}-n{}", m.params.src_node?, m.params.dst_node?)))
-        .filter(|pair| !p.host_ram.pairs.contains_key(pair))
+        .filter_map(|m| m.spec.host_copy().map(|c| (c.src_node, c.dst_node)))
+        .filter(|&(s, d)| {
+            !p.host_ram
+                .pairs
+                .values()
+                .any(|pair| (pair.src_node, pair.dst_node) == (s, d))
+        })
         .collect();
-    for pair in cached_only {
+    for (s, d) in cached_only {
         w.push(format!(
-            "host RAM {pair}: every size measured fits in cache (source + destination under 4× \
+            "host RAM n{s}-n{d}: every size measured fits in cache (source + destination under 4× \
              the last-level cache), so it has no sustained figure and no ceiling; measure a \
              larger size (the default sweep does; --host-sizes)"
         ));
@@ -298,7 +311,7 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
         let on_gpu = p
             .measurements
             .iter()
-            .filter(|m| m.contended && m.params.gpu.is_some())
+            .filter(|m| m.contended && m.spec.gpu().is_some())
             .count();
         let busy = match (on_gpu, contended - on_gpu) {
             (0, _) => "their CPUs were busy",
@@ -407,18 +420,27 @@ struct VersionProbe {
 pub fn from_yaml(text: &str) -> Result<Profile, ProfileError> {
     let probe: VersionProbe = serde_saphyr::from_str_with_options(text, yaml_options())
         .map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))?;
-    match probe.schema_version {
+    let version = match probe.schema_version {
         None => return Err(ProfileError::NoVersion),
         Some(v) if v > SCHEMA_VERSION => return Err(ProfileError::Newer { found: v }),
-        Some(v) if v < SCHEMA_VERSION => return Err(ProfileError::Older { found: v }),
-        Some(_) => {}
-    }
+        Some(v) if v < OLDEST_SCHEMA_VERSION => return Err(ProfileError::Older { found: v }),
+        Some(v) => v,
+    };
     if probe.warnings.is_none() {
         return Err(ProfileError::CutShort);
     }
-    serde_saphyr::from_str_with_options(text, yaml_options())
-        .map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))
+    let yaml = |e: serde_saphyr::Error| ProfileError::Yaml(first_line(&e.to_string()));
+    if version == 1 {
+        // Version 1: read as written, then upgraded (`hwc_model::v1`).
+        let old: hwc_model::v1::V1Profile =
+            serde_saphyr::from_str_with_options(text, yaml_options()).map_err(yaml)?;
+        return Ok(old.upgrade());
+    }
+    serde_saphyr::from_str_with_options(text, yaml_options()).map_err(yaml)
 }
+
+/// The oldest profile schema this build reads (and upgrades to [`SCHEMA_VERSION`]).
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 
 fn first_line(s: &str) -> String {
     let line = s.lines().next().unwrap_or(s);

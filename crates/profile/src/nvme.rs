@@ -10,7 +10,9 @@ use hwc_model::long_tests::{
     POWER_TRANSITION_MIN_EXCESS_US, READ_CACHE_SPEEDUP_THRESHOLD,
 };
 use hwc_model::profile::{IoSizeSweep, NvmeProfile};
-use hwc_model::{size_label, Measurement, PathId, Profile, Topology};
+use hwc_model::{
+    size_label, Measurement, NvmePattern, NvmeSpec, NvmeTest, PathId, Profile, Topology,
+};
 use std::collections::BTreeMap;
 
 /// Fraction of the peak that defines the knee (the optimal chunk size).
@@ -20,11 +22,15 @@ pub const SATURATION_TOLERANCE: f64 = 0.02;
 
 /// A drive sweep case (not a latency probe, not a `--target`).
 pub fn is_drive_sweep(m: &Measurement) -> bool {
-    m.params.pattern.as_deref() == Some("sequential")
-        && m.key
-            .split('/')
-            .nth(1)
-            .is_some_and(|s| s.ends_with("drive"))
+    m.spec.nvme().is_some_and(NvmeSpec::drive_sweep)
+}
+
+fn nvme(m: &Measurement) -> Option<&NvmeSpec> {
+    m.spec.nvme()
+}
+
+fn queue_depth(m: &Measurement) -> Option<u32> {
+    nvme(m).map(|s| s.queue_depth)
 }
 
 /// `1_drive`, `4_drive`, … (the spec's keys).
@@ -58,22 +64,20 @@ fn sweeps(ms: &[Measurement], path: PathId) -> impl Iterator<Item = &Measurement
 /// deepest QD measured.
 pub fn size_sweep_points(ms: &[Measurement], path: PathId) -> Vec<&Measurement> {
     let one: Vec<&Measurement> = sweeps(ms, path)
-        .filter(|m| m.params.drives.len() == 1)
+        .filter(|m| m.spec.drives().len() == 1)
         .collect();
-    let qd = if one.iter().any(|m| m.params.queue_depth == Some(32)) {
+    let qd = if one.iter().any(|m| queue_depth(m) == Some(32)) {
         Some(32)
     } else {
-        one.iter().filter_map(|m| m.params.queue_depth).max()
+        one.iter().filter_map(|m| queue_depth(m)).max()
     };
-    one.into_iter()
-        .filter(|m| m.params.queue_depth == qd && m.params.size_bytes.is_some())
-        .collect()
+    one.into_iter().filter(|m| queue_depth(m) == qd).collect()
 }
 
 fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
     let points: Vec<(u64, f64)> = size_sweep_points(ms, path)
         .iter()
-        .filter_map(|m| Some((m.params.size_bytes?, m.gbps.median)))
+        .map(|m| (m.spec.size_bytes(), m.gbps.median))
         .collect();
     if points.is_empty() {
         return None;
@@ -92,7 +96,7 @@ fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
 pub fn raw_picks(ms: &[Measurement], path: PathId) -> BTreeMap<String, &Measurement> {
     let mut best: BTreeMap<usize, &Measurement> = BTreeMap::new();
     for m in sweeps(ms, path) {
-        let k = m.params.drives.len();
+        let k = m.spec.drives().len();
         if best.get(&k).is_none_or(|b| m.gbps.median > b.gbps.median) {
             best.insert(k, m);
         }
@@ -111,7 +115,7 @@ fn per_count(
         .collect();
     let used = best
         .iter()
-        .map(|(k, m)| (k.clone(), m.params.drives.clone()))
+        .map(|(k, m)| (k.clone(), m.spec.drives().to_vec()))
         .collect();
     (gbps, used)
 }
@@ -139,10 +143,12 @@ pub fn fill(topo: &Topology, ms: &[Measurement], n: &mut NvmeProfile) {
         let probe = |qd: u32| {
             ms.iter().find(|m| {
                 m.path == PathId::NvmeRead
-                    && m.key.split('/').nth(1) == Some("latency")
-                    && m.params.pattern.as_deref() == Some("random")
-                    && m.params.queue_depth == Some(qd)
-                    && m.params.drives == [key.clone()]
+                    && nvme(m).is_some_and(|s| {
+                        s.test == NvmeTest::Latency
+                            && !s.target
+                            && s.queue_depth == qd
+                            && s.drives == [key.clone()]
+                    })
             })
         };
         let fields = |qd| {
@@ -180,12 +186,15 @@ pub fn fill(topo: &Topology, ms: &[Measurement], n: &mut NvmeProfile) {
     merge_long_tests(n, &[]);
 }
 
-/// The long test a measurement belongs to (`read-cache`, `power-states`, `gc-settle`), and the
-/// device it ran on.
-fn long_test_of(m: &Measurement) -> Option<(&str, &str)> {
-    let test = m.key.split('/').nth(1)?;
-    let device = m.params.drives.first()?;
-    matches!(test, "read-cache" | "power-states" | "gc-settle").then_some((test, device.as_str()))
+/// The long test a measurement belongs to, and the device it ran on.
+fn long_test_of(m: &Measurement) -> Option<(NvmeTest, &str)> {
+    let s = nvme(m)?;
+    let device = s.drives.first()?;
+    matches!(
+        s.test,
+        NvmeTest::ReadCache | NvmeTest::PowerStates | NvmeTest::GcSettle
+    )
+    .then_some((s.test, device.as_str()))
 }
 
 fn entry<'a>(v: &'a mut Vec<NvmeLongTests>, device: &str) -> &'a mut NvmeLongTests {
@@ -216,14 +225,14 @@ pub fn long_tests(ms: &[Measurement]) -> Vec<NvmeLongTests> {
         if !order.contains(&device) {
             order.push(device);
         }
-        match (test, m.params.pattern.as_deref()) {
-            ("read-cache", Some("hot")) => {
+        match (test, nvme(m).map(|s| &s.pattern)) {
+            (NvmeTest::ReadCache, Some(NvmePattern::Hot { .. })) => {
                 hot.insert(device, m);
             }
-            ("read-cache", _) => {
+            (NvmeTest::ReadCache, _) => {
                 cold.insert(device, m);
             }
-            ("power-states", _) if m.params.idle_ms.is_some() => {
+            (NvmeTest::PowerStates, Some(NvmePattern::Idle { .. })) => {
                 idle.entry(device).or_default().push(m);
             }
             _ => {}
@@ -234,7 +243,10 @@ pub fn long_tests(ms: &[Measurement]) -> Vec<NvmeLongTests> {
         if let (Some(h), Some(c)) = (hot.get(device), cold.get(device)) {
             // Hot reads confined to a region (always, as planned), and both medians usable.
             if let (Some(region), Some(speedup)) = (
-                h.params.region_bytes,
+                match nvme(h).map(|s| &s.pattern) {
+                    Some(NvmePattern::Hot { region_bytes }) => Some(*region_bytes),
+                    _ => None,
+                },
                 cache_speedup(lat(c).median, lat(h).median),
             ) {
                 entry(&mut out, device).read_cache = Some(ReadCacheResult {
@@ -252,15 +264,19 @@ pub fn long_tests(ms: &[Measurement]) -> Vec<NvmeLongTests> {
         let Some(cases) = idle.get(device) else {
             continue;
         };
-        let Some(base) = cases.iter().find(|m| m.params.idle_ms == Some(0)) else {
+        let idle_ms = |m: &Measurement| match nvme(m).map(|s| &s.pattern) {
+            Some(NvmePattern::Idle { idle_ms }) => Some(*idle_ms),
+            _ => None,
+        };
+        let Some(base) = cases.iter().find(|m| idle_ms(m) == Some(0)) else {
             continue;
         };
         let base_median = lat(base).median;
         let mut gaps: Vec<IdleGap> = cases
             .iter()
-            .filter(|m| m.params.idle_ms != Some(0))
+            .filter(|m| idle_ms(m) != Some(0))
             .map(|m| IdleGap {
-                idle_s: m.params.idle_ms.unwrap_or(0) as f64 / 1e3,
+                idle_s: idle_ms(m).unwrap_or(0) as f64 / 1e3,
                 key: m.key.clone(),
                 latency_us: lat(m),
                 vs_baseline: lat(m).median / base_median,
@@ -385,7 +401,7 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
         let points = size_sweep_points(ms, path);
         let qd = points
             .first()
-            .and_then(|m| m.params.queue_depth)
+            .and_then(|m| queue_depth(m))
             .map(|q| format!(" at QD {q}"))
             .unwrap_or_default();
         c.derived(
@@ -448,7 +464,7 @@ mod tests {
     use super::*;
     use hwc_model::long_tests::{GcSettleResult, SettleProbe};
     use hwc_model::topology::NvmeDrive;
-    use hwc_model::{CaseParams, CaseResult, Plan, Provenance, Stats};
+    use hwc_model::{CaseResult, EngineId, NvmeSpec, Plan, Provenance, Spec, Stats};
     use proptest::prelude::*;
 
     fn stats(median: f64) -> Stats {
@@ -468,19 +484,34 @@ mod tests {
         idle_ms: Option<u64>,
         us: f64,
     ) -> CaseResult {
+        // `nvme_read/io-uring/<test>/…`.
+        let test = match key.split('/').nth(2) {
+            Some("read-cache") => NvmeTest::ReadCache,
+            Some("power-states") => NvmeTest::PowerStates,
+            Some("latency") => NvmeTest::Latency,
+            _ => NvmeTest::Sweep,
+        };
         CaseResult {
             measurement: Measurement {
                 key: key.into(),
                 path: PathId::NvmeRead,
-                params: CaseParams {
-                    size_bytes: Some(4096),
-                    queue_depth: Some(1),
+                engine: EngineId::new("io-uring"),
+                cell: key.splitn(3, '/').nth(2).unwrap_or(key).into(),
+                spec: Spec::Nvme(NvmeSpec {
+                    test,
+                    block_bytes: 4096,
+                    queue_depth: 1,
                     drives: vec![device.into()],
-                    pattern: Some(pattern.into()),
-                    region_bytes: (pattern == "hot").then_some(1 << 20),
-                    idle_ms,
-                    ..CaseParams::default()
-                },
+                    target: false,
+                    pattern: match (pattern, idle_ms) {
+                        ("hot", _) => NvmePattern::Hot {
+                            region_bytes: 1 << 20,
+                        },
+                        (_, Some(idle_ms)) => NvmePattern::Idle { idle_ms },
+                        ("random", None) => NvmePattern::Random,
+                        _ => NvmePattern::Sequential,
+                    },
+                }),
                 bytes_per_rep: 4096,
                 gbps: stats(4096.0 / us / 1e3),
                 cold_gbps: None,
@@ -531,54 +562,78 @@ mod tests {
         let results = vec![
             // The QD1 latency probe shares pattern and QD with the cold reads: not confused.
             lat_case(
-                "nvme_read/latency/nvme0/4KiB-random/qd1",
+                "nvme_read/io-uring/latency/nvme0/4KiB-random/qd1",
                 a,
                 "random",
                 None,
                 70.0,
             ),
-            lat_case("nvme_read/read-cache/nvme0/cold", a, "random", None, 90.0),
-            lat_case("nvme_read/read-cache/nvme0/hot", a, "hot", None, 30.0),
             lat_case(
-                "nvme_read/power-states/nvme0/idle-0s",
+                "nvme_read/io-uring/read-cache/nvme0/cold",
+                a,
+                "random",
+                None,
+                90.0,
+            ),
+            lat_case(
+                "nvme_read/io-uring/read-cache/nvme0/hot",
+                a,
+                "hot",
+                None,
+                30.0,
+            ),
+            lat_case(
+                "nvme_read/io-uring/power-states/nvme0/idle-0s",
                 a,
                 "idle",
                 Some(0),
                 80.0,
             ),
             lat_case(
-                "nvme_read/power-states/nvme0/idle-500ms",
+                "nvme_read/io-uring/power-states/nvme0/idle-500ms",
                 a,
                 "idle",
                 Some(500),
                 650.0,
             ),
             lat_case(
-                "nvme_read/power-states/nvme0/idle-10ms",
+                "nvme_read/io-uring/power-states/nvme0/idle-10ms",
                 a,
                 "idle",
                 Some(10),
                 85.0,
             ),
             lat_case(
-                "nvme_read/power-states/nvme0/idle-100ms",
+                "nvme_read/io-uring/power-states/nvme0/idle-100ms",
                 a,
                 "idle",
                 Some(100),
                 170.0,
             ),
             // nvme1: no transition, no read cache.
-            lat_case("nvme_read/read-cache/nvme1/cold", b, "random", None, 90.0),
-            lat_case("nvme_read/read-cache/nvme1/hot", b, "hot", None, 80.0),
             lat_case(
-                "nvme_read/power-states/nvme1/idle-0s",
+                "nvme_read/io-uring/read-cache/nvme1/cold",
+                b,
+                "random",
+                None,
+                90.0,
+            ),
+            lat_case(
+                "nvme_read/io-uring/read-cache/nvme1/hot",
+                b,
+                "hot",
+                None,
+                80.0,
+            ),
+            lat_case(
+                "nvme_read/io-uring/power-states/nvme1/idle-0s",
                 b,
                 "idle",
                 Some(0),
                 80.0,
             ),
             lat_case(
-                "nvme_read/power-states/nvme1/idle-10ms",
+                "nvme_read/io-uring/power-states/nvme1/idle-10ms",
                 b,
                 "idle",
                 Some(10),
@@ -586,14 +641,14 @@ mod tests {
             ),
             // nvme3 (no APST, no non-operational state): a step, but not the drive's.
             lat_case(
-                "nvme_read/power-states/nvme3/idle-0s",
+                "nvme_read/io-uring/power-states/nvme3/idle-0s",
                 c,
                 "idle",
                 Some(0),
                 400.0,
             ),
             lat_case(
-                "nvme_read/power-states/nvme3/idle-10ms",
+                "nvme_read/io-uring/power-states/nvme3/idle-10ms",
                 c,
                 "idle",
                 Some(10),
@@ -601,7 +656,7 @@ mod tests {
             ),
             // nvme4: the baseline only (its gaps did not finish): no record, not a "none".
             lat_case(
-                "nvme_read/power-states/nvme4/idle-0s",
+                "nvme_read/io-uring/power-states/nvme4/idle-0s",
                 e,
                 "idle",
                 Some(0),
@@ -609,14 +664,14 @@ mod tests {
             ),
             // A target: kept under its path, never a drive field.
             lat_case(
-                "nvme_read/read-cache/target/cold",
+                "nvme_read/io-uring/read-cache/target/cold",
                 "/tmp/f",
                 "random",
                 None,
                 9.0,
             ),
             lat_case(
-                "nvme_read/read-cache/target/hot",
+                "nvme_read/io-uring/read-cache/target/hot",
                 "/tmp/f",
                 "hot",
                 None,
@@ -637,6 +692,7 @@ mod tests {
             &topo,
             &Plan::default(),
             &results,
+            &[],
             &[],
             &[],
             Provenance::default(),
@@ -737,11 +793,12 @@ mod tests {
             &[],
             &[],
             &[],
+            &[],
             Provenance::default(),
         );
         assert!(p.nvme.long_tests.is_empty());
         let gc = |settled: Option<f64>| GcSettleResult {
-            key: "nvme_write/gc-settle/nvme0".into(),
+            key: "nvme_write/io-uring/gc-settle/nvme0".into(),
             write_block_bytes: 128 << 10,
             write_queue_depth: 32,
             interval_s: 1.0,

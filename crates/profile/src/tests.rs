@@ -1,6 +1,9 @@
 use super::*;
 use hwc_model::topology::{Gpu, LinkTheory, Platform};
-use hwc_model::{CaseParams, CeilingSource, PathId, Placement, Stats, GIB, MIB};
+use hwc_model::{
+    CeilingSource, CopyDirection, EngineId, GpuCopySpec, HostCopySpec, HostMemory, NvmePattern,
+    NvmeSpec, NvmeTest, PathId, Placement, Spec, Stats, GIB, MIB,
+};
 use proptest::prelude::*;
 
 fn stats(median: f64) -> Stats {
@@ -13,12 +16,19 @@ fn stats(median: f64) -> Stats {
     }
 }
 
-fn result(key: &str, path: PathId, params: CaseParams, gbps: f64) -> CaseResult {
+/// A result of `key` (`<path>/<engine>/<cell>`), its engine and cell read from the key.
+fn result(key: &str, path: PathId, spec: Spec, gbps: f64) -> CaseResult {
+    let (engine, cell) = key
+        .split_once('/')
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .expect("a key of three parts");
     CaseResult {
         measurement: Measurement {
             key: key.into(),
             path,
-            params,
+            engine: EngineId::parse(engine).unwrap(),
+            cell: cell.into(),
+            spec,
             bytes_per_rep: 1 << 20,
             gbps: stats(gbps),
             cold_gbps: Some(gbps / 2.0),
@@ -46,18 +56,17 @@ fn result(key: &str, path: PathId, params: CaseParams, gbps: f64) -> CaseResult 
 fn host(src: u32, dst: u32, size: u64, threads: u32, gbps: f64, resident: bool) -> CaseResult {
     let mut r = result(
         &format!(
-            "host_ram/n{src}-n{dst}/{}/t{threads}",
+            "host_ram/host-memcpy/n{src}-n{dst}/{}/t{threads}",
             hwc_model::size_label(size)
         ),
         PathId::HostRam,
-        CaseParams {
-            size_bytes: Some(size),
-            threads: Some(threads),
-            cpu_node: Some(src),
-            src_node: Some(src),
-            dst_node: Some(dst),
-            ..CaseParams::default()
-        },
+        Spec::HostCopy(HostCopySpec {
+            size_bytes: size,
+            threads,
+            cpu_node: src,
+            src_node: src,
+            dst_node: dst,
+        }),
         gbps,
     );
     r.measurement.cache_resident = resident;
@@ -65,24 +74,20 @@ fn host(src: u32, dst: u32, size: u64, threads: u32, gbps: f64, resident: bool) 
 }
 
 fn gpu_copy(path: PathId, node: Option<u32>, size: u64, streams: u32, gbps: f64) -> CaseResult {
-    let mut params = CaseParams {
-        gpu: Some("gpu0".into()),
-        size_bytes: Some(size),
-        streams: Some(streams),
-        host_memory: Some("pinned".into()),
+    let spec = GpuCopySpec {
+        gpu: "gpu0".into(),
+        size_bytes: size,
+        streams,
+        host_memory: Some(HostMemory::Pinned),
+        host_node: node,
         cpu_node: node,
-        ..CaseParams::default()
+        // A duplex case reports H2D unless a test says otherwise.
+        direction: (path == PathId::Duplex).then_some(CopyDirection::H2d),
     };
-    match path {
-        PathId::D2h => params.dst_node = node,
-        // A duplex case's host buffers, both ways, lie on one node (as the planner writes it).
-        PathId::Duplex => (params.src_node, params.dst_node) = (node, node),
-        _ => params.src_node = node,
-    }
     result(
-        &format!("{path}/gpu0/{node:?}/{size}/s{streams}"),
+        &format!("{path}/cuda-copy/gpu0/{node:?}/{size}/s{streams}"),
         path,
-        params,
+        Spec::GpuCopy(spec),
         gbps,
     )
 }
@@ -93,6 +98,7 @@ fn gpu_profile(results: &[CaseResult]) -> Profile {
         &topo_with_gpu(),
         &Plan::default(),
         results,
+        &[],
         &[],
         &[],
         provenance(),
@@ -167,6 +173,7 @@ fn of_results(results: &[CaseResult], failures: &[Failure]) -> Profile {
         results,
         &[],
         failures,
+        &[],
         provenance(),
     )
 }
@@ -189,7 +196,7 @@ fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
         (256 * MIB, 4, 34.7)
     );
     assert_eq!(pair.sweep_gbps.len(), 3);
-    assert_eq!(pair.key, "host_ram/n0-n0/256MiB/t4");
+    assert_eq!(pair.key, "host_ram/host-memcpy/n0-n0/256MiB/t4");
     assert_eq!(p.host_ram.same_numa_gbps, Some(34.7));
     assert_eq!(p.host_ram.cross_numa_gbps, Some(21.0));
     assert_eq!(p.ceilings["host_ram_same_numa_gbps"], 34.7);
@@ -232,16 +239,34 @@ fn h2d_figures(g: &hwc_model::profile::GpuProfile) -> [Option<f64>; 4] {
 /// A D2D case's result on `gpu`.
 fn d2d_copy(gpu: &str, size: u64, streams: u32, gbps: f64) -> CaseResult {
     result(
-        &format!("d2d/{gpu}/{size}/s{streams}"),
+        &format!("d2d/cuda-copy/{gpu}/{size}/s{streams}"),
         PathId::D2d,
-        CaseParams {
-            gpu: Some(gpu.into()),
-            size_bytes: Some(size),
-            streams: Some(streams),
-            ..CaseParams::default()
-        },
+        d2d_spec(gpu, size, streams),
         gbps,
     )
+}
+
+fn d2d_spec(gpu: &str, size: u64, streams: u32) -> Spec {
+    Spec::GpuCopy(GpuCopySpec {
+        gpu: gpu.into(),
+        size_bytes: size,
+        streams,
+        host_memory: None,
+        host_node: None,
+        cpu_node: None,
+        direction: None,
+    })
+}
+
+/// `c` as reporting direction `dir` of its duplex pair.
+fn direction(c: &mut CaseResult, dir: &str) {
+    if let Spec::GpuCopy(g) = &mut c.measurement.spec {
+        g.direction = Some(if dir == "d2h" {
+            CopyDirection::D2h
+        } else {
+            CopyDirection::H2d
+        });
+    }
 }
 
 #[test]
@@ -278,8 +303,8 @@ fn gpu_fields_follow_the_spec_and_only_measured_values_appear() {
 fn duplex_sums_two_local_one_stream_halves_at_the_largest_size_measured_both_ways() {
     let duplex = |node: u32, size: u64, streams: u32, dir: &str, gbps: f64| {
         let mut c = gpu_copy(PathId::Duplex, Some(node), size, streams, gbps);
-        c.measurement.key = format!("duplex/gpu0/n{node}/{size}/s{streams}/{dir}");
-        c.measurement.params.direction = Some(dir.into());
+        c.measurement.key = format!("duplex/cuda-copy/gpu0/n{node}/{size}/s{streams}/{dir}");
+        direction(&mut c, dir);
         c
     };
     let results = vec![
@@ -338,6 +363,7 @@ fn contention_and_failures_are_warned() {
     let mut r = host(0, 0, 256 * MIB, 1, 10.0, false);
     r.measurement.contended = true;
     let f = Failure {
+        engine: None,
         key: "x".into(),
         path: PathId::HostRam,
         error: "boom".into(),
@@ -373,6 +399,7 @@ fn the_contention_warning_names_what_was_busy() {
 #[test]
 fn the_failure_warning_names_the_commonest_reasons_with_their_counts() {
     let f = |key: &str, error: &str| Failure {
+        engine: None,
         key: key.into(),
         path: PathId::H2d,
         error: error.into(),
@@ -426,18 +453,27 @@ fn yaml_round_trips_and_carries_the_header() {
     let plan = Plan {
         cases: vec![],
         waived: vec![Waiver {
+            engine: None,
             path: PathId::Gds,
             scope: None,
             reason: "libcufile not found".into(),
             hint: Some("install nvidia-gds".into()),
         }],
     };
-    let p = build(&topo_with_gpu(), &plan, &results, &[], &[], provenance());
+    let p = build(
+        &topo_with_gpu(),
+        &plan,
+        &results,
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
     let y = to_yaml(&p).unwrap();
     assert!(y.starts_with(
         "# Auto-generated by hwceiling 0.1.0 (abc1234)\n# Date: 2026-11-29\n# Node: node7\n"
     ));
-    assert!(y.contains("schema_version: 1"));
+    assert!(y.contains("schema_version: 2"));
     assert!(y.contains("h2d_4m_1stream_numa_local_gbps: 53.4"));
     let back = from_yaml(&y).unwrap();
     assert_eq!(back, p);
@@ -484,20 +520,20 @@ fn gds_available_follows_detection_not_a_constant() {
     };
     let mut t = topo_with_gpu();
     t.tools = vec![tool("libcufile", true), tool("nvidia_fs", true)];
-    let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
+    let p = build(&t, &Plan::default(), &[], &[], &[], &[], provenance());
     assert!(p.gds.available, "{:?}", p.gds);
     // Still nothing measured: no figure and no mode.
     assert_eq!(p.gds.one_drive_gbps, None);
     assert_eq!(p.gds.mode, None);
     t.tools = vec![tool("libcufile", false), tool("nvidia_fs", true)];
-    let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
+    let p = build(&t, &Plan::default(), &[], &[], &[], &[], provenance());
     assert!(!p.gds.available);
     // No GPU: no GDS, whatever the libraries.
     let t = Topology {
         tools: vec![tool("libcufile", true)],
         ..Topology::default()
     };
-    let p = build(&t, &Plan::default(), &[], &[], &[], provenance());
+    let p = build(&t, &Plan::default(), &[], &[], &[], &[], provenance());
     assert!(!p.gds.available);
 }
 
@@ -509,18 +545,19 @@ fn nvme_case(path: PathId, drives: &[&str], size: u64, qd: u32, gbps: f64) -> Ca
     };
     result(
         &format!(
-            "{dir}/{}drive/{}/qd{qd}",
+            "{dir}/io-uring/{}drive/{}/qd{qd}",
             drives.len(),
             hwc_model::size_label(size)
         ),
         path,
-        CaseParams {
-            size_bytes: Some(size),
-            queue_depth: Some(qd),
+        Spec::Nvme(NvmeSpec {
+            test: NvmeTest::Sweep,
+            block_bytes: size,
+            queue_depth: qd,
             drives: drives.iter().map(|d| d.to_string()).collect(),
-            pattern: Some("sequential".into()),
-            ..CaseParams::default()
-        },
+            target: false,
+            pattern: NvmePattern::Sequential,
+        }),
         gbps,
     )
 }
@@ -533,20 +570,15 @@ fn every_path() -> Profile {
     let (r, w) = (PathId::NvmeRead, PathId::NvmeWrite);
     let duplex = |dir: &str, gbps: f64| {
         let mut c = gpu_copy(PathId::Duplex, Some(0), 256 * MIB, 1, gbps);
-        c.measurement.key = format!("duplex/gpu0/{dir}");
-        c.measurement.params.direction = Some(dir.into());
+        c.measurement.key = format!("duplex/cuda-copy/gpu0/{dir}");
+        direction(&mut c, dir);
         c
     };
     let d2d = |streams: u32, gbps: f64| {
         result(
-            &format!("d2d/gpu0/1GiB/s{streams}"),
+            &format!("d2d/cuda-copy/gpu0/1GiB/s{streams}"),
             PathId::D2d,
-            CaseParams {
-                gpu: Some("gpu0".into()),
-                size_bytes: Some(1024 * MIB),
-                streams: Some(streams),
-                ..CaseParams::default()
-            },
+            d2d_spec("gpu0", 1024 * MIB, streams),
             gbps,
         )
     };
@@ -579,7 +611,7 @@ fn every_path() -> Profile {
             ..Default::default()
         });
     }
-    build(&t, &Plan::default(), &results, &[], &[], provenance())
+    build(&t, &Plan::default(), &results, &[], &[], &[], provenance())
 }
 
 #[test]
@@ -633,7 +665,7 @@ fn every_ceiling_says_where_it_comes_from() {
         }
     }
     let src = |k: &str| p.ceiling_sources[k].clone();
-    let h2d = |node: u32, size: u64, s: u32| format!("h2d/gpu0/Some({node})/{size}/s{s}");
+    let h2d = |node: u32, size: u64, s: u32| format!("h2d/cuda-copy/gpu0/Some({node})/{size}/s{s}");
     assert_eq!(
         src("warm_gpu0_gbps"),
         CeilingSource::measured(h2d(0, 4 * MIB, 1))
@@ -651,22 +683,25 @@ fn every_ceiling_says_where_it_comes_from() {
     }
     assert_eq!(
         src("gpu_d2d_sustained_gbps"),
-        CeilingSource::measured("d2d/gpu0/1GiB/s1")
+        CeilingSource::measured("d2d/cuda-copy/gpu0/1GiB/s1")
     );
     assert_eq!(
         src("host_ram_cross_numa_gbps"),
-        CeilingSource::measured("host_ram/n0-n1/256MiB/t4")
+        CeilingSource::measured("host_ram/host-memcpy/n0-n1/256MiB/t4")
     );
     assert_eq!(
         src("nvme_raw_1drive_read_gbps"),
-        CeilingSource::measured("nvme_read/1drive/1MiB/qd32")
+        CeilingSource::measured("nvme_read/io-uring/1drive/1MiB/qd32")
     );
     match src("dispatcher_cold_2drive_gbps") {
         CeilingSource::Derived { derived, inputs } => {
             assert!(derived.contains("NVMe bounds it"), "{derived}");
             assert_eq!(
                 inputs,
-                ["nvme_read/2drive/1MiB/qd32".into(), h2d(0, 256 * MIB, 1)]
+                [
+                    "nvme_read/io-uring/2drive/1MiB/qd32".into(),
+                    h2d(0, 256 * MIB, 1)
+                ]
             );
         }
         other => panic!("{other:?}"),
@@ -691,13 +726,16 @@ fn every_ceiling_says_where_it_comes_from() {
 }
 
 fn streaming(mut r: CaseResult) -> CaseResult {
-    r.measurement.key.push_str("/streaming");
-    r.measurement.params.copy_kernel = Some("streaming".into());
+    r.measurement.key = r
+        .measurement
+        .key
+        .replace("/host-memcpy/", "/host-streaming/");
+    r.measurement.engine = EngineId::new("host-streaming");
     r
 }
 
 #[test]
-fn host_ram_ceiling_is_the_better_copy_kernel_and_keeps_both_sweeps() {
+fn host_ram_ceiling_is_the_better_engine_s_and_keeps_both_sweeps() {
     let results = vec![
         host(0, 0, GIB, 1, 9.0, false),
         host(0, 0, GIB, 16, 38.0, false),
@@ -708,37 +746,31 @@ fn host_ram_ceiling_is_the_better_copy_kernel_and_keeps_both_sweeps() {
     ];
     let p = of_results(&results, &[]);
     let pair = &p.host_ram.pairs["n0-n0"];
-    assert_eq!(pair.key, "host_ram/n0-n0/1GiB/t16/streaming");
-    assert_eq!(pair.kernel.as_deref(), Some("streaming"));
+    assert_eq!(pair.key, "host_ram/host-streaming/n0-n0/1GiB/t16");
+    assert_eq!(pair.engine, EngineId::new("host-streaming"));
     assert_eq!((pair.best_threads, pair.best_gbps), (16, 64.0));
-    // `sweep_gbps` is the best kernel's sweep, not a mix of both.
+    // `sweep_gbps` is the best engine's sweep, not a mix of both.
     assert_eq!(
         pair.sweep_gbps,
         [(1, 9.5), (16, 64.0)].into_iter().collect()
     );
     assert_eq!(
-        pair.kernel_sweeps_gbps["memcpy"],
+        pair.engine_sweeps_gbps[&EngineId::new("host-memcpy")],
         [(1, 9.0), (16, 38.0)].into_iter().collect()
     );
-    assert_eq!(pair.kernel_sweeps_gbps.len(), 2);
+    assert_eq!(pair.engine_sweeps_gbps.len(), 2);
     assert_eq!(p.ceilings["host_ram_same_numa_gbps"], 64.0);
-    // Read back, the new fields survive; a profile without them still reads (all memcpy).
+    // Read back, the fields survive.
     let back = crate::from_yaml(&crate::to_yaml(&p).unwrap()).unwrap();
     assert_eq!(back.host_ram, p.host_ram);
-    let mut old = p.clone();
-    for pair in old.host_ram.pairs.values_mut() {
-        pair.kernel = None;
-        pair.kernel_sweeps_gbps.clear();
-    }
-    let y = crate::to_yaml(&old).unwrap();
-    assert!(!y.contains("kernel_sweeps_gbps"), "{y}");
-    assert_eq!(crate::from_yaml(&y).unwrap().host_ram, old.host_ram);
 }
 
 /// `r` as measured on `gpu` (its key and parameters renamed).
 fn on_gpu(mut r: CaseResult, gpu: &str) -> CaseResult {
     r.measurement.key = r.measurement.key.replacen("gpu0", gpu, 1);
-    r.measurement.params.gpu = Some(gpu.into());
+    if let Spec::GpuCopy(g) = &mut r.measurement.spec {
+        g.gpu = gpu.into();
+    }
     r
 }
 
@@ -768,7 +800,7 @@ fn two_gpus_on_two_nodes_each_get_their_own_local_and_cross_figures_and_ceilings
         on_gpu(gpu_copy(PathId::H2d, Some(1), 256 * MIB, 1, 55.2), "gpu1"),
         on_gpu(gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 51.0), "gpu1"),
     ];
-    let p = build(&t, &Plan::default(), &results, &[], &[], provenance());
+    let p = build(&t, &Plan::default(), &results, &[], &[], &[], provenance());
     let (g0, g1) = (&p.gpus["gpu0"], &p.gpus["gpu1"]);
     assert_eq!(
         h2d_figures(g0),
@@ -793,18 +825,26 @@ fn the_all_gpu_d2d_ceiling_is_the_slowest_gpus_and_absent_while_a_gpu_has_no_d2d
         d2d_copy("gpu0", 1024 * MIB, 1, 2130.0),
         d2d_copy("gpu1", 1024 * MIB, 1, 2090.0),
     ];
-    let p = build(&t, &Plan::default(), &both, &[], &[], provenance());
+    let p = build(&t, &Plan::default(), &both, &[], &[], &[], provenance());
     assert_eq!(p.ceilings["gpu0_d2d_sustained_gbps"], 2130.0);
     assert_eq!(p.ceilings["gpu1_d2d_sustained_gbps"], 2090.0);
     assert_eq!(p.ceilings["gpu_d2d_sustained_gbps"], 2090.0);
     match p.ceiling_source("gpu_d2d_sustained_gbps") {
         Some(hwc_model::CeilingOrigin::Measured(m)) => {
-            assert_eq!(m.key, format!("d2d/gpu1/{}/s1", 1024 * MIB))
+            assert_eq!(m.key, format!("d2d/cuda-copy/gpu1/{}/s1", 1024 * MIB))
         }
         other => panic!("{other:?}"),
     }
     // gpu1's D2D cases waived or failed: gpu0's figure is not what every GPU reaches.
-    let p = build(&t, &Plan::default(), &both[..1], &[], &[], provenance());
+    let p = build(
+        &t,
+        &Plan::default(),
+        &both[..1],
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
     assert_eq!(p.ceilings["gpu0_d2d_sustained_gbps"], 2130.0);
     assert!(!p.ceilings.contains_key("gpu_d2d_sustained_gbps"));
     assert!(!p.ceilings.contains_key("gpu1_d2d_sustained_gbps"));

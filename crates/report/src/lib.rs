@@ -6,7 +6,7 @@
 
 use hwc_model::profile::HostRamPair;
 use hwc_model::topology::Relation;
-use hwc_model::{size_label, Measurement, PathId, Profile, Stats, Waiver};
+use hwc_model::{size_label, EngineId, Measurement, PathId, Profile, Spec, Stats, Waiver};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -23,11 +23,83 @@ pub fn render(p: &Profile) -> String {
     nvme_inspection(&mut out, p);
     pcie_table(&mut out, p);
     paths::render(&mut out, p);
+    engines(&mut out, p);
     routing(&mut out, p);
     summary::render(&mut out, p);
     observations(&mut out, p);
     appendix(&mut out, p);
     out
+}
+
+/// The engines of `ms`, in the order the run declared them (then any it did not declare, in the
+/// order they first appear).
+pub(crate) fn engines_of(p: &Profile, ms: &[&Measurement]) -> Vec<EngineId> {
+    let mut out: Vec<EngineId> = p
+        .engines
+        .iter()
+        .map(|e| e.id.clone())
+        .filter(|id| ms.iter().any(|m| &m.engine == id))
+        .collect();
+    for m in ms {
+        if !out.contains(&m.engine) {
+            out.push(m.engine.clone());
+        }
+    }
+    out
+}
+
+/// Engines side by side: every cell of a path that more than one engine measured (the same
+/// spec), with each engine's figure, and which one the path's ceiling takes. Nothing where no
+/// cell was measured twice.
+fn engines(out: &mut String, p: &Profile) {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for path in PathId::ALL {
+        let ms: Vec<&Measurement> = p.measurements_of(path).collect();
+        let mut cells: Vec<(&Spec, Vec<&Measurement>)> = Vec::new();
+        for m in &ms {
+            match cells.iter_mut().find(|(s, _)| *s == &m.spec) {
+                Some((_, v)) => v.push(m),
+                None => cells.push((&m.spec, vec![m])),
+            }
+        }
+        for (_, group) in cells.iter().filter(|(_, g)| g.len() > 1) {
+            let best = group
+                .iter()
+                .filter(|m| p.hardware(&m.engine))
+                .max_by(|a, b| a.gbps.median.total_cmp(&b.gbps.median));
+            for m in group {
+                let lead = if best.is_some_and(|b| b.key == m.key) {
+                    " **best**"
+                } else {
+                    ""
+                };
+                rows.push(vec![
+                    path.to_string(),
+                    format!("`{}`", m.cell),
+                    format!("`{}`", m.engine),
+                    format!("{}{lead}", cell(&m.gbps)),
+                    m.gbps.n.to_string(),
+                ]);
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str(
+        "## Engines side by side
+
+",
+    );
+    out.push_str(
+        "Cells of a path that several engines measured in this run, each engine's median GB/s \
+         ± spread; a ceiling takes the best engine's figure.\n\n",
+    );
+    table(out, &["Path", "Cell", "Engine", "GB/s", "N"], &rows);
+    for id in p.engines.iter().map(|e| &e.id) {
+        let _ = writeln!(out, "- `{id}`: {}", p.engine_title(id));
+    }
+    out.push('\n');
 }
 
 /// `55.49`.
@@ -42,11 +114,12 @@ pub(crate) fn cell(s: &Stats) -> String {
 
 /// A waiver in one line: `scope: reason — hint`.
 pub fn waiver_text(w: &Waiver) -> String {
-    let scope = w
-        .scope
-        .as_ref()
-        .map(|s| format!("{s}: "))
-        .unwrap_or_default();
+    let scope = match (&w.engine, &w.scope) {
+        (Some(e), Some(s)) => format!("{e}, {s}: "),
+        (Some(e), None) => format!("engine {e}: "),
+        (None, Some(s)) => format!("{s}: "),
+        (None, None) => String::new(),
+    };
     // The hint's clauses the reason does not already give (`… runs with --nvme-long-tests
     // read-cache` needs no `— --nvme-long-tests read-cache (or all)` after it).
     let hint: Vec<&str> = w
@@ -349,7 +422,9 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
             return "—".to_string();
         };
         let probe = p
-            .measurement(&format!("nvme_read/latency/{drive}/4KiB-random/qd{qd}"))
+            .measurement(&format!(
+                "nvme_read/io-uring/latency/{drive}/4KiB-random/qd{qd}"
+            ))
             .and_then(|m| m.latency_us)
             .filter(|s| s.median == a);
         let (spread, n) = probe
@@ -559,32 +634,33 @@ fn observations(out: &mut String, p: &Profile) {
 }
 
 fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
-    let best_kernel = pair.kernel.as_deref().unwrap_or("memcpy");
-    // `(median, ±1.0 %, N=20)` of the sweep's measurement at `threads` with `kernel`; nothing
+    let best_engine = &pair.engine;
+    // `(median, ±1.0 %, N=20)` of the sweep's measurement at `threads` by `engine`; nothing
     // for a figure with none.
-    let stats_at = |threads: u32, kernel: &str| {
+    let stats_at = |threads: u32, engine: &EngineId| {
         p.measurements_of(PathId::HostRam)
             .find(|m| {
-                m.params.size_bytes == Some(pair.size_bytes)
-                    && m.params.threads == Some(threads)
-                    && m.params.copy_kernel_name() == kernel
-                    && m.params.src_node == Some(pair.src_node)
-                    && m.params.dst_node == Some(pair.dst_node)
-                    && m.params.cpu_node == Some(pair.cpu_node)
+                &m.engine == engine
+                    && m.spec.host_copy().is_some_and(|c| {
+                        c.size_bytes == pair.size_bytes
+                            && c.threads == threads
+                            && (c.src_node, c.dst_node, c.cpu_node)
+                                == (pair.src_node, pair.dst_node, pair.cpu_node)
+                    })
             })
             .map(|m| format!(" (median, ±{:.1} %, N={})", m.gbps.spread_pct, m.gbps.n))
             .unwrap_or_default()
     };
-    let several = pair.kernel_sweeps_gbps.len() > 1;
+    let several = pair.engine_sweeps_gbps.len() > 1;
     let one = pair.sweep_gbps.get(&1).copied();
     let mut s = format!(
         "Host RAM {name} ({}): best {} GB/s{} at {} thread(s){}",
         size_label(pair.size_bytes),
         gbps(pair.best_gbps),
-        stats_at(pair.best_threads, best_kernel),
+        stats_at(pair.best_threads, best_engine),
         pair.best_threads,
         if several {
-            format!(" with the {best_kernel} kernel")
+            format!(" with `{best_engine}`")
         } else {
             String::new()
         }
@@ -595,23 +671,24 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
             "; one thread reaches {} GB/s{} ({:.0} % of best, a ratio of medians) — one thread is \
              not the ceiling",
             gbps(one),
-            stats_at(1, best_kernel),
+            stats_at(1, best_engine),
             one / pair.best_gbps * 100.0
         );
     }
-    // What software that calls memcpy gets, when the streaming kernel set the ceiling.
-    if best_kernel != "memcpy" {
-        let memcpy_best = pair
-            .kernel_sweeps_gbps
-            .get("memcpy")
-            .and_then(|sw| sw.iter().max_by(|a, b| a.1.total_cmp(b.1)));
-        if let Some((&t, &g)) = memcpy_best {
+    // What the other engines reach (software that calls the C library's memcpy gets that
+    // engine's figure, not the streaming copy's).
+    for (engine, sweep) in pair
+        .engine_sweeps_gbps
+        .iter()
+        .filter(|(e, _)| *e != best_engine)
+    {
+        if let Some((&t, &g)) = sweep.iter().max_by(|a, b| a.1.total_cmp(b.1)) {
             let _ = write!(
                 s,
-                "; the C library's memcpy reaches {} GB/s{} at {t} thread(s) ({:.0} % of it, a \
-                 ratio of medians)",
+                "; `{engine}` reaches {} GB/s{} at {t} thread(s) ({:.0} % of it, a ratio of \
+                 medians)",
                 gbps(g),
-                stats_at(t, "memcpy"),
+                stats_at(t, engine),
                 g / pair.best_gbps * 100.0
             );
         }

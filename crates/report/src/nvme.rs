@@ -5,7 +5,7 @@
 
 use crate::{cell, table, waiver_text, waivers};
 use hwc_model::long_tests::{GcSettleResult, NvmeLongTests, PowerStatesResult, ReadCacheResult};
-use hwc_model::{size_label, Measurement, PathId, Profile, Stats};
+use hwc_model::{size_label, Measurement, NvmeTest, PathId, Profile, Stats};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -16,11 +16,11 @@ const SATURATION_TOLERANCE: f64 = 0.02;
 
 /// The row group of a sweep case: `1 drive`, `4 drives`, or `target`.
 fn group(m: &Measurement) -> Option<(usize, String)> {
-    let seg = m.key.split('/').nth(1)?;
-    if seg == "target" {
-        return Some((usize::MAX, format!("target {}", m.params.drives.join(","))));
+    let s = m.spec.nvme()?;
+    if s.target {
+        return Some((usize::MAX, format!("target {}", s.drives.join(","))));
     }
-    let n: usize = seg.strip_suffix("drive")?.parse().ok()?;
+    let n = s.drives.len();
     Some((n, format!("{n} drive{}", if n == 1 { "" } else { "s" })))
 }
 
@@ -38,10 +38,15 @@ pub(crate) fn render(out: &mut String, p: &Profile, path: PathId, title: &str) {
     let _ = writeln!(out, "### {title}\n");
     let ms: Vec<&Measurement> = p
         .measurements_of(path)
-        .filter(|m| m.params.pattern.as_deref() == Some("sequential"))
+        .filter(|m| m.spec.nvme().is_some_and(|s| s.test == NvmeTest::Sweep))
         .collect();
-    if !ms.is_empty() {
-        sweep(out, &ms);
+    let engines = crate::engines_of(p, &ms);
+    for engine in &engines {
+        let mine: Vec<&Measurement> = ms.iter().copied().filter(|m| &m.engine == engine).collect();
+        if engines.len() > 1 {
+            let _ = writeln!(out, "#### `{engine}` — {}\n", p.engine_title(engine));
+        }
+        sweep(out, &mine);
     }
     waivers(out, p, path);
     out.push('\n');
@@ -65,12 +70,12 @@ fn sweep(out: &mut String, ms: &[&Measurement]) {
     let mut qds: BTreeSet<u32> = BTreeSet::new();
     let mut used: BTreeMap<Group, Vec<String>> = BTreeMap::new();
     for m in ms {
-        let (Some(g), Some(size), Some(qd)) = (group(m), m.params.size_bytes, m.params.queue_depth)
-        else {
+        let (Some(g), Some(s)) = (group(m), m.spec.nvme()) else {
             continue;
         };
+        let (size, qd) = (s.block_bytes, s.queue_depth);
         qds.insert(qd);
-        used.insert(g.clone(), m.params.drives.clone());
+        used.insert(g.clone(), s.drives.clone());
         rows.entry(g)
             .or_default()
             .entry(size)
@@ -480,7 +485,8 @@ mod tests {
     use hwc_model::profile::GpuProfile;
     use hwc_model::topology::{NvmeDrive, NvmeNamespace};
     use hwc_model::{
-        CaseParams, CaseResult, Measurement, PathId, Plan, Provenance, Stats, Topology, KIB, MIB,
+        CaseResult, EngineId, Measurement, NvmePattern, NvmeSpec, NvmeTest, PathId, Plan,
+        Provenance, Spec, Stats, Topology, KIB, MIB,
     };
 
     fn stats(median: f64) -> Stats {
@@ -495,17 +501,33 @@ mod tests {
 
     fn case(key: &str, path: PathId, size: u64, qd: u32, drives: &[&str], gbps: f64) -> CaseResult {
         let random = key.contains("random");
+        // `<path>/io-uring/<cell>`; the cell's first part says which test.
+        let cell = key.splitn(3, '/').nth(2).unwrap_or(key);
+        let test = match cell.split('/').next() {
+            Some("latency") => NvmeTest::Latency,
+            Some("read-cache") => NvmeTest::ReadCache,
+            Some("power-states") => NvmeTest::PowerStates,
+            Some("gc-settle") => NvmeTest::GcSettle,
+            _ => NvmeTest::Sweep,
+        };
         CaseResult {
             measurement: Measurement {
                 key: key.into(),
                 path,
-                params: CaseParams {
-                    size_bytes: Some(size),
-                    queue_depth: Some(qd),
+                engine: EngineId::new("io-uring"),
+                cell: cell.into(),
+                spec: Spec::Nvme(NvmeSpec {
+                    test,
+                    block_bytes: size,
+                    queue_depth: qd,
                     drives: drives.iter().map(|d| d.to_string()).collect(),
-                    pattern: Some(if random { "random" } else { "sequential" }.into()),
-                    ..CaseParams::default()
-                },
+                    target: cell.starts_with("target"),
+                    pattern: if random {
+                        NvmePattern::Random
+                    } else {
+                        NvmePattern::Sequential
+                    },
+                }),
                 bytes_per_rep: 2 << 30,
                 gbps: stats(gbps),
                 cold_gbps: Some(gbps),
@@ -566,9 +588,14 @@ mod tests {
         us: f64,
     ) -> CaseResult {
         let mut c = case(key, PathId::NvmeRead, 4 * KIB, 1, &[device], 0.04);
-        c.measurement.params.pattern = Some(pattern.into());
-        c.measurement.params.idle_ms = idle_ms;
-        c.measurement.params.region_bytes = (pattern == "hot").then_some(MIB);
+        if let Spec::Nvme(s) = &mut c.measurement.spec {
+            s.pattern = match (pattern, idle_ms) {
+                ("hot", _) => NvmePattern::Hot { region_bytes: MIB },
+                (_, Some(idle_ms)) => NvmePattern::Idle { idle_ms },
+                ("random", None) => NvmePattern::Random,
+                _ => NvmePattern::Sequential,
+            };
+        }
         c.measurement.latency_us = Some(stats(us));
         c
     }
@@ -627,38 +654,50 @@ mod tests {
         let a = "0000:10:00.0";
         let c = "0000:12:00.0";
         let results = vec![
-            long_case("nvme_read/read-cache/nvme0/cold", a, "random", None, 90.0),
-            long_case("nvme_read/read-cache/nvme0/hot", a, "hot", None, 30.0),
             long_case(
-                "nvme_read/power-states/nvme0/idle-0s",
+                "nvme_read/io-uring/read-cache/nvme0/cold",
+                a,
+                "random",
+                None,
+                90.0,
+            ),
+            long_case(
+                "nvme_read/io-uring/read-cache/nvme0/hot",
+                a,
+                "hot",
+                None,
+                30.0,
+            ),
+            long_case(
+                "nvme_read/io-uring/power-states/nvme0/idle-0s",
                 a,
                 "idle",
                 Some(0),
                 80.0,
             ),
             long_case(
-                "nvme_read/power-states/nvme0/idle-10ms",
+                "nvme_read/io-uring/power-states/nvme0/idle-10ms",
                 a,
                 "idle",
                 Some(10),
                 90.0,
             ),
             long_case(
-                "nvme_read/power-states/nvme0/idle-1s",
+                "nvme_read/io-uring/power-states/nvme0/idle-1s",
                 a,
                 "idle",
                 Some(1000),
                 2400.0,
             ),
             long_case(
-                "nvme_read/power-states/nvme2/idle-0s",
+                "nvme_read/io-uring/power-states/nvme2/idle-0s",
                 c,
                 "idle",
                 Some(0),
                 400.0,
             ),
             long_case(
-                "nvme_read/power-states/nvme2/idle-10ms",
+                "nvme_read/io-uring/power-states/nvme2/idle-10ms",
                 c,
                 "idle",
                 Some(10),
@@ -668,6 +707,7 @@ mod tests {
         let plan = Plan {
             cases: vec![],
             waived: vec![hwc_model::Waiver {
+                engine: None,
                 path: PathId::NvmeWrite,
                 scope: Some("gc-settle".into()),
                 reason: "not requested: pass --nvme-long-tests gc-settle".into(),
@@ -675,7 +715,7 @@ mod tests {
             }],
         };
         let prov = Provenance::default();
-        let mut p = hwc_profile::build(&topo, &plan, &results, &[], &[], prov);
+        let mut p = hwc_profile::build(&topo, &plan, &results, &[], &[], &[], prov);
         let md = render(&p);
         assert!(
             md.contains("| nvme0 (0000:10:00.0) | 30.0 µs ±2.0 % (N=5) | 90.0 µs ±2.0 % (N=5) | 3.00× | yes |"),
@@ -738,7 +778,7 @@ mod tests {
                 read_cache: None,
                 power_states: None,
                 gc_settle: Some(GcSettleResult {
-                    key: "nvme_write/gc-settle/nvme0".into(),
+                    key: "nvme_write/io-uring/gc-settle/nvme0".into(),
                     write_block_bytes: 128 * KIB,
                     write_queue_depth: 32,
                     interval_s: 1.0,
@@ -787,7 +827,7 @@ mod tests {
         let r = PathId::NvmeRead;
         let results = vec![
             case(
-                "nvme_read/latency/nvme0/4KiB-random/qd1",
+                "nvme_read/io-uring/latency/nvme0/4KiB-random/qd1",
                 r,
                 4 * KIB,
                 1,
@@ -795,27 +835,69 @@ mod tests {
                 0.05,
             ),
             case(
-                "nvme_read/latency/nvme0/4KiB-random/qd32",
+                "nvme_read/io-uring/latency/nvme0/4KiB-random/qd32",
                 r,
                 4 * KIB,
                 32,
                 &[a],
                 1.2,
             ),
-            case("nvme_read/1drive/128KiB/qd16", r, 128 * KIB, 16, &[a], 3.0),
-            case("nvme_read/1drive/128KiB/qd32", r, 128 * KIB, 32, &[a], 3.4),
-            case("nvme_read/1drive/1MiB/qd16", r, MIB, 16, &[a], 3.5),
-            case("nvme_read/1drive/1MiB/qd32", r, MIB, 32, &[a], 3.51),
-            case("nvme_read/2drive/1MiB/qd16", r, MIB, 16, &[a, b], 6.9),
-            case("nvme_read/2drive/1MiB/qd32", r, MIB, 32, &[a, b], 7.0),
-            case("nvme_read/target/1MiB/qd32", r, MIB, 32, &["/tmp/f"], 9.0),
+            case(
+                "nvme_read/io-uring/1drive/128KiB/qd16",
+                r,
+                128 * KIB,
+                16,
+                &[a],
+                3.0,
+            ),
+            case(
+                "nvme_read/io-uring/1drive/128KiB/qd32",
+                r,
+                128 * KIB,
+                32,
+                &[a],
+                3.4,
+            ),
+            case("nvme_read/io-uring/1drive/1MiB/qd16", r, MIB, 16, &[a], 3.5),
+            case(
+                "nvme_read/io-uring/1drive/1MiB/qd32",
+                r,
+                MIB,
+                32,
+                &[a],
+                3.51,
+            ),
+            case(
+                "nvme_read/io-uring/2drive/1MiB/qd16",
+                r,
+                MIB,
+                16,
+                &[a, b],
+                6.9,
+            ),
+            case(
+                "nvme_read/io-uring/2drive/1MiB/qd32",
+                r,
+                MIB,
+                32,
+                &[a, b],
+                7.0,
+            ),
+            case(
+                "nvme_read/io-uring/target/1MiB/qd32",
+                r,
+                MIB,
+                32,
+                &["/tmp/f"],
+                9.0,
+            ),
         ];
         let prov = Provenance {
             tool: "hwceiling".into(),
             date: "2026-11-29".into(),
             ..Provenance::default()
         };
-        let mut p = hwc_profile::build(&topo, &Plan::default(), &results, &[], &[], prov);
+        let mut p = hwc_profile::build(&topo, &Plan::default(), &results, &[], &[], &[], prov);
         // Profile fields: per drive count (targets excluded), the QD32 size sweep and its knee.
         assert_eq!(p.nvme.raw_read_gbps["1_drive"], 3.51);
         assert_eq!(p.nvme.raw_read_gbps["2_drive"], 7.0);
@@ -934,26 +1016,68 @@ mod tests {
         let (r, w) = (PathId::NvmeRead, PathId::NvmeWrite);
         let results = vec![
             spread(
-                case("nvme_read/2drive/1MiB/qd16", r, MIB, 16, &[a, b], 3.51),
+                case(
+                    "nvme_read/io-uring/2drive/1MiB/qd16",
+                    r,
+                    MIB,
+                    16,
+                    &[a, b],
+                    3.51,
+                ),
                 9.0,
                 3,
             ),
-            case("nvme_read/1drive/1MiB/qd32", r, MIB, 32, &[a], 3.51),
-            case("nvme_read/2drive/1MiB/qd32", r, MIB, 32, &[a, b], 7.0),
+            case(
+                "nvme_read/io-uring/1drive/1MiB/qd32",
+                r,
+                MIB,
+                32,
+                &[a],
+                3.51,
+            ),
+            case(
+                "nvme_read/io-uring/2drive/1MiB/qd32",
+                r,
+                MIB,
+                32,
+                &[a, b],
+                7.0,
+            ),
             spread(
-                case("nvme_write/2drive/1MiB/qd16", w, MIB, 16, &[a, b], 2.9),
+                case(
+                    "nvme_write/io-uring/2drive/1MiB/qd16",
+                    w,
+                    MIB,
+                    16,
+                    &[a, b],
+                    2.9,
+                ),
                 9.0,
                 3,
             ),
-            case("nvme_write/1drive/1MiB/qd32", w, MIB, 32, &[a], 2.9),
-            case("nvme_write/2drive/1MiB/qd32", w, MIB, 32, &[a, b], 5.8),
+            case(
+                "nvme_write/io-uring/1drive/1MiB/qd32",
+                w,
+                MIB,
+                32,
+                &[a],
+                2.9,
+            ),
+            case(
+                "nvme_write/io-uring/2drive/1MiB/qd32",
+                w,
+                MIB,
+                32,
+                &[a, b],
+                5.8,
+            ),
         ];
         let prov = Provenance {
             tool: "hwceiling".into(),
             date: "2026-11-30".into(),
             ..Provenance::default()
         };
-        let mut p = hwc_profile::build(&topo, &Plan::default(), &results, &[], &[], prov);
+        let mut p = hwc_profile::build(&topo, &Plan::default(), &results, &[], &[], &[], prov);
         p.gpus.insert(
             "gpu0".into(),
             GpuProfile {
@@ -993,8 +1117,14 @@ mod tests {
     fn nvme_figures_take_spread_and_count_from_the_measurement_their_ceiling_names() {
         let p = equal_medians_profile();
         for (ceiling, source) in [
-            ("nvme_raw_1drive_read_gbps", "nvme_read/1drive/1MiB/qd32"),
-            ("nvme_raw_1drive_write_gbps", "nvme_write/1drive/1MiB/qd32"),
+            (
+                "nvme_raw_1drive_read_gbps",
+                "nvme_read/io-uring/1drive/1MiB/qd32",
+            ),
+            (
+                "nvme_raw_1drive_write_gbps",
+                "nvme_write/io-uring/1drive/1MiB/qd32",
+            ),
         ] {
             assert_eq!(
                 p.ceiling_sources[ceiling],
@@ -1019,7 +1149,7 @@ mod tests {
         p.ceiling_sources.remove("nvme_raw_1drive_read_gbps");
         p.ceiling_sources.insert(
             "nvme_raw_1drive_write_gbps".into(),
-            hwc_model::CeilingSource::measured("nvme_write/1drive/1MiB/qd64"),
+            hwc_model::CeilingSource::measured("nvme_write/io-uring/1drive/1MiB/qd64"),
         );
         // Figures whose sources are named (the 2-drive read) keep their spread.
         assert_nvme_figures(

@@ -2,7 +2,8 @@
 
 use crate::{cell, gbps, table, waivers};
 use hwc_model::{
-    size_label, Measurement, PathId, Profile, PLACEMENT_NOTE_PREFIX, SCHED_NOTE_PREFIX,
+    size_label, CopyDirection, Measurement, PathId, Profile, PLACEMENT_NOTE_PREFIX,
+    SCHED_NOTE_PREFIX,
 };
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -128,7 +129,7 @@ fn matrix<'a>(
         if !columns.contains(&col) {
             columns.push(col.clone());
         }
-        let size = m.params.size_bytes.unwrap_or(0);
+        let size = m.spec.size_bytes();
         cells.entry(size).or_default().insert(col, flagged(m));
     }
     let mut head = vec![first];
@@ -154,7 +155,7 @@ fn reps_line(out: &mut String, ms: &[&Measurement]) {
     for m in ms {
         ns.entry((m.gbps.n, m.warmup))
             .or_default()
-            .insert(m.params.size_bytes.unwrap_or(0));
+            .insert(m.spec.size_bytes());
     }
     let several = ns.len() > 1;
     let desc: Vec<String> = ns
@@ -184,7 +185,7 @@ fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
         .filter(|m| paths.contains(&m.path) && m.spread_limit_pct.is_some())
         .collect();
     let limits: BTreeSet<u32> = held.iter().filter_map(|m| m.spread_limit_pct).collect();
-    let smallest = held.iter().filter_map(|m| m.params.size_bytes).min();
+    let smallest = held.iter().map(|m| m.spec.size_bytes()).min();
     let (false, Some(smallest)) = (limits.is_empty(), smallest) else {
         return;
     };
@@ -212,13 +213,30 @@ fn generic(out: &mut String, p: &Profile, path: PathId, title: &str) {
     out.push('\n');
 }
 
-/// The placement segment of a GPU copy key (`h2d/gpu0/local/4MiB/s1` → `local`).
-fn placement_label(m: &Measurement) -> String {
-    m.key.split('/').nth(2).unwrap_or("?").to_string()
+/// Where a GPU copy's host buffers were, against its GPU's node: `local`, `cross-n1`,
+/// `unplaced` (the GPU's node unknown), with `-pageable` for pageable memory.
+fn placement_label(p: &Profile, m: &Measurement) -> String {
+    let Some(c) = m.spec.gpu_copy() else {
+        return "?".into();
+    };
+    let gpu_node = p.gpus.get(&c.gpu).and_then(|g| g.numa_node);
+    let mut label = match (c.host_node, gpu_node) {
+        (None, _) => "unplaced".to_string(),
+        (Some(n), Some(g)) if n == g => "local".to_string(),
+        (Some(n), _) => format!("cross-n{n}"),
+    };
+    if !c.pinned() {
+        label.push_str("-pageable");
+    }
+    label
+}
+
+fn streams(m: &Measurement) -> u32 {
+    m.spec.gpu_copy().map_or(1, |c| c.streams)
 }
 
 fn streams_label(prefix: &str, m: &Measurement) -> String {
-    format!("{prefix} {}-stream", m.params.streams.unwrap_or(1))
+    format!("{prefix} {}-stream", streams(m))
 }
 
 fn gpu_copies(out: &mut String, p: &Profile) {
@@ -234,15 +252,15 @@ fn gpu_copies(out: &mut String, p: &Profile) {
         let mine: Vec<&Measurement> = copies
             .iter()
             .copied()
-            .filter(|m| m.params.gpu.as_deref() == Some(gpu.as_str()))
+            .filter(|m| m.spec.gpu() == Some(gpu.as_str()))
             .collect();
-        let labels: BTreeSet<String> = mine.iter().map(|m| placement_label(m)).collect();
+        let labels: BTreeSet<String> = mine.iter().map(|m| placement_label(p, m)).collect();
         for label in labels {
             let _ = writeln!(out, "#### {gpu} — host memory {label}\n");
             let rows: Vec<&Measurement> = mine
                 .iter()
                 .copied()
-                .filter(|m| placement_label(m) == label)
+                .filter(|m| placement_label(p, m) == label)
                 .collect();
             let column = |m: &Measurement| {
                 streams_label(if m.path == PathId::H2d { "H2D" } else { "D2H" }, m)
@@ -274,7 +292,7 @@ fn gpu_copies(out: &mut String, p: &Profile) {
 fn duplex(out: &mut String, p: &Profile, gpu: &str) {
     let ms: Vec<&Measurement> = p
         .measurements_of(PathId::Duplex)
-        .filter(|m| m.params.gpu.as_deref() == Some(gpu))
+        .filter(|m| m.spec.gpu() == Some(gpu))
         .collect();
     if ms.is_empty() {
         return;
@@ -286,26 +304,26 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
     let one_way = |dir: PathId, size: u64| {
         p.measurements_of(dir)
             .find(|m| {
-                m.params.gpu.as_deref() == Some(gpu)
-                    && m.params.size_bytes == Some(size)
-                    && m.params.streams == Some(1)
-                    && placement_label(m) == "local"
+                m.spec.gpu() == Some(gpu)
+                    && m.spec.size_bytes() == size
+                    && streams(m) == 1
+                    && placement_label(p, m) == "local"
             })
             .map(|m| m.gbps.median)
     };
-    let sizes: BTreeSet<u64> = ms.iter().filter_map(|m| m.params.size_bytes).collect();
+    let sizes: BTreeSet<u64> = ms.iter().map(|m| m.spec.size_bytes()).collect();
     let rows: Vec<Vec<String>> = sizes
         .iter()
         .map(|&size| {
-            let get = |dir: &str| {
+            let get = |dir: CopyDirection| {
                 ms.iter()
                     .find(|m| {
-                        m.params.size_bytes == Some(size)
-                            && m.params.direction.as_deref() == Some(dir)
+                        m.spec.size_bytes() == size
+                            && m.spec.gpu_copy().and_then(|c| c.direction) == Some(dir)
                     })
                     .copied()
             };
-            let (h, d) = (get("h2d"), get("d2h"));
+            let (h, d) = (get(CopyDirection::H2d), get(CopyDirection::D2h));
             let penalty = |m: Option<&Measurement>, dir| match (m, one_way(dir, size)) {
                 (Some(m), Some(one)) => format!("{:.1} %", (one - m.gbps.median) / one * 100.0),
                 _ => "—".into(),
@@ -365,9 +383,10 @@ fn placement_footnote(
             .iter()
             .any(|n| n.starts_with(PLACEMENT_NOTE_PREFIX) || n.starts_with(DEVICE_PLACEMENT_NOTE))
     }) {
-        if let Some(size) = m.params.size_bytes {
-            searched.entry(subject(m)).or_default().insert(size);
-        }
+        searched
+            .entry(subject(m))
+            .or_default()
+            .insert(m.spec.size_bytes());
     }
     for (subject, sizes) in searched {
         let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
@@ -389,7 +408,7 @@ fn d2d(out: &mut String, p: &Profile) {
         let mine: Vec<&Measurement> = ms
             .iter()
             .copied()
-            .filter(|m| m.params.gpu.as_deref() == Some(gpu.as_str()))
+            .filter(|m| m.spec.gpu() == Some(gpu.as_str()))
             .collect();
         if mine.is_empty() {
             continue;
@@ -410,40 +429,6 @@ fn d2d(out: &mut String, p: &Profile) {
     }
     waivers(out, p, PathId::D2d);
     out.push('\n');
-}
-
-/// The instruction set a host RAM case's copy note names, as the host backend writes it
-/// (`copy: streaming copy (AVX2 loads, non-temporal stores)`); `None` for any other note.
-///
-/// The note is the only record of it: the case's params say `copy_kernel: streaming`, not
-/// which vector width ran.
-fn streaming_isa(note: &str) -> Option<&'static str> {
-    let isa = note
-        .strip_prefix("copy: streaming copy (")?
-        .strip_suffix(" loads, non-temporal stores)")?;
-    ["AVX-512", "AVX2", "SSE2"].into_iter().find(|k| *k == isa)
-}
-
-/// `memcpy` — the C library's; `streaming` — with the instruction set its note names, else
-/// a generic label.
-fn kernel_title(kernel: &str, ms: &[&Measurement]) -> String {
-    match kernel {
-        "memcpy" => "`memcpy` (the C library's)".to_string(),
-        "streaming" => {
-            let how = ms
-                .iter()
-                .filter(|m| m.params.copy_kernel_name() == kernel)
-                .flat_map(|m| m.notes.iter())
-                .find_map(|n| streaming_isa(n))
-                .map(|isa| format!("streaming copy ({isa} loads, non-temporal stores)"))
-                .unwrap_or_else(|| "vector loads, non-temporal stores".into());
-            format!(
-                "`streaming` — {how}: no read-for-ownership of the destination, the copy the \
-                 memory allows"
-            )
-        }
-        other => format!("`{other}`"),
-    }
 }
 
 fn host_ram(out: &mut String, p: &Profile) {
@@ -477,10 +462,8 @@ fn host_ram(out: &mut String, p: &Profile) {
              notes say which), so its sweep can level off where the calls fall under that.\n"
         );
     }
-    let pairs: BTreeSet<(u32, u32)> = ms
-        .iter()
-        .filter_map(|m| Some((m.params.src_node?, m.params.dst_node?)))
-        .collect();
+    let nodes = |m: &Measurement| m.spec.host_copy().map(|c| (c.src_node, c.dst_node));
+    let pairs: BTreeSet<(u32, u32)> = ms.iter().filter_map(|m| nodes(m)).collect();
     for (s, d) in pairs {
         let kind = if s == d { "same NUMA" } else { "cross NUMA" };
         let _ = writeln!(
@@ -490,42 +473,37 @@ fn host_ram(out: &mut String, p: &Profile) {
         let of_pair: Vec<&Measurement> = ms
             .iter()
             .copied()
-            .filter(|m| m.params.src_node == Some(s) && m.params.dst_node == Some(d))
+            .filter(|m| nodes(m) == Some((s, d)))
             .collect();
-        let kernels: BTreeSet<&str> = of_pair
-            .iter()
-            .map(|m| m.params.copy_kernel_name())
-            .collect();
-        // `memcpy` first (the spec's table), then the streaming kernel's sustained rows.
-        for kernel in kernels
-            .iter()
-            .copied()
-            .filter(|k| *k == "memcpy")
-            .chain(kernels.iter().copied().filter(|k| *k != "memcpy"))
-        {
-            if kernels.len() > 1 {
-                let _ = writeln!(out, "{}:\n", kernel_title(kernel, &of_pair));
+        // In the run's engine order (the C library's memcpy first: the spec's table), each
+        // engine's rows.
+        let engines = crate::engines_of(p, &of_pair);
+        for engine in &engines {
+            if engines.len() > 1 {
+                let _ = writeln!(out, "`{engine}` — {}:\n", p.engine_title(engine));
             }
-            let rows = of_pair
-                .iter()
-                .copied()
-                .filter(|m| m.params.copy_kernel_name() == kernel);
+            let rows = of_pair.iter().copied().filter(|m| &m.engine == engine);
             matrix(out, "Size", rows, |m| {
-                format!("{} thr", m.params.threads.unwrap_or(1))
+                format!("{} thr", m.spec.host_copy().map_or(1, |c| c.threads))
             });
         }
-        if let Some(pair) = p.host_ram.pairs.get(&format!("n{s}-n{d}")) {
+        let pair = p
+            .host_ram
+            .pairs
+            .values()
+            .find(|pair| (pair.src_node, pair.dst_node) == (s, d));
+        if let Some(pair) = pair {
             let _ = writeln!(
                 out,
                 "Sustained ({}): best **{} GB/s at {} thread(s)**{} (`{}`{}).\n",
                 size_label(pair.size_bytes),
                 gbps(pair.best_gbps),
                 pair.best_threads,
-                pair.kernel
-                    .as_deref()
-                    .filter(|_| kernels.len() > 1)
-                    .map(|k| format!(", {k}"))
-                    .unwrap_or_default(),
+                if engines.len() > 1 {
+                    format!(", {}", pair.engine)
+                } else {
+                    String::new()
+                },
                 pair.key,
                 p.measurement(&pair.key)
                     .map(|m| format!(": median, ±{:.1} %, N={}", m.gbps.spread_pct, m.gbps.n))
@@ -623,38 +601,5 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     }
     if !hit.is_empty() {
         out.push('\n');
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::streaming_isa;
-
-    #[test]
-    fn the_streaming_isa_is_read_from_a_well_formed_copy_note_only() {
-        for isa in ["AVX-512", "AVX2", "SSE2"] {
-            let note = format!("copy: streaming copy ({isa} loads, non-temporal stores)");
-            assert_eq!(streaming_isa(&note), Some(isa), "{note}");
-        }
-        // Absent: another note, memcpy's, nothing.
-        for note in [
-            "",
-            "copy: C library memcpy",
-            "buffers madvise(MADV_HUGEPAGE); on transparent huge pages: src 2MiB of 256MiB, dst 2MiB of 256MiB",
-        ] {
-            assert_eq!(streaming_isa(note), None, "{note}");
-        }
-        // Garbled: cut short, an unknown or empty instruction set, text around it.
-        for note in [
-            "copy: streaming copy (AVX2 loads, non-temporal stores",
-            "copy: streaming copy (AVX2",
-            "copy: streaming copy (NEON loads, non-temporal stores)",
-            "copy: streaming copy ( loads, non-temporal stores)",
-            "copy: streaming copy (AVX2, SSE2 loads, non-temporal stores)",
-            "copy: streaming copy (AVX2 loads, non-temporal stores) and more",
-            "note: copy: streaming copy (AVX2 loads, non-temporal stores)",
-        ] {
-            assert_eq!(streaming_isa(note), None, "{note}");
-        }
     }
 }

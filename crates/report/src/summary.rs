@@ -10,7 +10,7 @@ use std::fmt::Write;
 fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> String {
     let m = p
         .measurements_of(path)
-        .filter(|m| gpu.is_none() || m.params.gpu.as_deref() == gpu)
+        .filter(|m| gpu.is_none() || m.spec.gpu() == gpu)
         .find(|m| m.gbps.median == value);
     match m {
         Some(m) => spread_of(m),
@@ -39,7 +39,7 @@ fn source_of<'a>(p: &'a Profile, key: &str, path: PathId, gpu: Option<&str>, v: 
 }
 
 fn is_figure(m: &Measurement, path: PathId, gpu: Option<&str>, v: f64) -> bool {
-    m.path == path && m.params.gpu.as_deref() == gpu && m.gbps.median == v
+    m.path == path && m.spec.gpu() == gpu && m.gbps.median == v
 }
 
 /// The profile says where its ceilings come from (`ceiling_sources`). One written before that
@@ -73,9 +73,10 @@ fn ceiling_cell(p: &Profile, key: &str, path: PathId, gpu: Option<&str>, v: f64)
 /// of the derived penalty ceiling (the input whose host node is not the GPU's).
 fn cross_numa_cell(p: &Profile, gpu: &str, numa_node: Option<u32>, v: f64) -> String {
     let named = match p.ceiling_source(&ceiling_key::cross_numa_penalty(gpu)) {
-        Some(CeilingOrigin::Derived { inputs, .. }) => inputs
-            .into_iter()
-            .find(|m| is_figure(m, PathId::H2d, Some(gpu), v) && m.params.src_node != numa_node),
+        Some(CeilingOrigin::Derived { inputs, .. }) => inputs.into_iter().find(|m| {
+            is_figure(m, PathId::H2d, Some(gpu), v)
+                && m.spec.gpu_copy().and_then(|c| c.host_node) != numa_node
+        }),
         _ => None,
     };
     match named {
@@ -290,7 +291,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
             Some(v) => {
                 let note = match source_of(p, ceiling, PathId::HostRam, None, v) {
                     Source::Measured(m) => {
-                        format!("best thread count, {} kernel", m.params.copy_kernel_name())
+                        format!("best thread count, `{}`", m.engine)
                     }
                     _ => "best thread count".into(),
                 };
@@ -304,7 +305,9 @@ fn raw_paths(out: &mut String, p: &Profile) {
             None => {
                 let cross = label.contains("cross");
                 let cached_only = p.measurements_of(PathId::HostRam).any(|m| {
-                    m.params.src_node.is_some() && (m.params.src_node != m.params.dst_node) == cross
+                    m.spec
+                        .host_copy()
+                        .is_some_and(|c| (c.src_node != c.dst_node) == cross)
                 });
                 if cached_only {
                     // Measured, but only at sizes a cache holds (the pair has no sustained
@@ -351,7 +354,9 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
     let absent = |label: &str, limit: &str, path: PathId| {
         let sweeps = |drive: bool| {
             p.measurements_of(path).any(|m| {
-                m.params.pattern.as_deref() == Some("sequential")
+                m.spec
+                    .nvme()
+                    .is_some_and(|s| s.test == hwc_model::NvmeTest::Sweep)
                     && hwc_profile::nvme::is_drive_sweep(m) == drive
             })
         };
@@ -570,11 +575,11 @@ fn pair_cells(
 ) -> Option<String> {
     let (a, b) = (h2d?, d2h?);
     let cell = |m: &Measurement| {
-        let at = match (m.params.size_bytes, m.params.streams) {
-            (Some(size), Some(1)) => format!(" at {} × 1 stream", size_label(size)),
-            (Some(size), Some(s)) => format!(" at {} × {s} streams", size_label(size)),
-            (Some(size), None) => format!(" at {}", size_label(size)),
-            (None, _) => String::new(),
+        let size = size_label(m.spec.size_bytes());
+        let at = match m.spec.gpu_copy().map(|c| c.streams) {
+            Some(1) => format!(" at {size} × 1 stream"),
+            Some(s) => format!(" at {size} × {s} streams"),
+            None => format!(" at {size}"),
         };
         format!("{}{at}", spread_of(m))
     };

@@ -2,14 +2,25 @@
 
 use super::*;
 use hwc_model::topology::{Cache, CpuFeatures, Gpu, LinkTheory, NumaNode, Platform};
-use hwc_model::{CaseParams, CaseResult, Measurement, Placement, Plan, Provenance, Topology, MIB};
+use hwc_model::{
+    CaseResult, CellKind, CopyDirection, EngineDecl, GpuCopySpec, HostCopySpec, HostMemory,
+    Measurement, Needs, NvmePattern, NvmeSpec, NvmeTest, Placement, Plan, Provenance, Topology,
+    MIB,
+};
 
-fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -> CaseResult {
+/// A result of `key` (`<path>/<engine>/<cell>`), its engine and cell read from the key.
+fn m(key: &str, path: PathId, spec: Spec, median: f64, resident: bool) -> CaseResult {
+    let (engine, cell) = key
+        .split_once('/')
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .expect("a key of three parts");
     CaseResult {
         measurement: Measurement {
             key: key.into(),
             path,
-            params,
+            engine: EngineId::parse(engine).unwrap(),
+            cell: cell.into(),
+            spec,
             bytes_per_rep: 1 << 20,
             gbps: Stats {
                 median,
@@ -43,54 +54,88 @@ fn m(key: &str, path: PathId, params: CaseParams, median: f64, resident: bool) -
 
 fn host(size: u64, t: u32, v: f64, resident: bool) -> CaseResult {
     m(
-        &format!("host_ram/n0-n0/{}/t{t}", size_label(size)),
+        &format!("host_ram/host-memcpy/n0-n0/{}/t{t}", size_label(size)),
         PathId::HostRam,
-        CaseParams {
-            size_bytes: Some(size),
-            threads: Some(t),
-            cpu_node: Some(0),
-            src_node: Some(0),
-            dst_node: Some(0),
-            ..CaseParams::default()
-        },
+        Spec::HostCopy(HostCopySpec {
+            size_bytes: size,
+            threads: t,
+            cpu_node: 0,
+            src_node: 0,
+            dst_node: 0,
+        }),
         v,
         resident,
     )
 }
 
-/// The same case with the streaming kernel, noted as the backend notes it.
+/// The same case by the streaming engine.
 fn streaming(mut r: CaseResult) -> CaseResult {
     let m = &mut r.measurement;
-    m.key.push_str("/streaming");
-    m.params.copy_kernel = Some("streaming".into());
-    m.notes
-        .push("copy: streaming copy (AVX2 loads, non-temporal stores)".into());
+    m.key = m.key.replace("/host-memcpy/", "/host-streaming/");
+    m.engine = EngineId::new("host-streaming");
     r
 }
 
-fn copy(path: PathId, size: u64, s: u32, v: f64) -> CaseResult {
-    let mut params = CaseParams {
-        gpu: Some("gpu0".into()),
-        size_bytes: Some(size),
-        streams: Some(s),
-        host_memory: Some("pinned".into()),
-        cpu_node: Some(0),
-        ..CaseParams::default()
+/// The engines of the fixture's run, as their crates declare them.
+fn engines() -> Vec<EngineDecl> {
+    let decl = |id: &'static str, title: &str, paths: Vec<PathId>, cells| EngineDecl {
+        id: EngineId::new(id),
+        title: title.into(),
+        paths,
+        cells,
+        needs: Needs::default(),
+        hardware: true,
+        default_on: true,
     };
-    match path {
-        PathId::D2h => params.dst_node = Some(0),
-        // A duplex case's host buffers, both ways, lie on one node (as the planner writes it).
-        PathId::Duplex => (params.src_node, params.dst_node) = (Some(0), Some(0)),
-        _ => params.src_node = Some(0),
-    }
+    use CellKind::*;
+    vec![
+        decl(
+            "host-memcpy",
+            "C library memcpy on pinned threads",
+            vec![PathId::HostRam],
+            vec![Sweep, Sustained],
+        ),
+        decl(
+            "host-streaming",
+            "streaming copy (AVX2 loads, non-temporal stores) on pinned threads",
+            vec![PathId::HostRam],
+            vec![Sustained],
+        ),
+        decl(
+            "cuda-copy",
+            "CUDA copy engine: cuMemcpyAsync behind a device-side latch, timed by events",
+            vec![PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d],
+            vec![Sweep],
+        ),
+    ]
+}
+
+fn copy(path: PathId, size: u64, s: u32, v: f64) -> CaseResult {
+    let spec = GpuCopySpec {
+        gpu: "gpu0".into(),
+        size_bytes: size,
+        streams: s,
+        host_memory: Some(HostMemory::Pinned),
+        host_node: Some(0),
+        cpu_node: Some(0),
+        direction: (path == PathId::Duplex).then_some(CopyDirection::H2d),
+    };
     let dir = path.as_str();
     m(
-        &format!("{dir}/gpu0/local/{}/s{s}", size_label(size)),
+        &format!("{dir}/cuda-copy/gpu0/local/{}/s{s}", size_label(size)),
         path,
-        params,
+        Spec::GpuCopy(spec),
         v,
         false,
     )
+}
+
+/// The GPU copy spec of `r`, to edit.
+fn gpu_spec(r: &mut CaseResult) -> &mut GpuCopySpec {
+    match &mut r.measurement.spec {
+        Spec::GpuCopy(g) => g,
+        _ => panic!("not a GPU copy"),
+    }
 }
 
 fn profile(with_gpu: bool) -> Profile {
@@ -156,6 +201,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
     ] {
         plan.waived.push(Waiver {
             path,
+            engine: None,
             scope: None,
             reason: "no NVMe drives were detected".into(),
             hint: None,
@@ -163,6 +209,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
     }
     plan.waived.push(Waiver {
         path: PathId::HostRam,
+        engine: None,
         scope: Some("cross-NUMA".into()),
         reason: "one NUMA node with CPUs: there is no cross-NUMA path".into(),
         hint: None,
@@ -209,6 +256,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
         for path in [PathId::H2d, PathId::D2h, PathId::Duplex, PathId::D2d] {
             plan.waived.push(Waiver {
                 path,
+                engine: None,
                 scope: None,
                 reason: "no NVIDIA GPU was detected".into(),
                 hint: None,
@@ -226,7 +274,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
         ..Provenance::default()
     };
     edit(&mut results);
-    hwc_profile::build(&topo, &plan, &results, &[], &[], prov)
+    hwc_profile::build(&topo, &plan, &results, &[], &[], &engines(), prov)
 }
 
 #[test]
@@ -299,7 +347,7 @@ fn cache_rows_are_labelled_and_the_sustained_figure_is_not_a_cache_figure() {
     let r = render(&profile(false));
     assert!(r.contains("25.00 ±1.0 % *cache*"));
     // The cache row's 25.00 is higher than every sustained figure, and is not the ceiling.
-    assert!(r.contains("best **24.10 GB/s at 2 thread(s)**, streaming"));
+    assert!(r.contains("best **24.10 GB/s at 2 thread(s)**, host-streaming"));
     let row = r
         .lines()
         .find(|l| l.starts_with("| Host RAM same-NUMA"))
@@ -345,7 +393,7 @@ fn the_duplex_observation_names_each_summed_median_with_its_spread_and_count() {
         ]);
         let d2h = r
             .iter_mut()
-            .find(|c| c.measurement.key == "duplex/gpu0/local/256MiB/s1/d2h")
+            .find(|c| c.measurement.key == "duplex/cuda-copy/gpu0/local/256MiB/s1/d2h")
             .unwrap();
         d2h.measurement.gbps.spread_pct = 3.9;
         d2h.measurement.gbps.n = 12;
@@ -404,20 +452,17 @@ fn host_ram_best_figures_outside_the_tables_carry_their_spread_and_count() {
         .unwrap();
     // The best, the one-thread figure and memcpy's best are medians of their own measurements.
     assert_eq!(obs.matches("N=20").count(), 3, "{obs}");
-    assert!(obs.contains("with the streaming kernel"), "{obs}");
-    assert!(
-        obs.contains("the C library's memcpy reaches 17.94 GB/s"),
-        "{obs}"
-    );
+    assert!(obs.contains("with `host-streaming`"), "{obs}");
+    assert!(obs.contains("`host-memcpy` reaches 17.94 GB/s"), "{obs}");
     assert!(sustained.contains("streaming"), "{sustained}");
 }
 
 #[test]
-fn each_copy_kernel_gets_its_own_table_memcpy_first() {
+fn each_host_engine_gets_its_own_table_in_the_run_s_order() {
     let r = render(&profile(false));
-    let memcpy = r.find("`memcpy` (the C library's):").unwrap();
+    let memcpy = r.find("`host-memcpy` — C library memcpy").unwrap();
     let streaming = r
-        .find("`streaming` — streaming copy (AVX2 loads, non-temporal stores)")
+        .find("`host-streaming` — streaming copy (AVX2 loads, non-temporal stores)")
         .unwrap();
     assert!(memcpy < streaming);
     // The streaming table holds only its own size; the memcpy one every size.
@@ -461,7 +506,7 @@ fn gpu_rows_take_spread_and_count_from_the_measurement_the_ceiling_names() {
         let pageable = |path, v, spread| {
             let mut r = with_stats(copy(path, 256 * MIB, 4, v), spread, 5);
             r.measurement.key = r.measurement.key.replace("local", "pageable");
-            r.measurement.params.host_memory = Some("pageable".into());
+            gpu_spec(&mut r).host_memory = Some(HostMemory::Pageable);
             r
         };
         results.splice(
@@ -476,9 +521,12 @@ fn gpu_rows_take_spread_and_count_from_the_measurement_the_ceiling_names() {
     });
     // The profile names the pinned / one-stream measurements.
     for (ceiling, source) in [
-        ("warm_gpu0_peak_gbps", "h2d/gpu0/local/256MiB/s4"),
-        ("gpu0_d2h_peak_gbps", "d2h/gpu0/local/256MiB/s1"),
-        ("gpu0_d2d_sustained_gbps", "d2d/gpu0/local/1GiB/s1"),
+        ("warm_gpu0_peak_gbps", "h2d/cuda-copy/gpu0/local/256MiB/s4"),
+        ("gpu0_d2h_peak_gbps", "d2h/cuda-copy/gpu0/local/256MiB/s1"),
+        (
+            "gpu0_d2d_sustained_gbps",
+            "d2d/cuda-copy/gpu0/local/1GiB/s1",
+        ),
     ] {
         assert_eq!(
             p.ceiling_sources[ceiling],
@@ -506,9 +554,8 @@ fn the_cross_numa_row_takes_the_cross_numa_input_of_the_penalty() {
     // spread. The local measurement comes first.
     let p = profile_with(true, |results| {
         let mut r = with_stats(copy(PathId::H2d, 256 * MIB, 1, 55.49), 3.0, 9);
-        r.measurement.key = "h2d/gpu0/n1/256MiB/s1".into();
-        r.measurement.params.src_node = Some(1);
-        r.measurement.params.cpu_node = Some(1);
+        r.measurement.key = "h2d/cuda-copy/gpu0/n1/256MiB/s1".into();
+        (gpu_spec(&mut r).host_node, gpu_spec(&mut r).cpu_node) = (Some(1), Some(1));
         results.push(r);
     });
     assert_eq!(p.gpus["gpu0"].cross_numa_h2d_penalty_gbps, Some(0.0));
@@ -537,30 +584,17 @@ fn a_derived_gpu_ceiling_says_derived_even_when_a_median_matches() {
 }
 
 #[test]
-fn the_streaming_title_names_the_instruction_set_only_from_a_well_formed_note() {
-    let title = |notes: &[&str]| {
-        let mut p = profile(false);
-        for m in p
-            .measurements
-            .iter_mut()
-            .filter(|m| m.params.copy_kernel_name() == "streaming")
-        {
-            m.notes = notes.iter().map(|n| n.to_string()).collect();
-        }
-        line_starting(&render(&p), "`streaming` — ").to_string()
-    };
-    let generic = "`streaming` — vector loads, non-temporal stores: no read-for-ownership";
-    let t = title(&["copy: streaming copy (AVX-512 loads, non-temporal stores)"]);
-    assert!(
-        t.starts_with("`streaming` — streaming copy (AVX-512 loads, non-temporal stores): "),
-        "{t}"
+fn each_engines_table_is_titled_by_what_the_run_declared_of_it() {
+    let mut p = profile(false);
+    let t = line_starting(&render(&p), "`host-streaming` — ").to_string();
+    assert_eq!(
+        t,
+        "`host-streaming` — streaming copy (AVX2 loads, non-temporal stores) on pinned threads:"
     );
-    let t = title(&[]);
-    assert!(t.starts_with(generic), "{t}");
-    let t = title(&["copy: streaming copy (AVX2"]);
-    assert!(t.starts_with(generic), "{t}");
-    let t = title(&["copy: C library memcpy"]);
-    assert!(t.starts_with(generic), "{t}");
+    // An engine the profile does not declare is named by its id alone.
+    p.engines.retain(|e| e.id.as_str() != "host-streaming");
+    let t = line_starting(&render(&p), "`host-streaming` — ").to_string();
+    assert_eq!(t, "`host-streaming` — host-streaming:");
 }
 
 #[test]
@@ -568,9 +602,8 @@ fn a_gpu_figure_whose_source_is_not_recorded_shows_no_spread() {
     // The cross-NUMA peak equals the local one-stream peak (55.49), as in the test above.
     let mut p = profile_with(true, |results| {
         let mut r = with_stats(copy(PathId::H2d, 256 * MIB, 1, 55.49), 3.0, 9);
-        r.measurement.key = "h2d/gpu0/n1/256MiB/s1".into();
-        r.measurement.params.src_node = Some(1);
-        r.measurement.params.cpu_node = Some(1);
+        r.measurement.key = "h2d/cuda-copy/gpu0/n1/256MiB/s1".into();
+        (gpu_spec(&mut r).host_node, gpu_spec(&mut r).cpu_node) = (Some(1), Some(1));
         results.push(r);
     });
     // The profile records sources but none for the H2D peak or the penalty, and names a D2H
@@ -580,7 +613,7 @@ fn a_gpu_figure_whose_source_is_not_recorded_shows_no_spread() {
         .remove("warm_gpu0_cross_numa_penalty_gbps");
     p.ceiling_sources.insert(
         "gpu0_d2h_peak_gbps".into(),
-        hwc_model::CeilingSource::measured("d2h/gpu0/local/1GiB/s1"),
+        hwc_model::CeilingSource::measured("d2h/cuda-copy/gpu0/local/1GiB/s1"),
     );
     let r = render(&p);
     let h2d = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
@@ -619,7 +652,13 @@ fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
         let mut r = with_stats(copy(PathId::H2d, MIB, 1, v), spread_pct, n);
         r.measurement.key = key.into();
         r.measurement.path = path;
-        r.measurement.params = CaseParams::default();
+        r.measurement.spec = Spec::HostCopy(HostCopySpec {
+            size_bytes: 1,
+            threads: 1,
+            cpu_node: 0,
+            src_node: 0,
+            dst_node: 0,
+        });
         r.measurement
     };
     let mut p = profile(true);
@@ -665,15 +704,23 @@ fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
 fn placed(path: PathId, size: u64, direction: Option<&str>, v: f64, searched: bool) -> CaseResult {
     let mut r = copy(path, size, 1, v);
     let m = &mut r.measurement;
-    m.params.direction = direction.map(str::to_string);
+    if let Spec::GpuCopy(g) = &mut m.spec {
+        g.direction = direction.map(|d| {
+            if d == "d2h" {
+                CopyDirection::D2h
+            } else {
+                CopyDirection::H2d
+            }
+        });
+        if path == PathId::D2d {
+            (g.host_memory, g.host_node, g.cpu_node) = (None, None, None);
+        }
+    }
     if let Some(d) = direction {
         m.key.push_str(&format!("/{d}"));
     }
     if path == PathId::D2d {
-        m.key = format!("d2d/gpu0/{}/s1", size_label(size));
-        m.params.host_memory = None;
-        m.params.src_node = None;
-        m.params.cpu_node = None;
+        m.key = format!("d2d/cuda-copy/gpu0/{}/s1", size_label(size));
         m.placement = None;
     }
     if searched {
@@ -800,6 +847,7 @@ fn each_host_gpu_waiver_names_its_direction() {
     for path in [PathId::H2d, PathId::D2h] {
         p.waived.push(Waiver {
             path,
+            engine: None,
             scope: Some("gpu0 cross-NUMA".into()),
             reason: "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
             hint: None,
@@ -835,7 +883,7 @@ fn copies_held_to_a_spread_say_so_and_mark_the_cells_that_stayed_over_it() {
     assert!(!steady.contains("unsteady"), "{steady}");
     let unsteady = line_starting(&md, "| 256MiB |");
     assert!(unsteady.contains("54.00 ±3.0 % *unsteady*"), "{unsteady}");
-    let appendix = line_starting(&md, "| `h2d/gpu0/local/256MiB/s1` |");
+    let appendix = line_starting(&md, "| `h2d/cuda-copy/gpu0/local/256MiB/s1` |");
     assert!(appendix.ends_with("| unsteady |"), "{appendix}");
     assert!(md.contains("> **Warning:** 1 measurement(s) spread more than they are held to"));
     // Without limits there is no such line.
@@ -873,6 +921,7 @@ fn an_absent_gpu_figure_gives_its_own_gpus_and_placements_waiver_not_another_one
     let mut p = profile(true);
     p.gpus.insert("gpu1".into(), Default::default());
     let waiver = |scope: &str, reason: &str| Waiver {
+        engine: None,
         path: PathId::H2d,
         scope: Some(scope.into()),
         reason: reason.into(),
@@ -889,9 +938,12 @@ fn an_absent_gpu_figure_gives_its_own_gpus_and_placements_waiver_not_another_one
             "gpu1 cross-NUMA",
             "one NUMA node with CPUs: there is no cross-NUMA placement",
         ),
-        waiver("h2d/gpu1/local-pageable/4MiB/s1", "out of device memory"),
         waiver(
-            "h2d/gpu1/local/4MiB/s1",
+            "h2d/cuda-copy/gpu1/local-pageable/4MiB/s1",
+            "out of device memory",
+        ),
+        waiver(
+            "h2d/cuda-copy/gpu1/local/4MiB/s1",
             "gpu1 is busy: another process uses it",
         ),
     ]);
@@ -942,6 +994,7 @@ fn an_absent_figure_never_cites_a_waiver_scoped_to_something_else() {
     // A GPU without its H2D figures: the cold path does not give gpu0's cross-NUMA waiver.
     let mut p = profile_with(true, |r| r.retain(|c| c.measurement.path != PathId::H2d));
     p.waived.push(Waiver {
+        engine: None,
         path: PathId::H2d,
         scope: Some("gpu0 cross-NUMA".into()),
         reason: "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
@@ -966,16 +1019,23 @@ fn failed_cases_are_grouped_by_error_in_their_path_section_the_observations_and_
     let mut p = profile(true);
     let refused = "refused: gpu0 (0000:00:06.0) has 1 other compute process(es): pid 529";
     let failed = |key: String, path: PathId, error: &str| hwc_model::Failure {
+        engine: None,
         key,
         path,
         error: error.into(),
     };
     p.failures = (0..6)
-        .map(|i| failed(format!("h2d/gpu0/local/{i}MiB/s1"), PathId::H2d, refused))
-        .chain([
-            failed("d2d/gpu0/1MiB/s1".into(), PathId::D2d, refused),
+        .map(|i| {
             failed(
-                "d2h/gpu0/local/1MiB/s1".into(),
+                format!("h2d/cuda-copy/gpu0/local/{i}MiB/s1"),
+                PathId::H2d,
+                refused,
+            )
+        })
+        .chain([
+            failed("d2d/cuda-copy/gpu0/1MiB/s1".into(), PathId::D2d, refused),
+            failed(
+                "d2h/cuda-copy/gpu0/local/1MiB/s1".into(),
                 PathId::D2h,
                 "data mismatch at byte 7",
             ),
@@ -994,11 +1054,11 @@ fn failed_cases_are_grouped_by_error_in_their_path_section_the_observations_and_
         lines,
         [
             format!(
-                "- **Failed** — 6 case(s), no figure: {refused} (`h2d/gpu0/local/0MiB/s1` … \
-                 `h2d/gpu0/local/5MiB/s1`, all listed under Failed cases in Appendix A)"
+                "- **Failed** — 6 case(s), no figure: {refused} (`h2d/cuda-copy/gpu0/local/0MiB/s1` … \
+                 `h2d/cuda-copy/gpu0/local/5MiB/s1`, all listed under Failed cases in Appendix A)"
             ),
             "- **Failed** — 1 case(s), no figure: data mismatch at byte 7 \
-             (`d2h/gpu0/local/1MiB/s1`)"
+             (`d2h/cuda-copy/gpu0/local/1MiB/s1`)"
                 .to_string(),
         ]
     );
@@ -1007,7 +1067,7 @@ fn failed_cases_are_grouped_by_error_in_their_path_section_the_observations_and_
     assert!(
         path4.contains("Not measured in this run (every case planned failed).")
             && path4.contains(&format!(
-                "- **Failed** — 1 case(s), no figure: {refused} (`d2d/gpu0/1MiB/s1`)"
+                "- **Failed** — 1 case(s), no figure: {refused} (`d2d/cuda-copy/gpu0/1MiB/s1`)"
             )),
         "{path4}"
     );
@@ -1021,9 +1081,9 @@ fn failed_cases_are_grouped_by_error_in_their_path_section_the_observations_and_
     let appendix = &r[r.find("### Failed cases").unwrap()..];
     assert!(
         appendix.contains(&format!(
-            "- {refused} — 7 case(s): `h2d/gpu0/local/0MiB/s1`, `h2d/gpu0/local/1MiB/s1`, \
-         `h2d/gpu0/local/2MiB/s1`, `h2d/gpu0/local/3MiB/s1`, `h2d/gpu0/local/4MiB/s1`, \
-         `h2d/gpu0/local/5MiB/s1`, `d2d/gpu0/1MiB/s1`\n"
+            "- {refused} — 7 case(s): `h2d/cuda-copy/gpu0/local/0MiB/s1`, `h2d/cuda-copy/gpu0/local/1MiB/s1`, \
+         `h2d/cuda-copy/gpu0/local/2MiB/s1`, `h2d/cuda-copy/gpu0/local/3MiB/s1`, `h2d/cuda-copy/gpu0/local/4MiB/s1`, \
+         `h2d/cuda-copy/gpu0/local/5MiB/s1`, `d2d/cuda-copy/gpu0/1MiB/s1`\n"
         )),
         "{appendix}"
     );
@@ -1054,15 +1114,16 @@ fn host_ram_measured_only_at_cache_sizes_shows_no_sustained_figure() {
 #[test]
 fn nvme_summary_rows_of_a_target_run_say_a_target_gives_no_drive_ceiling() {
     let target = m(
-        "nvme_read/target/1MiB/qd16",
+        "nvme_read/io-uring/target/1MiB/qd16",
         PathId::NvmeRead,
-        CaseParams {
-            size_bytes: Some(MIB),
-            queue_depth: Some(16),
+        Spec::Nvme(NvmeSpec {
+            test: NvmeTest::Sweep,
+            block_bytes: MIB,
+            queue_depth: 16,
             drives: vec!["/var/tmp/t".into()],
-            pattern: Some("sequential".into()),
-            ..CaseParams::default()
-        },
+            target: true,
+            pattern: NvmePattern::Sequential,
+        }),
         2.5,
         false,
     );
@@ -1072,6 +1133,7 @@ fn nvme_summary_rows_of_a_target_run_say_a_target_gives_no_drive_ceiling() {
     p.waived.retain(|w| w.path != PathId::NvmeRead);
     p.waived.push(Waiver {
         path: PathId::NvmeRead,
+        engine: None,
         scope: Some("read-cache".into()),
         reason: "not requested: the read-cache test runs with --nvme-long-tests".into(),
         hint: None,
@@ -1096,7 +1158,7 @@ fn nvme_summary_rows_of_a_target_run_say_a_target_gives_no_drive_ceiling() {
 fn the_repetitions_line_says_which_sizes_took_which_counts() {
     let p = profile_with(false, |rs| {
         for r in rs.iter_mut() {
-            if r.measurement.params.size_bytes == Some(4 * MIB) {
+            if r.measurement.spec.size_bytes() == 4 * MIB {
                 r.measurement.gbps.n = 200;
                 r.measurement.warmup = 20;
             }
@@ -1119,6 +1181,7 @@ fn the_repetitions_line_says_which_sizes_took_which_counts() {
 #[test]
 fn a_waiver_hint_the_reason_already_gives_is_not_said_twice() {
     let w = |reason: &str, hint: Option<&str>| Waiver {
+        engine: None,
         path: PathId::NvmeRead,
         scope: Some("power-states".into()),
         reason: reason.into(),
@@ -1224,7 +1287,7 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
         .take_while(|l| l.starts_with("- `"))
         .collect();
     let a = format!(
-        "- `host_ram/n0-n0/256MiB/t1`: {}",
+        "- `host_ram/host-memcpy/n0-n0/256MiB/t1`: {}",
         &line_a["scheduling: ".len()..]
     );
     assert_eq!(bullets, std::slice::from_ref(&a));
@@ -1246,11 +1309,11 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
         [
             a,
             format!(
-                "- `host_ram/n0-n0/256MiB/t2`: {}",
+                "- `host_ram/host-memcpy/n0-n0/256MiB/t2`: {}",
                 &line_b["scheduling: ".len()..]
             ),
             format!(
-                "- `host_ram/n0-n0/256MiB/t1/streaming`: {}",
+                "- `host_ram/host-streaming/n0-n0/256MiB/t1`: {}",
                 &line_c["scheduling: ".len()..]
             ),
         ]

@@ -1,7 +1,7 @@
-//! The runner: takes planned cases and the backends that can measure them, and owns the measurement
+//! The runner: takes planned cases and the engines that can measure them, and owns the measurement
 //! discipline — one cold repetition (kept, labelled cold), warm-up, N timed repetitions (where a
 //! case held to a spread exceeds it, a window of them timed again at once, and once more after its
-//! backend's other cases: [`MAX_WINDOWS`] in all), statistics, a data check, the idle guard — and
+//! engine's other cases: [`MAX_WINDOWS`] in all), statistics, a data check, the idle guard — and
 //! reports each finished case to an [`Observer`] at once, so an interrupted run keeps what it
 //! measured. It never prints.
 //!
@@ -9,17 +9,17 @@
 //! the other direction of a duplex pair, which runs at the same time anyway); the runner then
 //! files their figures with the lead's and does not run them again.
 //!
-//! A backend is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Backend`].
+//! An engine is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Engine`].
 
 use hwc_model::{
-    Case, CaseResult, Failure, Measurement, PathId, Placement, RepSched, SchedSources, Waiver,
+    Case, CaseResult, EngineId, Failure, Measurement, Placement, RepSched, SchedSources, Waiver,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub mod sched;
 
-/// Why a backend could not measure a case.
+/// Why an engine could not measure a case.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BenchError {
     /// The case cannot run here (missing library, device, permission): it becomes a waiver.
@@ -48,7 +48,7 @@ impl BenchError {
 /// One timed repetition.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rep {
-    /// The backend's authoritative time for the repetition (e.g. CUDA events), in seconds.
+    /// The engine's authoritative time for the repetition (e.g. CUDA events), in seconds.
     pub seconds: f64,
     /// A wall-clock cross-check, when the authoritative timer is not the wall clock.
     pub wall_seconds: Option<f64>,
@@ -82,7 +82,7 @@ pub trait Prepared {
         None
     }
     /// The last repetition's per-operation 50th and 99th percentile latencies in µs, where the
-    /// backend times every operation.
+    /// engine times every operation.
     fn last_latency_percentiles_us(&self) -> Option<(f64, f64)> {
         None
     }
@@ -91,7 +91,7 @@ pub trait Prepared {
         Vec::new()
     }
     /// The last repetition's scheduling counters (each thread's run-queue delay, involuntary
-    /// switches and steal), where the backend reads them; the runner keeps those of the timed
+    /// switches and steal), where the engine reads them; the runner keeps those of the timed
     /// repetitions, judges each ([`sched::DISTURBED_ABOVE_PCT`]) and notes a summary.
     fn last_sched(&self) -> Option<RepSched> {
         None
@@ -125,15 +125,13 @@ pub struct Also {
     pub bytes_per_rep: u64,
 }
 
-/// A measurement mechanism.
-pub trait Backend {
-    /// Short name for messages (`host-memcpy`, `cuda`, …).
-    fn name(&self) -> &'static str;
-    /// The paths this backend measures.
-    fn serves(&self, path: PathId) -> bool;
+/// A measurement mechanism: one engine, given the cases planned for it ([`Case::engine`]).
+pub trait Engine {
+    /// The engine's id, as its cases name it.
+    fn id(&self) -> EngineId;
     /// Allocate, place and pre-fault what `case` needs.
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError>;
-    /// The cases this backend will be given, in order, before the first: a backend may size
+    /// The cases this engine will be given, in order, before the first: an engine may size
     /// what it keeps across cases (buffers) from them.
     fn expect(&mut self, _cases: &[&Case]) {}
     /// Check that the CPUs/devices `case` uses are idle.
@@ -153,14 +151,14 @@ pub trait Backend {
 /// Progress and results, as they happen.
 ///
 /// Every case starts and then finishes; a case timed in an earlier case's repetitions
-/// ([`Prepared::also`]) starts and finishes right after that case finishes. After a backend's
+/// ([`Prepared::also`]) starts and finishes right after that case finishes. After an engine's
 /// last case has finished, each of its cases that was to be timed again then comes back once
 /// through [`Observer::case_retimed`], timed again or with a note saying why not.
 pub trait Observer {
     fn case_started(&mut self, _index: usize, _total: usize, _case: &Case) {}
     fn case_finished(&mut self, _outcome: &CaseOutcome) {}
     /// A case that finished earlier (`index`: its index in the plan, as given to
-    /// [`Observer::case_started`]) and was to be timed again after its backend's other cases
+    /// [`Observer::case_started`]) and was to be timed again after its engine's other cases
     /// (see [`run`]): this outcome replaces the one it finished with. `timed_again` is false
     /// where it was not (its notes say why).
     fn case_retimed(&mut self, _index: usize, _outcome: &CaseOutcome, _timed_again: bool) {}
@@ -209,22 +207,22 @@ impl RunOutcome {
     }
 }
 
-/// Run `cases` in order with the first backend that serves each path.
+/// Run `cases` in order, each with the engine it names.
 ///
 /// A case held to a spread ([`hwc_model::Reps::retry_above_spread_pct`]) whose
 /// [`AT_ONCE_WINDOWS`] windows all spread past it is prepared and timed once more after the last
-/// of its backend's other cases, when a spell of noise on the machine may have passed
-/// ([`MAX_WINDOWS`] windows in all), and, where a backend's cases come together in the plan (as
-/// hwceiling plans them), before another backend's cases can leave the machine in another
+/// of its engine's other cases, when a spell of noise on the machine may have passed
+/// ([`MAX_WINDOWS`] windows in all), and, where an engine's cases come together in the plan (as
+/// hwceiling plans them), before another engine's cases can leave the machine in another
 /// state (on the H200 machine, large duplex copies spread several times more right after the
 /// host RAM cases than after the GPU ones); its outcome, already reported, is then replaced
 /// ([`Observer::case_retimed`]). Once [`NOISY_STOP_AFTER`] cases in a row (a group timed
 /// together counting once) timed there stayed past their limits, the machine is taken to be
-/// still unsteady: the backend's other such cases keep the windows they have, and their notes
+/// still unsteady: the engine's other such cases keep the windows they have, and their notes
 /// say why.
 pub fn run(
     cases: &[Case],
-    backends: &mut [Box<dyn Backend>],
+    engines: &mut [Box<dyn Engine>],
     options: &RunOptions,
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
@@ -233,21 +231,21 @@ pub fn run(
     let total = cases.len();
     let owner: Vec<Option<usize>> = cases
         .iter()
-        .map(|c| backends.iter().position(|b| b.serves(c.path)))
+        .map(|c| engines.iter().position(|b| b.id() == c.engine))
         .collect();
-    for (i, backend) in backends.iter_mut().enumerate() {
+    for (i, engine) in engines.iter_mut().enumerate() {
         let mine: Vec<&Case> = cases
             .iter()
             .zip(&owner)
             .filter(|(_, o)| **o == Some(i))
             .map(|(c, _)| c)
             .collect();
-        backend.expect(&mine);
+        engine.expect(&mine);
     }
     // Cases timed with an earlier one (see `Prepared::also`).
     let mut done = vec![false; total];
-    // Groups to time again after their backend's other cases, by backend.
-    let mut later: Vec<Vec<Later>> = backends.iter().map(|_| Vec::new()).collect();
+    // Groups to time again after their engine's other cases, by engine.
+    let mut later: Vec<Vec<Later>> = engines.iter().map(|_| Vec::new()).collect();
     for (index, case) in cases.iter().enumerate() {
         if done[index] {
             continue;
@@ -264,8 +262,9 @@ pub fn run(
                 None,
                 CaseOutcome::Waived(Waiver {
                     path: case.path,
+                    engine: Some(case.engine.clone()),
                     scope: Some(case.key.clone()),
-                    reason: format!("no backend in this build measures {}", case.path),
+                    reason: format!("engine {} is not in this run", case.engine),
                     hint: None,
                 }),
             )],
@@ -274,7 +273,7 @@ pub fn run(
                     .filter(|&j| !done[j] && owner[j] == Some(b))
                     .collect();
                 let others: Vec<&Case> = pending.iter().map(|&j| &cases[j]).collect();
-                let group = match time_group(case, &others, backends[b].as_mut(), options, cancel) {
+                let group = match time_group(case, &others, engines[b].as_mut(), options, cancel) {
                     Ok(timed) => {
                         let group = timed.outcomes(options);
                         if timed.unsteady() && !timed.cut_short {
@@ -290,7 +289,7 @@ pub fn run(
                         }
                         group
                     }
-                    Err(group) => group,
+                    Err(group) => *group,
                 };
                 let mut outcomes = vec![(None, group.lead)];
                 for (o, outcome) in group.also {
@@ -307,14 +306,14 @@ pub fn run(
             observer.case_finished(&outcome);
             out.record(outcome);
         }
-        // The backend's last case has run: time its unsteady ones again.
+        // The engine's last case has run: time its unsteady ones again.
         if let Some(b) = owner[index] {
             let more = (index + 1..total).any(|j| !done[j] && owner[j] == Some(b));
             if !more && !later[b].is_empty() {
                 let groups = std::mem::take(&mut later[b]);
                 retime_all(
                     groups,
-                    backends[b].as_mut(),
+                    engines[b].as_mut(),
                     options,
                     observer,
                     &mut out,
@@ -326,13 +325,13 @@ pub fn run(
     if cancel.load(Ordering::SeqCst) {
         out.interrupted = true;
     }
-    for backend in backends.iter() {
-        out.environment.extend(backend.environment());
+    for engine in engines.iter() {
+        out.environment.extend(engine.environment());
     }
     out
 }
 
-/// A group to time again after its backend's other cases.
+/// A group to time again after its engine's other cases.
 struct Later<'c> {
     timed: Timed<'c>,
     /// Each member's index in the plan.
@@ -341,12 +340,12 @@ struct Later<'c> {
     slots: Vec<usize>,
 }
 
-/// Time `groups` again, in order, on their backend, and file their new outcomes in place of
+/// Time `groups` again, in order, on their engine, and file their new outcomes in place of
 /// the old (see [`run`]). Each group's outcome comes back, timed again or, where it was not,
 /// with a note saying why (an interrupt included).
 fn retime_all(
     groups: Vec<Later>,
-    backend: &mut dyn Backend,
+    engine: &mut dyn Engine,
     options: &RunOptions,
     observer: &mut dyn Observer,
     out: &mut RunOutcome,
@@ -370,7 +369,7 @@ fn retime_all(
             ));
             false
         } else {
-            match retime(&mut timed, backend, cancel) {
+            match retime(&mut timed, engine, cancel) {
                 Ok(()) => {
                     misses = if timed.unsteady() { misses + 1 } else { 0 };
                     true
@@ -400,15 +399,17 @@ fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
     CaseOutcome::Failed(Failure {
         key: case.key.clone(),
         path: case.path,
+        engine: Some(case.engine.clone()),
         error: error.into(),
     })
 }
 
-/// A backend's error as the case's outcome: unavailable → waived with its reason, else failed.
+/// An engine's error as the case's outcome: unavailable → waived with its reason, else failed.
 pub fn from_error(case: &Case, e: BenchError) -> CaseOutcome {
     match e {
         BenchError::Unavailable { reason, hint } => CaseOutcome::Waived(Waiver {
             path: case.path,
+            engine: Some(case.engine.clone()),
             scope: Some(case.key.clone()),
             reason,
             hint,
@@ -420,7 +421,7 @@ pub fn from_error(case: &Case, e: BenchError) -> CaseOutcome {
 fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
     if !(rep.seconds.is_finite() && rep.seconds > 0.0) {
         return Err(BenchError::failed(format!(
-            "backend returned a non-positive time ({} s)",
+            "engine returned a non-positive time ({} s)",
             rep.seconds
         )));
     }
@@ -431,11 +432,11 @@ fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
 /// (up to [`AT_ONCE_WINDOWS`] windows: a lone case has no other cases to be timed again after).
 pub fn run_case(
     case: &Case,
-    backend: &mut dyn Backend,
+    engine: &mut dyn Engine,
     options: &RunOptions,
     cancel: &AtomicBool,
 ) -> CaseOutcome {
-    run_group(case, &[], backend, options, cancel).lead
+    run_group(case, &[], engine, options, cancel).lead
 }
 
 /// What became of a case run with the later cases its repetitions also timed.
@@ -466,7 +467,7 @@ struct Member<'c> {
 }
 
 /// Run `case` as [`run_case`] does, and with it those of `others` (planned cases not yet run,
-/// served by the same backend) that the prepared case names in [`Prepared::also`]: their
+/// served by the same engine) that the prepared case names in [`Prepared::also`]: their
 /// figures come from the same repetitions, each by its own timer. A companion must ask for the
 /// lead's warm-up and timed repetitions. Returns the lead's outcome and one for each companion
 /// measured. Where the lead fails before its repetitions finish (a companion's timer failing
@@ -474,13 +475,13 @@ struct Member<'c> {
 pub fn run_group(
     case: &Case,
     others: &[&Case],
-    backend: &mut dyn Backend,
+    engine: &mut dyn Engine,
     options: &RunOptions,
     cancel: &AtomicBool,
 ) -> GroupOutcome {
-    match time_group(case, others, backend, options, cancel) {
+    match time_group(case, others, engine, options, cancel) {
         Ok(timed) => timed.outcomes(options),
-        Err(group) => group,
+        Err(group) => *group,
     }
 }
 
@@ -520,8 +521,8 @@ impl Facts {
 
 /// A group as timed so far: everything its outcomes are made of.
 struct Timed<'c> {
-    /// The backend's name ([`Backend::name`]).
-    backend: &'static str,
+    /// The engine's id ([`Engine::id`]).
+    engine: EngineId,
     members: Vec<Member<'c>>,
     limits: Vec<Option<u32>>,
     /// The first preparation's cold repetition and warm-ups, by member.
@@ -534,7 +535,7 @@ struct Timed<'c> {
     notes: Vec<String>,
     /// An interrupt stopped a window after an earlier one had finished.
     cut_short: bool,
-    /// Why the group was not timed again after its backend's other cases, where it would have
+    /// Why the group was not timed again after its engine's other cases, where it would have
     /// been.
     not_again: Option<String>,
     /// Seconds spent on the lead, every preparation's included.
@@ -546,26 +547,26 @@ struct Timed<'c> {
 fn time_group<'c>(
     case: &'c Case,
     others: &[&'c Case],
-    backend: &mut dyn Backend,
+    engine: &mut dyn Engine,
     options: &RunOptions,
     cancel: &AtomicBool,
-) -> Result<Timed<'c>, GroupOutcome> {
+) -> Result<Timed<'c>, Box<GroupOutcome>> {
     let started = std::time::Instant::now();
     let mut notes = Vec::new();
     let mut contended = false;
-    if let Idle::Busy(why) = backend.idle_check(case) {
-        if backend.refuse_when_busy() && !options.allow_contended {
-            return Err(GroupOutcome::lead_only(fail(
+    if let Idle::Busy(why) = engine.idle_check(case) {
+        if engine.refuse_when_busy() && !options.allow_contended {
+            return Err(Box::new(GroupOutcome::lead_only(fail(
                 case,
                 format!("refused: {why} (rerun when idle, or pass --allow-contended)"),
-            )));
+            ))));
         }
         contended = true;
         notes.push(format!("contended: {why}"));
     }
-    let lead_only = |e: BenchError| GroupOutcome::lead_only(from_error(case, e));
-    let name = backend.name();
-    let mut prepared = backend.prepare(case).map_err(lead_only)?;
+    let lead_only = |e: BenchError| Box::new(GroupOutcome::lead_only(from_error(case, e)));
+    let name = engine.id();
+    let mut prepared = engine.prepare(case).map_err(lead_only)?;
     let members = members_of(case, others, prepared.as_ref());
     let (cold, warmups) = warm(case, &members, prepared.as_mut()).map_err(lead_only)?;
     let limits: Vec<Option<u32>> = members
@@ -582,7 +583,7 @@ fn time_group<'c>(
                 cut_short = true;
                 break;
             }
-            Err(outcome) => return Err(GroupOutcome::lead_only(outcome)),
+            Err(outcome) => return Err(Box::new(GroupOutcome::lead_only(outcome))),
         }
         // Every earlier window spread more than a limit, or there would be no other. An
         // interrupt keeps the windows timed so far rather than starting another.
@@ -593,7 +594,7 @@ fn time_group<'c>(
     }
     let facts = vec![Facts::of(prepared.as_ref(), &members)];
     Ok(Timed {
-        backend: name,
+        engine: name,
         members,
         limits,
         cold,
@@ -656,13 +657,13 @@ fn warm(
     Ok((cold, warmups))
 }
 
-/// Time a group again after its backend's other cases: the idle guard, a new preparation (its
+/// Time a group again after its engine's other cases: the idle guard, a new preparation (its
 /// cold repetition, data check and warm-up), and windows until one holds every limit or there
 /// are [`MAX_WINDOWS`]. Its windows join the group's only once all are timed; an error says why
 /// they do not (the windows it had stand). The time spent counts in the lead's seconds either way.
-fn retime(timed: &mut Timed, backend: &mut dyn Backend, cancel: &AtomicBool) -> Result<(), String> {
+fn retime(timed: &mut Timed, engine: &mut dyn Engine, cancel: &AtomicBool) -> Result<(), String> {
     let started = std::time::Instant::now();
-    let result = time_again(timed, backend, cancel);
+    let result = time_again(timed, engine, cancel);
     timed.seconds += started.elapsed().as_secs_f64();
     let (windows, facts) = result?;
     timed.windows.extend(windows);
@@ -673,18 +674,18 @@ fn retime(timed: &mut Timed, backend: &mut dyn Backend, cancel: &AtomicBool) -> 
 /// The windows and facts of [`retime`]'s new preparation.
 fn time_again(
     timed: &Timed,
-    backend: &mut dyn Backend,
+    engine: &mut dyn Engine,
     cancel: &AtomicBool,
 ) -> Result<(Vec<Window>, Facts), String> {
     let case = timed.members[0].case;
-    if let Idle::Busy(why) = backend.idle_check(case) {
+    if let Idle::Busy(why) = engine.idle_check(case) {
         if !timed.contended {
             return Err(format!("busy then: {why}"));
         }
     }
     let companions: Vec<&Case> = timed.members[1..].iter().map(|m| m.case).collect();
     let failed = |e: BenchError| format!("its preparation or repetitions failed: {e}");
-    let mut prepared = backend.prepare(case).map_err(failed)?;
+    let mut prepared = engine.prepare(case).map_err(failed)?;
     // The members in the first preparation's order (companion j is member j + 1), whatever
     // order this preparation names them in: each window's figures are by member index.
     let mut members = members_of(case, &companions, prepared.as_ref());
@@ -742,7 +743,9 @@ impl Timed<'_> {
             let mut measurement = Measurement {
                 key: member.case.key.clone(),
                 path: member.case.path,
-                params: member.case.params.clone(),
+                engine: member.case.engine.clone(),
+                cell: member.case.cell.clone(),
+                spec: member.case.spec.clone(),
                 bytes_per_rep: facts.bytes[mi],
                 gbps: window.gbps[mi],
                 cold_gbps: Some(self.cold[mi]),
@@ -813,7 +816,7 @@ impl Timed<'_> {
     }
 }
 
-/// A window's scheduling evidence, where the backend read any in its repetitions (a
+/// A window's scheduling evidence, where the engine read any in its repetitions (a
 /// repetition it read nothing of is kept as such, and not judged).
 fn scheduling(window: &Window, sources: &SchedSources) -> Option<hwc_model::SchedEvidence> {
     if window.sched.iter().all(|(_, s)| s.is_none()) {
@@ -849,7 +852,7 @@ fn sample(members: &[Member], prepared: &dyn Prepared, rep: &Rep) -> Result<Vec<
                 )
                 .map_err(|e| BenchError::failed(format!("{}: {e}", m.case.key))),
                 None => Err(BenchError::failed(format!(
-                    "the backend gave no time for {} in this repetition",
+                    "the engine gave no time for {} in this repetition",
                     m.case.key
                 ))),
             },
@@ -878,14 +881,14 @@ fn over_limit(window: &Window, limits: &[Option<u32>]) -> f64 {
 
 /// Timed windows a case whose repetitions spread too much may take in all (see
 /// [`hwc_model::Reps::retry_above_spread_pct`]): [`AT_ONCE_WINDOWS`] back to back, the rest
-/// after the backend's other cases ([`run`]).
+/// after the engine's other cases ([`run`]).
 pub const MAX_WINDOWS: usize = 3;
 /// Timed windows a case may take back to back: the second catches a blip of a moment; a spell
 /// of seconds (on the H200 machine, 2026-12-02, every D2H case of 4–256 MiB in one 15 s stretch)
-/// outlasts it, and the case is timed again after its backend's other cases (there, 22 of 24 H2D
+/// outlasts it, and the case is timed again after its engine's other cases (there, 22 of 24 H2D
 /// cases of 4–256 MiB that spread 1.8–15 % in both windows timed back to back came within 1 %).
 pub const AT_ONCE_WINDOWS: usize = 2;
-/// Cases in a row (a group timed together counting once) timed again after their backend's other
+/// Cases in a row (a group timed together counting once) timed again after their engine's other
 /// cases that stay past their limits, after which the others are not: the machine is still
 /// unsteady, and timing them again would lengthen the run for little.
 pub const NOISY_STOP_AFTER: usize = 4;
@@ -900,10 +903,10 @@ struct Window {
     percentiles: Vec<(f64, f64)>,
     /// The lead's repetitions' throughput by the wall clock, where its timer is another.
     wall_gbps: Vec<f64>,
-    /// Each repetition's time by the backend's timer and its scheduling counters, where the
-    /// backend reads them ([`Prepared::last_sched`]).
+    /// Each repetition's time by the engine's timer and its scheduling counters, where the
+    /// engine reads them ([`Prepared::last_sched`]).
     sched: Vec<(f64, Option<RepSched>)>,
-    /// Which preparation of the case timed it: 0 the first, 1 the one after its backend's other
+    /// Which preparation of the case timed it: 0 the first, 1 the one after its engine's other
     /// cases.
     pass: usize,
 }
@@ -960,7 +963,7 @@ fn time_window(
 }
 
 /// The timer cross-check of a window: a note when the median of its repetitions by the wall
-/// clock lies more than `tolerance` (0.02 = 2 %) from the median by the backend's timer. The
+/// clock lies more than `tolerance` (0.02 = 2 %) from the median by the engine's timer. The
 /// medians, like the figure itself: a timer that does not bracket the work shifts every
 /// repetition, while one repetition whose wall span caught the host thread descheduled (a VM's
 /// neighbour, an interrupt) is noise in the wall clock, not an error of the timer.
@@ -1037,14 +1040,14 @@ fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
     };
     let n = windows.len();
     let plural = if n == 1 { "" } else { "s" };
-    // The windows timed after the backend's other cases, by number.
+    // The windows timed after the engine's other cases, by number.
     let at_end: Vec<String> = (1..=n)
         .filter(|&i| windows[i - 1].pass > 0)
         .map(|i| i.to_string())
         .collect();
     let later = format!(
         "after the run's other {} cases, the case prepared anew",
-        timed.backend
+        timed.engine
     );
     let at_end = match at_end.len() {
         0 => String::new(),
@@ -1067,7 +1070,7 @@ fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
     if let Some(reason) = &timed.not_again {
         note.push_str(&format!(
             "; it was not timed again after the run's other {} cases: {reason}",
-            timed.backend
+            timed.engine
         ));
     }
     if let Some(l) = limit_pct.filter(|&l| windows[chosen].gbps[mi].spread_pct > f64::from(l)) {

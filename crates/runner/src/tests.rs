@@ -1,7 +1,7 @@
 //! The runner against a scripted backend (fio's "null engine" idea): deterministic times.
 
 use super::*;
-use hwc_model::{CaseParams, Reps};
+use hwc_model::{HostCopySpec, PathId, Reps, Spec};
 
 struct Scripted {
     times: Vec<f64>,
@@ -23,8 +23,8 @@ struct Scripted {
     fail_verify_of: Option<String>,
     /// Preparations after this many fail.
     prepare_limit: Option<usize>,
-    /// The path it serves.
-    path: PathId,
+    /// The engine it is.
+    engine: EngineId,
     /// Bytes a repetition of the n-th preparation (by index; else 1 GB).
     bytes_by_prep: Vec<u64>,
     /// Scheduling counters per repetition, by the same index as `times` (none: not read).
@@ -47,7 +47,7 @@ impl Scripted {
             prepared: Default::default(),
             fail_verify_of: None,
             prepare_limit: None,
-            path: PathId::HostRam,
+            engine: EngineId::new("scripted"),
             bytes_by_prep: Vec::new(),
             sched: Vec::new(),
             sched_sources: Default::default(),
@@ -129,12 +129,9 @@ impl Prepared for ScriptedCase<'_> {
     }
 }
 
-impl Backend for Scripted {
-    fn name(&self) -> &'static str {
-        "scripted"
-    }
-    fn serves(&self, path: PathId) -> bool {
-        path == self.path
+impl Engine for Scripted {
+    fn id(&self) -> EngineId {
+        self.engine.clone()
     }
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         if self.unavailable {
@@ -163,11 +160,25 @@ impl Backend for Scripted {
     }
 }
 
+/// A case of `path` for the scripted engine; one of `gds` for an engine no run has.
 fn case(path: PathId, warmup: u32, timed: u32) -> Case {
+    let engine = if path == PathId::Gds {
+        "absent"
+    } else {
+        "scripted"
+    };
     Case {
         key: format!("{path}/test"),
         path,
-        params: CaseParams::default(),
+        engine: EngineId::new(engine),
+        cell: "test".into(),
+        spec: Spec::HostCopy(HostCopySpec {
+            size_bytes: 1,
+            threads: 1,
+            cpu_node: 0,
+            src_node: 0,
+            dst_node: 0,
+        }),
         reps: Reps {
             warmup,
             timed,
@@ -177,7 +188,7 @@ fn case(path: PathId, warmup: u32, timed: u32) -> Case {
 }
 
 fn run1(b: Scripted, c: Case, opts: RunOptions) -> RunOutcome {
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(b)];
     run(
         &[c],
         &mut backends,
@@ -203,12 +214,13 @@ fn cold_and_warmup_are_kept_apart_from_the_statistics() {
 }
 
 #[test]
-fn a_path_without_backend_is_waived_not_measured() {
+fn a_case_of_an_engine_not_in_the_run_is_waived_not_measured() {
     let b = Scripted::new(&[1.0]);
     let out = run1(b, case(PathId::Gds, 0, 3), RunOptions::default());
     assert!(out.results.is_empty());
     assert_eq!(out.waived.len(), 1);
-    assert!(out.waived[0].reason.contains("no backend"));
+    assert_eq!(out.waived[0].reason, "engine absent is not in this run");
+    assert_eq!(out.waived[0].engine, Some(EngineId::new("absent")));
 }
 
 #[test]
@@ -224,7 +236,7 @@ fn unavailable_becomes_a_waiver_with_its_hint() {
 fn a_failed_verification_fails_the_case_alone() {
     let mut b = Scripted::new(&[1.0]);
     b.verify_ok = false;
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(b)];
     let out = run(
         &[case(PathId::HostRam, 0, 3), case(PathId::Gds, 0, 1)],
         &mut backends,
@@ -298,7 +310,7 @@ fn one_repetition_that_caught_a_host_stall_does_not_flag_the_timer() {
 #[test]
 fn cancel_stops_before_the_next_case() {
     let b = Scripted::new(&[1.0]);
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(b)];
     let cancel = AtomicBool::new(true);
     let out = run(
         &[case(PathId::HostRam, 0, 3)],
@@ -313,16 +325,13 @@ fn cancel_stops_before_the_next_case() {
 
 /// Records what `expect` announced to it.
 struct Announced {
-    path: PathId,
+    engine: EngineId,
     keys: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
 }
 
-impl Backend for Announced {
-    fn name(&self) -> &'static str {
-        "announced"
-    }
-    fn serves(&self, path: PathId) -> bool {
-        path == self.path || (self.path == PathId::HostRam && path == PathId::H2d)
+impl Engine for Announced {
+    fn id(&self) -> EngineId {
+        self.engine.clone()
     }
     fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         Err(BenchError::failed("not measured in this test"))
@@ -335,26 +344,29 @@ impl Backend for Announced {
 }
 
 #[test]
-fn each_backend_is_told_in_advance_only_the_cases_it_will_run() {
+fn each_engine_is_told_in_advance_only_the_cases_it_will_run() {
     let first = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let second = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    // The first backend serves host_ram and h2d; the second serves h2d too but comes second.
-    let mut backends: Vec<Box<dyn Backend>> = vec![
+    // The first engine's cases are of host_ram and h2d; the second's of none (d2d's engine is
+    // not in the run).
+    let mut backends: Vec<Box<dyn Engine>> = vec![
         Box::new(Announced {
-            path: PathId::HostRam,
+            engine: EngineId::new("first"),
             keys: first.clone(),
         }),
         Box::new(Announced {
-            path: PathId::H2d,
+            engine: EngineId::new("second"),
             keys: second.clone(),
         }),
     ];
-    let mut d2d = case(PathId::D2d, 0, 1);
-    d2d.key = "d2d/x".into();
-    let mut h2d = case(PathId::H2d, 0, 1);
-    h2d.key = "h2d/x".into();
-    let mut host = case(PathId::HostRam, 0, 1);
-    host.key = "host/x".into();
+    let of = |path, key: &str, engine: &'static str| Case {
+        key: key.into(),
+        engine: EngineId::new(engine),
+        ..case(path, 0, 1)
+    };
+    let d2d = of(PathId::D2d, "d2d/cuda-copy/x", "nobody");
+    let h2d = of(PathId::H2d, "h2d/cuda-copy/x", "first");
+    let host = of(PathId::HostRam, "host/x", "first");
     run(
         &[h2d, d2d, host],
         &mut backends,
@@ -362,7 +374,10 @@ fn each_backend_is_told_in_advance_only_the_cases_it_will_run() {
         &mut NoObserver,
         &AtomicBool::new(false),
     );
-    assert_eq!(*first.borrow(), vec!["h2d/x".to_string(), "host/x".into()]);
+    assert_eq!(
+        *first.borrow(),
+        vec!["h2d/cuda-copy/x".to_string(), "host/x".into()]
+    );
     assert!(second.borrow().is_empty(), "{:?}", second.borrow());
 }
 
@@ -557,7 +572,7 @@ fn result_keys(out: &RunOutcome) -> Vec<&str> {
 /// Run `cases` with `b`; the keys it prepared, in order.
 fn run_all(b: Scripted, cases: &[Case]) -> (RunOutcome, Vec<String>) {
     let prepared = b.prepared.clone();
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(b)];
     let out = run(
         cases,
         &mut backends,
@@ -783,7 +798,7 @@ fn outcome_key(outcome: &CaseOutcome) -> String {
 
 #[test]
 fn an_observer_sees_a_companion_start_and_finish_after_its_lead() {
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(paired(&[1.0; 6], &[0.5; 6]))];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(paired(&[1.0; 6], &[0.5; 6]))];
     let mut seen = Recorder::default();
     run(
         &grouped_plan(3, None),
@@ -843,7 +858,7 @@ fn run_watched(
     cancel: &AtomicBool,
 ) -> (RunOutcome, Vec<String>, Vec<String>) {
     let prepared = b.prepared.clone();
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(b)];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(b)];
     let mut seen = Recorder::default();
     let out = run(
         cases,
@@ -1039,11 +1054,10 @@ fn a_backend_s_cases_are_timed_again_after_its_last_case_and_before_another_back
     // third window. Backend 2: x, planned after both.
     let times = noisy_a_steady_b_then_a_at(1.0);
     let mut cases = named_plan(&["a", "b", "x"], &[true, true, false]);
-    cases[2].path = PathId::H2d;
+    cases[2].engine = EngineId::new("other");
     let mut other = Scripted::new(&[1.0]);
-    other.path = PathId::H2d;
-    let mut backends: Vec<Box<dyn Backend>> =
-        vec![Box::new(Scripted::new(&times)), Box::new(other)];
+    other.engine = EngineId::new("other");
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(Scripted::new(&times)), Box::new(other)];
     let mut seen = Recorder::default();
     let out = run(
         &cases,
@@ -1153,12 +1167,9 @@ impl Prepared for FlipCase<'_> {
     }
 }
 
-impl Backend for Flip {
-    fn name(&self) -> &'static str {
-        "flip"
-    }
-    fn serves(&self, path: PathId) -> bool {
-        path == PathId::HostRam
+impl Engine for Flip {
+    fn id(&self) -> EngineId {
+        EngineId::new("scripted")
     }
     fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         self.preps += 1;
@@ -1169,7 +1180,7 @@ impl Backend for Flip {
 
 #[test]
 fn companions_named_in_another_order_when_prepared_again_keep_their_own_figures() {
-    let mut backends: Vec<Box<dyn Backend>> = vec![Box::new(Flip { preps: 0, reps: 0 })];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(Flip { preps: 0, reps: 0 })];
     let out = run(
         &named_plan(&["L", "X", "Y"], &[true; 3]),
         &mut backends,

@@ -29,6 +29,7 @@ pub fn ceilings_profile(host: &str, finished_at: &str, ceilings: &[(&str, f64)])
         &[],
         &[],
         &[],
+        &[],
         provenance(finished_at),
     );
     p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
@@ -51,13 +52,19 @@ pub fn gen5_x16_link(device: &str, bdf: &str) -> LinkTheory {
     }
 }
 
-/// A gpu0 H2D measurement `key` with this median, spread and repetition count (min and max at
-/// the median). Built through serde, so optional fields added to the model need no change.
+/// A gpu0 H2D measurement `key` (of the CUDA copy engine, 1 MiB, one stream, host memory on
+/// node 0) with this median, spread and repetition count (min and max at the median). Built
+/// through serde, so optional fields added to the model need no change.
 pub fn h2d_measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measurement {
     serde_json::from_value(serde_json::json!({
         "key": key,
         "path": "h2d",
-        "params": { "gpu": "gpu0" },
+        "engine": "cuda-copy",
+        "cell": key,
+        "spec": {
+            "kind": "gpu_copy", "gpu": "gpu0", "size_bytes": 1u64 << 20, "streams": 1,
+            "host_memory": "pinned", "host_node": 0, "cpu_node": 0,
+        },
         "bytes_per_rep": 1u64 << 20,
         "gbps": { "median": median, "min": median, "max": median, "spread_pct": spread_pct, "n": n },
         "warmup": 2,
@@ -66,25 +73,20 @@ pub fn h2d_measurement(key: &str, median: f64, spread_pct: f64, n: u32) -> Measu
 }
 
 /// `p` with a `host_ram_same_numa_gbps` ceiling (`gbps`) that is the median of a 1 GiB,
-/// 16-thread host RAM measurement copied with `kernel` (`None`: a profile from before the copy
-/// kernels were named, so memcpy; the key carries `/kernel` for any kernel but memcpy, as the
-/// planner writes it), named as its source.
-pub fn with_host_ram_ceiling(mut p: Profile, kernel: Option<&str>, gbps: f64) -> Profile {
-    let suffix = match kernel {
-        None | Some("memcpy") => String::new(),
-        Some(k) => format!("/{k}"),
-    };
-    let key = format!("host_ram/n0-n0/1GiB/t16{suffix}");
-    let mut params = serde_json::json!({
-        "size_bytes": 1u64 << 30, "threads": 16, "cpu_node": 0, "src_node": 0, "dst_node": 0,
-    });
-    if let Some(k) = kernel {
-        params["copy_kernel"] = k.into();
-    }
+/// 16-thread host RAM measurement by `engine` (`host-memcpy` where `None`), named as its source.
+pub fn with_host_ram_ceiling(mut p: Profile, engine: Option<&str>, gbps: f64) -> Profile {
+    let engine = engine.unwrap_or("host-memcpy");
+    let cell = "n0-n0/1GiB/t16";
+    let key = format!("host_ram/{engine}/{cell}");
     let m: Measurement = serde_json::from_value(serde_json::json!({
         "key": key,
         "path": "host_ram",
-        "params": params,
+        "engine": engine,
+        "cell": cell,
+        "spec": {
+            "kind": "host_copy", "size_bytes": 1u64 << 30, "threads": 16, "cpu_node": 0,
+            "src_node": 0, "dst_node": 0,
+        },
         "bytes_per_rep": 1u64 << 30,
         "gbps": { "median": gbps, "min": gbps, "max": gbps, "spread_pct": 5.0, "n": 12 },
         "warmup": 2,
@@ -107,8 +109,8 @@ pub fn with_equal_median_gpu_ceilings(mut p: Profile, gbps: f64, how: &str) -> P
     p.ceilings
         .insert("dispatcher_cold_1drive_gbps".into(), gbps);
     for (key, spread) in [
-        ("h2d/gpu0/local/4MiB/s4", 0.2),
-        ("h2d/gpu0/local/256MiB/s1", 1.8),
+        ("h2d/cuda-copy/gpu0/local/4MiB/s4", 0.2),
+        ("h2d/cuda-copy/gpu0/local/256MiB/s1", 1.8),
     ] {
         p.measurements.push(h2d_measurement(key, gbps, spread, 12));
     }
@@ -117,7 +119,7 @@ pub fn with_equal_median_gpu_ceilings(mut p: Profile, gbps: f64, how: &str) -> P
         &[
             (
                 "warm_gpu0_peak_gbps",
-                CeilingSource::measured("h2d/gpu0/local/256MiB/s1"),
+                CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
             ),
             (
                 "dispatcher_cold_1drive_gbps",

@@ -12,17 +12,35 @@ pub fn profile(host: &str, ceilings: &[(&str, f64)]) -> Profile {
 }
 
 pub fn with_measurement(mut p: Profile, key: &str, median: f64, contended: bool) -> Profile {
-    // Through serde, so that optional fields added to the model later need no change here.
-    let m: Measurement = serde_json::from_value(serde_json::json!({
-        "key": key,
-        "path": "h2d",
-        "params": { "gpu": "gpu0" },
-        "bytes_per_rep": 1u64 << 20,
-        "gbps": { "median": median, "min": median, "max": median, "spread_pct": 0.0, "n": 10 },
-        "warmup": 3,
-        "contended": contended,
-    }))
-    .unwrap();
+    let mut m: Measurement = hwc_testkit::h2d_measurement(key, median, 0.0, 10);
+    m.warmup = 3;
+    m.contended = contended;
+    p.measurements.push(m);
+    p
+}
+
+/// An NVMe measurement `key` of the io_uring engine, of the long test `test`, on `nvme0`.
+pub fn with_nvme_measurement(
+    mut p: Profile,
+    key: &str,
+    test: hwc_model::NvmeTest,
+    median: f64,
+) -> Profile {
+    let mut m = hwc_testkit::h2d_measurement(key, median, 0.0, 10);
+    m.path = if key.starts_with("nvme_write") {
+        hwc_model::PathId::NvmeWrite
+    } else {
+        hwc_model::PathId::NvmeRead
+    };
+    m.engine = hwc_model::EngineId::new("io-uring");
+    m.spec = hwc_model::Spec::Nvme(hwc_model::NvmeSpec {
+        test,
+        block_bytes: 4096,
+        queue_depth: 1,
+        drives: vec!["nvme0".into()],
+        target: false,
+        pattern: hwc_model::NvmePattern::Random,
+    });
     p.measurements.push(m);
     p
 }

@@ -1,0 +1,96 @@
+//! The engines of this build, registered once: each engine's declaration (what the planner plans
+//! and waives from) and, on a live machine, the engine itself or why it cannot run here.
+
+use hwc_model::{EngineDecl, EngineStatus, PathId, Topology};
+use hwc_runner::Engine;
+
+/// Every engine's declaration, in registration order (the order their cases run in).
+pub fn declarations() -> Vec<EngineDecl> {
+    vec![
+        hwc_bench_host::memcpy_decl(),
+        hwc_bench_host::streaming_decl(),
+        hwc_bench_cuda::decl(),
+        hwc_bench_nvme::decl(),
+    ]
+}
+
+/// The engines of a run and what their probes found.
+pub struct Engines {
+    pub status: Vec<EngineStatus>,
+    pub list: Vec<Box<dyn Engine>>,
+}
+
+/// Probe this machine for every engine (CUDA facts merge into the topology); `wants` are the
+/// paths the run measures: an engine of none of them is not probed. The NVMe engine is built
+/// apart (`nvme_cmd`), after the drives are gated; it is added with [`Engines::push`].
+pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
+    let wanted = |d: &EngineDecl| d.paths.iter().any(|&p| wants(p));
+    let mut e = Engines {
+        status: Vec::new(),
+        list: Vec::new(),
+    };
+    let (memcpy, streaming) = hwc_bench_host::engines(topo, "/proc");
+    e.push(hwc_bench_host::memcpy_decl(), Ok(Box::new(memcpy)));
+    e.push(
+        hwc_bench_host::streaming_decl(),
+        hwc_bench_host::streaming_available().map(|()| Box::new(streaming) as Box<dyn Engine>),
+    );
+    let cuda = hwc_bench_cuda::decl();
+    let libcuda = topo.tools.iter().any(|t| t.name == "libcuda" && t.present);
+    if topo.gpus.is_empty() || !libcuda || !wanted(&cuda) {
+        // The planner waives it from its declaration (no GPU, no libcuda), or nothing asks for it.
+        e.status.push(EngineStatus {
+            decl: cuda,
+            available: Ok(()),
+        });
+    } else {
+        let started = hwc_bench_cuda::probe().map(|probe| {
+            merge_cuda_facts(topo, &probe);
+            let gpus: Vec<(String, String)> = topo
+                .gpus
+                .iter()
+                .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
+                .collect();
+            Box::new(hwc_bench_cuda::CudaBackend::new(&probe, &gpus)) as Box<dyn Engine>
+        });
+        let hint = "check that nvidia-smi lists the GPU and the driver is loaded".to_string();
+        e.push(cuda, started.map_err(|reason| (reason, Some(hint))));
+    }
+    e
+}
+
+impl Engines {
+    /// Add an engine, or why it cannot run here.
+    pub fn push(
+        &mut self,
+        decl: EngineDecl,
+        engine: Result<Box<dyn Engine>, (String, Option<String>)>,
+    ) {
+        let available = match engine {
+            Ok(engine) => {
+                self.list.push(engine);
+                Ok(())
+            }
+            Err(why) => Err(why),
+        };
+        self.status.push(EngineStatus { decl, available });
+    }
+
+    /// The declarations of the engines of this run, in registration order.
+    pub fn declarations(&self) -> Vec<EngineDecl> {
+        self.status.iter().map(|s| s.decl.clone()).collect()
+    }
+}
+
+/// CUDA ordinal, model, memory and L2 of every GPU the driver reports, matched by PCI address.
+pub fn merge_cuda_facts(topo: &mut Topology, probe: &hwc_bench_cuda::CudaProbe) {
+    for g in &mut topo.gpus {
+        let bdf = hwc_bench_cuda::normalize_bdf(&g.pci_bdf).unwrap_or_else(|| g.pci_bdf.clone());
+        if let Some(d) = probe.devices.iter().find(|d| d.pci_bdf == bdf) {
+            g.cuda_index = Some(d.ordinal);
+            g.model.get_or_insert_with(|| d.name.clone());
+            g.memory_bytes = Some(d.memory_bytes);
+            g.l2_cache_bytes = Some(d.l2_cache_bytes);
+        }
+    }
+}
