@@ -3,12 +3,12 @@
 //! median and the nodes that stray from it).
 
 use crate::efficiency;
-use crate::keys::{self, natural_cmp, Direction};
 use crate::method;
 use crate::settings::{self, SettingDiff};
 use crate::source::Source;
 use crate::tolerance::Tolerance;
 use hwc_model::Profile;
+use hwc_model::{Better, Numa, PathId};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -82,7 +82,18 @@ struct Value {
     /// How it was measured: its engine (`host-memcpy`, `host-streaming`, …).
     method: Option<String>,
     /// Which way it should move.
-    direction: Direction,
+    direction: Better,
+    /// Where it stands in reading order.
+    rank: Rank,
+}
+
+/// A value's place in reading order: ceilings by what their records say they are (path, GPU,
+/// drive count, locality), measurements in the order the run measured them (its plan's: sizes,
+/// streams and thread counts ascending).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    Ceiling(Option<PathId>, Option<String>, Option<u32>, Option<Numa>),
+    Measurement(usize),
 }
 
 /// Why a profile cannot be compared or qualified, if it cannot: figures no run writes (a
@@ -98,7 +109,7 @@ pub fn damaged(p: &Profile) -> Option<String> {
         ))
     };
     if let Some((k, v)) = p.ceilings.iter().find(|(k, &v)| {
-        !v.is_finite() || (keys::is_bandwidth_ceiling(k) && !efficiency::usable_ceiling(v))
+        !v.is_finite() || (p.is_bandwidth_ceiling(k) && !efficiency::usable_ceiling(v))
     }) {
         return why(format!("ceiling `{k}` is {v}"));
     }
@@ -128,13 +139,20 @@ pub fn damaged(p: &Profile) -> Option<String> {
     })
 }
 
-/// The distinct keys, by section, then in [`natural_cmp`] order (sizes by bytes).
+/// The distinct keys of `maps`, by section, then by the [`Rank`] of the first profile that has
+/// each, then by key.
 fn in_reading_order<'a>(
-    keys: impl Iterator<Item = &'a (Section, String)>,
+    maps: &[&'a BTreeMap<(Section, String), Value>],
 ) -> Vec<&'a (Section, String)> {
-    let mut keys: Vec<_> = keys.collect::<BTreeSet<_>>().into_iter().collect();
-    keys.sort_by(|(sa, ka), (sb, kb)| sa.cmp(sb).then_with(|| natural_cmp(ka, kb)));
-    keys
+    let mut keys: BTreeMap<&(Section, String), &Rank> = BTreeMap::new();
+    for m in maps {
+        for (k, v) in m.iter() {
+            keys.entry(k).or_insert(&v.rank);
+        }
+    }
+    let mut keys: Vec<_> = keys.into_iter().collect();
+    keys.sort_by(|(ka, ra), (kb, rb)| (ka.0, ra, &ka.1).cmp(&(kb.0, rb, &kb.1)));
+    keys.into_iter().map(|(k, _)| k).collect()
 }
 
 /// Every comparable value of a profile: its ceilings and its measurements' medians.
@@ -143,7 +161,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
         .ceilings
         .iter()
         .map(|(k, &v)| {
-            // By key (`ceiling_sources`): a ceiling that is a contended measurement's median, or
+            // By key (`ceiling_records`): a ceiling that is a contended measurement's median, or
             // was derived from one, is marked contended too.
             let (source, contended) = Source::of_ceiling(p, k).unwrap_or((Source::Unknown, false));
             let method = method::of_ceiling(p, k).map(str::to_string);
@@ -154,14 +172,22 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                     contended,
                     source,
                     method,
-                    direction: keys::direction(k),
+                    // A ceiling without a record of what it is (added by hand): a change is
+                    // reported, never judged.
+                    direction: p.ceiling_meta(k).map_or(Better::Neither, |m| m.better),
+                    rank: p
+                        .ceiling_meta(k)
+                        .map_or(Rank::Ceiling(None, None, None, None), |m| {
+                            Rank::Ceiling(m.path, m.gpu.clone(), m.drives, m.numa)
+                        }),
                 },
             )
         })
         .collect();
     if !opts.ceilings_only {
         // The hardware's figures: not those of an engine that measures the tool itself.
-        for m in p.measurements.iter().filter(|m| p.hardware(&m.engine)) {
+        let hardware = p.measurements.iter().filter(|m| p.hardware(&m.engine));
+        for (i, m) in hardware.enumerate() {
             out.insert(
                 (Section::Measurement, m.key.clone()),
                 Value {
@@ -170,6 +196,7 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
                     source: Source::of_measurement(m),
                     method: method::of_measurement(m).map(str::to_string),
                     direction: measurement_direction(m),
+                    rank: Rank::Measurement(i),
                 },
             );
         }
@@ -180,11 +207,11 @@ fn values(p: &Profile, opts: &Options) -> BTreeMap<(Section, String), Value> {
 /// Which way a measurement's median should move. The read-cache and power-state tests'
 /// figures are latencies in disguise (of a drive's cache, of its first read after idle), over as
 /// few as 3 reads: a change is reported, never a regression. Every other figure is a bandwidth.
-fn measurement_direction(m: &hwc_model::Measurement) -> Direction {
+fn measurement_direction(m: &hwc_model::Measurement) -> Better {
     use hwc_model::NvmeTest;
     match m.spec.nvme().map(|s| s.test) {
-        Some(NvmeTest::ReadCache | NvmeTest::PowerStates) => Direction::Neutral,
-        _ => Direction::HigherIsBetter,
+        Some(NvmeTest::ReadCache | NvmeTest::PowerStates) => Better::Neither,
+        _ => Better::Higher,
     }
 }
 
@@ -199,16 +226,16 @@ fn relative(reference: f64, v: f64) -> f64 {
     }
 }
 
-fn judge(dir: Direction, rel: f64, tol: Tolerance) -> Verdict {
+fn judge(dir: Better, rel: f64, tol: Tolerance) -> Verdict {
     let t = tol.fraction();
     // A hair of slack so that exactly-at-tolerance deltas (5.0 % of a binary fraction) pass.
     let beyond = |x: f64| x > t + 1e-9;
     match dir {
-        Direction::HigherIsBetter if beyond(-rel) => Verdict::Worse,
-        Direction::HigherIsBetter if beyond(rel) => Verdict::Better,
-        Direction::LowerIsBetter if beyond(rel) => Verdict::Worse,
-        Direction::LowerIsBetter if beyond(-rel) => Verdict::Better,
-        Direction::Neutral if beyond(rel.abs()) => Verdict::Changed,
+        Better::Higher if beyond(-rel) => Verdict::Worse,
+        Better::Higher if beyond(rel) => Verdict::Better,
+        Better::Lower if beyond(rel) => Verdict::Worse,
+        Better::Lower if beyond(-rel) => Verdict::Better,
+        Better::Neither if beyond(rel.abs()) => Verdict::Changed,
         _ => Verdict::Within,
     }
 }
@@ -287,7 +314,7 @@ pub struct PairReport {
 pub fn compare_pair(baseline: Node, candidate: Node, opts: &Options) -> PairReport {
     let a = values(baseline.profile, opts);
     let b = values(candidate.profile, opts);
-    let keys = in_reading_order(a.keys().chain(b.keys()));
+    let keys = in_reading_order(&[&a, &b]);
     let rows: Vec<PairRow> = keys
         .into_iter()
         .map(|k| {
@@ -427,7 +454,7 @@ pub fn median(values: &[f64]) -> f64 {
 pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
     let per_node: Vec<BTreeMap<(Section, String), Value>> =
         nodes.iter().map(|n| values(n.profile, opts)).collect();
-    let keys = in_reading_order(per_node.iter().flat_map(|m| m.keys()));
+    let keys = in_reading_order(&per_node.iter().collect::<Vec<_>>());
     let mut rows = Vec::new();
     for k in keys {
         let (section, key) = k;

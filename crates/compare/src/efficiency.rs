@@ -1,11 +1,9 @@
 //! `efficiency = measured / ceiling[path]`: the evaluator's one formula, with the checks that make
 //! its answer trustworthy (a known bandwidth ceiling, a finite non-negative measurement).
 
-use crate::keys;
 use crate::source::Source;
 use hwc_model::Profile;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Efficiency {
@@ -28,7 +26,7 @@ pub struct Efficiency {
 pub enum EfficiencyError {
     #[error("unknown ceiling `{path}` (known: {})", if known.is_empty() { "none: the profile has no bandwidth ceilings".to_string() } else { known.join(", ") })]
     UnknownPath { path: String, known: Vec<String> },
-    #[error("`{path}` is not a bandwidth ceiling (a penalty, size or count): efficiency needs a GB/s ceiling")]
+    #[error("`{path}` is not a bandwidth ceiling (a penalty, size or count, or a ceiling without a record of what it is): efficiency needs a GB/s ceiling")]
     NotBandwidth { path: String },
     #[error("measured_gbps `{0}` is not a finite, non-negative number of GB/s")]
     BadMeasured(String),
@@ -54,30 +52,33 @@ pub fn parse_measured(s: &str) -> Result<f64, EfficiencyError> {
         .ok_or_else(|| EfficiencyError::BadMeasured(s.to_string()))
 }
 
-/// The bandwidth ceilings of a `ceilings:` map, the keys an evaluator may ask for.
-pub fn bandwidth_keys(ceilings: &BTreeMap<String, f64>) -> Vec<String> {
-    ceilings
+/// The bandwidth ceilings of `p` (their records say GB/s, higher is better): the keys an
+/// evaluator may ask for.
+pub fn bandwidth_keys(p: &Profile) -> Vec<String> {
+    p.ceilings
         .keys()
-        .filter(|k| keys::is_bandwidth_ceiling(k))
+        .filter(|k| p.is_bandwidth_ceiling(k))
         .cloned()
         .collect()
 }
 
+/// `measured_gbps / p.ceilings[path]`, refused where `path` is not a usable bandwidth ceiling of
+/// `p`; [`efficiency_in`] adds where the ceiling comes from and its caveats.
 pub fn efficiency(
-    ceilings: &BTreeMap<String, f64>,
+    p: &Profile,
     path: &str,
     measured_gbps: f64,
 ) -> Result<Efficiency, EfficiencyError> {
     if !(measured_gbps.is_finite() && measured_gbps >= 0.0) {
         return Err(EfficiencyError::BadMeasured(measured_gbps.to_string()));
     }
-    let Some(&ceiling) = ceilings.get(path) else {
+    let Some(&ceiling) = p.ceilings.get(path) else {
         return Err(EfficiencyError::UnknownPath {
             path: path.to_string(),
-            known: bandwidth_keys(ceilings),
+            known: bandwidth_keys(p),
         });
     };
-    if !keys::is_bandwidth_ceiling(path) {
+    if !p.is_bandwidth_ceiling(path) {
         return Err(EfficiencyError::NotBandwidth {
             path: path.to_string(),
         });
@@ -108,7 +109,7 @@ pub fn efficiency_in(
     path: &str,
     measured_gbps: f64,
 ) -> Result<Efficiency, EfficiencyError> {
-    let mut e = efficiency(&p.ceilings, path, measured_gbps)?;
+    let mut e = efficiency(p, path, measured_gbps)?;
     let source = Source::of_ceiling(p, path);
     let contended = source.as_ref().is_some_and(|(_, c)| *c);
     e.ceiling_source = source.map(|(s, _)| s);
@@ -154,16 +155,17 @@ pub fn efficiency_in(
 mod tests {
     use super::*;
 
-    fn ceilings() -> BTreeMap<String, f64> {
-        [
-            ("warm_gpu0_peak_gbps", 55.0),
-            ("warm_gpu0_cross_numa_penalty_gbps", 3.0),
-            ("nvme_optimal_read_chunk_bytes", 1048576.0),
-            ("broken_gbps", 0.0),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+    fn ceilings() -> Profile {
+        hwc_testkit::ceilings_profile(
+            "n",
+            "2026-11-29T19:05:00+00:00",
+            &[
+                ("warm_gpu0_peak_gbps", 55.0),
+                ("warm_gpu0_cross_numa_penalty_gbps", 3.0),
+                ("nvme_optimal_read_chunk_bytes", 1048576.0),
+                ("broken_gbps", 0.0),
+            ],
+        )
     }
 
     #[test]
@@ -198,8 +200,15 @@ mod tests {
             efficiency(&ceilings(), "broken_gbps", 1.0),
             Err(EfficiencyError::UnusableCeiling { .. })
         ));
+        // A ceiling added by hand has no record of what it is: not taken for a bandwidth.
+        let mut bare = ceilings();
+        bare.ceilings.insert("warm_gpu1_peak_gbps".into(), 50.0);
+        assert!(matches!(
+            efficiency(&bare, "warm_gpu1_peak_gbps", 1.0),
+            Err(EfficiencyError::NotBandwidth { .. })
+        ));
         let mut tiny = ceilings();
-        tiny.insert("warm_gpu0_peak_gbps".into(), 1e-320);
+        tiny.ceilings.insert("warm_gpu0_peak_gbps".into(), 1e-320);
         assert!(matches!(
             efficiency(&tiny, "warm_gpu0_peak_gbps", 1.0),
             Err(EfficiencyError::UnusableCeiling { .. })
@@ -209,9 +218,13 @@ mod tests {
         }
         assert_eq!(parse_measured(" 12.5 ").unwrap(), 12.5);
         assert!(efficiency(&ceilings(), "warm_gpu0_peak_gbps", f64::NAN).is_err());
-        let e = efficiency(&BTreeMap::new(), "x", 1.0)
-            .unwrap_err()
-            .to_string();
+        let e = efficiency(
+            &hwc_testkit::ceilings_profile("n", "2026-11-29T19:05:00+00:00", &[]),
+            "x",
+            1.0,
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("no bandwidth ceilings"), "{e}");
     }
 
@@ -229,8 +242,13 @@ mod tests {
             p.measurements
                 .push(hwc_testkit::h2d_measurement(key, 55.0, spread, 12));
         }
-        // A profile written before ceiling_sources: the first equal median.
-        let e = efficiency_in(&p, "warm_gpu0_peak_gbps", 44.0).unwrap();
+        // A version 1 profile written before ceiling sources: the first equal median.
+        let e = efficiency_in(
+            &hwc_testkit::unsourced(p.clone()),
+            "warm_gpu0_peak_gbps",
+            44.0,
+        )
+        .unwrap();
         assert_eq!(
             e.ceiling_source,
             Some(Source::Measured {
@@ -239,9 +257,12 @@ mod tests {
                 n: 12
             })
         );
-        p.ceiling_sources.insert(
-            "warm_gpu0_peak_gbps".into(),
-            hwc_model::CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
+        let p = hwc_testkit::with_sources(
+            p,
+            &[(
+                "warm_gpu0_peak_gbps",
+                hwc_model::CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
+            )],
         );
         let e = efficiency_in(&p, "warm_gpu0_peak_gbps", 44.0).unwrap();
         assert!((e.efficiency - 0.8).abs() < 1e-12);
@@ -253,13 +274,6 @@ mod tests {
                 n: 12
             }),
             "by key, not the first equal median"
-        );
-        assert_eq!(
-            efficiency(&p.ceilings, "warm_gpu0_peak_gbps", 44.0)
-                .unwrap()
-                .ceiling_source,
-            None,
-            "the bare map cannot say"
         );
     }
 }

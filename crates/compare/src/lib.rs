@@ -8,7 +8,6 @@
 pub mod compare;
 pub mod efficiency;
 pub mod junit;
-pub mod keys;
 pub mod method;
 pub mod qualify;
 pub mod settings;

@@ -11,7 +11,7 @@ pub fn of_measurement(m: &Measurement) -> Option<&str> {
 }
 
 /// The engine of the ceiling `key`: that of the measurement it is the median of (read by key
-/// from `ceiling_sources`); `None` for a derived or unknown source, or a ceiling the profile
+/// from its record); `None` for a derived or unknown source, or a ceiling the profile
 /// lacks.
 pub fn of_ceiling<'a>(p: &'a Profile, key: &str) -> Option<&'a str> {
     match p.ceiling_source(key)? {

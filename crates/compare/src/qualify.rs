@@ -3,7 +3,6 @@
 //! percentage of a baseline profile — and PCIe link checks (generation and width at their
 //! maximum, or at least a given value). Every rule and every matched link is one pass/fail check.
 
-use crate::keys;
 use crate::method;
 use crate::source::Source;
 use hwc_model::topology::LinkTheory;
@@ -403,7 +402,8 @@ struct Found {
     contended: bool,
     /// Is, or was derived from, a measurement that stayed over its spread limit.
     unsteady: bool,
-    gpu: Option<String>,
+    /// The device whose link it crosses, where it names one: its GPU, or its one drive.
+    device: Option<String>,
     /// The engine it was measured with; `None` for derived figures.
     kernel: Option<String>,
 }
@@ -437,7 +437,7 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
             source: source.phrase(),
             contended,
             unsteady: p.ceiling_source(path).is_some_and(|o| o.unsteady()),
-            gpu: None,
+            device: p.ceiling_meta(path).and_then(|m| m.gpu.clone()),
             kernel: method::of_ceiling(p, path).map(str::to_string),
         });
     }
@@ -448,7 +448,14 @@ fn find(p: &Profile, path: &str) -> Option<Found> {
         derived: false,
         contended: m.contended,
         unsteady: m.unsteady(),
-        gpu: m.spec.gpu().map(str::to_string),
+        device: m
+            .spec
+            .gpu()
+            .map(str::to_string)
+            .or_else(|| match m.spec.nvme() {
+                Some(n) if !n.target && n.drives.len() == 1 => Some(n.drives[0].clone()),
+                _ => None,
+            }),
         kernel: method::of_measurement(m).map(str::to_string),
     })
 }
@@ -569,12 +576,7 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
     let (floor, basis) = if let Some(g) = r.min_gbps {
         (g, format!("the floor {}", fmt_gbps(g)))
     } else if let Some(pct) = r.min_pct_of_link {
-        let device = r
-            .link
-            .clone()
-            .or_else(|| keys::gpu_of(&r.path))
-            .or(found.gpu.clone())
-            .or_else(|| keys::drive_of(&r.path));
+        let device = r.link.clone().or(found.device.clone());
         let Some(device) = device else {
             return check(
                 Outcome::Fail(FailureKind::NoDevice),

@@ -1,6 +1,6 @@
 //! Where a printed figure comes from, as every table of this crate shows it beside the number:
 //! the statistic's spread and repetition count N of the measurement it is the median of, or a
-//! `derived` label. Ceilings are looked up by key in the profile's `ceiling_sources`
+//! `derived` label. Ceilings are looked up by key in the profile's `ceiling_records`
 //! ([`Profile::ceiling_source`]), never by matching their value.
 
 use hwc_model::{CeilingOrigin, Measurement, Profile};
@@ -17,14 +17,14 @@ pub enum Source {
         n: u32,
     },
     /// Arithmetic on measured medians: how (absent for a profile written before
-    /// `ceiling_sources`), and the keys of the measurements it read.
+    /// ceiling sources), and the keys of the measurements it read.
     Derived {
         #[serde(skip_serializing_if = "Option::is_none")]
         how: Option<String>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         inputs: Vec<String>,
     },
-    /// The profile does not say (a hand-edited or damaged `ceiling_sources`).
+    /// The profile does not say (a hand-edited or damaged `ceiling_records`).
     Unknown,
 }
 
@@ -73,7 +73,7 @@ impl Source {
             } => format!("median of `{measurement}`, ±{spread_pct:.1} %, N={n}"),
             Source::Derived { how: Some(how), .. } => format!("derived: {how}"),
             Source::Derived { how: None, .. } => "derived from measured medians".into(),
-            Source::Unknown => "source unknown: the profile's ceiling_sources does not say".into(),
+            Source::Unknown => "source unknown: the profile's ceiling_records do not say".into(),
         }
     }
 

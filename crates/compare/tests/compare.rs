@@ -284,20 +284,18 @@ fn the_long_drive_tests_latency_reads_change_but_never_regress() {
 
 #[test]
 fn a_ceiling_taken_from_a_contended_measurement_is_marked_contended() {
-    let mut a = with_measurement(
-        profile("a", &[]),
+    let a = with_measurement(
+        profile("a", &[("warm_gpu0_gbps", 53.0)]),
         "h2d/cuda-copy/gpu0/local/4MiB/s1",
         53.0,
         false,
     );
-    a.ceilings.insert("warm_gpu0_gbps".into(), 53.0);
-    let mut b = with_measurement(
-        profile("b", &[]),
+    let b = with_measurement(
+        profile("b", &[("warm_gpu0_gbps", 40.0)]),
         "h2d/cuda-copy/gpu0/local/4MiB/s1",
         40.0,
         true,
     );
-    b.ceilings.insert("warm_gpu0_gbps".into(), 40.0);
     let mut o = opts("5%");
     o.ceilings_only = true;
     let r = pair(("A", &a), ("B", &b), &o);
@@ -308,7 +306,7 @@ fn a_ceiling_taken_from_a_contended_measurement_is_marked_contended() {
 }
 
 /// Two nodes whose profiles say where each ceiling comes from. On each, two measurements share
-/// the median of `warm_gpu0_gbps`; `ceiling_sources` names the second.
+/// the median of `warm_gpu0_gbps`; its record names the second.
 fn sourced(host: &str, gbps: f64, spread: f64, penalty: f64) -> hwc_model::Profile {
     let p = profile(
         host,
@@ -345,12 +343,12 @@ candidate  B
 tolerance  5%
 
 ceiling                              baseline     spread, N  candidate     spread, N      delta   delta%  verdict
-warm_gpu0_cross_numa_penalty_gbps        3.00       derived       2.00       derived      -1.00   -33.3%  better
 warm_gpu0_gbps                          53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
+warm_gpu0_cross_numa_penalty_gbps        3.00       derived       2.00       derived      -1.00   -33.3%  better
 
 measurement (median GB/s)            baseline     spread, N  candidate     spread, N      delta   delta%  verdict
-h2d/cuda-copy/gpu0/local/4MiB/s1        53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
 h2d/cuda-copy/gpu0/local/256MiB/s1      53.40    ±0.1% N=12      50.00    ±0.1% N=12      -3.40    -6.4%  REGRESSION
+h2d/cuda-copy/gpu0/local/4MiB/s1        53.40    ±1.2% N=12      50.00    ±0.8% N=12      -3.40    -6.4%  REGRESSION
 
 derived:
   warm_gpu0_cross_numa_penalty_gbps: local minus cross one-stream H2D peak
@@ -492,8 +490,8 @@ fleet      3 nodes: n1, n2, n3
 tolerance  5% from the median
 
 ceiling                               n     median        min        max  spread, N       outliers
-warm_gpu0_cross_numa_penalty_gbps   3/3       3.00       3.00       3.00  derived
 warm_gpu0_gbps                      3/3      55.00      44.00      55.20  ≤±1.5% N=10–12  n3 44.00 (±0.7% N=12) -20.0% WORSE
+warm_gpu0_cross_numa_penalty_gbps   3/3       3.00       3.00       3.00  derived
 
 derived:
   warm_gpu0_cross_numa_penalty_gbps: local minus cross one-stream H2D peak

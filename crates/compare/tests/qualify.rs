@@ -557,8 +557,7 @@ fn an_old_baseline_without_a_copy_kernel_against_a_streaming_profile_is_not_comp
     // Its measurement names no copy kernel; with its ceiling_sources, and from before those
     // existed (the source is then the measurement with the ceiling's median).
     let old = host_ceiling("golden", None, 36.0);
-    let mut older = old.clone();
-    older.ceiling_sources.clear();
+    let older = hwc_testkit::unsourced(old.clone());
     for baseline in [&old, &older] {
         let r = qualify(&spec, "s", &p, "p", Some(baseline)).unwrap();
         let c = &r.checks[0];

@@ -1,6 +1,6 @@
 //! `GET /metrics`: the served profile as Prometheus gauges, one per ceiling, labelled with what
-//! the key names (`path` = the ceiling key, `gpu`, `drives`, `numa`; `carried_from` on a write
-//! ceiling served from an older write run, see `store`), plus the profile's age,
+//! its record says (`path` = the ceiling key, `gpu`, `drives`, `numa`, `engine`; `carried_from`
+//! on a write ceiling served from an older write run, see `store`), plus the profile's age,
 //! whether it is complete (and a newer incomplete one passed over), and the daemon's own
 //! counters. The registry is built per scrape, so a reload never leaves stale series behind.
 
@@ -17,17 +17,28 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// A ceiling's labels: what its key names, and `carried_from` for an older write run's.
-fn ceiling_labels(key: &str, carried_from: Option<&str>) -> Labels {
-    let l = hwc_compare::keys::labels(key);
+/// A ceiling's labels: its key, what its record says it concerns (GPU, drive count, host
+/// memory locality, engine), and `carried_from` for an older write run's.
+fn ceiling_labels(
+    key: &str,
+    record: Option<&hwc_model::CeilingRecord>,
+    carried_from: Option<&str>,
+) -> Labels {
     let mut v = vec![("path".to_string(), key.to_string())];
-    if let Some(g) = l.gpu {
-        v.push(("gpu".into(), g));
+    if let Some(r) = record {
+        if let Some(g) = &r.meta.gpu {
+            v.push(("gpu".into(), g.clone()));
+        }
+        if let Some(d) = r.meta.drives {
+            v.push(("drives".into(), d.to_string()));
+        }
+        if let Some(n) = r.meta.numa {
+            v.push(("numa".into(), n.as_str().to_string()));
+        }
+        if let Some(e) = &r.engine {
+            v.push(("engine".into(), e.to_string()));
+        }
     }
-    if let Some(d) = l.drives {
-        v.push(("drives".into(), d.to_string()));
-    }
-    v.push(("numa".into(), l.numa.as_str().to_string()));
     if let Some(f) = carried_from {
         v.push(("carried_from".into(), f.to_string()));
     }
@@ -35,7 +46,7 @@ fn ceiling_labels(key: &str, carried_from: Option<&str>) -> Labels {
 }
 
 /// Where each ceiling comes from, so that no figure is served bare, looked up by key in the
-/// profile's `ceiling_sources` ([`hwc_model::Profile::ceiling_source`]): for a ceiling that is
+/// profile's `ceiling_records` ([`hwc_model::Profile::ceiling_source`]): for a ceiling that is
 /// one measurement's median, that measurement's spread and repetition count (labelled with its
 /// key); for a derived one (penalties, minima of two paths, crossovers, knees), a `derived`
 /// marker; for one the profile says nothing usable about, an `unknown` marker.
@@ -91,7 +102,7 @@ fn register_sources(reg: &mut Registry, served: &[ServedCeiling<'_>]) {
     if any_unknown {
         reg.register(
             "hwceiling_ceiling_source_unknown",
-            "1 for a ceiling whose source the profile's ceiling_sources does not give (a hand-edited \
+            "1 for a ceiling whose source the profile's ceiling_records do not give (a hand-edited \
              or damaged profile): no spread or count can be shown",
             unknown,
         );
@@ -105,38 +116,46 @@ pub(crate) fn render(state: &AppState) -> String {
     let loaded = serving.loaded.clone();
     let served = serving.ceilings();
 
-    let by_unit: [(&str, &str); 5] = [
+    use hwc_model::Unit;
+    let by_unit: [(Option<Unit>, &str, &str); 4] = [
         (
+            Some(Unit::Gbps),
             "gbps",
             "Bandwidth ceiling of a data path, GB/s (10^9 bytes/s): a measurement's median \
              (see hwceiling_ceiling_source_*) or derived from measured medians \
              (hwceiling_ceiling_derived)",
         ),
         (
+            Some(Unit::Bytes),
             "bytes",
             "Size-valued ceiling (e.g. the optimal NVMe chunk), bytes",
         ),
-        ("pct", "Percentage-valued ceiling field"),
         (
+            Some(Unit::Drives),
             "drives",
             "Drive-count-valued ceiling field (e.g. the crossover)",
         ),
-        ("value", "Ceiling field without a unit suffix"),
+        (
+            None,
+            "value",
+            "Ceiling without a record of its unit (added to the profile by hand)",
+        ),
     ];
-    for (unit, help) in by_unit {
+    for (unit, name, help) in by_unit {
         let family: Family<Labels, FloatGauge> = Family::default();
         let mut any = false;
         for c in &served {
-            if hwc_compare::keys::labels(c.key).unit == unit {
+            let record = c.profile.ceiling_records.get(c.key);
+            if record.map(|r| r.meta.unit) == unit {
                 let from = c.carried_from.map(|w| w.loaded.file_name());
                 family
-                    .get_or_create(&ceiling_labels(c.key, from.as_deref()))
+                    .get_or_create(&ceiling_labels(c.key, record, from.as_deref()))
                     .set(c.value);
                 any = true;
             }
         }
         if any {
-            reg.register(format!("hwceiling_ceiling_{unit}"), help, family);
+            reg.register(format!("hwceiling_ceiling_{name}"), help, family);
         }
     }
 
@@ -337,7 +356,7 @@ mod tests {
     }
 
     #[test]
-    fn sources_are_read_by_key_from_ceiling_sources() {
+    fn sources_are_read_by_key_from_ceiling_records() {
         use hwc_model::CeilingSource;
         let mut p = hwc_testkit::ceilings_profile(
             "node1",
@@ -375,7 +394,7 @@ mod tests {
             &[
                 r#"hwceiling_ceiling_source_spread_pct{path="warm_gpu0_peak_gbps",measurement="h2d/cuda-copy/gpu0/local/256MiB/s1"} 1.8"#,
                 r#"hwceiling_ceiling_derived{path="warm_gpu0_cross_numa_penalty_gbps"} 1.0"#,
-                // Not listed in a profile that has ceiling_sources: unknown, not guessed by value.
+                // No source in a profile that records sources: unknown, not guessed by value.
                 r#"hwceiling_ceiling_source_unknown{path="gpu0_d2h_peak_gbps"} 1.0"#,
             ],
         );
@@ -383,25 +402,46 @@ mod tests {
     }
 
     #[test]
-    fn labels_name_the_ceiling_and_what_its_key_says() {
-        let l = ceiling_labels("p2p_cold_4drive_gpu0_cross_numa_gbps", None);
+    fn labels_name_what_the_ceilings_record_says() {
+        use hwc_model::{CeilingMeta, CeilingRecord, EngineId, Numa, PathId};
+        let record = CeilingRecord {
+            value: 20.0,
+            meta: CeilingMeta::gbps(None)
+                .gpu("gpu0")
+                .drives(4)
+                .numa(Numa::Cross),
+            engine: Some(EngineId::new("spdk-native")),
+            source: None,
+        };
+        // The key's spelling says nothing: the labels are the record's.
+        let l = ceiling_labels("some_ceiling", Some(&record), None);
         let get = |k: &str| l.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        assert_eq!(get("path"), Some("p2p_cold_4drive_gpu0_cross_numa_gbps"));
+        assert_eq!(get("path"), Some("some_ceiling"));
         assert_eq!(get("gpu"), Some("gpu0"));
         assert_eq!(get("drives"), Some("4"));
         assert_eq!(get("numa"), Some("cross"));
-        let l = ceiling_labels("host_ram_same_numa_gbps", None);
+        assert_eq!(get("engine"), Some("spdk-native"));
+        let host = CeilingRecord {
+            meta: CeilingMeta::gbps(Some(PathId::HostRam)).numa(Numa::Local),
+            engine: None,
+            ..record
+        };
+        let l = ceiling_labels("host_ram_same_numa_gbps", Some(&host), None);
         assert_eq!(l.len(), 2, "{l:?}");
         let l = ceiling_labels(
             "nvme_raw_1drive_write_gbps",
+            None,
             Some("hardware_profile_2026-11-28.yaml"),
         );
         assert_eq!(
-            l.last(),
-            Some(&(
-                "carried_from".to_string(),
-                "hardware_profile_2026-11-28.yaml".to_string()
-            ))
+            l,
+            [
+                ("path".to_string(), "nvme_raw_1drive_write_gbps".to_string()),
+                (
+                    "carried_from".to_string(),
+                    "hardware_profile_2026-11-28.yaml".to_string()
+                )
+            ]
         );
     }
 }

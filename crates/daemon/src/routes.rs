@@ -360,25 +360,37 @@ async fn efficiency(
             if !loaded.completeness.complete() {
                 msg.push_str(&format!(", {}", loaded.completeness.describe()));
             }
-            match &serving.writes {
-                Some(w) if hwc_model::ceiling_key::is_nvme_write(&path) => match &w.carry {
-                    hwc_model::carry::WriteCarry::Refused { reason } => msg.push_str(&format!(
-                        " (a read-only run; the write ceilings of {} are not served: \
-                                     {reason})",
-                        w.loaded.file_name()
-                    )),
+            // Where write ceilings are carried, the key is not among them either; where they
+            // are refused, say why when the refused run holds this key.
+            if let Some(w) = &serving.writes {
+                match &w.carry {
                     hwc_model::carry::WriteCarry::Carried { .. } => msg.push_str(&format!(
                         ", nor among the write ceilings carried from {}",
                         w.loaded.file_name()
                     )),
-                },
-                _ => {}
+                    hwc_model::carry::WriteCarry::Refused { reason }
+                        if hwc_model::carry::write_ceilings(&w.loaded.profile)
+                            .any(|k| *k == path) =>
+                    {
+                        msg.push_str(&format!(
+                            " (a read-only run; the write ceilings of {} are not served: \
+                             {reason})",
+                            w.loaded.file_name()
+                        ))
+                    }
+                    hwc_model::carry::WriteCarry::Refused { .. } => {}
+                }
             }
             if let Some(w) = carrying(&serving) {
                 known.extend(
                     w.carried()
                         .iter()
-                        .filter(|k| hwc_compare::keys::is_bandwidth_ceiling(k))
+                        .filter(|k| {
+                            w.loaded
+                                .profile
+                                .ceiling_record(k)
+                                .is_some_and(|r| r.meta.bandwidth())
+                        })
                         .cloned(),
                 );
                 known.sort();

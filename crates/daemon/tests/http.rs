@@ -237,7 +237,7 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
     );
     let m = d.get("/metrics").text();
     let line = format!(
-        r#"hwceiling_ceiling_gbps{{path="nvme_raw_1drive_write_gbps",drives="1",numa="local",carried_from="{DAY1}"}} 5.2"#
+        r#"hwceiling_ceiling_gbps{{path="nvme_raw_1drive_write_gbps",drives="1",carried_from="{DAY1}"}} 5.2"#
     );
     assert!(m.lines().any(|l| l == line), "{m}");
     let from =
@@ -298,7 +298,7 @@ fn metrics_carry_one_labelled_gauge_per_ceiling_and_the_age() {
     let m = r.text();
     for line in [
         r#"hwceiling_ceiling_gbps{path="warm_gpu0_peak_gbps",gpu="gpu0",numa="local"} 55.6"#,
-        r#"hwceiling_ceiling_gbps{path="nvme_raw_4drive_read_gbps",drives="4",numa="local"} 24.0"#,
+        r#"hwceiling_ceiling_gbps{path="nvme_raw_4drive_read_gbps",drives="4"} 24.0"#,
         r#"hwceiling_ceiling_gbps{path="host_ram_same_numa_gbps",numa="local"} 34.7"#,
         r#"hwceiling_profile_loaded 1.0"#,
         r#"hwceiling_profile_reloads_total 1"#,

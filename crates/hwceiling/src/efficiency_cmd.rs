@@ -126,7 +126,7 @@ fn render_text(v: &serde_json::Value) -> String {
             Some(how) => format!("derived: {how}"),
             None => "derived from measured medians".into(),
         },
-        Some("unknown") => "unknown: the profile's ceiling_sources does not say".into(),
+        Some("unknown") => "unknown: the profile's ceiling_records do not say".into(),
         _ => "not given (a daemon older than this client): spread and N unknown".into(),
     };
     // A write ceiling the daemon serves from an older write run than the profile served.

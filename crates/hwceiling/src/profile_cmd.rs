@@ -348,12 +348,14 @@ fn not_served_over_full(p: &hwc_model::Profile) -> Option<String> {
     })
 }
 
-/// One ceiling with where it comes from (by key, from the profile's `ceiling_sources`): a
+/// One ceiling with where it comes from (by key, from the profile's `ceiling_records`): a
 /// measurement's median with its spread and count, or how it was derived from measured medians
 /// (penalties, min of two paths, knees, crossovers).
 fn ceiling_line(p: &hwc_model::Profile, key: &str, value: f64) -> String {
     use hwc_model::CeilingOrigin;
-    let counted = key.ends_with("_bytes") || key.ends_with("_drives");
+    let counted = p
+        .ceiling_record(key)
+        .is_some_and(|r| r.meta.unit != hwc_model::Unit::Gbps);
     let shown = if counted {
         format!("{value:>12.0}")
     } else {
@@ -369,7 +371,7 @@ fn ceiling_line(p: &hwc_model::Profile, key: &str, value: f64) -> String {
             "derived from measured medians (see the report)".to_string()
         }
         Some(CeilingOrigin::Unknown) | None => {
-            "source unknown (the profile's ceiling_sources does not say)".to_string()
+            "source unknown (the profile's ceiling_records do not say)".to_string()
         }
     };
     format!("{key:<40} {shown}  {source}")
@@ -536,24 +538,29 @@ mod tests {
             1.8,
             20,
         ));
-        // Before ceiling_sources: the first equal median, whatever the ceiling is.
-        let old = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
+        // Before ceiling sources (version 1): the first equal median, whatever the ceiling is.
+        let old = ceiling_line(
+            &hwc_testkit::unsourced(p.clone()),
+            "warm_gpu0_peak_gbps",
+            55.5,
+        );
         assert!(
             old.ends_with("median, ±0.5 %, N=12 (h2d/cuda-copy/gpu0/local/4MiB/s1)"),
             "{old}"
         );
-        p.ceiling_sources = [
-            (
-                "warm_gpu0_peak_gbps".to_string(),
-                CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
-            ),
-            (
-                "warm_gpu0_cross_numa_penalty_gbps".to_string(),
-                CeilingSource::derived("local minus cross", vec![]),
-            ),
-        ]
-        .into_iter()
-        .collect();
+        let p = hwc_testkit::with_sources(
+            p,
+            &[
+                (
+                    "warm_gpu0_peak_gbps",
+                    CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1"),
+                ),
+                (
+                    "warm_gpu0_cross_numa_penalty_gbps",
+                    CeilingSource::derived("local minus cross", vec![]),
+                ),
+            ],
+        );
         let line = ceiling_line(&p, "warm_gpu0_peak_gbps", 55.5);
         assert!(
             line.ends_with("median, ±1.8 %, N=20 (h2d/cuda-copy/gpu0/local/256MiB/s1)"),

@@ -12,7 +12,7 @@
 //! says in every answer that uses such a ceiling where it comes from. They were measured on
 //! blank drives, which the answers say too: drives that hold data since may write slower.
 
-use crate::ceiling_key::is_nvme_write;
+use crate::plan::PathId;
 use crate::profile::{NvmeDriveProfile, Profile};
 
 /// What becomes of an older run's write ceilings beside a newer profile without any.
@@ -36,9 +36,17 @@ pub fn host_of(p: &Profile) -> Option<&str> {
         .or(p.provenance.hostname.as_deref())
 }
 
+/// The keys of `p`'s ceilings of the NVMe write sweep (their records say path `nvme_write`).
+pub fn write_ceilings(p: &Profile) -> impl Iterator<Item = &String> {
+    p.ceilings.keys().filter(|k| {
+        p.ceiling_record(k)
+            .is_some_and(|r| r.meta.path == Some(PathId::NvmeWrite))
+    })
+}
+
 /// True when `p` has a ceiling of the NVMe write sweep.
 pub fn has_write_ceilings(p: &Profile) -> bool {
-    p.ceilings.keys().any(|k| is_nvme_write(k))
+    write_ceilings(p).next().is_some()
 }
 
 /// The write ceilings of `older` that may be served beside `newer`'s. `None` when there is
@@ -48,12 +56,7 @@ pub fn write_carry(newer: &Profile, older: &Profile) -> Option<WriteCarry> {
     if has_write_ceilings(newer) {
         return None;
     }
-    let keys: Vec<String> = older
-        .ceilings
-        .keys()
-        .filter(|k| is_nvme_write(k))
-        .cloned()
-        .collect();
+    let keys: Vec<String> = write_ceilings(older).cloned().collect();
     if keys.is_empty() {
         return None;
     }
@@ -218,7 +221,7 @@ mod tests {
             topology: Default::default(),
             engines: vec![],
             ceilings: [("nvme_raw_1drive_read_gbps".to_string(), 6.9)].into(),
-            ceiling_sources: Default::default(),
+            ceiling_records: Default::default(),
             measurements: vec![],
             failures: vec![],
             waived: vec![],
@@ -234,6 +237,20 @@ mod tests {
         p.ceilings.insert("nvme_raw_2drive_write_gbps".into(), 10.0);
         p.ceilings
             .insert("nvme_optimal_write_chunk_bytes".into(), 131072.0);
+        // Records as the builder writes them (what the keys name).
+        p.ceiling_records = p
+            .ceilings
+            .iter()
+            .map(|(k, v)| {
+                let record = crate::CeilingRecord {
+                    value: *v,
+                    meta: crate::v1::ceiling_meta(k, None),
+                    engine: Some(crate::EngineId::new("io-uring")),
+                    source: None,
+                };
+                (k.clone(), record)
+            })
+            .collect();
         p.nvme
             .write_drives_used
             .insert("1_drive".into(), vec![bdfs[0].to_string()]);

@@ -5,6 +5,7 @@
 //! and omitted when serialised, never guessed.
 
 pub mod carry;
+pub mod ceiling;
 pub mod ceiling_key;
 pub mod cpulist;
 pub mod engine;
@@ -17,9 +18,10 @@ pub mod spec;
 pub mod topology;
 pub mod v1;
 
+pub use ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
 pub use plan::{case_key, Case, PathId, Plan, Reps, Waiver};
-pub use profile::{CeilingOrigin, CeilingSource, Profile, Provenance, SCHEMA_VERSION};
+pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
     failure_groups, CaseResult, Failure, FailureGroup, Measurement, Placement, Stats,
     PLACEMENT_NOTE_PREFIX,

@@ -6,6 +6,7 @@
 //! reason. Every figure a section names is the median of a measurement listed under
 //! `measurements` with its min, max, spread and repetition count.
 
+use crate::ceiling::{CeilingRecord, CeilingSource};
 use crate::engine::{EngineDecl, EngineId};
 use crate::long_tests::{absent_null_or, NvmeLongTests};
 use crate::plan::{PathId, Waiver};
@@ -47,11 +48,11 @@ pub struct Profile {
     /// Flat map consumed by the efficiency evaluator: `efficiency = measured / ceilings[key]`.
     #[serde(default)]
     pub ceilings: BTreeMap<String, f64>,
-    /// Where each `ceilings` entry comes from, under the same key: the measurement whose median
-    /// it is, or how it was derived. Optional: profiles written before it have none, and their
-    /// readers fall back to matching medians (see [`Profile::ceiling_source`]).
+    /// Each `ceilings` entry as a record, under the same key: its unit, which way is better, its
+    /// path, GPU, drive count, NUMA locality, engine, and the measurement it is the median of or
+    /// how it was derived. Readers learn what a ceiling is here, never from its key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ceiling_sources: BTreeMap<String, CeilingSource>,
+    pub ceiling_records: BTreeMap<String, CeilingRecord>,
     #[serde(default)]
     pub measurements: Vec<Measurement>,
     #[serde(default)]
@@ -89,29 +90,71 @@ impl Profile {
     pub fn waivers_of(&self, path: PathId) -> impl Iterator<Item = &Waiver> {
         self.waived.iter().filter(move |w| w.path == path)
     }
+    /// The record of ceiling `key`, where the profile has one whose value is the ceiling's (a
+    /// figure edited by hand in `ceilings` is no longer its record's).
+    pub fn ceiling_record(&self, key: &str) -> Option<&CeilingRecord> {
+        let value = *self.ceilings.get(key)?;
+        self.ceiling_records.get(key).filter(|r| r.value == value)
+    }
+
+    /// What ceiling `key` is (its record's unit, direction, path, GPU, drives, locality), where
+    /// the profile has that ceiling and a record of it. What a ceiling is does not change when
+    /// its figure is edited, so this does not ask that the record's value be the figure's.
+    pub fn ceiling_meta(&self, key: &str) -> Option<&crate::ceiling::CeilingMeta> {
+        self.ceilings.get(key)?;
+        self.ceiling_records.get(key).map(|r| &r.meta)
+    }
+
+    /// Whether ceiling `key` is a bandwidth an efficiency can be computed against (its record
+    /// says GB/s, higher is better).
+    pub fn is_bandwidth_ceiling(&self, key: &str) -> bool {
+        self.ceiling_meta(key).is_some_and(|m| m.bandwidth())
+    }
+
+    /// The ceilings with a record of their value ([`Profile::ceiling_record`]), by key.
+    pub fn records(&self) -> impl Iterator<Item = (&str, &CeilingRecord)> {
+        self.ceiling_records
+            .iter()
+            .filter(|(k, r)| self.ceilings.get(k.as_str()) == Some(&r.value))
+            .map(|(k, r)| (k.as_str(), r))
+    }
+
+    /// The drive-count bandwidth ceilings of `path` (NVMe raw read or write), fewest drives first:
+    /// (drives, key, GB/s from `ceilings`). What a ceiling is comes from its record even where
+    /// its figure was edited since.
+    pub fn drive_ceilings(&self, path: PathId) -> Vec<(u32, &str, f64)> {
+        let mut v: Vec<(u32, &str, f64)> = self
+            .ceiling_records
+            .iter()
+            .filter(|(_, r)| r.meta.path == Some(path) && r.meta.unit == crate::ceiling::Unit::Gbps)
+            .filter_map(|(k, r)| Some((r.meta.drives?, k.as_str(), *self.ceilings.get(k)?)))
+            .collect();
+        v.sort_by_key(|e| e.0);
+        v
+    }
+
+    /// Whether the profile records where its ceilings come from (every profile but version 1
+    /// files written before `ceiling_sources`).
+    pub fn records_sources(&self) -> bool {
+        self.ceiling_records.values().any(|r| r.source.is_some())
+    }
+
     /// Where the ceiling `key` comes from; `None` when the profile has no such ceiling.
     ///
-    /// Read from `ceiling_sources`. A profile without that field (one written before it
-    /// existed, or cut short or edited by hand) falls back to what its keys and figures tell:
-    /// a ceiling of a kind the builder always derives ([`crate::ceiling_key::is_derived`]) is
-    /// derived; another is the first measurement whose median equals it, else unknown (typed
-    /// in, or its measurement lost: the file does not say). A profile that has `ceiling_sources` but no entry for `key`, names a
-    /// measurement it does not hold, or names one whose median is not the ceiling (a
-    /// hand-edited figure), gives [`CeilingOrigin::Unknown`]: no guess by value, and no spread
-    /// borrowed from another figure.
+    /// Read from its record. A record that names a measurement the profile does not hold, or one
+    /// whose median is not the ceiling (a hand-edited figure), and a ceiling without a record,
+    /// give [`CeilingOrigin::Unknown`]: no guess by value, and no spread borrowed from another
+    /// figure. Only a version 1 profile written before ceiling sources were recorded (no record
+    /// has a source) falls back to what its key and figures tell
+    /// ([`crate::v1::unrecorded_origin`]).
     pub fn ceiling_source(&self, key: &str) -> Option<CeilingOrigin<'_>> {
         let value = *self.ceilings.get(key)?;
-        if self.ceiling_sources.is_empty() {
-            if crate::ceiling_key::is_derived(key) {
-                return Some(CeilingOrigin::Derived {
-                    how: None,
-                    inputs: Vec::new(),
-                });
-            }
-            let matched = self.measurements.iter().find(|m| m.gbps.median == value);
-            return Some(matched.map_or(CeilingOrigin::Unknown, CeilingOrigin::Measured));
-        }
-        Some(match self.ceiling_sources.get(key) {
+        let Some(record) = self.ceiling_record(key) else {
+            return Some(CeilingOrigin::Unknown);
+        };
+        Some(match &record.source {
+            None if self.records_sources() => CeilingOrigin::Unknown,
+            None => crate::v1::unrecorded_origin(self, key, value),
             Some(CeilingSource::Measured { measurement }) => match self.measurement(measurement) {
                 Some(m) if m.gbps.median == value => CeilingOrigin::Measured(m),
                 _ => CeilingOrigin::Unknown,
@@ -120,40 +163,7 @@ impl Profile {
                 how: Some(derived),
                 inputs: inputs.iter().filter_map(|k| self.measurement(k)).collect(),
             },
-            None => CeilingOrigin::Unknown,
         })
-    }
-}
-
-/// Where one ceiling comes from (the profile's `ceiling_sources.<key>`).
-///
-/// In YAML either `{measurement: KEY}` or `{derived: HOW, inputs: [KEY, …]}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum CeilingSource {
-    /// The ceiling is the median of the measurement with this `key` (in `measurements`): its
-    /// spread, repetition count and contention are the ceiling's.
-    Measured { measurement: String },
-    /// The ceiling is arithmetic on measured figures (a difference, a minimum of two paths, a
-    /// ratio, a knee), described in one line; `inputs` are the keys of the measurements it read.
-    Derived {
-        derived: String,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        inputs: Vec<String>,
-    },
-}
-
-impl CeilingSource {
-    pub fn measured(key: impl Into<String>) -> Self {
-        CeilingSource::Measured {
-            measurement: key.into(),
-        }
-    }
-    pub fn derived(how: impl Into<String>, inputs: Vec<String>) -> Self {
-        CeilingSource::Derived {
-            derived: how.into(),
-            inputs,
-        }
     }
 }
 
@@ -855,7 +865,7 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
-            ceiling_sources: BTreeMap::new(),
+            ceiling_records: BTreeMap::new(),
             measurements: vec![
                 measurement("h2d/gpu0/a", 50.0, 1.0, 12),
                 measurement("h2d/gpu0/b", 50.0, 4.0, 20),
@@ -868,8 +878,31 @@ mod tests {
         }
     }
 
-    fn with_sources(mut p: Profile) -> Profile {
-        p.ceiling_sources = [
+    /// `p` with a record of each ceiling, from `source(key)`.
+    fn recorded(mut p: Profile, source: impl Fn(&str) -> Option<CeilingSource>) -> Profile {
+        p.ceiling_records = p
+            .ceilings
+            .iter()
+            .map(|(k, v)| {
+                let record = CeilingRecord {
+                    value: *v,
+                    meta: crate::v1::ceiling_meta(k, None),
+                    engine: None,
+                    source: source(k),
+                };
+                (k.clone(), record)
+            })
+            .collect();
+        p
+    }
+
+    /// `p` as a version 1 profile written before ceiling sources reads: records without sources.
+    fn unsourced(p: Profile) -> Profile {
+        recorded(p, |_| None)
+    }
+
+    fn with_sources(p: Profile) -> Profile {
+        let sources: BTreeMap<String, CeilingSource> = [
             ("warm_gpu0_peak_gbps", CeilingSource::measured("h2d/gpu0/b")),
             (
                 "warm_gpu0_cross_numa_penalty_gbps",
@@ -890,7 +923,7 @@ mod tests {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-        p
+        recorded(p, |k| sources.get(k).cloned())
     }
 
     fn measured_key<'a>(o: &CeilingOrigin<'a>) -> Option<&'a str> {
@@ -930,7 +963,7 @@ mod tests {
         assert_eq!(
             q.ceiling_source("gpu0_d2h_peak_gbps"),
             Some(CeilingOrigin::Unknown),
-            "not listed in a profile that has ceiling_sources: no guess by value"
+            "a ceiling without a record: no guess by value"
         );
         assert_eq!(p.ceiling_source("no_such_gbps"), None);
         // A ceiling edited by hand no longer is its named measurement's median: that
@@ -945,8 +978,8 @@ mod tests {
     }
 
     #[test]
-    fn a_profile_without_ceiling_sources_falls_back_to_matching_medians() {
-        let p = profile();
+    fn a_version_1_profile_without_ceiling_sources_falls_back_to_matching_medians() {
+        let p = unsourced(profile());
         assert_eq!(
             measured_key(&p.ceiling_source("warm_gpu0_peak_gbps").unwrap()),
             Some("h2d/gpu0/a"),
@@ -991,25 +1024,25 @@ mod tests {
     }
 
     #[test]
-    fn ceiling_sources_in_yaml_are_a_measurement_key_or_a_derivation() {
+    fn ceiling_records_in_yaml_name_a_measurement_key_or_a_derivation() {
         let p = with_sources(profile());
-        let y = serde_saphyr::to_string(&p.ceiling_sources).unwrap();
+        let y = serde_saphyr::to_string(&p.ceiling_records).unwrap();
         assert_eq!(
             y,
-            "host_ram_same_numa_gbps:\n  measurement: host_ram/gone\n\
-             nvme_optimal_read_chunk_bytes:\n  derived: knee\n\
-             warm_gpu0_cross_numa_penalty_gbps:\n  derived: one-stream local peak minus cross-NUMA peak\n  inputs:\n  - h2d/gpu0/a\n  - h2d/gpu0/c\n\
-             warm_gpu0_peak_gbps:\n  measurement: h2d/gpu0/b\n"
+            "host_ram_same_numa_gbps:\n  value: 7.0\n  unit: gbps\n  better: higher\n  path: host_ram\n  numa: local\n  source:\n    measurement: host_ram/gone\n\
+             nvme_optimal_read_chunk_bytes:\n  value: 3.0\n  unit: bytes\n  better: neither\n  path: nvme_read\n  source:\n    derived: knee\n\
+             warm_gpu0_cross_numa_penalty_gbps:\n  value: 3.0\n  unit: gbps\n  better: lower\n  path: h2d\n  gpu: gpu0\n  numa: cross\n  source:\n    derived: one-stream local peak minus cross-NUMA peak\n    inputs:\n    - h2d/gpu0/a\n    - h2d/gpu0/c\n\
+             warm_gpu0_peak_gbps:\n  value: 50.0\n  unit: gbps\n  better: higher\n  path: h2d\n  gpu: gpu0\n  numa: local\n  source:\n    measurement: h2d/gpu0/b\n"
         );
         let back: Profile = serde_saphyr::from_str(&serde_saphyr::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p);
         let json: Profile = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
         assert_eq!(json, p);
-        // An old profile has no `ceiling_sources`: it reads, and writes none back.
+        // A profile without records reads, and writes none back.
         let old = profile();
         let y = serde_saphyr::to_string(&old).unwrap();
-        assert!(!y.contains("ceiling_sources"), "{y}");
+        assert!(!y.contains("ceiling_records"), "{y}");
         let back: Profile = serde_saphyr::from_str(&y).unwrap();
-        assert!(back.ceiling_sources.is_empty());
+        assert!(back.ceiling_records.is_empty());
     }
 }

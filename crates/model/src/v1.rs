@@ -8,11 +8,12 @@
 //! ([`upgrade_key`]). This module is the one place that reads what version 1 spelled in its keys;
 //! current profiles carry those facts as fields.
 
+use crate::ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 use crate::engine::{CellKind, EngineDecl, EngineId, Needs};
 use crate::long_tests::NvmeLongTests;
 use crate::plan::{case_key, PathId, Waiver};
 use crate::profile::{
-    Bar1Profile, CeilingSource, GdrcopyProfile, GdsProfile, GpuProfile, HostRamPair,
+    Bar1Profile, CeilingOrigin, GdrcopyProfile, GdsProfile, GpuProfile, HostRamPair,
     HostRamProfile, NvmeProfile, Profile, Provenance,
 };
 use crate::results::{Failure, Measurement, Placement, Stats};
@@ -362,6 +363,139 @@ impl V1HostRamProfile {
     }
 }
 
+/// What a version 1 ceiling is, from its key (version 1 recorded nothing else): the catalogue of
+/// keys that version wrote (`docs/profile-schema.md`), with the path of the measurement it is
+/// the median of where it names one.
+pub fn ceiling_meta(key: &str, measured: Option<PathId>) -> CeilingMeta {
+    let tokens: Vec<&str> = key
+        .split(['_', '/', '-', '.'])
+        .filter(|t| !t.is_empty())
+        .collect();
+    let numbered = |t: &str, prefix: &str| {
+        t.strip_prefix(prefix)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let gpu = tokens
+        .iter()
+        .find(|t| numbered(t, "gpu"))
+        .map(|t| t.to_string());
+    let drives = tokens
+        .iter()
+        .find_map(|t| t.strip_suffix("drive").and_then(|n| n.parse().ok()));
+    let unit = match tokens.last().copied() {
+        Some("bytes") => Unit::Bytes,
+        Some("drives") => Unit::Drives,
+        _ => Unit::Gbps,
+    };
+    let better = if key.contains("penalty") {
+        Better::Lower
+    } else if unit != Unit::Gbps || key.contains("crossover") {
+        Better::Neither
+    } else {
+        Better::Higher
+    };
+    let path = measured.or(if key.starts_with("warm_") || key.contains("_d2h_") {
+        Some(if key.contains("_d2h_") {
+            PathId::D2h
+        } else {
+            PathId::H2d
+        })
+    } else if key.contains("_d2d_") {
+        Some(PathId::D2d)
+    } else if key.starts_with("host_ram_") {
+        Some(PathId::HostRam)
+    } else if key.starts_with("nvme_") && key.contains("write") {
+        Some(PathId::NvmeWrite)
+    } else if key.starts_with("nvme_") {
+        Some(PathId::NvmeRead)
+    } else if key.starts_with("gdrcopy_") {
+        Some(PathId::Gdrcopy)
+    } else if key.starts_with("gds_") {
+        Some(PathId::Gds)
+    } else {
+        None
+    });
+    let host = matches!(
+        path,
+        Some(PathId::H2d | PathId::D2h | PathId::Duplex | PathId::HostRam)
+    );
+    let numa = host.then(|| {
+        if key.contains("cross_numa") {
+            Numa::Cross
+        } else {
+            Numa::Local
+        }
+    });
+    CeilingMeta {
+        unit,
+        better,
+        path,
+        gpu,
+        drives,
+        numa,
+    }
+}
+
+/// Where a ceiling of a version 1 profile written before ceiling sources were recorded comes
+/// from, as far as its key and figures tell: a kind of ceiling that version always derived (a
+/// penalty, a knee, the cold path and its crossover, a size or count) is derived; another is
+/// the first measurement whose median equals it, else unknown (typed in, or its measurement
+/// lost: the file does not say).
+pub fn unrecorded_origin<'a>(p: &'a Profile, key: &str, value: f64) -> CeilingOrigin<'a> {
+    let derived = key.ends_with("_cross_numa_penalty_gbps")
+        || key.starts_with("nvme_optimal_")
+        || key.starts_with("dispatcher_cold_")
+        || key.ends_with("_bytes")
+        || key.ends_with("_drives");
+    if derived {
+        return CeilingOrigin::Derived {
+            how: None,
+            inputs: Vec::new(),
+        };
+    }
+    p.measurements
+        .iter()
+        .find(|m| m.gbps.median == value)
+        .map_or(CeilingOrigin::Unknown, CeilingOrigin::Measured)
+}
+
+/// The ceiling records of a version 1 profile's `ceilings` and `ceiling_sources` (keys already
+/// upgraded), each described from its key ([`ceiling_meta`]).
+fn records(
+    ceilings: &BTreeMap<String, f64>,
+    sources: &BTreeMap<String, CeilingSource>,
+    measurements: &[Measurement],
+) -> BTreeMap<String, CeilingRecord> {
+    let measurement = |k: &str| measurements.iter().find(|m| m.key == k);
+    ceilings
+        .iter()
+        .map(|(key, &value)| {
+            let source = sources.get(key).cloned();
+            let of = match &source {
+                Some(CeilingSource::Measured { measurement: m }) => measurement(m),
+                _ => None,
+            };
+            let inputs: Vec<&Measurement> = match &source {
+                Some(CeilingSource::Derived { inputs, .. }) => {
+                    inputs.iter().filter_map(|k| measurement(k)).collect()
+                }
+                _ => of.into_iter().collect(),
+            };
+            let engine = inputs
+                .first()
+                .map(|m| m.engine.clone())
+                .filter(|e| inputs.iter().all(|m| &m.engine == e));
+            let record = CeilingRecord {
+                value,
+                meta: ceiling_meta(key, of.map(|m| m.path)),
+                engine,
+                source,
+            };
+            (key.clone(), record)
+        })
+        .collect()
+}
+
 /// A version 1 profile, field for field as version 1 wrote it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct V1Profile {
@@ -420,7 +554,12 @@ impl V1Profile {
     pub fn upgrade(self) -> Profile {
         let mut nvme = self.nvme;
         nvme.long_tests.iter_mut().for_each(upgrade_long_tests);
-        let ceiling_sources = self
+        let measurements: Vec<Measurement> = self
+            .measurements
+            .into_iter()
+            .map(V1Measurement::upgrade)
+            .collect();
+        let ceiling_sources: BTreeMap<String, CeilingSource> = self
             .ceiling_sources
             .into_iter()
             .map(|(k, s)| {
@@ -448,13 +587,9 @@ impl V1Profile {
             host_ram: self.host_ram.upgrade(),
             topology: self.topology,
             engines: v1_engines(),
+            ceiling_records: records(&self.ceilings, &ceiling_sources, &measurements),
             ceilings: self.ceilings,
-            ceiling_sources,
-            measurements: self
-                .measurements
-                .into_iter()
-                .map(V1Measurement::upgrade)
-                .collect(),
+            measurements,
             failures: self
                 .failures
                 .into_iter()

@@ -8,8 +8,8 @@
 use hwc_model::ceiling_key;
 use hwc_model::profile::{GdsProfile, NvmeDriveProfile, NvmeProfile};
 use hwc_model::{
-    CaseResult, CeilingSource, EngineDecl, Failure, Measurement, Plan, Profile, Provenance,
-    Topology, Waiver, SCHEMA_VERSION,
+    CaseResult, CeilingMeta, CeilingRecord, CeilingSource, EngineDecl, Failure, Measurement, Numa,
+    PathId, Plan, Profile, Provenance, Topology, Waiver, SCHEMA_VERSION,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -110,7 +110,7 @@ pub fn build(
         topology: topo.topology.clone(),
         engines: engines.to_vec(),
         ceilings: BTreeMap::new(),
-        ceiling_sources: BTreeMap::new(),
+        ceiling_records: BTreeMap::new(),
         measurements,
         failures: failures.to_vec(),
         waived: plan.waived.iter().chain(runtime_waived).cloned().collect(),
@@ -124,7 +124,7 @@ pub fn build(
     profile.host_ram = derive::host_ram(&profile.measurements);
     nvme::fill(topo, &profile.measurements, &mut profile.nvme);
     let c = ceilings_with_sources(&profile);
-    (profile.ceilings, profile.ceiling_sources) = (c.values, c.sources);
+    (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
     profile.warnings = warnings(topo, &profile);
     profile.measurements = all;
@@ -179,62 +179,89 @@ pub fn ceilings(p: &Profile) -> BTreeMap<String, f64> {
     ceilings_with_sources(p).values
 }
 
-/// The `ceilings:` map and, under the same keys, where each ceiling comes from
-/// (`ceiling_sources:`).
+/// The `ceilings:` map and, under the same keys, each ceiling's record (`ceiling_records:`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ceilings {
     pub values: BTreeMap<String, f64>,
-    pub sources: BTreeMap<String, CeilingSource>,
+    pub records: BTreeMap<String, CeilingRecord>,
 }
 
 impl Ceilings {
     /// A ceiling that is the median of `source`. Without a source (a profile whose fields were
-    /// set by hand, not built from measurements) the ceiling has no `ceiling_sources` entry.
-    pub fn measured(&mut self, key: String, value: Option<f64>, source: Option<&Measurement>) {
+    /// set by hand, not built from measurements) the ceiling's record names none.
+    pub fn measured(
+        &mut self,
+        key: String,
+        meta: CeilingMeta,
+        value: Option<f64>,
+        source: Option<&Measurement>,
+    ) {
         let Some(v) = value else { return };
-        if let Some(m) = source {
-            self.sources
-                .insert(key.clone(), CeilingSource::measured(m.key.clone()));
-        }
+        let record = CeilingRecord {
+            value: v,
+            meta,
+            engine: source.map(|m| m.engine.clone()),
+            source: source.map(|m| CeilingSource::measured(m.key.clone())),
+        };
+        self.records.insert(key.clone(), record);
         self.values.insert(key, v);
     }
 
-    /// A ceiling computed from `inputs`' medians as `how` says.
+    /// A ceiling computed from `inputs`' medians as `how` says; its engine is theirs where they
+    /// share one.
     pub fn derived(
         &mut self,
         key: String,
+        meta: CeilingMeta,
         value: Option<f64>,
         how: String,
         inputs: &[&Measurement],
     ) {
         let Some(v) = value else { return };
-        let inputs = inputs.iter().map(|m| m.key.clone()).collect();
-        self.sources
-            .insert(key.clone(), CeilingSource::derived(how, inputs));
+        let engine = inputs
+            .first()
+            .map(|m| m.engine.clone())
+            .filter(|e| inputs.iter().all(|m| &m.engine == e));
+        let record = CeilingRecord {
+            value: v,
+            meta,
+            engine,
+            source: Some(CeilingSource::derived(
+                how,
+                inputs.iter().map(|m| m.key.clone()).collect(),
+            )),
+        };
+        self.records.insert(key.clone(), record);
         self.values.insert(key, v);
     }
 }
 
-/// Every ceiling with its source: the values as [`ceilings`], the sources from the same
+/// Every ceiling with its record: the values as [`ceilings`], the sources from the same
 /// selection rules that chose the profile's fields ([`derive::GpuPicks`], the host RAM pairs,
 /// [`nvme::raw_picks`]).
 pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
     let mut c = Ceilings::default();
-    let mut d2d_slowest: Option<(f64, Option<&Measurement>)> = None;
+    let mut d2d_slowest: Option<(f64, Option<&Measurement>, &str)> = None;
     for (name, g) in &p.gpus {
         let k = derive::gpu_picks(name, g.numa_node, &p.measurements);
+        let local = |path| CeilingMeta::gbps(Some(path)).gpu(name).numa(Numa::Local);
         c.measured(
             ceiling_key::warm_h2d(name),
+            local(PathId::H2d),
             g.h2d_4m_1stream_numa_local_gbps,
             k.h2d_4m_1stream_numa_local,
         );
         c.measured(
             ceiling_key::warm_h2d_peak(name),
+            local(PathId::H2d),
             g.h2d_peak_numa_local_gbps,
             k.h2d_peak_numa_local,
         );
         c.derived(
             ceiling_key::cross_numa_penalty(name),
+            CeilingMeta::penalty_gbps(Some(PathId::H2d))
+                .gpu(name)
+                .numa(Numa::Cross),
             g.cross_numa_h2d_penalty_gbps,
             "best NUMA-local one-stream H2D median minus the worst cross-NUMA node's best \
              one-stream H2D median"
@@ -246,33 +273,42 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
         );
         c.measured(
             ceiling_key::d2h_peak(name),
+            local(PathId::D2h),
             g.d2h_peak_numa_local_gbps,
             k.d2h_peak_numa_local,
         );
         c.measured(
             ceiling_key::d2d_sustained(name),
+            CeilingMeta::gbps(Some(PathId::D2d)).gpu(name),
             g.d2d_1stream_gbps,
             k.d2d_1stream,
         );
         if let Some(v) = g.d2d_1stream_gbps {
-            if d2d_slowest.is_none_or(|(w, _)| v < w) {
-                d2d_slowest = Some((v, k.d2d_1stream));
+            if d2d_slowest.is_none_or(|(w, _, _)| v < w) {
+                d2d_slowest = Some((v, k.d2d_1stream, name));
             }
         }
     }
     // The slowest GPU's D2D figure: that GPU's measurement. What every GPU reaches is unknown
     // while one of them has no D2D figure (its cases waived or failed): no ceiling then.
     let every_gpu = p.gpus.values().all(|g| g.d2d_1stream_gbps.is_some());
-    if let Some((v, m)) = d2d_slowest.filter(|_| every_gpu) {
-        c.measured(ceiling_key::GPU_D2D_SUSTAINED.into(), Some(v), m);
+    if let Some((v, m, _)) = d2d_slowest.filter(|_| every_gpu) {
+        c.measured(
+            ceiling_key::GPU_D2D_SUSTAINED.into(),
+            CeilingMeta::gbps(Some(PathId::D2d)),
+            Some(v),
+            m,
+        );
     }
     for (key, same) in [
         (ceiling_key::HOST_RAM_SAME_NUMA, true),
         (ceiling_key::HOST_RAM_CROSS_NUMA, false),
     ] {
         let pair = derive::best_pair(&p.host_ram.pairs, same);
+        let numa = if same { Numa::Local } else { Numa::Cross };
         c.measured(
             key.into(),
+            CeilingMeta::gbps(Some(PathId::HostRam)).numa(numa),
             if same {
                 p.host_ram.same_numa_gbps
             } else {

@@ -11,7 +11,8 @@ use hwc_model::long_tests::{
 };
 use hwc_model::profile::{IoSizeSweep, NvmeProfile};
 use hwc_model::{
-    size_label, Measurement, NvmePattern, NvmeSpec, NvmeTest, PathId, Profile, Topology,
+    size_label, CeilingMeta, Measurement, NvmePattern, NvmeSpec, NvmeTest, PathId, Profile,
+    Topology,
 };
 use std::collections::BTreeMap;
 
@@ -93,7 +94,7 @@ fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
 
 /// Per drive count (`1_drive`, …), the sweep case with the highest median: the measurement
 /// `nvme.raw_*_gbps` and its ceilings are the medians of.
-pub fn raw_picks(ms: &[Measurement], path: PathId) -> BTreeMap<String, &Measurement> {
+pub fn raw_picks(ms: &[Measurement], path: PathId) -> BTreeMap<usize, &Measurement> {
     let mut best: BTreeMap<usize, &Measurement> = BTreeMap::new();
     for m in sweeps(ms, path) {
         let k = m.spec.drives().len();
@@ -101,7 +102,7 @@ pub fn raw_picks(ms: &[Measurement], path: PathId) -> BTreeMap<String, &Measurem
             best.insert(k, m);
         }
     }
-    best.into_iter().map(|(k, m)| (count_key(k), m)).collect()
+    best
 }
 
 fn per_count(
@@ -111,11 +112,11 @@ fn per_count(
     let best = raw_picks(ms, path);
     let gbps = best
         .iter()
-        .map(|(k, m)| (k.clone(), m.gbps.median))
+        .map(|(&k, m)| (count_key(k), m.gbps.median))
         .collect();
     let used = best
         .iter()
-        .map(|(k, m)| (k.clone(), m.spec.drives().to_vec()))
+        .map(|(&k, m)| (count_key(k), m.spec.drives().to_vec()))
         .collect();
     (gbps, used)
 }
@@ -376,19 +377,19 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
         raw_picks(ms, PathId::NvmeRead),
         raw_picks(ms, PathId::NvmeWrite),
     );
-    for (k, v) in &n.raw_read_gbps {
-        c.measured(
-            ceiling_key::nvme_raw(k, NvmeDir::Read),
-            Some(*v),
-            read.get(k).copied(),
-        );
-    }
-    for (k, v) in &n.raw_write_gbps {
-        c.measured(
-            ceiling_key::nvme_raw(k, NvmeDir::Write),
-            Some(*v),
-            write.get(k).copied(),
-        );
+    let drives = |k: usize| u32::try_from(k).unwrap_or(u32::MAX);
+    for (picks, path, dir) in [
+        (&read, PathId::NvmeRead, NvmeDir::Read),
+        (&write, PathId::NvmeWrite, NvmeDir::Write),
+    ] {
+        for (&k, m) in picks.iter() {
+            c.measured(
+                ceiling_key::nvme_raw(k, dir),
+                CeilingMeta::gbps(Some(path)).drives(drives(k)),
+                Some(m.gbps.median),
+                Some(m),
+            );
+        }
     }
     for (path, sweep, dir) in [
         (PathId::NvmeRead, &n.io_size_sweep_read_gbps, NvmeDir::Read),
@@ -406,6 +407,7 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
             .unwrap_or_default();
         c.derived(
             ceiling_key::nvme_optimal_chunk(dir),
+            CeilingMeta::bytes(Some(path)).drives(1),
             sweep.as_ref().and_then(|s| s.optimal_bytes).map(|b| b as f64),
             format!(
                 "knee of the 1-drive {} size sweep{qd}: the smallest block size reaching {:.0} % of its peak median",
@@ -423,10 +425,12 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
         .gpus
         .get(gpu)
         .and_then(|g| crate::derive::gpu_picks(gpu, g.numa_node, ms).h2d_peak_numa_local);
-    for (k, v) in &n.raw_read_gbps {
-        let bound = if *v < h2d { "nvme" } else { "h2d" };
+    for (&k, m) in &read {
+        let v = m.gbps.median;
+        let bound = if v < h2d { "nvme" } else { "h2d" };
         c.derived(
             ceiling_key::dispatcher_cold(k),
+            CeilingMeta::gbps(None).drives(drives(k)).gpu(gpu),
             Some(v.min(h2d)),
             format!(
                 "min of {} and the best NUMA-local H2D peak ({}): {} bounds it",
@@ -434,23 +438,24 @@ pub fn ceilings(p: &Profile, c: &mut Ceilings) -> BTreeMap<String, String> {
                 ceiling_key::warm_h2d_peak(gpu),
                 if bound == "nvme" { "NVMe" } else { "H2D" }
             ),
-            &[read.get(k).copied(), h2d_pick]
+            &[Some(*m), h2d_pick]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>(),
         );
-        bottleneck.insert(k.clone(), bound.to_string());
+        bottleneck.insert(count_key(k), bound.to_string());
     }
-    if let Some(per_drive) = n.raw_read_gbps.get("1_drive").filter(|v| **v > 0.0) {
+    if let Some(one) = read.get(&1).filter(|m| m.gbps.median > 0.0) {
         c.derived(
             ceiling_key::DISPATCHER_COLD_CROSSOVER.into(),
-            Some(h2d / per_drive),
+            CeilingMeta::drive_count(None).gpu(gpu),
+            Some(h2d / one.gbps.median),
             format!(
                 "the best NUMA-local H2D peak ({}) / {}: the drive count from which H2D caps the cold path",
                 ceiling_key::warm_h2d_peak(gpu),
-                ceiling_key::nvme_raw("1_drive", NvmeDir::Read)
+                ceiling_key::nvme_raw(1, NvmeDir::Read)
             ),
-            &[h2d_pick, read.get("1_drive").copied()]
+            &[h2d_pick, Some(*one)]
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>(),

@@ -642,13 +642,14 @@ fn every_ceiling_says_where_it_comes_from() {
         "the fixture has every path"
     );
     assert_eq!(
-        p.ceiling_sources.keys().collect::<Vec<_>>(),
+        p.ceiling_records.keys().collect::<Vec<_>>(),
         p.ceilings.keys().collect::<Vec<_>>(),
-        "one source per ceiling"
+        "one record per ceiling"
     );
-    for (key, source) in &p.ceiling_sources {
+    for (key, record) in &p.ceiling_records {
         let value = p.ceilings[key];
-        match source {
+        assert_eq!(record.value, value, "{key}");
+        match record.source.as_ref().expect("a source") {
             CeilingSource::Measured { measurement } => {
                 let m = p
                     .measurement(measurement)
@@ -664,7 +665,7 @@ fn every_ceiling_says_where_it_comes_from() {
             }
         }
     }
-    let src = |k: &str| p.ceiling_sources[k].clone();
+    let src = |k: &str| p.ceiling_records[k].source.clone().unwrap();
     let h2d = |node: u32, size: u64, s: u32| format!("h2d/cuda-copy/gpu0/Some({node})/{size}/s{s}");
     assert_eq!(
         src("warm_gpu0_gbps"),
@@ -715,7 +716,7 @@ fn every_ceiling_says_where_it_comes_from() {
     }
     // Through YAML and back, the sources resolve by key.
     let back = from_yaml(&to_yaml(&p).unwrap()).unwrap();
-    assert_eq!(back.ceiling_sources, p.ceiling_sources);
+    assert_eq!(back.ceiling_records, p.ceiling_records);
     for key in p.ceilings.keys() {
         assert_ne!(
             back.ceiling_source(key),

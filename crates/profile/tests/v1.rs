@@ -50,11 +50,15 @@ fn a_version_1_profile_reads_as_the_current_schema_with_its_engines_named() {
             "{key}"
         );
     }
-    let peak = p.ceiling_sources["warm_gpu0_peak_gbps"].clone();
+    let peak = &p.ceiling_records["warm_gpu0_peak_gbps"];
     assert_eq!(
-        peak,
-        hwc_model::CeilingSource::measured("h2d/cuda-copy/gpu0/local/256MiB/s1")
+        peak.source,
+        Some(hwc_model::CeilingSource::measured(
+            "h2d/cuda-copy/gpu0/local/256MiB/s1"
+        ))
     );
+    assert_eq!(peak.engine, Some(EngineId::new("cuda-copy")));
+    assert_eq!(peak.meta.gpu.as_deref(), Some("gpu0"));
     let host = &p.host_ram.pairs["n0-n0"];
     assert_eq!(host.engine, EngineId::new("host-streaming"));
     assert_eq!(host.key, "host_ram/host-streaming/n0-n0/1GiB/t16");
@@ -92,7 +96,11 @@ fn the_spec_s_fields_derive_again_from_the_upgraded_measurements() {
         }
         let c = hwc_profile::ceilings_with_sources(&p);
         assert_eq!(c.values, p.ceilings, "{name}");
-        assert_eq!(c.sources, p.ceiling_sources, "{name}");
+        // The builder's records, from typed cases, are what the upgrade made of the keys.
+        for (key, record) in &c.records {
+            assert_eq!(Some(record), p.ceiling_records.get(key), "{name}: {key}");
+        }
+        assert_eq!(c.records.len(), p.ceiling_records.len(), "{name}");
     }
 }
 

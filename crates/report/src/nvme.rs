@@ -956,7 +956,7 @@ mod tests {
             },
         );
         let c = hwc_profile::ceilings_with_sources(&p);
-        (p.ceilings, p.ceiling_sources) = (c.values, c.sources);
+        (p.ceilings, p.ceiling_records) = (c.values, c.records);
         assert_eq!(p.ceilings["dispatcher_cold_1drive_gbps"], 3.51);
         assert_eq!(p.ceilings["dispatcher_cold_2drive_gbps"], 5.0);
         assert!((p.ceilings["dispatcher_cold_crossover_drives"] - 5.0 / 3.51).abs() < 1e-9);
@@ -1087,7 +1087,7 @@ mod tests {
             },
         );
         let c = hwc_profile::ceilings_with_sources(&p);
-        (p.ceilings, p.ceiling_sources) = (c.values, c.sources);
+        (p.ceilings, p.ceiling_records) = (c.values, c.records);
         p
     }
 
@@ -1127,8 +1127,8 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                p.ceiling_sources[ceiling],
-                hwc_model::CeilingSource::measured(source),
+                p.ceiling_records[ceiling].source,
+                Some(hwc_model::CeilingSource::measured(source)),
                 "{ceiling}"
             );
         }
@@ -1144,13 +1144,18 @@ mod tests {
     #[test]
     fn an_nvme_figure_whose_source_is_not_recorded_shows_no_spread() {
         let mut p = equal_medians_profile();
-        // No entry for the 1-drive read ceiling; the write ceiling names a measurement the
+        // No source for the 1-drive read ceiling; the write ceiling names a measurement the
         // profile does not hold.
-        p.ceiling_sources.remove("nvme_raw_1drive_read_gbps");
-        p.ceiling_sources.insert(
-            "nvme_raw_1drive_write_gbps".into(),
-            hwc_model::CeilingSource::measured("nvme_write/io-uring/1drive/1MiB/qd64"),
-        );
+        p.ceiling_records
+            .get_mut("nvme_raw_1drive_read_gbps")
+            .unwrap()
+            .source = None;
+        p.ceiling_records
+            .get_mut("nvme_raw_1drive_write_gbps")
+            .unwrap()
+            .source = Some(hwc_model::CeilingSource::measured(
+            "nvme_write/io-uring/1drive/1MiB/qd64",
+        ));
         // Figures whose sources are named (the 2-drive read) keep their spread.
         assert_nvme_figures(
             &render(&p),
@@ -1164,8 +1169,7 @@ mod tests {
         // A profile written before `ceiling_sources`: the old rule, the first measurement of
         // the path with the figure's median (here the 2-drive QD16 case, which it cannot tell
         // from the 1-drive pick: the guess a profile with sources never makes).
-        let mut p = equal_medians_profile();
-        p.ceiling_sources.clear();
+        let p = hwc_testkit::unsourced(equal_medians_profile());
         let md = render(&p);
         let read = line_starting(&md, "| NVMe → Host read (1 drive)");
         assert!(read.contains("| 3.51 (±9.0 %, N=3) |"), "{read}");

@@ -1,12 +1,12 @@
 //! Section 7: the spec's four summary sub-tables and the crossover comparison.
 
 use crate::{gbps, table};
-use hwc_model::ceiling_key::{self, NvmeDir};
+use hwc_model::ceiling_key;
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
 
 /// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`:
-/// the old rule, kept for profiles written before `ceiling_sources` ([`ceiling_cell`]).
+/// the old rule, kept for version 1 profiles written before ceiling sources ([`ceiling_cell`]).
 fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> String {
     let m = p
         .measurements_of(path)
@@ -18,13 +18,13 @@ fn with_spread(p: &Profile, path: PathId, gpu: Option<&str>, value: f64) -> Stri
     }
 }
 
-/// Where a figure that is a ceiling comes from, as the profile's `ceiling_sources` names it.
+/// Where a figure that is a ceiling comes from, as the profile's `ceiling_records` names it.
 enum Source<'a> {
     /// The named measurement, and it is this figure's: its path (and GPU), median equal.
     Measured(&'a Measurement),
     /// The ceiling is arithmetic on measured figures, not one measurement's median.
     Derived,
-    /// No usable name: no such ceiling (fields set by hand), no `ceiling_sources` entry for it,
+    /// No usable name: no such ceiling (fields set by hand), no record of its source,
     /// a source the profile does not hold, or a named measurement that is not this figure's.
     Unnamed,
 }
@@ -42,10 +42,10 @@ fn is_figure(m: &Measurement, path: PathId, gpu: Option<&str>, v: f64) -> bool {
     m.path == path && m.spec.gpu() == gpu && m.gbps.median == v
 }
 
-/// The profile says where its ceilings come from (`ceiling_sources`). One written before that
+/// The profile says where its ceilings come from (`ceiling_records`). One written before that
 /// field has none: only there may a figure's measurement be found by an equal median.
 fn records_sources(p: &Profile) -> bool {
-    !p.ceiling_sources.is_empty()
+    p.records_sources()
 }
 
 /// A figure with no usable source name: in a profile that records sources, the figure alone
@@ -286,7 +286,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
             ceiling_key::HOST_RAM_CROSS_NUMA,
         ),
     ] {
-        // The measurement the ceiling names (`ceiling_sources`) gives the spread, N and kernel.
+        // The measurement the ceiling names (`ceiling_records`) gives the spread, N and kernel.
         rows.push(match v {
             Some(v) => {
                 let note = match source_of(p, ceiling, PathId::HostRam, None, v) {
@@ -373,27 +373,18 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
             absent_row(label, limit, path_waiver(p, path))
         }
     };
-    for (path, label, map, dir) in [
-        (
-            PathId::NvmeRead,
-            "NVMe → Host read",
-            &n.raw_read_gbps,
-            NvmeDir::Read,
-        ),
-        (
-            PathId::NvmeWrite,
-            "NVMe → Host write",
-            &n.raw_write_gbps,
-            NvmeDir::Write,
-        ),
+    for (path, label) in [
+        (PathId::NvmeRead, "NVMe → Host read"),
+        (PathId::NvmeWrite, "NVMe → Host write"),
     ] {
-        if map.is_empty() {
+        let ceilings = p.drive_ceilings(path);
+        if ceilings.is_empty() {
             rows.push(absent(label, "drive PCIe link", path));
         }
-        for (k, v) in map {
+        for (drives, key, v) in ceilings {
             rows.push(vec![
-                format!("{label} ({})", k.replace('_', " ")),
-                ceiling_cell(p, &ceiling_key::nvme_raw(k, dir), path, None, *v),
+                format!("{label} ({drives} drive)"),
+                ceiling_cell(p, key, path, None, v),
                 "drive PCIe link / aggregate".into(),
                 String::new(),
             ]);
@@ -427,17 +418,6 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
 /// the profile chose the `dispatcher_cold_*` ceilings' source (the first of equals).
 fn best_h2d(p: &Profile) -> Option<(String, f64)> {
     hwc_profile::nvme::best_h2d_gpu(p).map(|(n, v)| (n.to_string(), v))
-}
-
-/// The `count` (`1_drive`, …) NVMe read figure `v` with its ceiling's spread and N.
-fn nvme_read_cell(p: &Profile, count: &str, v: f64) -> String {
-    ceiling_cell(
-        p,
-        &ceiling_key::nvme_raw(count, NvmeDir::Read),
-        PathId::NvmeRead,
-        None,
-        v,
-    )
 }
 
 fn warm_path(out: &mut String, p: &Profile) {
@@ -486,48 +466,37 @@ fn cold_paths(out: &mut String, p: &Profile) {
     );
     let h2d = best_h2d(p);
     match h2d {
-        Some((gpu, h2d)) if !p.nvme.raw_read_gbps.is_empty() => {
-            let mut rows: Vec<(usize, Vec<String>)> = p
-                .nvme
-                .raw_read_gbps
+        Some((gpu, h2d)) if !p.drive_ceilings(PathId::NvmeRead).is_empty() => {
+            let reads = p.drive_ceilings(PathId::NvmeRead);
+            let h2d_cell = ceiling_cell(
+                p,
+                &ceiling_key::warm_h2d_peak(&gpu),
+                PathId::H2d,
+                Some(&gpu),
+                h2d,
+            );
+            let rows: Vec<Vec<String>> = reads
                 .iter()
-                .map(|(k, nvme)| {
-                    let n: usize = k.trim_end_matches("_drive").parse().unwrap_or(0);
+                .map(|&(n, key, nvme)| {
                     // The ceiling is the bounding measurement's median: its spread and N here.
-                    let bound = if *nvme < h2d {
+                    let bound = if nvme < h2d {
                         format!(
                             "NVMe aggregate, below H2D (GB/s: {})",
-                            nvme_read_cell(p, k, *nvme)
+                            ceiling_cell(p, key, PathId::NvmeRead, None, nvme)
                         )
                     } else {
-                        format!(
-                            "H2D PCIe {} (GB/s: {})",
-                            link_of(p, &gpu),
-                            ceiling_cell(
-                                p,
-                                &ceiling_key::warm_h2d_peak(&gpu),
-                                PathId::H2d,
-                                Some(&gpu),
-                                h2d
-                            )
-                        )
+                        format!("H2D PCIe {} (GB/s: {h2d_cell})", link_of(p, &gpu))
                     };
-                    (
-                        n,
-                        vec![n.to_string(), gpu.clone(), gbps(nvme.min(h2d)), bound],
-                    )
+                    vec![n.to_string(), gpu.clone(), gbps(nvme.min(h2d)), bound]
                 })
                 .collect();
-            rows.sort_by_key(|r| r.0);
-            let rows: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
             table(out, &["Drives", "GPU", "Ceiling GB/s", "Bound by"], &rows);
-            if let Some(one) = p.nvme.raw_read_gbps.get("1_drive").filter(|v| **v > 0.0) {
+            if let Some(&(_, key, one)) = reads.iter().find(|r| r.0 == 1 && r.2 > 0.0) {
                 let _ = writeln!(
                     out,
-                    "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {} H2D / {} per drive).\n",
+                    "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {h2d_cell} H2D / {} per drive).\n",
                     h2d / one,
-                    ceiling_cell(p, &ceiling_key::warm_h2d_peak(&gpu), PathId::H2d, Some(&gpu), h2d),
-                    nvme_read_cell(p, "1_drive", *one)
+                    ceiling_cell(p, key, PathId::NvmeRead, None, one)
                 );
             }
         }

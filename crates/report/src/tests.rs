@@ -529,8 +529,8 @@ fn gpu_rows_take_spread_and_count_from_the_measurement_the_ceiling_names() {
         ),
     ] {
         assert_eq!(
-            p.ceiling_sources[ceiling],
-            hwc_model::CeilingSource::measured(source),
+            p.ceiling_records[ceiling].source,
+            Some(hwc_model::CeilingSource::measured(source)),
             "{ceiling}"
         );
     }
@@ -571,10 +571,10 @@ fn the_cross_numa_row_takes_the_cross_numa_input_of_the_penalty() {
 #[test]
 fn a_derived_gpu_ceiling_says_derived_even_when_a_median_matches() {
     let mut p = profile(true);
-    p.ceiling_sources.insert(
-        "warm_gpu0_peak_gbps".into(),
-        hwc_model::CeilingSource::derived("by hand", vec![]),
-    );
+    p.ceiling_records
+        .get_mut("warm_gpu0_peak_gbps")
+        .unwrap()
+        .source = Some(hwc_model::CeilingSource::derived("by hand", vec![]));
     let r = render(&p);
     let row = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
     assert!(row.contains("| 55.51 (derived) |"), "{row}");
@@ -608,13 +608,15 @@ fn a_gpu_figure_whose_source_is_not_recorded_shows_no_spread() {
     });
     // The profile records sources but none for the H2D peak or the penalty, and names a D2H
     // measurement it does not hold; each figure still has a measurement of equal median.
-    p.ceiling_sources.remove("warm_gpu0_peak_gbps");
-    p.ceiling_sources
+    p.ceiling_records.remove("warm_gpu0_peak_gbps");
+    p.ceiling_records
         .remove("warm_gpu0_cross_numa_penalty_gbps");
-    p.ceiling_sources.insert(
-        "gpu0_d2h_peak_gbps".into(),
-        hwc_model::CeilingSource::measured("d2h/cuda-copy/gpu0/local/1GiB/s1"),
-    );
+    p.ceiling_records
+        .get_mut("gpu0_d2h_peak_gbps")
+        .unwrap()
+        .source = Some(hwc_model::CeilingSource::measured(
+        "d2h/cuda-copy/gpu0/local/1GiB/s1",
+    ));
     let r = render(&p);
     let h2d = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
     assert!(h2d.contains("| 55.51 (source not recorded) |"), "{h2d}");
@@ -633,8 +635,7 @@ fn a_gpu_figure_whose_source_is_not_recorded_shows_no_spread() {
 
 #[test]
 fn a_gpu_profile_without_ceiling_sources_keeps_the_equal_median_search() {
-    let mut p = profile(true);
-    p.ceiling_sources.clear();
+    let p = hwc_testkit::unsourced(profile(true));
     let r = render(&p);
     let h2d = line_starting(&r, "| Host → gpu0 H2D (NUMA-local, peak)");
     assert!(h2d.contains("| 55.51 (±1.0 %, N=20) |"), "{h2d}");
@@ -679,8 +680,7 @@ fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
         ("gds_1drive_gbps", 3.2, "gds/1drive"),
     ] {
         p.ceilings.insert(key.into(), v);
-        p.ceiling_sources
-            .insert(key.into(), hwc_model::CeilingSource::measured(source));
+        p = hwc_testkit::with_sources(p, &[(key, hwc_model::CeilingSource::measured(source))]);
     }
     let r = render(&p);
     for (row, cell) in [
@@ -693,7 +693,7 @@ fn gdrcopy_and_gds_figures_read_the_source_their_ceiling_names() {
     }
     // Without a ceiling of its own, a profile that records sources says so.
     p.ceilings.remove("gds_1drive_gbps");
-    p.ceiling_sources.remove("gds_1drive_gbps");
+    p.ceiling_records.remove("gds_1drive_gbps");
     let r = render(&p);
     let gds = line_starting(&r, "| GDS NVMe → GPU");
     assert!(gds.contains("| 3.20 (source not recorded) |"), "{gds}");
@@ -971,6 +971,14 @@ fn the_cold_path_names_the_gpu_the_profile_took_its_ceiling_from_when_two_tie() 
     assert!(gpu0.h2d_peak_numa_local_gbps.is_some());
     p.gpus.insert("gpu1".into(), gpu0);
     p.nvme.raw_read_gbps.insert("1_drive".into(), 6.5);
+    p.ceilings.insert("nvme_raw_1drive_read_gbps".into(), 6.5);
+    let p = hwc_testkit::with_sources(
+        p,
+        &[(
+            "nvme_raw_1drive_read_gbps",
+            hwc_model::CeilingSource::derived("by hand", vec![]),
+        )],
+    );
     let md = render(&p);
     let table = &md[md.find("### Sub-table 3").unwrap()..md.find("### Sub-table 4").unwrap()];
     let row = table

@@ -33,7 +33,7 @@ pub fn ceilings_profile(host: &str, finished_at: &str, ceilings: &[(&str, f64)])
         provenance(finished_at),
     );
     p.ceilings = ceilings.iter().map(|(k, v)| (k.to_string(), *v)).collect();
-    p
+    unsourced(p)
 }
 
 /// An H200's link as `detect` reports it: Gen5 x16 at its maximum.
@@ -129,10 +129,51 @@ pub fn with_equal_median_gpu_ceilings(mut p: Profile, gbps: f64, how: &str) -> P
     )
 }
 
-/// `p` with these `ceiling_sources` entries (as the profile builder writes them).
+/// `p` with records of these ceilings (already in `p.ceilings`) coming from these sources, as
+/// the profile builder writes them; what each ceiling is comes from the version 1 catalogue of
+/// its key ([`hwc_model::v1::ceiling_meta`]), the engine from its measurement.
 pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profile {
-    p.ceiling_sources
-        .extend(sources.iter().map(|(k, s)| (k.to_string(), s.clone())));
+    for (key, source) in sources {
+        let value = *p
+            .ceilings
+            .get(*key)
+            .unwrap_or_else(|| panic!("with_sources: no ceiling {key}"));
+        let measured = match source {
+            CeilingSource::Measured { measurement } => p.measurement(measurement),
+            CeilingSource::Derived { .. } => None,
+        };
+        let record = hwc_model::CeilingRecord {
+            value,
+            meta: hwc_model::v1::ceiling_meta(key, measured.map(|m| m.path)),
+            engine: measured.map(|m| m.engine.clone()),
+            source: Some(source.clone()),
+        };
+        p.ceiling_records.insert(key.to_string(), record);
+    }
+    p
+}
+
+/// `p` as a version 1 profile written before ceiling sources were recorded reads: each ceiling
+/// has a record (what its key names) without a source, so readers fall back to what its key and
+/// figures tell ([`hwc_model::v1::unrecorded_origin`]).
+pub fn unsourced(mut p: Profile) -> Profile {
+    p.ceiling_records.clear();
+    record_missing(p)
+}
+
+/// `p` with a record without a source for each ceiling that has no record of its value.
+fn record_missing(mut p: Profile) -> Profile {
+    for (key, value) in &p.ceilings {
+        if p.ceiling_record(key).is_none() {
+            let record = hwc_model::CeilingRecord {
+                value: *value,
+                meta: hwc_model::v1::ceiling_meta(key, None),
+                engine: None,
+                source: None,
+            };
+            p.ceiling_records.insert(key.clone(), record);
+        }
+    }
     p
 }
 
@@ -171,7 +212,7 @@ pub fn with_nvme(mut p: Profile, serials: &[&str], write_gbps: Option<f64>) -> P
             .write_drives_used
             .insert("1_drive".into(), vec![bdf(0)]);
     }
-    p
+    record_missing(p)
 }
 
 /// Each `<testcase>` of a JUnit document: its name, and its `<failure>`'s type and message

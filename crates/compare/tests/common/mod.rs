@@ -66,10 +66,9 @@ pub fn with_limit(
     p
 }
 
-/// Say where the ceiling `key` comes from (`ceiling_sources`), as the profile builder does.
-pub fn with_source(mut p: Profile, key: &str, source: CeilingSource) -> Profile {
-    p.ceiling_sources.insert(key.into(), source);
-    p
+/// Say where the ceiling `key` comes from (its record), as the profile builder does.
+pub fn with_source(p: Profile, key: &str, source: CeilingSource) -> Profile {
+    hwc_testkit::with_sources(p, &[(key, source)])
 }
 
 pub fn with_link(mut p: Profile, device: &str, cur: (u32, u32), max: (u32, u32)) -> Profile {
