@@ -32,6 +32,8 @@ pub enum Command {
     Serve(crate::serve_cmd::ServeArgs),
     /// Measured / ceiling for one path, from a profile file or the daemon.
     Efficiency(crate::efficiency_cmd::EfficiencyArgs),
+    /// List this build's engines: what each measures, what it needs, and whether it can run here.
+    Engines(crate::engines_cmd::EnginesArgs),
     /// Compare two profiles, or a fleet's; exit 1 on a regression.
     Compare(crate::compare_cmd::CompareArgs),
     /// Hold a profile to a bring-up spec; pass/fail, JUnit XML, exit 0/1.
@@ -66,6 +68,10 @@ pub struct ProfileArgs {
     /// gdrcopy, gds, host_ram, nvme_bar1.
     #[arg(long, value_delimiter = ',', value_name = "PATHS")]
     pub paths: Option<Vec<PathId>>,
+    /// Only these engines (comma-separated ids, as `hwceiling engines` lists them), in place of
+    /// those on by default; `null` measures the harness itself, never the hardware.
+    #[arg(long, value_delimiter = ',', value_name = "ENGINE,...", value_parser = hwc_model::EngineId::parse)]
+    pub engines: Option<Vec<hwc_model::EngineId>>,
     /// Host memcpy thread counts instead of the sweep (e.g. `1,8,16`; 1 to 4096; a count above
     /// a node's CPUs is waived for that node).
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = parse_host_threads)]
@@ -168,6 +174,17 @@ impl ProfileArgs {
         let flag = |name: &str, r: Result<(), String>| r.map_err(|e| format!("--{name} {e}"));
         if let Some(p) = &self.paths {
             flag("paths", no_repeats(p, |x| x.to_string()))?;
+        }
+        if let Some(e) = &self.engines {
+            flag("engines", no_repeats(e, |x| x.to_string()))?;
+            let known = crate::engines::declarations();
+            if let Some(unknown) = e.iter().find(|id| known.iter().all(|d| &d.id != *id)) {
+                let ids: Vec<String> = known.iter().map(|d| d.id.to_string()).collect();
+                return Err(format!(
+                    "--engines: no engine `{unknown}` in this build (its engines: {})",
+                    ids.join(", ")
+                ));
+            }
         }
         if let Some(t) = &self.threads {
             flag("threads", no_repeats(t, u32::to_string))?;
@@ -289,6 +306,15 @@ mod tests {
                 "--paths lists host_ram twice",
             ),
             (["--drives", "x,y, x"], "--drives lists `x` twice"),
+            (
+                ["--engines", "io-uring,io-uring"],
+                "--engines lists io-uring twice",
+            ),
+            (
+                ["--engines", "spdk-perf"],
+                "--engines: no engine `spdk-perf` in this build (its engines: host-memcpy,",
+            ),
+            (["--engines", "Host"], "`Host` is not an engine name"),
         ] {
             let e = parse(&args).unwrap_err();
             assert!(e.contains(needle), "{args:?}: {e}");

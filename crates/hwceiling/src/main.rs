@@ -12,6 +12,7 @@ mod compare_cmd;
 mod detect_cmd;
 mod efficiency_cmd;
 mod engines;
+mod engines_cmd;
 mod nvme_cmd;
 mod output;
 mod profile_cmd;
@@ -56,6 +57,7 @@ fn run(args: cli::Cli) -> Result<i32> {
         cli::Command::Report(a) => profile_cmd::report(&a),
         cli::Command::Serve(a) => serve_cmd::run(&a),
         cli::Command::Efficiency(a) => efficiency_cmd::run(&a),
+        cli::Command::Engines(a) => engines_cmd::run(&a),
         cli::Command::Compare(a) => compare_cmd::run(&a),
         cli::Command::Qualify(a) => qualify_cmd::run(&a),
     }
@@ -156,7 +158,7 @@ mod tests {
     fn no_subcommand_names_every_subcommand() {
         assert_eq!(
             no_subcommand(),
-            "a subcommand is required: detect, profile, report, serve, efficiency, compare, qualify"
+            "a subcommand is required: detect, profile, report, serve, efficiency, engines, compare, qualify"
         );
         let e = cli::Cli::try_parse_from(["hwceiling"]).unwrap_err();
         assert_eq!(

@@ -26,7 +26,7 @@ fn plan_options(
     PlanOptions {
         paths: a.paths.as_ref().map(|p| p.iter().copied().collect()),
         engines,
-        selected_engines: None,
+        selected_engines: a.engines.as_ref().map(|e| e.iter().cloned().collect()),
         root: nix_root(),
         host_threads: a.threads.clone(),
         host_sizes: a.host_sizes.clone(),
@@ -55,6 +55,19 @@ pub(crate) fn options_map(
             "paths".into(),
             list(&p.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
         );
+    }
+    if let Some(named) = &a.engines {
+        o.insert(
+            "engines".into(),
+            list(&named.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
+        );
+        // The engines a full run measures with that the selection leaves out.
+        let left_out: Vec<String> = engines::declarations()
+            .into_iter()
+            .filter(|d| d.default_on && !named.contains(&d.id))
+            .map(|d| d.id.to_string())
+            .collect();
+        o.insert("engines_left_out".into(), list(&left_out));
     }
     if let Some(t) = &a.threads {
         sweep(
@@ -99,7 +112,7 @@ pub(crate) fn sweep<T: PartialEq + Copy>(
 }
 
 /// The run has root's rights.
-fn nix_root() -> bool {
+pub(crate) fn nix_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }

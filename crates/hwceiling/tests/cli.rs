@@ -427,3 +427,43 @@ fn no_subcommand_says_one_is_required_and_lists_them() {
         "a subcommand is required: detect, profile, report, serve",
     );
 }
+
+#[test]
+fn engines_lists_every_engine_with_what_it_needs_and_whether_it_runs_here() {
+    let o = run(&["engines", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = listed.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    for id in ["host-memcpy", "host-streaming", "cuda-copy", "io-uring"] {
+        assert!(ids.contains(&id), "{ids:?}");
+    }
+    let cuda = listed.iter().find(|e| e["id"] == "cuda-copy").unwrap();
+    assert_eq!(cuda["needs"]["gpu"], true, "{cuda}");
+    // Whether it can run here is the planner's judgement of this machine: with no GPU, why not.
+    let gpu = Path::new("/proc/driver/nvidia/gpus").exists();
+    assert_eq!(cuda["blocked"].is_null(), gpu, "{cuda}");
+    let text = stdout(&run(&["engines"]));
+    assert!(text.contains("host-memcpy  C library memcpy"), "{text}");
+    assert!(text.contains("    here     "), "{text}");
+}
+
+#[test]
+fn a_plan_narrowed_to_one_engine_waives_the_paths_only_others_measure() {
+    let h200 = fixtures().join("h200-pcie-vm");
+    let o = run(&[
+        "profile",
+        "--dry-run",
+        "--fsroot",
+        h200.to_str().unwrap(),
+        "--engines",
+        "host-memcpy",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plan = stdout(&o);
+    assert!(plan.contains("host_ram/host-memcpy/"), "{plan}");
+    assert!(!plan.contains("host-streaming/"), "{plan}");
+    assert!(
+        plan.contains("no engine selected measures h2d (its engines: cuda-copy"),
+        "{plan}"
+    );
+}

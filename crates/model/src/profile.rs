@@ -369,6 +369,8 @@ impl Completeness {
 ///
 /// Narrowing:
 /// - `paths`: only the paths named — unless it names every path there is (the full plan).
+/// - `engines`: only the engines named (`--engines`), unless the run recorded an empty
+///   `engines_left_out` (it named every engine on by default).
 /// - `drives`: the NVMe sweeps read (and write) only the drives named. Not when the run recorded
 ///   an empty `drives_left_out`: it named every drive a full run reads. (Writes refuse a mounted
 ///   drive, so a write run on a machine with one names the drives to write with `write_drives`,
@@ -405,6 +407,7 @@ pub fn narrowing(options: &BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for key in [
         "paths",
+        "engines",
         "drives",
         "target",
         "threads",
@@ -761,6 +764,10 @@ mod tests {
             (vec![("paths", "h2d")], vec!["--paths h2d"]),
             (vec![("paths", &all_but_one)], vec![&all_but_one_flag]),
             (vec![("paths", &every_path)], vec![]),
+            // Engines: some of those on by default, or every one of them (and more).
+            (vec![("engines", "null"), ("engines_left_out", "host-memcpy,cuda-copy")],
+             vec!["--engines null (leaves out host-memcpy,cuda-copy)"]),
+            (vec![("engines", "host-memcpy,cuda-copy,null"), ("engines_left_out", "")], vec![]),
             // Drives: some, every one a full run reads, or unknown.
             (vec![("drives", "nvme0")], vec!["--drives nvme0"]),
             (vec![("drives", "S1,S2"), ("drives_left_out", "")], vec![]),

@@ -159,10 +159,11 @@ impl PlanOptions {
     }
 }
 
-/// Why an engine cannot run on `topo`, from its declaration and its probe: (reason, hint).
-fn engine_blocked(
+/// Why engine `e` cannot run on `topo` (by a run with root's rights or not), from its
+/// declaration and its probe: (reason, hint); `None` where it can.
+pub fn engine_blocked(
     topo: &Topology,
-    opts: &PlanOptions,
+    root: bool,
     e: &EngineStatus,
 ) -> Option<(String, Option<String>)> {
     let needs = &e.decl.needs;
@@ -174,7 +175,7 @@ fn engine_blocked(
             return Some((reason, lib.install_hint.clone().or(hint)));
         }
     }
-    if needs.root && !opts.root {
+    if needs.root && !root {
         return Some((
             format!("engine {} needs root", e.decl.id),
             Some("run as root (sudo)".into()),
@@ -245,7 +246,7 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
             if cells.is_empty() {
                 continue;
             }
-            if let Some((reason, hint)) = engine_blocked(topo, opts, e) {
+            if let Some((reason, hint)) = engine_blocked(topo, opts.root, e) {
                 p.waived.push(Waiver {
                     path,
                     engine: Some(e.decl.id.clone()),
