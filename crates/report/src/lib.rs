@@ -177,6 +177,28 @@ fn header(out: &mut String, p: &Profile) {
          spread (max − min) / median; the first (cold) repetition is kept apart and labelled cold. \
          A path that could not run here is marked **waived** with its reason — never a number.\n\n",
     );
+    // The engines whose figures this report shows, each by its declared title; one that
+    // measures the tool itself is said to, since its figures are never ceilings.
+    let mut measured: Vec<&hwc_model::EngineId> = Vec::new();
+    for m in &p.measurements {
+        if !measured.contains(&&m.engine) {
+            measured.push(&m.engine);
+        }
+    }
+    if !measured.is_empty() {
+        let named: Vec<String> = measured
+            .iter()
+            .map(|id| {
+                let tool = if p.hardware(id) {
+                    ""
+                } else {
+                    " (**measures the tool itself, not the hardware: its figures are never ceilings**)"
+                };
+                format!("`{id}` — {}{tool}", p.engine_title(id))
+            })
+            .collect();
+        let _ = writeln!(out, "Engines: {}.\n", named.join("; "));
+    }
     if pv.interrupted {
         out.push_str(
             "> **This run was interrupted**: only the cases that finished are reported.\n\n",
