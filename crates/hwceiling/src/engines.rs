@@ -11,6 +11,7 @@ pub fn declarations() -> Vec<EngineDecl> {
         hwc_bench_host::streaming_decl(),
         hwc_bench_cuda::decl(),
         hwc_bench_nvme::decl(),
+        hwc_engine_null::decl(),
     ]
 }
 
@@ -56,6 +57,10 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
         let hint = "check that nvidia-smi lists the GPU and the driver is loaded".to_string();
         e.push(cuda, started.map_err(|reason| (reason, Some(hint))));
     }
+    e.push(
+        hwc_engine_null::decl(),
+        Ok(Box::new(hwc_engine_null::NullEngine)),
+    );
     e
 }
 
