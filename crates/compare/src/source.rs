@@ -7,7 +7,7 @@ use hwc_model::{CeilingOrigin, Measurement, Profile};
 use serde::Serialize;
 
 /// A figure's source, resolved for printing and for JSON/YAML output.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Source {
     /// The figure is the median of this measurement.
@@ -19,9 +19,9 @@ pub enum Source {
     /// Arithmetic on measured medians: how (absent for a profile written before
     /// ceiling sources), and the keys of the measurements it read.
     Derived {
-        #[serde(skip_serializing_if = "Option::is_none")]
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         how: Option<String>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
         inputs: Vec<String>,
     },
     /// The profile does not say (a hand-edited or damaged `ceiling_records`).

@@ -114,20 +114,19 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
 fn render_text(v: &serde_json::Value) -> String {
     let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let p = &v["profile"];
-    let src = &v["ceiling_source"];
-    let source = match src["kind"].as_str() {
-        Some("measured") => format!(
-            "median of {}, ±{:.1} %, N={}",
-            src["measurement"].as_str().unwrap_or("?"),
-            src["spread_pct"].as_f64().unwrap_or(f64::NAN),
-            src["n"].as_u64().map_or("?".to_string(), |n| n.to_string()),
-        ),
-        Some("derived") => match src["how"].as_str() {
-            Some(how) => format!("derived: {how}"),
-            None => "derived from measured medians".into(),
-        },
-        Some("unknown") => "unknown: the profile's ceiling_records do not say".into(),
-        _ => "not given (a daemon older than this client): spread and N unknown".into(),
+    // The daemon's `ceiling_source`, read as the type it was written from.
+    use hwc_compare::Source;
+    let src: Option<Source> = serde_json::from_value(v["ceiling_source"].clone()).ok();
+    let source = match src {
+        Some(Source::Measured {
+            measurement,
+            spread_pct,
+            n,
+        }) => format!("median of {measurement}, ±{spread_pct:.1} %, N={n}"),
+        Some(Source::Derived { how: Some(how), .. }) => format!("derived: {how}"),
+        Some(Source::Derived { how: None, .. }) => "derived from measured medians".into(),
+        Some(Source::Unknown) => "unknown: the profile's ceiling_records do not say".into(),
+        None => "not given (a daemon older than this client): spread and N unknown".into(),
     };
     // A write ceiling the daemon serves from an older write run than the profile served.
     let source = match v["ceiling_from"].as_str() {
