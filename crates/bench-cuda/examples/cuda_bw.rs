@@ -215,18 +215,14 @@ fn main() -> ExitCode {
         let (size, streams) = (*size, *streams);
         let copies = m.bytes_per_rep / (size * u64::from(streams));
         let mut flags = Vec::new();
-        if m.notes.iter().any(|n| n.contains("disagree")) {
+        if m.evidence.wall_clock_disagreement.is_some() {
             flags.push("wall_disagrees");
         }
         if m.cache_resident {
             flags.push("cache");
         }
-        for note in m
-            .notes
-            .iter()
-            .filter(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX))
-        {
-            eprintln!("note {name} {size} {streams}: {note}");
+        if let Some(search) = &m.evidence.placement_search {
+            eprintln!("placement {name} {size} {streams}: {}", search.detail);
         }
         if m.contended {
             flags.push("contended");

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
-use hwc_model::{size_label, Placement, Stats, PLACEMENT_NOTE_PREFIX};
+use hwc_model::{size_label, Placement, Stats};
 use hwc_numa::{Pages, PlacementCheck};
 use hwc_runner::{Also, BenchError, Prepared, Rep};
 
@@ -417,6 +417,9 @@ pub struct CopyCase<'a> {
     placement: Option<Placement>,
     /// Set when the case tried several placements.
     search: Option<PlacementSearch>,
+    /// What the search found, as the measurement records it (the same for a duplex partner,
+    /// timed at the same placement).
+    found_placement: Option<hwc_model::PlacementSearch>,
     notes: Vec<String>,
     /// A duplex case's other direction, timed by its own events in the same repetitions:
     /// its planned case's key, the flow's index and its figure's notes.
@@ -553,6 +556,7 @@ impl<'a> CopyCase<'a> {
             cache_resident,
             placement,
             search: None,
+            found_placement: None,
             notes: Vec::new(),
             partner: None,
             flow_seconds: Vec::new(),
@@ -574,6 +578,11 @@ impl<'a> CopyCase<'a> {
             case.search_placement(spec.placements())?;
         }
         case.notes = case.describe(spec, &cx, first_gbps[spec.measured]);
+        if let Some(search) = &case.search {
+            let directions: Vec<Direction> = spec.flows.iter().map(|f| f.direction).collect();
+            let ends = moved_ends(&directions, spec.placements());
+            case.found_placement = Some(placement_search(search, &ends));
+        }
         let other = (0..spec.flows.len()).find(|&i| i != spec.measured);
         if let (Some(key), Some(other)) = (cx.partner.clone(), other) {
             let flipped = CopySpec {
@@ -824,11 +833,6 @@ impl<'a> CopyCase<'a> {
                     .into(),
             });
         }
-        if let Some(search) = &self.search {
-            let directions: Vec<Direction> = spec.flows.iter().map(|f| f.direction).collect();
-            let ends = moved_ends(&directions, spec.placements());
-            notes.push(placement_note(search, &ends));
-        }
         if self.flushed {
             notes.push(
                 "host buffers flushed from the CPU caches before the case: the copies read and \
@@ -920,9 +924,9 @@ fn check_host_destination(
     Ok(shift.check(&dst[at..at + size], at, seed))
 }
 
-/// The note a case that tried several placements carries. `ends` are the buffer ends the
-/// placements move, in the order each placement's label lists their offsets.
-fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
+/// What a case that tried several placements records of its search. `ends` are the buffer ends
+/// the placements move, in the order each placement's label lists their offsets.
+fn placement_search(search: &PlacementSearch, ends: &[End]) -> hwc_model::PlacementSearch {
     let label = |at: CopyPlacement| placement_label(at, ends);
     let tried: Vec<String> = search
         .tried
@@ -944,8 +948,8 @@ fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
     let fastest = gbps().fold(f64::NAN, f64::max);
     let slowest = gbps().fold(f64::NAN, f64::min);
     let names: Vec<&str> = ends.iter().map(|e| e.name()).collect();
-    format!(
-        "{PLACEMENT_NOTE_PREFIX} {} placements of the copies in their buffers tried \
+    let detail = format!(
+        "{} placements of the copies in their buffers tried \
          (offsets in KiB: {}), all flows' GB/s in one batch of copies each (N=1, no spread): \
          {}; fastest over slowest {:+.1} %; the {} fastest again, median of {} batches each: \
          {}; measured at {} (where the buffers lie changes small copies: the GPU and the host \
@@ -963,7 +967,14 @@ fn placement_note(search: &PlacementSearch, ends: &[End]) -> String {
         } else {
             ""
         },
-    )
+    );
+    hwc_model::PlacementSearch {
+        tried: search.tried.len() as u32,
+        finalists: search.finals.len() as u32,
+        fastest_over_slowest_pct: (fastest / slowest - 1.0) * 100.0,
+        chosen: label(search.tried[search.chosen].0),
+        detail,
+    }
 }
 
 /// What a [`CopyPlacement`] moves: one end of a copy (which buffer, and how far into it), or
@@ -1160,6 +1171,10 @@ impl Prepared for CopyCase<'_> {
 
     fn notes(&self) -> Vec<String> {
         self.notes.clone()
+    }
+
+    fn placement_search(&self) -> Option<hwc_model::PlacementSearch> {
+        self.found_placement.clone()
     }
 
     /// A duplex case's other direction: the same copies, the same bytes per repetition.
@@ -1501,10 +1516,12 @@ mod tests {
             chosen: 1,
         };
         let duplex = moved_ends(&[Direction::H2d, Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &duplex);
-        // The report finds these figures by this prefix.
-        assert!(note.starts_with("copy placement: 3 placements"), "{note}");
-        assert!(note.starts_with(PLACEMENT_NOTE_PREFIX));
+        let found = placement_search(&search, &duplex);
+        assert_eq!((found.tried, found.finalists), (3, 3));
+        assert_eq!(found.chosen, "704/2688/1024");
+        assert!((found.fastest_over_slowest_pct - 6.11).abs() < 0.01);
+        let note = found.detail;
+        assert!(note.starts_with("3 placements"), "{note}");
         assert!(
             note.contains("(offsets in KiB: device source/host source/host destination)"),
             "{note}"
@@ -1526,7 +1543,7 @@ mod tests {
         );
         // A one-way D2H case names only its own ends.
         let d2h = moved_ends(&[Direction::D2h], &SEARCH_PLACEMENTS);
-        let note = placement_note(&search, &d2h);
+        let note = placement_search(&search, &d2h).detail;
         assert!(
             note.contains("(offsets in KiB: device source/host destination)"),
             "{note}"
@@ -1552,7 +1569,7 @@ mod tests {
             finals: vec![(1, None)],
             chosen: 1,
         };
-        let note = placement_note(&search, &ends);
+        let note = placement_search(&search, &ends).detail;
         assert!(
             note.contains(
                 "(offsets in KiB: device source/device destination/stream (0: the case's own, \

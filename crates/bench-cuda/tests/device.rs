@@ -299,8 +299,8 @@ fn copies_on_every_gpu() {
             if m.spread_limit_pct != c.reps.retry_above_spread_pct {
                 problems.push(format!("{}: spread limit not recorded", c.key));
             }
-            let windows = m.notes.iter().find(|n| n.contains("windows in all"));
-            if let Some(n) = windows {
+            if let Some(w) = m.evidence.windows.as_ref().filter(|w| w.timed > 1) {
+                let n = &w.detail;
                 println!("{:<34} {n}", "");
                 let said_unsteady = n.contains("an unsteady figure");
                 if c.reps.retry_above_spread_pct.is_none() || said_unsteady != m.unsteady() {
@@ -308,8 +308,8 @@ fn copies_on_every_gpu() {
                 }
             }
             if pinned && gs(c).size_bytes >= 4 * MIB {
-                if m.notes.iter().any(|n| n.contains("disagree")) {
-                    problems.push(format!("{}: events and wall clock disagree", c.key));
+                if let Some(d) = &m.evidence.wall_clock_disagreement {
+                    problems.push(format!("{}: {d}", c.key));
                 }
                 if g.median < 1.0 {
                     problems.push(format!("{}: implausible {:.3} GB/s", c.key, g.median));
@@ -336,14 +336,10 @@ fn copies_on_every_gpu() {
                 }
                 _ => None,
             };
-            let note = m
-                .notes
-                .iter()
-                .find(|n| n.starts_with(hwc_model::PLACEMENT_NOTE_PREFIX));
+            let search = m.evidence.placement_search.as_ref();
+            let note = search.map(|s| s.detail.as_str());
             if c.path == PathId::Duplex {
-                let at = note
-                    .and_then(|n| n.rsplit_once("measured at "))
-                    .map_or("", |(_, rest)| rest.split(' ').next().unwrap_or(""));
+                let at = search.map_or("", |s| s.chosen.as_str());
                 let lead = m.notes.iter().find_map(|n| {
                     n.strip_prefix("timed in the same repetitions as ")
                         .and_then(|rest| rest.split(',').next())
@@ -352,9 +348,8 @@ fn copies_on_every_gpu() {
                 duplex.push((c.key.clone(), lead, at.to_string(), r.samples_gbps.clone()));
             }
             match (searched, note) {
-                (Some(k), Some(n))
-                    if n.contains(&format!("{k} placements"))
-                        && n.contains("the 3 fastest again") => {}
+                (Some(k), Some(_))
+                    if search.is_some_and(|s| s.tried as usize == k && s.finalists == 3) => {}
                 (Some(_), n) => problems.push(format!("{}: placement note {n:?}", c.key)),
                 (None, Some(n)) => {
                     problems.push(format!("{}: unexpected placement note {n}", c.key))

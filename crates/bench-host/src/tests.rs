@@ -466,8 +466,17 @@ fn a_busy_thread_on_the_copy_threads_cpu_is_seen_as_run_queue_delay_and_noted() 
         ev.reps.iter().any(|e| e.disturbed == Some(true)),
         "no repetition disturbed: {ev:?}"
     );
-    let note = r.measurement.sched_note().expect("a scheduling note");
-    assert!(!note.starts_with("scheduling: 0 of"), "{note}");
+    let summary = r
+        .measurement
+        .evidence
+        .scheduling
+        .as_ref()
+        .expect("a summary");
+    assert!(
+        summary.counts.is_some_and(|c| c.disturbed > 0),
+        "{summary:?}"
+    );
+    let note = &summary.detail;
     assert!(note.contains("largest run-queue delay"), "{note}");
     // The statistic keeps every repetition.
     assert_eq!(r.samples_gbps.len(), 5);
@@ -547,9 +556,16 @@ fn without_the_counters_the_evidence_is_not_available_with_why_never_zero() {
             .iter()
             .all(|t| t.run_delay_ns.is_none() && t.steal_us.is_none()));
     }
-    let note = r.measurement.sched_note().expect("a scheduling note");
+    let summary = r
+        .measurement
+        .evidence
+        .scheduling
+        .as_ref()
+        .expect("a summary");
+    assert_eq!(summary.counts, None, "nothing judged");
+    let note = &summary.detail;
     assert!(
-        note.starts_with("scheduling: not available (run-queue delay not available: neither"),
+        note.starts_with("not available (run-queue delay not available: neither"),
         "{note}"
     );
     assert!(note.contains("steal not available: "), "{note}");

@@ -225,6 +225,7 @@ impl GcSettleRunner {
             cache_resident: false,
             contended: false,
             spread_limit_pct: None,
+            evidence: Default::default(),
             notes: vec![format!(
                 "gc-settle: {write_s} one-second intervals of sequential {} writes at QD {qd} \
                  ({bytes_written} bytes); the figure is the median of the last {timed}; the \

@@ -23,11 +23,11 @@ pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
 pub use plan::{case_key, Case, PathId, Plan, Reps, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
-    failure_groups, CaseResult, Failure, FailureGroup, Measurement, Placement, Stats,
-    PLACEMENT_NOTE_PREFIX,
+    failure_groups, CaseResult, Evidence, Failure, FailureGroup, Measurement, Placement,
+    PlacementSearch, Stats, WallClockDisagreement, Windows,
 };
 pub use sched::{
-    RepEvidence, RepSched, SchedEvidence, SchedSources, ThreadSched, SCHED_NOTE_PREFIX,
+    RepCounts, RepEvidence, RepSched, SchedEvidence, SchedSources, SchedSummary, ThreadSched,
 };
 pub use spec::{
     CopyDirection, GpuCopySpec, HostCopySpec, HostMemory, NvmePattern, NvmeSpec, NvmeTest, Spec,

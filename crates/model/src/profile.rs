@@ -843,6 +843,7 @@ mod tests {
             cache_resident: false,
             contended: false,
             spread_limit_pct: None,
+            evidence: Default::default(),
             notes: vec![],
         }
     }

@@ -42,9 +42,94 @@ pub struct Placement {
     pub detail: String,
 }
 
-/// How a note begins that says a figure was measured at the fastest of several placements of
-/// its copies in their buffers (the CUDA backend writes it, the report footnotes such figures).
-pub const PLACEMENT_NOTE_PREFIX: &str = "copy placement:";
+/// How a figure came to be what it is, as typed facts beside the free-text `notes` (which are
+/// for people: no code reads them back). Each part is absent where it does not apply.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Evidence {
+    /// How the case's repetitions were scheduled (engines that read scheduling counters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling: Option<crate::sched::SchedSummary>,
+    /// The figure was measured at the fastest of several placements of its copies in their
+    /// buffers, tried first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_search: Option<PlacementSearch>,
+    /// The case was timed in more than one window of repetitions (its first spread past its
+    /// limit), or would have been.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Windows>,
+    /// The wall clock disagreed with the engine's own timer by more than the run's tolerance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_clock_disagreement: Option<WallClockDisagreement>,
+}
+
+impl Evidence {
+    /// Nothing recorded.
+    pub fn is_empty(&self) -> bool {
+        *self == Evidence::default()
+    }
+}
+
+/// A search over placements of a case's copies in their buffers (where the buffers lie changes
+/// small copies: memory channels are mapped from physical addresses software does not choose).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PlacementSearch {
+    /// Placements tried, one batch of copies each.
+    pub tried: u32,
+    /// The fastest of them tried again, each over several batches.
+    pub finalists: u32,
+    /// The fastest single try over the slowest, in per cent.
+    pub fastest_over_slowest_pct: f64,
+    /// The placement measured at: each moved end's offset in its buffer, in KiB.
+    pub chosen: String,
+    /// Every placement and its rate, in words.
+    pub detail: String,
+}
+
+/// The windows of repetitions a case was timed in, when there were several (or when it would
+/// have been timed again and was not).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Windows {
+    /// Windows timed.
+    pub timed: u32,
+    /// Which window's figure was kept, from 1.
+    pub kept: u32,
+    /// Each window's median, GB/s, in the order timed.
+    pub medians_gbps: Vec<f64>,
+    /// Each window's spread, per cent, in the order timed.
+    pub spreads_pct: Vec<f64>,
+    /// The run was interrupted while the case was timed again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut_short: bool,
+    /// Why the case was not timed again after its engine's other cases, where it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_timed_again: Option<String>,
+    /// The windows and the choice, in words.
+    pub detail: String,
+}
+
+/// The wall clock against the engine's timer, where they disagreed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct WallClockDisagreement {
+    /// The median repetition's rate by the wall clock, with its spread and count.
+    pub wall_gbps: Stats,
+    /// How far apart the two medians were, per cent of the timer's.
+    pub apart_pct: f64,
+    /// The run's tolerance, per cent.
+    pub tolerance_pct: f64,
+}
+
+impl std::fmt::Display for WallClockDisagreement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let w = &self.wall_gbps;
+        write!(
+            f,
+            "timer and wall clock disagree: by the wall clock the median repetition reads \
+             {:.2} GB/s (min {:.2}, max {:.2}, N={}), {:.1} % apart from the timer's (tolerance \
+             {:.1} %)",
+            w.median, w.min, w.max, w.n, self.apart_pct, self.tolerance_pct
+        )
+    }
+}
 
 /// One measured case, as the profile keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -88,9 +173,13 @@ pub struct Measurement {
     /// backend). A `gbps.spread_pct` above it means the window kept spread
     /// more (an unsteady figure: something on the machine varied the copies' speed); for a case
     /// timed alone no window stayed within it, for a duplex pair the window was kept for both
-    /// figures; the notes list the windows.
+    /// figures; `evidence.windows` lists the windows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_limit_pct: Option<u32>,
+    /// Typed facts of how the figure was obtained.
+    #[serde(default, skip_serializing_if = "Evidence::is_empty")]
+    pub evidence: Evidence,
+    /// What a reader should know of how the figure was obtained, in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -116,16 +205,9 @@ impl Measurement {
             cache_resident: false,
             contended: false,
             spread_limit_pct: None,
+            evidence: Evidence::default(),
             notes: Vec::new(),
         }
-    }
-
-    /// The case's scheduling note (it begins with [`crate::SCHED_NOTE_PREFIX`]), if it has one.
-    pub fn sched_note(&self) -> Option<&str> {
-        self.notes
-            .iter()
-            .map(String::as_str)
-            .find(|n| n.starts_with(crate::SCHED_NOTE_PREFIX))
     }
 
     /// Whether the figure spread more than the limit it was held to (see `spread_limit_pct`).

@@ -2,15 +2,12 @@
 //! threads waited for a CPU, how often it was switched out against its will, and how much time
 //! the hypervisor stole from its CPU. It says whether a slow repetition was held back by
 //! scheduling, or shows that it was not. Kept in the raw JSON record ([`crate::CaseResult`]);
-//! the profile carries a one-line summary in the case's notes ([`SCHED_NOTE_PREFIX`]).
+//! the profile carries its typed summary ([`SchedSummary`], a measurement's
+//! `evidence.scheduling`).
 //!
 //! A counter that could not be read is `None` (and the evidence says why), never 0.
 
 use serde::{Deserialize, Serialize};
-
-/// How the note summarising a case's scheduling evidence begins (the runner writes it, the
-/// report lists it under the path's tables).
-pub const SCHED_NOTE_PREFIX: &str = "scheduling:";
 
 /// A repetition is *disturbed* when one of its threads waited on the run queue, or had its CPU
 /// stolen by the hypervisor, for more than this share (per cent) of the repetition's time.
@@ -39,7 +36,7 @@ pub const DISTURBED_ABOVE_PCT: f64 = 1.0;
 
 /// How many of a case's repetitions were disturbed, and how many could not be judged (a
 /// thread's run-queue delay missing), out of how many.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepCounts {
     pub disturbed: usize,
     pub not_judged: usize,
@@ -53,71 +50,24 @@ impl RepCounts {
     }
 }
 
-const NOT_JUDGED: &str = "not judged (a thread's run-queue delay missing)";
-
-/// How a case's scheduling note begins where its repetitions were judged:
-/// `scheduling: 2 of 12 repetitions disturbed (…)[, 1 not judged (…)]`. The runner writes it;
-/// the report reads it back with [`rep_counts`] to tell the cases with a disturbed repetition
-/// from the others.
-pub fn counts_phrase(c: RepCounts, above_pct: f64) -> String {
-    let mut s = format!(
-        "{SCHED_NOTE_PREFIX} {} of {} repetitions disturbed (a thread off its CPU over \
-         {above_pct} % of the repetition)",
-        c.disturbed, c.of
-    );
-    if c.not_judged > 0 {
-        s.push_str(&format!(", {} {NOT_JUDGED}", c.not_judged));
-    }
-    s
+/// A case's scheduling, as the profile keeps it: the counts the report tallies, the rule they
+/// were judged by, and one line for a reader (the largest delay, steal and switches, and whether
+/// the disturbed repetitions were the slow ones). The line is for people: no code reads it back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SchedSummary {
+    /// The repetitions' counts; absent where no repetition could be judged (a counter unread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<RepCounts>,
+    /// The share of a repetition (per cent) off the CPU past which it is disturbed
+    /// ([`DISTURBED_ABOVE_PCT`] when it was written).
+    pub disturbed_above_pct: f64,
+    /// What the counters read, in words.
+    pub detail: String,
 }
 
-/// The counts of a note that begins with [`counts_phrase`]; `None` for any other note (one
-/// whose evidence was not available, or not a scheduling note).
-pub fn rep_counts(note: &str) -> Option<RepCounts> {
-    let rest = note.strip_prefix(SCHED_NOTE_PREFIX)?.trim_start();
-    let (disturbed, rest) = rest.split_once(" of ")?;
-    let (of, rest) = rest.split_once(' ')?;
-    let rest = rest.strip_prefix("repetitions disturbed (")?;
-    let (_, rest) = rest.split_once(')')?;
-    let not_judged = match rest
-        .strip_prefix(", ")
-        .and_then(|r| r.split_once(' '))
-        .filter(|(_, r)| r.starts_with(NOT_JUDGED))
-    {
-        Some((k, _)) => k.parse().ok()?,
-        None => 0,
-    };
-    Some(RepCounts {
-        disturbed: disturbed.parse().ok()?,
-        not_judged,
-        of: of.parse().ok()?,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_counts_are_read_back_from_the_phrase_and_from_nothing_else() {
-        for (disturbed, not_judged, of) in [(0, 0, 12), (3, 0, 200), (12, 0, 12), (0, 3, 12)] {
-            let c = RepCounts {
-                disturbed,
-                not_judged,
-                of,
-            };
-            let note = format!("{}; largest run-queue delay 5 µs", counts_phrase(c, 1.0));
-            assert_eq!(rep_counts(&note), Some(c), "{note}");
-            assert_eq!(c.undisturbed(), disturbed == 0 && not_judged == 0);
-        }
-        for note in [
-            "scheduling: not available (no run-queue delay or steal could be read)",
-            "copy: C library memcpy",
-            "scheduling: two of 12 repetitions disturbed",
-            "",
-        ] {
-            assert_eq!(rep_counts(note), None, "{note}");
-        }
+impl std::fmt::Display for SchedSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
     }
 }
 
@@ -192,4 +142,26 @@ pub struct SchedEvidence {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<String>,
     pub reps: Vec<RepEvidence>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undisturbed_needs_every_repetition_judged_and_none_disturbed() {
+        for (disturbed, not_judged, of, calm) in [
+            (0, 0, 12, true),
+            (3, 0, 200, false),
+            (12, 0, 12, false),
+            (0, 3, 12, false),
+        ] {
+            let c = RepCounts {
+                disturbed,
+                not_judged,
+                of,
+            };
+            assert_eq!(c.undisturbed(), calm, "{c:?}");
+        }
+    }
 }

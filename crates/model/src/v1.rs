@@ -286,6 +286,7 @@ impl V1Measurement {
             cache_resident: self.cache_resident,
             contended: self.contended,
             spread_limit_pct: self.spread_limit_pct,
+            evidence: Default::default(),
             notes: self.notes,
         }
     }

@@ -364,7 +364,7 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
         w.push(format!(
             "{unsteady} measurement(s) spread more than they are held to (spread_limit_pct) in \
              the window of repetitions kept, after being timed again (unsteady figures: something \
-             on the machine varied their speed); their notes list the windows; rerun on an idle \
+             on the machine varied their speed); their `evidence.windows` lists the windows; rerun on an idle \
              node"
         ));
     }

@@ -528,6 +528,7 @@ mod tests {
                 cache_resident: false,
                 contended: false,
                 spread_limit_pct: None,
+                evidence: Default::default(),
                 notes: vec![],
             },
             samples_gbps: vec![1.0; 3],

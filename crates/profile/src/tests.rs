@@ -44,6 +44,7 @@ fn result(key: &str, path: PathId, spec: Spec, gbps: f64) -> CaseResult {
             cache_resident: false,
             contended: false,
             spread_limit_pct: None,
+            evidence: Default::default(),
             notes: vec![],
         },
         samples_gbps: vec![gbps; 20],

@@ -818,11 +818,7 @@ fn appendix(out: &mut String, p: &Profile) {
              under Path 7.\n\n",
         );
         for (key, line) in sched {
-            let _ = writeln!(
-                out,
-                "- `{key}`: {}",
-                line[hwc_model::SCHED_NOTE_PREFIX.len()..].trim_start()
-            );
+            let _ = writeln!(out, "- `{key}`: {line}");
         }
         out.push('\n');
     }

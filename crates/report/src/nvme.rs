@@ -539,6 +539,7 @@ mod tests {
                 cache_resident: false,
                 contended: false,
                 spread_limit_pct: None,
+                evidence: Default::default(),
                 notes: vec![],
             },
             samples_gbps: vec![gbps; 5],

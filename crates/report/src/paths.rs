@@ -1,10 +1,7 @@
 //! Section 5: one matrix per data path (spec Paths 1–8), or the path's waivers.
 
 use crate::{cell, gbps, table, waivers};
-use hwc_model::{
-    size_label, CopyDirection, Measurement, PathId, Profile, PLACEMENT_NOTE_PREFIX,
-    SCHED_NOTE_PREFIX,
-};
+use hwc_model::{size_label, CopyDirection, Measurement, PathId, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -195,7 +192,7 @@ fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
         "Copies of {} or more here are held to a spread of {}: where a window of timed \
          repetitions spread more, the case was timed again (at once, and once more after the \
          other GPU copy cases) and its cell is the steadiest window's (for a duplex pair, timed together, the window whose two figures went least \
-         past their limits; its notes list every window); *unsteady* marks a cell whose kept \
+         past their limits; its `evidence.windows` lists every window); *unsteady* marks a cell whose kept \
          window spread more.\n",
         size_label(smallest),
         limits.join(" or ")
@@ -365,9 +362,6 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
     );
 }
 
-/// How that note began in profiles written before host buffers were searched too.
-const DEVICE_PLACEMENT_NOTE: &str = "device placement:";
-
 /// Under a table: per `subject` (`D2H 1-stream at `; empty under a duplex table), the sizes
 /// whose figures were measured at the fastest placement tried, when there are any,
 /// with `why`.
@@ -378,11 +372,7 @@ fn placement_footnote(
     why: &str,
 ) {
     let mut searched: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    for m in ms.iter().filter(|m| {
-        m.notes
-            .iter()
-            .any(|n| n.starts_with(PLACEMENT_NOTE_PREFIX) || n.starts_with(DEVICE_PLACEMENT_NOTE))
-    }) {
+    for m in ms.iter().filter(|m| m.evidence.placement_search.is_some()) {
         searched
             .entry(subject(m))
             .or_default()
@@ -394,7 +384,7 @@ fn placement_footnote(
             out,
             "*{subject}{}*: measured at the fastest of several placements in their buffers \
              tried first ({why}). Which ends moved and every placement's rate are in the \
-             measurement's notes in the YAML profile.\n",
+             measurement's `evidence.placement_search` in the YAML profile.\n",
             labels.join(", ")
         );
     }
@@ -522,11 +512,13 @@ fn host_ram(out: &mut String, p: &Profile) {
     out.push('\n');
 }
 
-/// Each host RAM case's scheduling line (its `scheduling:` note, as the runner wrote it), key
-/// first; empty for profiles of builds before the evidence was kept.
-pub(crate) fn scheduling_lines<'a>(ms: &[&'a Measurement]) -> Vec<(&'a str, &'a str)> {
+/// Each case's scheduling summary, key first; empty for profiles of builds before the summary
+/// was a field of its own.
+pub(crate) fn scheduling_lines<'a>(
+    ms: &[&'a Measurement],
+) -> Vec<(&'a str, &'a hwc_model::SchedSummary)> {
     ms.iter()
-        .filter_map(|m| Some((m.key.as_str(), m.sched_note()?)))
+        .filter_map(|m| Some((m.key.as_str(), m.evidence.scheduling.as_ref()?)))
         .collect()
 }
 
@@ -554,10 +546,7 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
          CPU marks one). Disturbed repetitions stay in every figure; each line says whether \
          they were the slow ones.\n"
     );
-    let counted: Vec<_> = lines
-        .iter()
-        .map(|&(k, l)| (k, l, hwc_model::sched::rep_counts(l)))
-        .collect();
+    let counted: Vec<_> = lines.iter().map(|&(k, l)| (k, l, l.counts)).collect();
     let hit: Vec<_> = counted
         .iter()
         .filter(|c| c.2.is_some_and(|c| c.disturbed > 0))
@@ -593,11 +582,7 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     }
     out.push_str(" (every case's line: Appendix C).\n\n");
     for (key, line, _) in &hit {
-        let _ = writeln!(
-            out,
-            "- `{key}`: {}",
-            line[SCHED_NOTE_PREFIX.len()..].trim_start()
-        );
+        let _ = writeln!(out, "- `{key}`: {line}");
     }
     if !hit.is_empty() {
         out.push('\n');

@@ -43,6 +43,7 @@ fn m(key: &str, path: PathId, spec: Spec, median: f64, resident: bool) -> CaseRe
             cache_resident: resident,
             contended: false,
             spread_limit_pct: None,
+            evidence: Default::default(),
             notes: vec![],
         },
         samples_gbps: vec![median; 20],
@@ -726,13 +727,15 @@ fn placed(path: PathId, size: u64, direction: Option<&str>, v: f64, searched: bo
         m.placement = None;
     }
     if searched {
-        m.notes.push(
-            "copy placement: 12 placements of the copies in their buffers tried (offsets in \
-             KiB: D2H device source/H2D host source/D2H host destination), all flows' GB/s in \
-             one batch of copies each (N=1, no spread): 0/0/0 → 73.43, 704/2688/1024 → 74.51; \
-             fastest over slowest +1.5 %; measured at 704/2688/1024"
+        m.evidence.placement_search = Some(hwc_model::PlacementSearch {
+            tried: 12,
+            finalists: 3,
+            fastest_over_slowest_pct: 1.5,
+            chosen: "704/2688/1024".into(),
+            detail: "12 placements of the copies in their buffers tried (offsets in KiB: D2H \
+                     device source/H2D host source/D2H host destination)"
                 .into(),
-        );
+        });
     }
     r
 }
@@ -780,8 +783,8 @@ fn the_duplex_table_says_which_rows_were_measured_at_the_fastest_placement() {
         "*D2D 1-stream at 2MiB*: measured at the fastest of several placements in their \
          buffers tried first (where their buffers lie, and the stream they are queued on, move \
          copies that stay in the L2 cache). \
-         Which ends moved and every placement's rate are in the measurement's notes in the YAML \
-         profile."
+         Which ends moved and every placement's rate are in the measurement's \
+         `evidence.placement_search` in the YAML profile."
     );
     let d2d_note_at = md.find(notes[1]).unwrap();
     let path7_at = md.find("### Path 7").unwrap_or(md.len());
@@ -825,22 +828,6 @@ fn the_copy_table_says_which_one_way_rows_were_measured_at_the_fastest_placement
         notes[1]
     );
     assert!(notes[1].contains("only those footnoted so above searched"));
-}
-
-#[test]
-fn figures_searched_before_host_buffers_were_are_footnoted_too() {
-    // Profiles written before session 7 began the note "device placement:".
-    let mut old = placed(PathId::D2h, 128 << 10, None, 31.2, true);
-    let note = &mut old.measurement.notes[0];
-    *note = note.replacen("copy placement:", "device placement:", 1);
-    let md = render(&profile_with(true, |r| r.push(old)));
-    let notes = placement_footnotes(&md);
-    assert_eq!(notes.len(), 1, "{md}");
-    assert!(
-        notes[0].starts_with("*D2H 1-stream at 128KiB*"),
-        "{}",
-        notes[0]
-    );
 }
 
 #[test]
@@ -1234,12 +1221,27 @@ fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
     );
 }
 
+/// A scheduling summary of `(disturbed, not_judged, of)` repetitions (none: nothing judged).
+fn sched(counts: Option<(usize, usize, usize)>, detail: &str) -> hwc_model::SchedSummary {
+    hwc_model::SchedSummary {
+        counts: counts.map(|(disturbed, not_judged, of)| hwc_model::RepCounts {
+            disturbed,
+            not_judged,
+            of,
+        }),
+        disturbed_above_pct: 1.0,
+        detail: detail.into(),
+    }
+}
+
 #[test]
 fn a_case_with_repetitions_not_judged_is_not_counted_as_undisturbed() {
-    let line = "scheduling: 0 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
+    let line = "0 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
                 repetition), 3 not judged (a thread's run-queue delay missing); largest \
                 run-queue delay 50 µs (rep 2, CPU 0: 0.04 % of it)";
-    let p = profile_with(false, |rs| rs[4].measurement.notes.push(line.into()));
+    let p = profile_with(false, |rs| {
+        rs[4].measurement.evidence.scheduling = Some(sched(Some((0, 3, 12)), line))
+    });
     let md = render(&p);
     assert!(
         md.contains(
@@ -1253,24 +1255,24 @@ fn a_case_with_repetitions_not_judged_is_not_counted_as_undisturbed() {
 
 #[test]
 fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
-    let line_a = "scheduling: 2 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
+    let line_a = "2 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
                   repetition); largest run-queue delay 3.00 ms (rep 4, CPU 2: 15 % of it); \
                   median 14.20 GB/s (13.90–14.50, N=2) disturbed against 16.80 GB/s \
                   (15.10–17.20, N=10) undisturbed; \
                   slowest repetition 4 (13.90 GB/s) disturbed";
-    let line_b = "scheduling: not available (run-queue delay not available: neither \
+    let line_b = "not available (run-queue delay not available: neither \
                   /proc/thread-self/schedstat nor /proc/self/task/7/schedstat exists)";
-    let line_c = "scheduling: 0 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
+    let line_c = "0 of 12 repetitions disturbed (a thread off its CPU over 1 % of the \
                   repetition); largest run-queue delay 50 µs (rep 2, CPU 0: 0.04 % of it); \
                   slowest repetition 7 (12.00 GB/s) undisturbed";
     let p = profile_with(false, |rs| {
-        rs[2].measurement.notes.push(line_a.into());
+        rs[2].measurement.evidence.scheduling = Some(sched(Some((2, 0, 12)), line_a));
         rs[3]
             .measurement
             .notes
             .push("copy: C library memcpy".into());
-        rs[3].measurement.notes.push(line_b.into());
-        rs[4].measurement.notes.push(line_c.into());
+        rs[3].measurement.evidence.scheduling = Some(sched(None, line_b));
+        rs[4].measurement.evidence.scheduling = Some(sched(Some((0, 0, 12)), line_c));
     });
     let md = render(&p);
     let head = md
@@ -1296,10 +1298,7 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
         .skip_while(|l| l.is_empty())
         .take_while(|l| l.starts_with("- `"))
         .collect();
-    let a = format!(
-        "- `host_ram/host-memcpy/n0-n0/256MiB/t1`: {}",
-        &line_a["scheduling: ".len()..]
-    );
+    let a = format!("- `host_ram/host-memcpy/n0-n0/256MiB/t1`: {}", line_a);
     assert_eq!(bullets, std::slice::from_ref(&a));
     // Inside the host RAM section, before the next path's.
     let host = md.find("### Path 7").unwrap();
@@ -1318,21 +1317,15 @@ fn each_host_case_scheduling_line_is_listed_under_the_rule_and_why() {
         listed,
         [
             a,
-            format!(
-                "- `host_ram/host-memcpy/n0-n0/256MiB/t2`: {}",
-                &line_b["scheduling: ".len()..]
-            ),
-            format!(
-                "- `host_ram/host-streaming/n0-n0/256MiB/t1`: {}",
-                &line_c["scheduling: ".len()..]
-            ),
+            format!("- `host_ram/host-memcpy/n0-n0/256MiB/t2`: {}", line_b),
+            format!("- `host_ram/host-streaming/n0-n0/256MiB/t1`: {}", line_c),
         ]
     );
-    // Re-rendering from the YAML keeps it (the notes are the record).
+    // Re-rendering from the YAML keeps it (the summaries are the record).
     let yaml = hwc_profile::to_yaml(&p).unwrap();
     let back = hwc_profile::from_yaml(&yaml).unwrap();
     assert_eq!(render(&back), md);
-    // No scheduling notes (a profile of an earlier build): no paragraph, no appendix.
+    // No scheduling summaries (a profile of an earlier build): no paragraph, no appendix.
     let plain = render(&profile(false));
     assert!(!plain.contains("Scheduling of each case") && !plain.contains("Appendix C"));
 }

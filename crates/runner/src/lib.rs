@@ -86,13 +86,19 @@ pub trait Prepared {
     fn last_latency_percentiles_us(&self) -> Option<(f64, f64)> {
         None
     }
-    /// Anything the reader of this figure must know.
+    /// Anything the reader of this figure must know, in words (for people: nothing reads
+    /// notes back; a fact other code needs is a typed field).
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The search over placements of the copies in their buffers that chose where the case is
+    /// measured, where it ran one.
+    fn placement_search(&self) -> Option<hwc_model::PlacementSearch> {
+        None
+    }
     /// The last repetition's scheduling counters (each thread's run-queue delay, involuntary
     /// switches and steal), where the engine reads them; the runner keeps those of the timed
-    /// repetitions, judges each ([`sched::DISTURBED_ABOVE_PCT`]) and notes a summary.
+    /// repetitions, judges each ([`sched::DISTURBED_ABOVE_PCT`]) and records a summary.
     fn last_sched(&self) -> Option<RepSched> {
         None
     }
@@ -160,7 +166,7 @@ pub trait Observer {
     /// A case that finished earlier (`index`: its index in the plan, as given to
     /// [`Observer::case_started`]) and was to be timed again after its engine's other cases
     /// (see [`run`]): this outcome replaces the one it finished with. `timed_again` is false
-    /// where it was not (its notes say why).
+    /// where it was not (its `evidence.windows` says why).
     fn case_retimed(&mut self, _index: usize, _outcome: &CaseOutcome, _timed_again: bool) {}
 }
 
@@ -218,7 +224,7 @@ impl RunOutcome {
 /// host RAM cases than after the GPU ones); its outcome, already reported, is then replaced
 /// ([`Observer::case_retimed`]). Once [`NOISY_STOP_AFTER`] cases in a row (a group timed
 /// together counting once) timed there stayed past their limits, the machine is taken to be
-/// still unsteady: the engine's other such cases keep the windows they have, and their notes
+/// still unsteady: the engine's other such cases keep the windows they have, and their `evidence.windows`
 /// say why.
 pub fn run(
     cases: &[Case],
@@ -488,6 +494,8 @@ pub fn run_group(
 /// What a prepared case said of itself, kept for the outcomes once it is gone.
 struct Facts {
     placement: Option<Placement>,
+    /// [`Prepared::placement_search`]: every member was timed at the placement it chose.
+    placement_search: Option<hwc_model::PlacementSearch>,
     cache_resident: bool,
     /// The lead's notes ([`Prepared::notes`]).
     notes: Vec<String>,
@@ -504,6 +512,7 @@ impl Facts {
     fn of(prepared: &dyn Prepared, members: &[Member]) -> Self {
         Facts {
             placement: prepared.placement(),
+            placement_search: prepared.placement_search(),
             cache_resident: prepared.cache_resident(),
             notes: prepared.notes(),
             also_notes: members
@@ -736,9 +745,13 @@ impl Timed<'_> {
         let window = &self.windows[chosen];
         let facts = &self.facts[window.pass];
         let outcome_of = |mi: usize, member: &Member| {
-            let mut notes = self.notes.clone();
+            let notes = self.notes.clone();
+            let mut evidence = hwc_model::Evidence {
+                placement_search: facts.placement_search.clone(),
+                ..Default::default()
+            };
             if self.windows.len() > 1 || self.cut_short || self.not_again.is_some() {
-                notes.push(windows_note(self, mi, chosen));
+                evidence.windows = Some(windows(self, mi, chosen));
             }
             let mut measurement = Measurement {
                 key: member.case.key.clone(),
@@ -757,6 +770,7 @@ impl Timed<'_> {
                 cache_resident: facts.cache_resident,
                 contended: self.contended,
                 spread_limit_pct: self.limits[mi],
+                evidence,
                 notes,
             };
             if member.also.is_some() {
@@ -770,12 +784,9 @@ impl Timed<'_> {
                     .notes
                     .extend(facts.also_notes[mi].iter().cloned());
             } else {
-                if let Some(note) = options
+                measurement.evidence.wall_clock_disagreement = options
                     .wall_tolerance
-                    .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol))
-                {
-                    measurement.notes.push(note);
-                }
+                    .and_then(|tol| wall_check(&measurement.gbps, &window.wall_gbps, tol));
                 let summary = |v: &[f64]| hwc_stats::summarize(v).ok();
                 measurement.latency_us = summary(&window.latencies);
                 let p50: Vec<f64> = window.percentiles.iter().map(|p| p.0).collect();
@@ -792,9 +803,9 @@ impl Timed<'_> {
                 .is_none()
                 .then(|| scheduling(window, &facts.sched_sources))
                 .flatten();
-            if let Some(ev) = &scheduling {
-                measurement.notes.push(sched::note(ev, &samples_gbps));
-            }
+            measurement.evidence.scheduling = scheduling
+                .as_ref()
+                .map(|ev| sched::summary(ev, &samples_gbps));
             CaseOutcome::Measured(Box::new(CaseResult {
                 measurement,
                 samples_gbps,
@@ -967,22 +978,17 @@ fn time_window(
 /// medians, like the figure itself: a timer that does not bracket the work shifts every
 /// repetition, while one repetition whose wall span caught the host thread descheduled (a VM's
 /// neighbour, an interrupt) is noise in the wall clock, not an error of the timer.
-fn wall_check(timer: &hwc_model::Stats, wall_gbps: &[f64], tolerance: f64) -> Option<String> {
+fn wall_check(
+    timer: &hwc_model::Stats,
+    wall_gbps: &[f64],
+    tolerance: f64,
+) -> Option<hwc_model::WallClockDisagreement> {
     let wall = hwc_stats::summarize(wall_gbps).ok()?;
     let apart = (wall.median - timer.median).abs() / timer.median;
-    (apart > tolerance).then(|| {
-        format!(
-            "timer and wall clock disagree: by the wall clock the median repetition reads \
-             {:.2} GB/s (min {:.2}, max {:.2}, N={}), by the timer {:.2} GB/s, {:.1} % apart \
-             (tolerance {:.1} %)",
-            wall.median,
-            wall.min,
-            wall.max,
-            wall.n,
-            timer.median,
-            apart * 100.0,
-            tolerance * 100.0
-        )
+    (apart > tolerance).then_some(hwc_model::WallClockDisagreement {
+        wall_gbps: wall,
+        apart_pct: apart * 100.0,
+        tolerance_pct: tolerance * 100.0,
     })
 }
 
@@ -1005,8 +1011,8 @@ fn steadiest(windows: &[Window], limits: &[Option<u32>]) -> usize {
 }
 
 /// What member `mi` of a group timed in several windows (or not timed again where it would
-/// have been) says about them; `chosen`: the window kept.
-fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
+/// have been) records of them; `chosen`: the window kept.
+fn windows(timed: &Timed, mi: usize, chosen: usize) -> hwc_model::Windows {
     let windows = &timed.windows;
     let limit_pct = timed.limits[mi];
     let list = |f: fn(&hwc_model::Stats) -> f64| {
@@ -1089,7 +1095,15 @@ fn windows_note(timed: &Timed, mi: usize, chosen: usize) -> String {
             )
         });
     }
-    note
+    hwc_model::Windows {
+        timed: n as u32,
+        kept: chosen as u32 + 1,
+        medians_gbps: windows.iter().map(|w| w.gbps[mi].median).collect(),
+        spreads_pct: windows.iter().map(|w| w.gbps[mi].spread_pct).collect(),
+        cut_short: timed.cut_short,
+        not_timed_again: timed.not_again.clone(),
+        detail: note,
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! its CPU), and the one-line summary a case's notes carry. Pure: the backend reads the counters
 //! ([`crate::Prepared::last_sched`]); this judges and words them.
 
-use hwc_model::{RepEvidence, RepSched, SchedEvidence, SchedSources, SCHED_NOTE_PREFIX};
+use hwc_model::{RepCounts, RepEvidence, RepSched, SchedEvidence, SchedSources, SchedSummary};
 use std::fmt::Write;
 
 pub use hwc_model::sched::DISTURBED_ABOVE_PCT;
@@ -108,13 +108,12 @@ fn of_rep(ns: u64, seconds: f64, why: &str) -> String {
     }
 }
 
-/// The one-line summary of a case's evidence for its notes (it begins with
-/// [`SCHED_NOTE_PREFIX`]): how many of its repetitions were disturbed and by what rule, the
+/// The summary of a case's evidence for its measurement: how many of its repetitions were disturbed and by what rule, the
 /// largest run-queue delay, steal and involuntary switches and in which repetition, whether the
 /// disturbed repetitions are the slow ones (their median against the others', where each group
 /// has two or more), and why a counter is missing. `samples_gbps`: the same repetitions'
 /// figures, in the same order.
-pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
+pub fn summary(ev: &SchedEvidence, samples_gbps: &[f64]) -> SchedSummary {
     let n = ev.reps.len();
     let judged: Vec<usize> = (0..n).filter(|&i| ev.reps[i].disturbed.is_some()).collect();
     let why = if ev.unavailable.is_empty() {
@@ -137,7 +136,11 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
         } else {
             ev.unavailable.join("; ")
         };
-        return format!("{SCHED_NOTE_PREFIX} not available ({why}){switches}");
+        return SchedSummary {
+            counts: None,
+            disturbed_above_pct: ev.disturbed_above_pct,
+            detail: format!("not available ({why}){switches}"),
+        };
     }
     let hit: Vec<usize> = judged
         .iter()
@@ -149,12 +152,22 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
         .copied()
         .filter(|&i| ev.reps[i].disturbed == Some(false))
         .collect();
-    let counts = hwc_model::sched::RepCounts {
+    let counts = RepCounts {
         disturbed: hit.len(),
         not_judged: n - judged.len(),
         of: n,
     };
-    let mut s = hwc_model::sched::counts_phrase(counts, ev.disturbed_above_pct);
+    let mut s = format!(
+        "{} of {} repetitions disturbed (a thread off its CPU over {} % of the repetition)",
+        counts.disturbed, counts.of, ev.disturbed_above_pct
+    );
+    if counts.not_judged > 0 {
+        let _ = write!(
+            s,
+            ", {} not judged (a thread's run-queue delay missing)",
+            counts.not_judged
+        );
+    }
     let seconds = |i: usize| ev.reps[i].seconds;
     match largest(ev, |t| t.run_delay_ns) {
         Some((0, _, _)) => s.push_str("; no run-queue delay"),
@@ -274,7 +287,11 @@ pub fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
         }
     }
     s.push_str(&why);
-    s
+    SchedSummary {
+        counts: Some(counts),
+        disturbed_above_pct: ev.disturbed_above_pct,
+        detail: s,
+    }
 }
 
 #[cfg(test)]
@@ -370,10 +387,18 @@ mod tests {
         let ev = evidence(reps, sources());
         let flags: Vec<Option<bool>> = ev.reps.iter().map(|r| r.disturbed).collect();
         assert_eq!(flags, [Some(false), Some(true), Some(false), Some(true)]);
+        assert_eq!(
+            summary(&ev, &[10.0, 7.0, 11.0, 8.0]).counts,
+            Some(RepCounts {
+                disturbed: 2,
+                not_judged: 0,
+                of: 4
+            })
+        );
         let note = note(&ev, &[10.0, 7.0, 11.0, 8.0]);
         assert_eq!(
             note,
-            "scheduling: 2 of 4 repetitions disturbed (a thread off its CPU over 1 % of the \
+            "2 of 4 repetitions disturbed (a thread off its CPU over 1 % of the \
              repetition); largest run-queue delay 3.00 ms (rep 2, CPU 3: 15 % \
              of it); largest steal on a thread's CPU 10 ms (rep 4, CPU 1: 50 % of it; 10 ms \
              ticks), machine-wide up to 30 ms (rep 4); up to 1 \
@@ -388,10 +413,7 @@ mod tests {
         let calm = |d| (0.010, rep(vec![thread(0, Some(d), Some(0))], Some(0)));
         let ev = evidence(vec![calm(2_000), calm(0), calm(500_000)], sources());
         let note = note(&ev, &[5.0, 6.0, 4.0]);
-        assert!(
-            note.starts_with("scheduling: 1 of 3 repetitions disturbed"),
-            "{note}"
-        );
+        assert!(note.starts_with("1 of 3 repetitions disturbed"), "{note}");
         assert!(
             note.contains("medians not compared (1 disturbed, 2 undisturbed; 2 of each needed)"),
             "{note}"
@@ -411,11 +433,8 @@ mod tests {
         );
         // Nothing disturbed: still counted, no comparison of medians, the slowest judged.
         let ev = evidence(vec![calm(0), calm(1_000)], sources());
-        let note = super::note(&ev, &[5.0, 6.0]);
-        assert!(
-            note.starts_with("scheduling: 0 of 2 repetitions disturbed"),
-            "{note}"
-        );
+        let note = super::tests::note(&ev, &[5.0, 6.0]);
+        assert!(note.starts_with("0 of 2 repetitions disturbed"), "{note}");
         assert!(note.contains("largest run-queue delay 1.0 µs (rep 2, CPU 0: 0.01 % of it)"));
         assert!(!note.contains("medians"), "{note}");
         assert!(note.ends_with("slowest repetition 1 (5.00 GB/s) undisturbed"));
@@ -440,13 +459,14 @@ mod tests {
         for steal in [Some(0), None] {
             let ev = evidence(vec![r(steal), r(steal)], src.clone());
             assert!(ev.reps.iter().all(|r| r.disturbed.is_none()));
+            assert_eq!(summary(&ev, &[5.0, 6.0]).counts, None, "nothing to count");
             let note = note(&ev, &[5.0, 6.0]);
             assert!(!note.contains("run-queue delay 0"), "{note}");
             assert!(!note.contains("disturbed"), "{note}");
             assert_eq!(
                 note,
                 format!(
-                    "scheduling: not available ({why}); up to 2 involuntary context switches \
+                    "not available ({why}); up to 2 involuntary context switches \
                      in a thread (rep 1, CPU 0)"
                 )
             );
@@ -457,7 +477,7 @@ mod tests {
         );
         assert_eq!(
             note_of(&bare),
-            "scheduling: not available (no repetition had every thread's run-queue delay read)"
+            "not available (no repetition had every thread's run-queue delay read)"
         );
     }
 
@@ -504,6 +524,11 @@ mod tests {
 
     fn note_of(ev: &SchedEvidence) -> String {
         note(ev, &vec![1.0; ev.reps.len()])
+    }
+
+    /// The summary's line.
+    fn note(ev: &SchedEvidence, samples_gbps: &[f64]) -> String {
+        summary(ev, samples_gbps).detail
     }
 
     #[test]

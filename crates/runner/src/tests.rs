@@ -270,9 +270,9 @@ fn busy_is_refused_or_marked_contended() {
     assert!(m.notes[0].contains("3 other processes"));
 }
 
-/// The notes of a case of a cold and 3 timed repetitions of 1 s by the timer, whose wall
-/// clock read `walls` (cold first), checked at 2 %.
-fn timer_check_notes(walls: [f64; 4]) -> Vec<String> {
+/// The wall clock's disagreement of a case of a cold and 3 timed repetitions of 1 s by the
+/// timer, whose wall clock read `walls` (cold first), checked at 2 %.
+fn timer_check(walls: [f64; 4]) -> Option<hwc_model::WallClockDisagreement> {
     let mut b = Scripted::new(&[1.0; 4]);
     b.walls = walls.to_vec();
     let opts = RunOptions {
@@ -280,31 +280,35 @@ fn timer_check_notes(walls: [f64; 4]) -> Vec<String> {
         ..RunOptions::default()
     };
     let out = run1(b, case(PathId::HostRam, 0, 3), opts);
-    out.results[0].measurement.notes.clone()
+    out.results[0]
+        .measurement
+        .evidence
+        .wall_clock_disagreement
+        .clone()
 }
 
-/// Whether `notes` flag the timer, `apart` (e.g. `4.8 %`) from the wall clock.
-fn flags_timer(notes: &[String], apart: &str) -> bool {
-    notes
-        .iter()
-        .any(|n| n.contains("disagree") && n.contains(&format!("{apart} apart")))
+/// Whether `d` flags the timer, `apart_pct` (to 0.1) from the wall clock.
+fn flags_timer(d: &Option<hwc_model::WallClockDisagreement>, apart_pct: f64) -> bool {
+    d.as_ref()
+        .is_some_and(|d| (d.apart_pct - apart_pct).abs() < 0.05 && d.tolerance_pct == 2.0)
 }
 
 #[test]
 fn wall_clock_disagreement_is_flagged() {
-    let notes = timer_check_notes([1.05; 4]);
-    assert!(flags_timer(&notes, "4.8 %"), "{notes:?}");
+    let d = timer_check([1.05; 4]);
+    assert!(flags_timer(&d, 4.8), "{d:?}");
+    let shown = d.unwrap().to_string();
+    assert!(shown.contains("4.8 % apart"), "{shown}");
 }
 
 #[test]
 fn one_repetition_that_caught_a_host_stall_does_not_flag_the_timer() {
     // The second timed repetition's wall span caught the host thread descheduled for 0.5 s.
     // The medians agree: no note.
-    let notes = timer_check_notes([1.0, 1.0, 1.5, 1.0]);
-    assert!(!notes.iter().any(|n| n.contains("disagree")), "{notes:?}");
+    assert_eq!(timer_check([1.0, 1.0, 1.5, 1.0]), None);
     // Two of the three: the timer's median is not the wall clock's.
-    let notes = timer_check_notes([1.0, 1.5, 1.5, 1.0]);
-    assert!(flags_timer(&notes, "33.3 %"), "{notes:?}");
+    let d = timer_check([1.0, 1.5, 1.5, 1.0]);
+    assert!(flags_timer(&d, 33.3), "{d:?}");
 }
 
 #[test]
@@ -399,13 +403,14 @@ fn held_to_1_pct(times: &[f64]) -> CaseResult {
     out.results[0].clone()
 }
 
-/// The case's note on its windows of timed repetitions.
+/// The case's account of its windows of timed repetitions, in words.
 fn windows_note(r: &CaseResult) -> &str {
-    r.measurement
-        .notes
-        .iter()
-        .find(|n| n.contains("the figure is window"))
-        .expect("a note on the windows")
+    &r.measurement
+        .evidence
+        .windows
+        .as_ref()
+        .expect("windows recorded")
+        .detail
 }
 
 #[test]
@@ -413,7 +418,7 @@ fn a_steady_first_window_is_the_only_one() {
     // cold, then 1.00 / 1.005 / 1.00 s: spread 0.5 %, within 1 %.
     let r = &held_to_1_pct(&[1.0, 1.0, 1.005, 1.0]);
     assert_eq!(r.samples_gbps.len(), 3);
-    assert!(!r.measurement.notes.iter().any(|n| n.contains("windows")));
+    assert!(r.measurement.evidence.windows.is_none());
 }
 
 #[test]
@@ -430,6 +435,10 @@ fn a_noisy_window_is_timed_again_and_the_steadiest_kept() {
     assert!(note.contains("window 2's, the steadiest"), "{note}");
     assert!(!note.contains("unsteady"), "{note}");
     assert!(!r.measurement.unsteady());
+    let w = r.measurement.evidence.windows.as_ref().unwrap();
+    assert_eq!((w.timed, w.kept, w.cut_short), (2, 2, false));
+    assert_eq!(w.medians_gbps, vec![1.0, 1.0]);
+    assert_eq!(w.spreads_pct, vec![50.0, 0.0]);
 }
 
 #[test]
@@ -471,16 +480,15 @@ fn only_the_kept_window_s_timer_check_is_reported() {
     let out = run1(b, retrying(3, 1), opts.clone());
     let r = &out.results[0];
     assert_eq!(r.samples_gbps, vec![1.0, 1.0, 1.0]);
-    assert!(
-        !r.measurement.notes.iter().any(|n| n.contains("disagree")),
-        "{:?}",
-        r.measurement.notes
-    );
+    assert_eq!(r.measurement.evidence.wall_clock_disagreement, None);
     // Kept with the disagreement, the note is there.
     let mut b = Scripted::new(&[1.0, 1.0, 1.0, 1.0]);
     b.walls = vec![1.0, 1.1, 1.1, 1.0];
     let out = run1(b, retrying(3, 1), opts);
-    assert!(flags_timer(&out.results[0].measurement.notes, "9.1 %"));
+    assert!(flags_timer(
+        &out.results[0].measurement.evidence.wall_clock_disagreement,
+        9.1
+    ));
 }
 
 /// A case of 3 repetitions held to 1 %, on `times`, with the interrupt flag set after `after`
@@ -500,7 +508,7 @@ fn an_interrupt_after_a_noisy_window_keeps_it_instead_of_timing_another() {
     match outcome {
         CaseOutcome::Measured(r) => {
             assert_eq!(r.samples_gbps, vec![1.0, 0.5, 1.0]);
-            assert!(!r.measurement.notes.iter().any(|n| n.contains("windows")));
+            assert!(r.measurement.evidence.windows.is_none());
             assert!(r.measurement.unsteady());
         }
         other => panic!("expected a measurement, got {other:?}"),
@@ -1248,15 +1256,23 @@ fn timed_repetitions_scheduling_is_kept_judged_and_noted_not_dropped() {
     assert_eq!(r.samples_gbps, vec![1.0, 1.0, 0.5, 1.0]);
     assert_eq!(r.measurement.gbps.n, 4);
     assert_eq!(r.measurement.gbps.min, 0.5);
-    let notes: Vec<&String> = r
+    let summary = r
         .measurement
-        .notes
-        .iter()
-        .filter(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX))
-        .collect();
-    assert_eq!(notes.len(), 1, "{:?}", r.measurement.notes);
+        .evidence
+        .scheduling
+        .as_ref()
+        .expect("a summary");
+    assert_eq!(
+        summary.counts,
+        Some(hwc_model::RepCounts {
+            disturbed: 1,
+            not_judged: 0,
+            of: 4
+        })
+    );
+    let notes = [&summary.detail];
     assert!(
-        notes[0].starts_with("scheduling: 1 of 4 repetitions disturbed"),
+        notes[0].starts_with("1 of 4 repetitions disturbed"),
         "{}",
         notes[0]
     );
@@ -1285,11 +1301,7 @@ fn a_backend_that_reads_no_scheduling_gets_no_evidence_and_no_note() {
     );
     let r = &out.results[0];
     assert_eq!(r.scheduling, None);
-    assert!(!r
-        .measurement
-        .notes
-        .iter()
-        .any(|n| n.starts_with(hwc_model::SCHED_NOTE_PREFIX)));
+    assert_eq!(r.measurement.evidence.scheduling, None);
     // A raw record of an earlier build, without the field, still reads.
     let mut v = serde_json::to_value(r).unwrap();
     v.as_object_mut().unwrap().remove("scheduling");
