@@ -13,9 +13,10 @@ use crate::affinity::node_cpus;
 use crate::bdf::normalize_bdf;
 use crate::copy::{CaseContext, CopyCase, CopyOp, DeviceRuntime, WarmKit, LATCH_TIMEOUT_NS};
 use crate::error::{driver, CudaError};
-use crate::nvml::{self, link_label, Sample};
+use crate::nvml::{self, link_setting, Sample};
 use crate::params::CopySpec;
 use crate::probe::{CudaDevice, CudaProbe};
+use hwc_model::Setting;
 
 /// Utilisation above this share of time (NVML, %) means someone else is using the GPU.
 pub const BUSY_UTILISATION_PCT: u32 = 5;
@@ -52,7 +53,7 @@ struct Slot {
     runtime: Option<DeviceRuntime>,
     /// Notes every figure of this GPU carries.
     notes: Vec<String>,
-    environment: BTreeMap<String, String>,
+    environment: hwc_model::Environment,
     /// When the idle guard last looked (µs since the epoch, NVML's sample clock).
     utilisation_seen_us: Option<u64>,
     warmed: bool,
@@ -65,7 +66,7 @@ struct Slot {
 pub struct CudaBackend {
     slots: Vec<Slot>,
     nvml: Option<Nvml>,
-    environment: BTreeMap<String, String>,
+    environment: hwc_model::Environment,
     /// Set when CUDA is not usable here: every case is waived with this reason.
     unavailable: Option<String>,
     /// Duplex case key → the key of the announced case of the other direction of the same
@@ -76,30 +77,26 @@ pub struct CudaBackend {
 const HINT_NO_CUDA: &str =
     "install the NVIDIA driver (libcuda.so.1) and check that nvidia-smi lists the GPU";
 
-/// The `cuda.copy_placement` environment value: which copies search placement, and over what.
-fn copy_placement_setting() -> String {
-    format!(
-        "one-stream duplex and D2H copies of {max} or less: host buffers in small pages, \
-         measured at the fastest of {} placements in their buffers (offsets of the D2H device \
-         source, the H2D host source and the D2H host destination together), tried first (the \
-         {} fastest of one batch of copies each tried again, median of {} batches; both \
-         directions of a duplex size timed in the same repetitions, so at one choice); \
-         one-stream D2D copies of {d2d_max} or less: the fastest of {} placements of their \
-         source and destination, up to {d2d_reach} into their device buffers, each on its own \
-         stream (every 4th of the first {standing} standing streams of the GPU), chosen the \
-         same way; other copies at their buffers' start, on a stream of their own",
-        crate::params::SEARCH_PLACEMENTS.len(),
-        crate::copy::FINALISTS,
-        crate::copy::FINAL_REPS,
-        crate::params::D2D_SEARCH_PLACEMENTS.len(),
-        max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
-        d2d_max = size_label(crate::params::D2D_SEARCH_MAX_BYTES as u64),
-        d2d_reach = size_label(crate::params::D2D_SEARCH_REACH_BYTES as u64),
-        standing = crate::params::D2D_SEARCH_PLACEMENTS
-            .iter()
-            .map(|p| p.queue)
-            .max()
-            .unwrap_or(0),
+/// The `cuda.copy_placement` setting: which copies search placement, and over what.
+fn copy_placement_setting() -> Setting {
+    Setting::about(
+        format!(
+            "searched: 1-stream duplex and D2H up to {max}, {} placements; 1-stream D2D up to \
+             {d2d_max}, {} placements",
+            crate::params::SEARCH_PLACEMENTS.len(),
+            crate::params::D2D_SEARCH_PLACEMENTS.len(),
+            max = size_label(crate::params::PLACEMENT_SEARCH_MAX_BYTES as u64),
+            d2d_max = size_label(crate::params::D2D_SEARCH_MAX_BYTES as u64),
+        ),
+        format!(
+            "where small copies lie in their buffers moves them, so they are measured at the \
+             fastest placement tried first (the {} fastest tried again, median of {} batches; \
+             D2D placements reach {reach} into their buffers); other copies at their buffers' \
+             start",
+            crate::copy::FINALISTS,
+            crate::copy::FINAL_REPS,
+            reach = size_label(crate::params::D2D_SEARCH_REACH_BYTES as u64),
+        ),
     )
 }
 
@@ -115,17 +112,21 @@ impl CudaBackend {
         let mut environment = probe.environment.clone();
         environment.insert(
             "cuda.timing".into(),
-            "copies queued behind a spin-kernel latch (PTX, host-mapped flag), CUDA events \
-             (CU_EVENT_DEFAULT), host wall clock from latch release as a cross-check"
-                .into(),
+            Setting::about(
+                "latched events",
+                "copies queued behind a spin-kernel latch (PTX, host-mapped flag), timed by CUDA \
+                 events (CU_EVENT_DEFAULT), the host wall clock from the latch's release a \
+                 cross-check",
+            ),
         );
         environment.insert(
             "cuda.pinned_memory".into(),
-            "mmap + mbind + pre-faulted, transparent huge pages requested (small pages, \
-             MADV_NOHUGEPAGE, for the copies that search placement: see \
-             cuda.copy_placement), registered with cuMemHostRegister(PORTABLE) (not \
-             write-combined)"
-                .into(),
+            Setting::about(
+                "registered mmap, huge pages",
+                "mmap + mbind + pre-faulted, transparent huge pages requested (small pages for \
+                 the copies that search placement), registered with \
+                 cuMemHostRegister(PORTABLE), not write-combined",
+            ),
         );
         environment.insert(
             "cuda.device_max_connections".into(),
@@ -148,8 +149,8 @@ impl CudaBackend {
                         "idle guard off: NVML does not list {bdf}, GPU load was not checked"
                     ));
                 }
-                let mut environment = BTreeMap::new();
-                environment.insert(format!("{name}.pci_bdf"), bdf.clone());
+                let mut environment = hwc_model::Environment::new();
+                environment.insert(format!("{name}.pci_bdf"), bdf.clone().into());
                 if let Some(d) = &device {
                     static_facts(name, d, &mut environment);
                 }
@@ -315,28 +316,34 @@ fn partners(cases: &[&Case]) -> HashMap<String, String> {
     out
 }
 
-fn static_facts(name: &str, d: &CudaDevice, env: &mut BTreeMap<String, String>) {
-    env.insert(format!("{name}.model"), d.name.clone());
-    env.insert(format!("{name}.cuda_ordinal"), d.ordinal.to_string());
-    env.insert(format!("{name}.memory_bytes"), d.memory_bytes.to_string());
-    env.insert(
-        format!("{name}.l2_cache_bytes"),
-        d.l2_cache_bytes.to_string(),
+fn static_facts(name: &str, d: &CudaDevice, env: &mut hwc_model::Environment) {
+    let mut put = |key: &str, v: Setting| {
+        env.insert(format!("{name}.{key}"), v);
+    };
+    put("model", d.name.clone().into());
+    put("cuda_ordinal", d.ordinal.to_string().into());
+    put(
+        "memory_bytes",
+        Setting::bytes(d.memory_bytes, "device memory"),
     );
-    env.insert(
-        format!("{name}.compute_capability"),
-        format!("{}.{}", d.compute_capability.0, d.compute_capability.1),
+    put(
+        "l2_cache_bytes",
+        Setting::bytes(d.l2_cache_bytes, "L2 cache"),
     );
-    env.insert(format!("{name}.copy_engines"), d.copy_engines.to_string());
+    put(
+        "compute_capability",
+        format!("{}.{}", d.compute_capability.0, d.compute_capability.1).into(),
+    );
+    put("copy_engines", d.copy_engines.to_string().into());
     if let Some(f) = &d.nvml {
-        if let Some(l) = link_label(f.link_gen_max, f.link_width_max) {
-            env.insert(format!("{name}.pcie_link_max"), l);
+        if let Some(l) = link_setting(f.link_gen_max, f.link_width_max) {
+            put("pcie_link_max", l);
         }
         if let Some(b) = f.bar1_total_bytes {
-            env.insert(format!("{name}.bar1_total_bytes"), b.to_string());
+            put("bar1_total_bytes", Setting::bytes(b, "BAR1 aperture"));
         }
         if let Some(c) = f.max_sm_clock_mhz {
-            env.insert(format!("{name}.sm_clock_max_mhz"), c.to_string());
+            put("sm_clock_max_mhz", c.to_string().into());
         }
     }
 }
@@ -349,34 +356,29 @@ struct WarmReport {
 }
 
 impl WarmReport {
-    fn record(&self, gpu: &str, env: &mut BTreeMap<String, String>) {
-        let mut put = |key: &str, v: Option<String>| {
+    fn record(&self, gpu: &str, env: &mut hwc_model::Environment) {
+        let mut put = |key: &str, v: Option<Setting>| {
             if let Some(v) = v {
                 env.insert(format!("{gpu}.{key}"), v);
             }
         };
-        put(
-            "sm_clock_idle_mhz",
-            self.idle.sm_clock_mhz.map(|c| c.to_string()),
-        );
-        put(
-            "sm_clock_load_mhz",
-            self.load.sm_clock_mhz.map(|c| c.to_string()),
-        );
-        put(
-            "mem_clock_load_mhz",
-            self.load.mem_clock_mhz.map(|c| c.to_string()),
-        );
+        let mhz = |c: Option<u32>| c.map(|c| Setting::from(c.to_string()));
+        put("sm_clock_idle_mhz", mhz(self.idle.sm_clock_mhz));
+        put("sm_clock_load_mhz", mhz(self.load.sm_clock_mhz));
+        put("mem_clock_load_mhz", mhz(self.load.mem_clock_mhz));
         put(
             "pcie_link_idle",
-            link_label(self.idle.link_gen, self.idle.link_width),
+            link_setting(self.idle.link_gen, self.idle.link_width),
         );
         put(
             "pcie_link_load",
-            link_label(self.load.link_gen, self.load.link_width),
+            link_setting(self.load.link_gen, self.load.link_width),
         );
-        put("pstate_load", self.load.pstate.clone());
-        put("warmup_ms", Some(self.duration.as_millis().to_string()));
+        put("pstate_load", self.load.pstate.clone().map(Setting::from));
+        put(
+            "warmup_ms",
+            Some(self.duration.as_millis().to_string().into()),
+        );
     }
 
     /// A note when the SM clock did not rise under the warm-up load.
@@ -616,7 +618,7 @@ impl Engine for CudaBackend {
         true
     }
 
-    fn environment(&self) -> BTreeMap<String, String> {
+    fn environment(&self) -> hwc_model::Environment {
         let mut env = self.environment.clone();
         for slot in &self.slots {
             env.extend(slot.environment.clone());
@@ -728,7 +730,7 @@ mod tests {
             ("gpu1".to_string(), "0000:81:00.0".to_string()),
         ];
         let env = hwc_runner::Engine::environment(&super::CudaBackend::new(&probe, &gpus));
-        let get = |k: &str| env.get(k).map(String::as_str);
+        let get = |k: &str| env.get(k).map(|s| s.value.as_str());
         assert_eq!(get("gpu0.cuda_ordinal"), Some("1"));
         assert_eq!(get("gpu1.cuda_ordinal"), Some("0"));
         assert_eq!(get("gpu1.pci_bdf"), Some("0000:81:00.0"));
@@ -776,18 +778,17 @@ mod tests {
 
     #[test]
     fn the_placement_setting_names_the_cases_that_search_and_how_many_placements() {
+        let s = copy_placement_setting();
         assert_eq!(
-            copy_placement_setting(),
-            "one-stream duplex and D2H copies of 2MiB or less: host buffers in small pages, \
-             measured at the fastest of 24 placements in their buffers (offsets of the D2H \
-             device source, the H2D host source and the D2H host destination together), tried \
-             first (the 3 fastest of one batch of copies each tried again, median of 3 batches; \
-             both directions of a duplex size timed in the same repetitions, so at one choice); \
-             one-stream D2D copies of 16MiB or less: the fastest of 24 \
-             placements of their source and destination, up to 240MiB into their device \
-             buffers, each on its own stream (every 4th of the first 92 standing streams of \
-             the GPU), chosen the same way; other copies at their buffers' start, on a stream \
-             of their own"
+            s.value,
+            "searched: 1-stream duplex and D2H up to 2MiB, 24 placements; 1-stream D2D up to \
+             16MiB, 24 placements"
+        );
+        assert!(
+            s.about
+                .as_deref()
+                .is_some_and(|a| a.contains("the 3 fastest tried again, median of 3 batches")),
+            "{s}"
         );
     }
 

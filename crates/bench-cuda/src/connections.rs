@@ -11,6 +11,7 @@
 //! The driver reads the variable once, when it initialises, and the process environment is not
 //! thread-safe: [`configure`] must run first thing in `main`, before any other thread exists.
 
+use hwc_model::Setting;
 use std::ffi::OsStr;
 use std::sync::OnceLock;
 
@@ -38,19 +39,23 @@ impl Connections {
         }
     }
 
-    /// The environment record's value.
-    pub fn describe(&self) -> String {
+    /// The setting as the profile records it: the value, and who chose it.
+    pub fn describe(&self) -> Setting {
         match self {
-            Connections::Chosen(n) => format!(
-                "{n} (set by hwceiling because {VAR} was unset; the driver's default is 8: more \
-                 hardware queues measured faster small and duplex copies)"
+            Connections::Chosen(n) => Setting::about(
+                n.to_string(),
+                format!(
+                    "set by hwceiling because {VAR} was unset; the driver's default is 8: more \
+                     hardware queues measured faster small and duplex copies"
+                ),
             ),
             Connections::FromEnvironment(v) if in_range(v) => {
-                format!("{v} (from the environment, left as the user set it)")
+                Setting::about(v.clone(), "from the environment, left as the user set it")
             }
-            Connections::FromEnvironment(v) => format!(
-                "{v:?} (from the environment, left as the user set it; not a number from 1 to \
-                 32, so what the driver made of it is not known)"
+            Connections::FromEnvironment(v) => Setting::about(
+                v.clone(),
+                "from the environment, left as the user set it; not a number from 1 to 32, so \
+                 what the driver made of it is not known",
             ),
         }
     }
@@ -63,13 +68,16 @@ fn in_range(v: &str) -> bool {
 
 /// The record for a process that [`configure`]d (`configured`) or did not, with the variable's
 /// current value (pure).
-pub fn record(configured: Option<&Connections>, current: Option<&OsStr>) -> String {
+pub fn record(configured: Option<&Connections>, current: Option<&OsStr>) -> Setting {
     match (configured, current.filter(|v| !v.is_empty())) {
         (Some(c), _) => c.describe(),
         (None, Some(v)) => {
             Connections::FromEnvironment(v.to_string_lossy().into_owned()).describe()
         }
-        (None, None) => "unset: the driver's default (8); this process did not choose it".into(),
+        (None, None) => Setting::about(
+            "unset",
+            "the driver's default (8); this process did not choose it",
+        ),
     }
 }
 
@@ -95,7 +103,7 @@ pub unsafe fn configure() -> Connections {
 
 /// The environment record's value: [`configure`]'s decision, or, when the process never called
 /// it (a library user), the variable as found.
-pub fn recorded() -> String {
+pub fn recorded() -> Setting {
     record(CONFIGURED.get(), std::env::var_os(VAR).as_deref())
 }
 
@@ -107,23 +115,30 @@ mod tests {
     fn unset_means_we_choose_the_maximum() {
         assert_eq!(Connections::decide(None), Connections::Chosen(32));
         let d = Connections::Chosen(32).describe();
-        assert!(d.starts_with("32 (set by hwceiling"), "{d}");
+        assert_eq!(d.value, "32");
+        assert!(d.to_string().starts_with("32 (set by hwceiling"), "{d}");
     }
 
     #[test]
     fn a_user_value_is_kept_verbatim() {
         let d = Connections::decide(Some(OsStr::new("1")));
         assert_eq!(d, Connections::FromEnvironment("1".into()));
-        assert!(d.describe().starts_with("1 (from the environment"));
+        assert!(d
+            .describe()
+            .to_string()
+            .starts_with("1 (from the environment"));
         // Even a value the driver will reject is the user's to fix, not ours to replace, and
         // the record says it may not have taken effect.
         for bad in ["abc", "64", "0"] {
             let d = Connections::decide(Some(OsStr::new(bad)));
             assert_eq!(d, Connections::FromEnvironment(bad.into()));
-            assert!(d.describe().contains("not a number from 1 to 32"), "{bad}");
+            let s = d.describe();
+            assert_eq!(s.value, bad);
+            assert!(s.to_string().contains("not a number from 1 to 32"), "{bad}");
         }
         assert!(!Connections::decide(Some(OsStr::new("32")))
             .describe()
+            .to_string()
             .contains("not a number"));
     }
 
@@ -133,7 +148,7 @@ mod tests {
             Connections::decide(Some(OsStr::new(""))),
             Connections::Chosen(32)
         );
-        assert!(record(None, Some(OsStr::new(""))).starts_with("unset"));
+        assert_eq!(record(None, Some(OsStr::new(""))).value, "unset");
     }
 
     #[test]
@@ -145,7 +160,12 @@ mod tests {
             chosen.describe()
         );
         // A library user that never configured: the variable as found, or the driver default.
-        assert!(record(None, Some(OsStr::new("8"))).starts_with("8 (from the environment"));
-        assert!(record(None, None).starts_with("unset: the driver's default (8)"));
+        assert!(record(None, Some(OsStr::new("8")))
+            .to_string()
+            .starts_with("8 (from the environment"));
+        assert_eq!(
+            record(None, None).to_string(),
+            "unset (the driver's default (8); this process did not choose it)"
+        );
     }
 }

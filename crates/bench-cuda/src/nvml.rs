@@ -80,25 +80,32 @@ pub fn sample(device: &Device<'_>) -> Sample {
     }
 }
 
-/// `gen5 x16`, or what is known of it.
-pub fn link_label(gen: Option<u32>, width: Option<u32>) -> Option<String> {
+/// A link reading as a setting: `gen5 x16` with its typed link, or what is known of it (in
+/// words only: a half-read link is no link to check).
+pub fn link_setting(gen: Option<u32>, width: Option<u32>) -> Option<hwc_model::Setting> {
     match (gen, width) {
-        (Some(g), Some(w)) => Some(format!("gen{g} x{w}")),
-        (Some(g), None) => Some(format!("gen{g}")),
-        (None, Some(w)) => Some(format!("x{w}")),
+        (Some(gen), Some(width)) => Some(hwc_model::Setting::link(hwc_model::LinkState {
+            gen,
+            width,
+        })),
+        (Some(g), None) => Some(format!("gen{g}").into()),
+        (None, Some(w)) => Some(format!("x{w}").into()),
         (None, None) => None,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::link_label;
+    use super::link_setting;
 
     #[test]
-    fn link_labels() {
-        assert_eq!(link_label(Some(5), Some(16)).as_deref(), Some("gen5 x16"));
-        assert_eq!(link_label(Some(4), None).as_deref(), Some("gen4"));
-        assert_eq!(link_label(None, Some(8)).as_deref(), Some("x8"));
-        assert_eq!(link_label(None, None), None);
+    fn link_settings() {
+        let full = link_setting(Some(5), Some(16)).unwrap();
+        assert_eq!(full.value, "gen5 x16");
+        assert_eq!(full.link, Some(hwc_model::LinkState { gen: 5, width: 16 }));
+        let half = link_setting(Some(4), None).unwrap();
+        assert_eq!((half.value.as_str(), half.link), ("gen4", None));
+        assert_eq!(link_setting(None, Some(8)).unwrap().value, "x8");
+        assert_eq!(link_setting(None, None), None);
     }
 }

@@ -1,6 +1,7 @@
 //! Is CUDA here, and which GPUs does it see? Never panics: cudarc panics when libcuda or one of
 //! its symbols is missing, so the library's presence and the driver's version are checked first.
 
+use hwc_model::Setting;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int};
 
@@ -21,7 +22,7 @@ pub struct CudaProbe {
     /// The NVIDIA driver's version (`580.159.04`) from NVML, else the CUDA driver API version.
     pub driver_version: String,
     /// Versions and tool facts for the profile's provenance (`cuda.driver_api_version`, …).
-    pub environment: BTreeMap<String, String>,
+    pub environment: hwc_model::Environment,
 }
 
 /// One CUDA device.
@@ -78,20 +79,23 @@ pub fn probe() -> Result<CudaProbe, String> {
         return Err("no CUDA device".into());
     }
 
-    let mut environment = BTreeMap::new();
-    environment.insert("cuda.driver_api_version".into(), api_version_label(version));
-    environment.insert("cuda.device_count".into(), count.to_string());
+    let mut environment = hwc_model::Environment::new();
+    environment.insert(
+        "cuda.driver_api_version".into(),
+        api_version_label(version).into(),
+    );
+    environment.insert("cuda.device_count".into(), count.to_string().into());
 
     let nvml = Nvml::init();
     let nvml_index = match &nvml {
         Ok(n) => {
             if let Ok(v) = n.sys_driver_version() {
-                environment.insert("nvidia.driver_version".into(), v);
+                environment.insert("nvidia.driver_version".into(), v.into());
             }
             nvml::index_by_bdf(n)
         }
         Err(e) => {
-            environment.insert("nvml".into(), format!("unavailable: {e}"));
+            environment.insert("nvml".into(), Setting::about("unavailable", e.to_string()));
             BTreeMap::new()
         }
     };
@@ -108,7 +112,7 @@ pub fn probe() -> Result<CudaProbe, String> {
     }
     let driver_version = environment
         .get("nvidia.driver_version")
-        .cloned()
+        .map(|s| s.value.clone())
         .unwrap_or_else(|| format!("CUDA {}", api_version_label(version)));
     Ok(CudaProbe {
         devices,

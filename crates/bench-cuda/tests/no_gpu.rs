@@ -82,7 +82,7 @@ fn a_gpu_the_driver_does_not_list_is_waived() {
         backend
             .environment()
             .get("gpu0.pci_bdf")
-            .map(String::as_str),
+            .map(|s| s.value.as_str()),
         Some("0000:00:06.0")
     );
 }

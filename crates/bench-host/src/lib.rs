@@ -252,7 +252,7 @@ impl Engine for HostEngine {
         Ok(Box::new(copy))
     }
 
-    fn environment(&self) -> BTreeMap<String, String> {
+    fn environment(&self) -> hwc_model::Environment {
         if self.id != MEMCPY {
             return BTreeMap::new();
         }
@@ -262,10 +262,13 @@ impl Engine for HostEngine {
             .map(|t| {
                 (
                     "host.glibc_non_temporal_threshold".to_string(),
-                    format!(
-                        "{t} bytes ({}): glibc's memcpy uses non-temporal stores for calls this \
-                         long or longer (ld.so --list-diagnostics)",
-                        mib(t)
+                    hwc_model::Setting::bytes(
+                        t,
+                        format!(
+                            "{}: glibc's memcpy uses non-temporal stores for calls this long or \
+                             longer (ld.so --list-diagnostics)",
+                            mib(t)
+                        ),
                     ),
                 )
             })

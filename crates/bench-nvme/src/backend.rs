@@ -66,7 +66,7 @@ pub struct NvmeBackend {
     /// The run's descriptors, shared with the gc-settle runner.
     files: Descriptors,
     /// Facts for the profile's provenance (e.g. drives that did not answer Identify).
-    environment: BTreeMap<String, String>,
+    environment: hwc_model::Environment,
 }
 
 impl NvmeBackend {
@@ -79,7 +79,7 @@ impl NvmeBackend {
     }
 
     /// Record a fact for the profile's provenance.
-    pub fn note_environment(&mut self, key: &str, value: String) {
+    pub fn note_environment(&mut self, key: &str, value: hwc_model::Setting) {
         self.environment.insert(key.to_string(), value);
     }
 
@@ -299,12 +299,14 @@ impl RunEngine for NvmeBackend {
         }))
     }
 
-    fn environment(&self) -> BTreeMap<String, String> {
+    fn environment(&self) -> hwc_model::Environment {
         let mut e = self.environment.clone();
         e.insert(
             "nvme_engine".into(),
-            "io_uring (io-uring 0.7), O_DIRECT, registered buffers, one pinned thread per drive"
-                .into(),
+            hwc_model::Setting::about(
+                "io_uring",
+                "io-uring 0.7, O_DIRECT, registered buffers, one pinned thread per drive",
+            ),
         );
         e
     }

@@ -708,20 +708,6 @@ fn check_rule(p: &Profile, baseline: Option<&Profile>, r: &Rule) -> Check {
     )
 }
 
-/// `gen5 x16`, as the GPU backend records the link under load in `provenance.environment`.
-fn parse_link_label(s: &str) -> (Option<u32>, Option<u32>) {
-    let mut gen = None;
-    let mut width = None;
-    for t in s.split_whitespace() {
-        if let Some(g) = t.strip_prefix("gen") {
-            gen = g.parse().ok();
-        } else if let Some(w) = t.strip_prefix('x') {
-            width = w.parse().ok();
-        }
-    }
-    (gen, width)
-}
-
 fn check_target(
     what: &str,
     current: u32,
@@ -754,10 +740,10 @@ fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
         .provenance
         .environment
         .get(&format!("{}.pcie_link_load", l.device))
-        .map(|s| parse_link_label(s));
+        .and_then(|s| s.link);
     let (gen, width, source) = match under_load {
-        Some((Some(g), Some(w))) => (g, w, "read under load"),
-        _ => (l.gen, l.width, "at detection"),
+        Some(link) => (link.gen, link.width, "read under load"),
+        None => (l.gen, l.width, "at detection"),
     };
     let mut ok = Vec::new();
     let mut bad = Vec::new();

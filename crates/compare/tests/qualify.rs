@@ -124,9 +124,16 @@ fn the_link_read_under_load_wins_over_the_idle_one() {
         r.checks[0].outcome,
         Outcome::Fail(FailureKind::LinkBelowTarget)
     );
+    // Words alone are no reading (a link half read is recorded so).
     p.provenance
         .environment
-        .insert("gpu0.pcie_link_load".into(), "gen5 x16".into());
+        .insert("gpu0.pcie_link_load".into(), "gen5".into());
+    let r = qualify(&spec, "s", &p, "p", None).unwrap();
+    assert!(r.checks[0].detail.contains("at detection"));
+    p.provenance.environment.insert(
+        "gpu0.pcie_link_load".into(),
+        hwc_model::Setting::link(hwc_model::LinkState { gen: 5, width: 16 }),
+    );
     let r = qualify(&spec, "s", &p, "p", None).unwrap();
     assert_eq!(r.checks[0].outcome, Outcome::Pass, "{}", r.checks[0].detail);
     assert!(r.checks[0].detail.contains("read under load"));

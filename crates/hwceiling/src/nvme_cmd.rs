@@ -158,7 +158,7 @@ pub fn prepare(
         let mut b = NvmeBackend::new(setup.config);
         if !notes.is_empty() {
             // Drives that did not answer Identify keep the facts sysfs gave.
-            b.note_environment("nvme_identify_failed", notes.join("; "));
+            b.note_environment("nvme_identify_failed", notes.join("; ").into());
         }
         b
     });

@@ -239,7 +239,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     if let Ok(thp) = std::fs::read_to_string(THP) {
         provenance
             .environment
-            .insert("host.transparent_hugepage".into(), thp.trim().to_string());
+            .insert("host.transparent_hugepage".into(), thp.trim().into());
     }
     let mut profile = hwc_profile::build(
         &topo,

@@ -116,8 +116,9 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
         profile
             .provenance
             .environment
-            .get("host.transparent_hugepage"),
-        thp.map(|t| t.trim().to_string()).as_ref()
+            .get("host.transparent_hugepage")
+            .map(|s| s.value.as_str()),
+        thp.as_deref().map(str::trim)
     );
     assert!(profile.host_ram.pairs.is_empty() && profile.ceilings.is_empty());
     assert!(profile.measurements.iter().all(|m| m.cache_resident));

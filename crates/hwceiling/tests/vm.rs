@@ -549,7 +549,9 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
             "{f:?}"
         );
     }
-    assert!(q.provenance.environment["nvme_identify_failed"].contains("Permission denied"));
+    assert!(q.provenance.environment["nvme_identify_failed"]
+        .value
+        .contains("Permission denied"));
 
     // And not one byte changed: the whole drives, inside the guest and as image files.
     assert_eq!(read(&res, "sums-before.txt"), read(&res, "sums-after.txt"));

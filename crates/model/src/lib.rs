@@ -14,6 +14,7 @@ pub mod plan;
 pub mod profile;
 pub mod results;
 pub mod sched;
+pub mod setting;
 pub mod spec;
 pub mod topology;
 pub mod v1;
@@ -29,6 +30,7 @@ pub use results::{
 pub use sched::{
     RepCounts, RepEvidence, RepSched, SchedEvidence, SchedSources, SchedSummary, ThreadSched,
 };
+pub use setting::{Environment, LinkState, Setting};
 pub use spec::{
     CopyDirection, GpuCopySpec, HostCopySpec, HostMemory, NvmePattern, NvmeSpec, NvmeTest, Spec,
     SpecError,

@@ -225,9 +225,10 @@ pub struct Provenance {
     /// Every option that shaped the run, as `name: value`.
     #[serde(default)]
     pub options: BTreeMap<String, String>,
-    /// Driver/runtime versions and clocks recorded by the backends, as `name: value`.
+    /// The settings the figures were taken under (driver versions, clocks, timing and buffer
+    /// methods), recorded by the engines and the run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub environment: BTreeMap<String, String>,
+    pub environment: crate::Environment,
     /// True when the run was interrupted: the profile holds the cases that finished.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,

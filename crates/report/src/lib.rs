@@ -833,14 +833,16 @@ fn appendix(out: &mut String, p: &Profile) {
         vec!["finished".into(), pv.finished_at.clone()],
         vec!["schema_version".into(), p.schema_version.to_string()],
     ];
-    for (k, v) in pv.options.iter().chain(&pv.environment) {
+    let settings = pv.environment.iter().map(|(k, v)| (k, v.to_string()));
+    for (k, v) in pv
+        .options
+        .iter()
+        .map(|(k, v)| (k, v.clone()))
+        .chain(settings)
+    {
         // An empty value says "nothing" (`drives_left_out`, `threads_left_out`, …): in words,
         // not as a blank cell.
-        let shown = if v.is_empty() {
-            "(none)".into()
-        } else {
-            v.clone()
-        };
+        let shown = if v.is_empty() { "(none)".into() } else { v };
         rows.push(vec![k.clone(), shown]);
     }
     table(out, &["Field", "Value"], &rows);

@@ -440,11 +440,11 @@ fn host_ram(out: &mut String, p: &Profile) {
             .environment
             .get("host.glibc_non_temporal_threshold"),
     ) {
-        // The recorded text begins `<bytes> bytes (<MiB>)`: the figure in MiB is enough here.
-        let shown = t
-            .split_once('(')
-            .and_then(|(_, r)| r.split_once(')'))
-            .map_or(t.as_str(), |(mib, _)| mib);
+        // The size in MiB is enough here (a profile of an earlier build has only its words).
+        let shown = t.bytes.map_or_else(
+            || t.value.clone(),
+            |b| format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        );
         let _ = writeln!(
             out,
             "`memcpy` gives each thread one call of size ÷ threads; glibc writes calls of {shown} \

@@ -1209,9 +1209,10 @@ fn the_glibc_threshold_is_stated_under_path_7_when_recorded() {
     assert!(!r.contains("non-temporal stores and shorter ones"));
     p.provenance.environment.insert(
         "host.glibc_non_temporal_threshold".into(),
-        "190316544 bytes (181.5 MiB): glibc's memcpy uses non-temporal stores for calls this \
-         long or longer (ld.so --list-diagnostics)"
-            .into(),
+        hwc_model::Setting::bytes(
+            190_316_544,
+            "181.5 MiB: glibc's memcpy uses non-temporal stores for calls this long or longer",
+        ),
     );
     let r = render(&p);
     let path7 = &r[r.find("### Path 7").unwrap()..r.find("### Path 8").unwrap()];

@@ -149,7 +149,7 @@ pub trait Engine {
         false
     }
     /// Versions, clocks and similar facts to record in the profile's provenance.
-    fn environment(&self) -> BTreeMap<String, String> {
+    fn environment(&self) -> hwc_model::Environment {
         BTreeMap::new()
     }
 }
@@ -199,7 +199,7 @@ pub struct RunOutcome {
     pub waived: Vec<Waiver>,
     pub failures: Vec<Failure>,
     pub interrupted: bool,
-    pub environment: BTreeMap<String, String>,
+    pub environment: hwc_model::Environment,
 }
 
 impl RunOutcome {
