@@ -18,6 +18,7 @@ pub mod setting;
 pub mod spec;
 pub mod topology;
 pub mod v1;
+pub mod warning;
 
 pub use ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
@@ -36,6 +37,7 @@ pub use spec::{
     SpecError,
 };
 pub use topology::Topology;
+pub use warning::{Busy, ErrorCount, Warning, WarningKind};
 
 /// Bytes per GiB / MiB / KiB.
 pub const KIB: u64 = 1024;

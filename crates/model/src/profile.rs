@@ -63,7 +63,7 @@ pub struct Profile {
     pub tools: Vec<ToolStatus>,
     /// Things a reader must know (contention, unverified placement, degraded links, …).
     #[serde(default)]
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
 }
 
 impl Profile {

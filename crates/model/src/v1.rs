@@ -614,7 +614,14 @@ impl V1Profile {
                 })
                 .collect(),
             tools: self.tools,
-            warnings: self.warnings,
+            warnings: self
+                .warnings
+                .into_iter()
+                .map(|text| crate::Warning {
+                    message: text.clone(),
+                    kind: crate::WarningKind::Text { text },
+                })
+                .collect(),
         }
     }
 }

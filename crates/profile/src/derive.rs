@@ -254,7 +254,7 @@ pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
 }
 
 /// A GPU copy faster than its link can carry is a measurement bug: say so loudly.
-pub fn link_excess(g: &Gpu, links: &[LinkTheory], ms: &[Measurement]) -> Vec<String> {
+pub fn link_excess(g: &Gpu, links: &[LinkTheory], ms: &[Measurement]) -> Vec<hwc_model::Warning> {
     let name = format!("gpu{}", g.index);
     let Some(link) = links.iter().find(|l| l.device == name) else {
         return Vec::new();
@@ -267,11 +267,12 @@ pub fn link_excess(g: &Gpu, links: &[LinkTheory], ms: &[Measurement]) -> Vec<Str
                 && m.gbps.median > limit
         })
         .map(|m| {
-            format!(
-                "{} measured {:.2} GB/s, above the link's theoretical {:.2} GB/s: this is a measurement bug, \
-                 do not use this figure",
-                m.key, m.gbps.median, limit
-            )
+            hwc_model::WarningKind::AboveLink {
+                key: m.key.clone(),
+                gbps: m.gbps.median,
+                link_gbps: limit,
+            }
+            .into()
         })
         .collect()
 }

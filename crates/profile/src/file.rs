@@ -144,7 +144,7 @@ mod tests {
         );
         p.ceilings.insert("warm_gpu0_gbps".into(), 53.4);
         p.ceilings.insert("host_ram_same_numa_gbps".into(), 34.7);
-        p.warnings.push("a warning".into());
+        p.warnings.push(hwc_model::WarningKind::Interrupted.into());
         crate::to_yaml(&p).unwrap()
     }
 
@@ -158,7 +158,10 @@ mod tests {
             + 1;
         // Nothing but its list items after it.
         assert!(
-            good[last..].lines().skip(1).all(|l| l.starts_with("- ")),
+            good[last..]
+                .lines()
+                .skip(1)
+                .all(|l| l.starts_with("- ") || l.starts_with("  ")),
             "{good}"
         );
         // Every cut before it: at each line break, and inside each line.

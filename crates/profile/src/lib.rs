@@ -7,6 +7,7 @@
 
 use hwc_model::ceiling_key;
 use hwc_model::profile::{GdsProfile, NvmeDriveProfile, NvmeProfile};
+use hwc_model::{Busy, ErrorCount, Warning, WarningKind};
 use hwc_model::{
     CaseResult, CeilingMeta, CeilingRecord, CeilingSource, EngineDecl, Failure, Measurement, Numa,
     PathId, Plan, Profile, Provenance, Topology, Waiver, SCHEMA_VERSION,
@@ -321,8 +322,8 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
     c
 }
 
-fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
-    let mut w = Vec::new();
+fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
+    let mut w: Vec<Warning> = Vec::new();
     // Host RAM node pairs measured only at sizes a cache holds: no sustained figure.
     let cached_only: BTreeSet<(u32, u32)> = p
         .measurements_of(hwc_model::PathId::HostRam)
@@ -334,12 +335,8 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
                 .any(|pair| (pair.src_node, pair.dst_node) == (s, d))
         })
         .collect();
-    for (s, d) in cached_only {
-        w.push(format!(
-            "host RAM n{s}-n{d}: every size measured fits in cache (source + destination under 4× \
-             the last-level cache), so it has no sustained figure and no ceiling; measure a \
-             larger size (the default sweep does; --host-sizes)"
-        ));
+    for (src_node, dst_node) in cached_only {
+        w.push(WarningKind::CacheOnly { src_node, dst_node }.into());
     }
     let contended = p.measurements.iter().filter(|m| m.contended).count();
     if contended > 0 {
@@ -350,23 +347,21 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
             .filter(|m| m.contended && m.spec.gpu().is_some())
             .count();
         let busy = match (on_gpu, contended - on_gpu) {
-            (0, _) => "their CPUs were busy",
-            (_, 0) => "their GPU was busy",
-            _ => "their CPUs or GPU were busy",
+            (0, _) => Busy::Cpus,
+            (_, 0) => Busy::Gpu,
+            _ => Busy::CpusOrGpu,
         };
-        w.push(format!(
-            "{contended} measurement(s) ran while {busy} and are marked contended: treat them as \
-             lower bounds and rerun on an idle node"
-        ));
+        w.push(
+            WarningKind::Contended {
+                count: contended,
+                busy,
+            }
+            .into(),
+        );
     }
     let unsteady = p.measurements.iter().filter(|m| m.unsteady()).count();
     if unsteady > 0 {
-        w.push(format!(
-            "{unsteady} measurement(s) spread more than they are held to (spread_limit_pct) in \
-             the window of repetitions kept, after being timed again (unsteady figures: something \
-             on the machine varied their speed); their `evidence.windows` lists the windows; rerun on an idle \
-             node"
-        ));
+        w.push(WarningKind::Unsteady { count: unsteady }.into());
     }
     let unverified = p
         .measurements
@@ -374,21 +369,20 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
         .filter(|m| m.placement.as_ref().is_some_and(|pl| !pl.verified))
         .count();
     if unverified > 0 {
-        w.push(format!(
-            "{unverified} measurement(s) could not verify their NUMA placement (see each placement detail)"
-        ));
+        w.push(WarningKind::PlacementUnverified { count: unverified }.into());
     }
     for l in topo.topology.links.iter().filter(|l| l.degraded) {
-        w.push(format!(
-            "{} ({}) links at Gen{} x{} below its maximum Gen{} x{} when detected (idle devices downtrain; \
-             the GPU backend re-reads the link under load)",
-            l.device,
-            l.bdf,
-            l.gen,
-            l.width,
-            l.max_gen.unwrap_or(l.gen),
-            l.max_width.unwrap_or(l.width)
-        ));
+        w.push(
+            WarningKind::LinkDegraded {
+                device: l.device.clone(),
+                bdf: l.bdf.clone(),
+                gen: l.gen,
+                width: l.width,
+                max_gen: l.max_gen.unwrap_or(l.gen),
+                max_width: l.max_width.unwrap_or(l.width),
+            }
+            .into(),
+        );
     }
     for g in &topo.gpus {
         w.extend(derive::link_excess(
@@ -398,36 +392,34 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<String> {
         ));
     }
     if !p.failures.is_empty() {
-        w.push(failures_warning(&p.failures));
+        w.push(failures_warning(&p.failures).into());
     }
     if p.provenance.interrupted {
-        w.push("the run was interrupted: only the cases that finished are in this profile".into());
+        w.push(WarningKind::Interrupted.into());
     }
     w
 }
 
-/// One line for the failed cases: how many, and why (the commonest reasons first, each with its
-/// count; the `failures` list names every case).
-fn failures_warning(failures: &[hwc_model::Failure]) -> String {
+/// The failed cases: how many, and why (the commonest reasons first, each with its count, and
+/// the rest summed; the `failures` list names every case).
+fn failures_warning(failures: &[hwc_model::Failure]) -> WarningKind {
     const SHOWN: usize = 3;
     let groups = hwc_model::failure_groups(failures);
-    let mut why: Vec<String> = groups
+    let errors: Vec<ErrorCount> = groups
         .iter()
         .take(SHOWN)
-        .map(|g| format!("{} × {}", g.keys.len(), g.error))
+        .map(|g| ErrorCount {
+            count: g.keys.len(),
+            error: g.error.to_string(),
+        })
         .collect();
-    if groups.len() > SHOWN {
-        let rest: usize = groups[SHOWN..].iter().map(|g| g.keys.len()).sum();
-        why.push(format!(
-            "{rest} with {} other error(s)",
-            groups.len() - SHOWN
-        ));
+    let rest = groups.get(SHOWN..).unwrap_or_default();
+    WarningKind::CasesFailed {
+        count: failures.len(),
+        errors,
+        other_cases: rest.iter().map(|g| g.keys.len()).sum(),
+        other_errors: rest.len(),
     }
-    format!(
-        "{} case(s) failed; their figures are absent ({}; `failures` lists every case)",
-        failures.len(),
-        why.join("; ")
-    )
 }
 
 /// The profile as YAML, with the spec's comment header.

@@ -202,7 +202,10 @@ fn host_ram_takes_the_best_thread_count_at_the_largest_uncached_size() {
     assert_eq!(p.host_ram.cross_numa_gbps, Some(21.0));
     assert_eq!(p.ceilings["host_ram_same_numa_gbps"], 34.7);
     assert_eq!(p.ceilings["host_ram_cross_numa_gbps"], 21.0);
-    assert!(!p.warnings.iter().any(|w| w.contains("fits in cache")));
+    assert!(!p
+        .warnings
+        .iter()
+        .any(|w| w.message.contains("fits in cache")));
 }
 
 #[test]
@@ -218,13 +221,22 @@ fn host_ram_measured_only_at_cache_sizes_has_no_sustained_figure_and_says_so() {
     assert_eq!(p.host_ram.same_numa_gbps, None);
     assert!(!p.ceilings.contains_key("host_ram_same_numa_gbps"));
     assert_eq!(p.ceilings["host_ram_cross_numa_gbps"], 21.0);
-    let cached: Vec<&String> = p
+    let cached: Vec<&hwc_model::Warning> = p
         .warnings
         .iter()
-        .filter(|w| w.contains("fits in cache"))
+        .filter(|w| matches!(w.kind, hwc_model::WarningKind::CacheOnly { .. }))
         .collect();
     assert_eq!(cached.len(), 1, "{cached:?}");
-    assert!(cached[0].starts_with("host RAM n0-n0: every size measured fits in cache"));
+    assert_eq!(
+        cached[0].kind,
+        hwc_model::WarningKind::CacheOnly {
+            src_node: 0,
+            dst_node: 0
+        }
+    );
+    assert!(cached[0]
+        .message
+        .starts_with("host RAM n0-n0: every size measured fits in cache"));
 }
 
 /// A GPU's H2D fields: 4 MiB one-stream and peak, NUMA-local, then the same cross-NUMA.
@@ -353,7 +365,9 @@ fn a_copy_faster_than_the_link_is_flagged_as_a_bug() {
     let results = vec![gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 70.0)];
     let p = gpu_profile(&results);
     assert!(
-        p.warnings.iter().any(|w| w.contains("measurement bug")),
+        p.warnings
+            .iter()
+            .any(|w| w.message.contains("measurement bug")),
         "{:?}",
         p.warnings
     );
@@ -370,12 +384,14 @@ fn contention_and_failures_are_warned() {
         error: "boom".into(),
     };
     let p = of_results(&[r], &[f]);
+    assert!(p.warnings.iter().any(|w| w
+        .message
+        .starts_with("1 measurement(s) ran while their CPUs were busy")));
+    assert!(!p.warnings.iter().any(|w| w.message.contains("unsteady")));
     assert!(p
         .warnings
         .iter()
-        .any(|w| w.starts_with("1 measurement(s) ran while their CPUs were busy")));
-    assert!(!p.warnings.iter().any(|w| w.contains("unsteady")));
-    assert!(p.warnings.iter().any(|w| w.contains("1 case(s) failed")));
+        .any(|w| w.message.contains("1 case(s) failed")));
 }
 
 #[test]
@@ -384,7 +400,7 @@ fn the_contention_warning_names_what_was_busy() {
         let p = of_results(results, &[]);
         p.warnings
             .into_iter()
-            .find(|w| w.contains("contended"))
+            .find(|w| w.message.contains("contended"))
             .unwrap()
     };
     let mut gpu = gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 55.0);
@@ -392,8 +408,10 @@ fn the_contention_warning_names_what_was_busy() {
     let mut host_case = host(0, 0, 256 * MIB, 1, 10.0, false);
     host_case.measurement.contended = true;
     assert!(busy(std::slice::from_ref(&gpu))
+        .message
         .starts_with("1 measurement(s) ran while their GPU was busy"));
     assert!(busy(&[gpu, host_case])
+        .message
         .starts_with("2 measurement(s) ran while their CPUs or GPU were busy"));
 }
 
@@ -409,9 +427,13 @@ fn the_failure_warning_names_the_commonest_reasons_with_their_counts() {
     failures.extend((0..3).map(|i| f(&format!("r{i}"), "refused: busy")));
     failures.push(f("d", "e3"));
     let p = of_results(&[], &failures);
-    let w = p.warnings.iter().find(|w| w.contains("failed")).unwrap();
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.message.contains("failed"))
+        .unwrap();
     assert_eq!(
-        w,
+        w.message,
         "7 case(s) failed; their figures are absent (4 × refused: busy; 1 × e1; 1 × e2; \
          1 with 1 other error(s); `failures` lists every case)"
     );
@@ -429,7 +451,7 @@ fn figures_that_stayed_over_their_spread_limit_are_warned() {
         gpu_profile(results)
             .warnings
             .into_iter()
-            .filter(|w| w.contains("unsteady"))
+            .filter(|w| w.message.contains("unsteady"))
             .collect::<Vec<_>>()
     };
     assert!(held(Some(1)).measurement.unsteady());
@@ -438,7 +460,8 @@ fn figures_that_stayed_over_their_spread_limit_are_warned() {
     let w = warned(&[held(Some(1)), held(Some(3)), held(None)]);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(
-        w[0].starts_with("1 measurement(s) spread more than"),
+        w[0].message
+            .starts_with("1 measurement(s) spread more than"),
         "{}",
         w[0]
     );
