@@ -5,7 +5,6 @@
 //! interrupted — and SIGKILL only if it has not exited after the grace period.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -115,22 +114,23 @@ impl RunRequest {
         Ok(args)
     }
 
-    /// The selections among the options the run's profile will record, as `hwceiling profile`
-    /// records them (for a request [`RunRequest::to_args`] took; a value it would refuse is left
-    /// out).
-    fn recorded_selections(&self) -> BTreeMap<String, String> {
-        let mut o = BTreeMap::new();
+    /// The selections of a request [`RunRequest::to_args`] took that may narrow the run, judged
+    /// as the run judges them ([`hwc_model::Narrowing::judge`]), with what they leave out of
+    /// this machine's full sweeps not yet known (the run finds out, and records it).
+    fn narrowings(&self) -> Vec<hwc_model::Narrowing> {
+        use hwc_model::{Narrowing, Selection};
+        let mut out = Vec::new();
         if let Some(paths) = &self.paths {
-            let ids: Vec<&str> = paths
+            let ids: Vec<String> = paths
                 .iter()
                 .filter_map(|p| p.parse::<hwc_model::PathId>().ok())
-                .map(|id| id.as_str())
+                .map(|id| id.to_string())
                 .collect();
-            o.insert("paths".into(), ids.join(","));
+            out.extend(Narrowing::judge(Selection::Paths, ids, None));
         }
         if let Some(threads) = &self.threads {
             let v: Vec<String> = threads.iter().map(u32::to_string).collect();
-            o.insert("threads".into(), v.join(","));
+            out.extend(Narrowing::judge(Selection::Threads, v, None));
         }
         if let Some(sizes) = &self.host_sizes {
             let v: Vec<String> = sizes
@@ -138,31 +138,28 @@ impl RunRequest {
                 .filter_map(|s| hwc_plan::input::parse_size(s).ok())
                 .map(hwc_model::size_label)
                 .collect();
-            o.insert("host_sizes".into(), v.join(","));
+            out.extend(Narrowing::judge(Selection::HostSizes, v, None));
         }
-        o
+        out
     }
 
     /// When the run's profile will not replace a complete profile (a `--quick` run, or one
-    /// narrowed by its selections, by the rule `serve` applies to the profile it will write:
-    /// `hwc_model::profile::narrowing`), one line that says so; `None` for a full run.
+    /// narrowed by its selections, by the rule the run applies to itself), one line that says
+    /// so; `None` for a full run.
     pub fn note(&self) -> Option<String> {
+        let narrowings = self.narrowings();
         let run = hwc_model::profile::Completeness {
             quick: self.quick,
-            narrowed_by: hwc_model::profile::narrowing(&self.recorded_selections()),
+            narrowed_by: narrowings.iter().map(ToString::to_string).collect(),
             ..Default::default()
         };
         if run.complete() {
             return None;
         }
         // Whether a sweep list leaves out a case of the full sweep depends on this machine's
-        // nodes, which the run finds out and records (`threads_left_out`, …): where the lists
-        // are all that may narrow the run, the note says it is narrowed only if they do.
-        let only_sweeps = !run.quick
-            && run
-                .narrowed_by
-                .iter()
-                .all(|n| n.starts_with("--threads ") || n.starts_with("--host-sizes "));
+        // nodes, which the run finds out and records: where the lists are all that may narrow
+        // the run, the note says it is narrowed only if they do.
+        let only_sweeps = !run.quick && narrowings.iter().all(|n| n.selection.is_sweep());
         let condition = if only_sweeps {
             " if a list leaves out a case of this machine's full sweep (the profile records what \
              it leaves out); then"

@@ -210,14 +210,8 @@ pub fn run_gc_settle(
 /// The NVMe options that shaped the run, for the provenance, with the drives the selections
 /// left out ([`LeftOutDrives`]; recorded empty when a selection named every drive).
 pub fn options(a: &ProfileArgs, left_out: &LeftOutDrives, o: &mut BTreeMap<String, String>) {
-    if let Some(d) = &a.drives {
-        o.insert("drives".into(), d.join(","));
-    }
     if let Some(w) = &a.write_drives {
         o.insert("write_drives".into(), w.join(","));
-    }
-    if let Some(read) = &left_out.read {
-        o.insert("drives_left_out".into(), read.join(","));
     }
     if let Some(written) = &left_out.written {
         o.insert("write_drives_left_out".into(), written.join(","));
@@ -226,27 +220,6 @@ pub fn options(a: &ProfileArgs, left_out: &LeftOutDrives, o: &mut BTreeMap<Strin
         "allow_destructive_writes".into(),
         a.allow_destructive_writes.to_string(),
     );
-    if let Some(t) = &a.target {
-        o.insert("target".into(), t.display().to_string());
-    }
-    if let Some(s) = &a.nvme_sizes {
-        crate::profile_cmd::sweep(
-            o,
-            "nvme_sizes",
-            s,
-            &hwc_plan::NVME_SIZES,
-            hwc_model::size_label,
-        );
-    }
-    if let Some(q) = &a.queue_depths {
-        crate::profile_cmd::sweep(
-            o,
-            "queue_depths",
-            q,
-            &hwc_plan::NVME_QUEUE_DEPTHS,
-            |t: u32| t.to_string(),
-        );
-    }
     o.insert(
         "nvme_bytes_per_drive".into(),
         a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE).to_string(),
@@ -377,13 +350,23 @@ mod tests {
             },
             ..Topology::default()
         };
+        // What the run judges (typed), which is what a profile of an earlier build, holding
+        // only the options' words, reads as.
         let narrowed_by = |extra: &[&str]| {
-            let o = crate::profile_cmd::options_map(&args(extra), &topo, &LeftOutDrives::default());
-            hwc_model::Provenance {
-                options: o,
+            let a = args(extra);
+            let none = LeftOutDrives::default();
+            let typed = hwc_model::Provenance {
+                run: Some(crate::profile_cmd::run_choices(&a, &topo, &none)),
                 ..Default::default()
             }
-            .narrowed_by()
+            .narrowed_by();
+            let legacy = hwc_model::Provenance {
+                options: crate::profile_cmd::options_map(&a, &topo, &none),
+                ..Default::default()
+            }
+            .narrowed_by();
+            assert_eq!(typed, legacy, "{extra:?}");
+            typed
         };
         let none: &[&str] = &[];
         assert_eq!(narrowed_by(&["--threads", "8,4,2,1"]), none);
@@ -430,15 +413,19 @@ mod tests {
                 read: read.map(<[String]>::to_vec),
                 written: None,
             };
-            let p = hwc_model::Provenance {
-                options: crate::profile_cmd::options_map(
-                    &args(extra),
-                    &Topology::default(),
-                    &left_out,
-                ),
+            let a = args(extra);
+            let topo = Topology::default();
+            let typed = hwc_model::Provenance {
+                run: Some(crate::profile_cmd::run_choices(&a, &topo, &left_out)),
                 ..Default::default()
             };
-            p.narrowed_by()
+            let legacy = hwc_model::Provenance {
+                options: crate::profile_cmd::options_map(&a, &topo, &left_out),
+                ..Default::default()
+            };
+            assert_eq!(typed.narrowed_by(), legacy.narrowed_by(), "{extra:?}");
+            assert_eq!(typed.quick(), legacy.quick());
+            typed.narrowed_by()
         };
         let none: &[&str] = &[];
         let full = [

@@ -7,7 +7,10 @@ use crate::{detect_cmd, engines, nvme_cmd, signals};
 use anyhow::{Context, Result};
 use hwc_model::long_tests::NvmeLongTests;
 use hwc_model::profile::Completeness;
-use hwc_model::{Case, CaseResult, Failure, PathId, Plan, Provenance, Topology, Waiver};
+use hwc_model::{
+    Case, CaseResult, Failure, Narrowing, PathId, Plan, Provenance, RunChoices, Selection,
+    Topology, Waiver,
+};
 use hwc_plan::PlanOptions;
 use hwc_profile::RunRecord;
 use hwc_runner::{CaseOutcome, RunOptions};
@@ -36,12 +39,103 @@ fn plan_options(
     }
 }
 
-/// Every option that shaped the run, for the provenance (the drives left out: see
-/// [`nvme_cmd::LeftOutDrives`]). A sweep given as a list (`--threads`, `--host-sizes`,
-/// `--nvme-sizes`, `--queue-depths`) is recorded with what of the full run's sweep on `topo` it
-/// leaves out (`threads_left_out`, …; empty when it leaves out nothing), so that a list that
-/// covers the default sweep does not count as narrowing the run: the points of the sweep, and
-/// for host sizes the cells (`256MiB sustained` when a larger size moves the sustained cells).
+/// Each selection the run was given (`--paths`, `--threads`, …), in flag order, with the values
+/// as the run's case keys write them and what of the full run's plan on `topo` it leaves out
+/// (`None` where that is not known: `--drives` when the NVMe paths were not planned; never for
+/// `--paths` and `--target`, which [`hwc_model::Narrowing::judge`] decides alone). A sweep given
+/// as a list leaves out the points of the full sweep it lacks, for host sizes the cells (`256MiB
+/// sustained` when a larger size moves the sustained cells).
+pub(crate) fn selections(
+    a: &ProfileArgs,
+    topo: &Topology,
+    left_out: &nvme_cmd::LeftOutDrives,
+) -> Vec<(Selection, Vec<String>, Option<Vec<String>>)> {
+    let strings = |v: &mut dyn Iterator<Item = String>| v.collect::<Vec<String>>();
+    let sweep = |given: &[u64], full: &[u64], show: fn(u64) -> String| {
+        (
+            strings(&mut given.iter().map(|&x| show(x))),
+            Some(strings(
+                &mut full.iter().filter(|p| !given.contains(p)).map(|&x| show(x)),
+            )),
+        )
+    };
+    let mut out = Vec::new();
+    if let Some(p) = &a.paths {
+        out.push((
+            Selection::Paths,
+            strings(&mut p.iter().map(|x| x.to_string())),
+            None,
+        ));
+    }
+    if let Some(named) = &a.engines {
+        // The engines a full run measures with that the selection leaves out.
+        let left: Vec<String> = engines::declarations()
+            .into_iter()
+            .filter(|d| d.default_on && !named.contains(&d.id))
+            .map(|d| d.id.to_string())
+            .collect();
+        out.push((
+            Selection::Engines,
+            strings(&mut named.iter().map(|x| x.to_string())),
+            Some(left),
+        ));
+    }
+    if let Some(d) = &a.drives {
+        out.push((Selection::Drives, d.clone(), left_out.read.clone()));
+    }
+    if let Some(t) = &a.target {
+        out.push((Selection::Target, vec![t.display().to_string()], None));
+    }
+    let num = |x: u64| x.to_string();
+    let widen = |v: &[u32]| v.iter().map(|&x| u64::from(x)).collect::<Vec<u64>>();
+    if let Some(t) = &a.threads {
+        let (given, left) = sweep(
+            &widen(t),
+            &widen(&hwc_plan::default_host_threads(topo)),
+            num,
+        );
+        out.push((Selection::Threads, given, left));
+    }
+    if let Some(sizes) = &a.host_sizes {
+        // Cases, not points: the largest size of a list also decides where the streaming
+        // kernel and the sustained ceiling go.
+        out.push((
+            Selection::HostSizes,
+            strings(&mut sizes.iter().map(|&b| hwc_model::size_label(b))),
+            Some(hwc_plan::host_sizes_left_out(topo, sizes)),
+        ));
+    }
+    if let Some(sizes) = &a.nvme_sizes {
+        let (given, left) = sweep(sizes, &hwc_plan::NVME_SIZES, hwc_model::size_label);
+        out.push((Selection::NvmeSizes, given, left));
+    }
+    if let Some(q) = &a.queue_depths {
+        let (given, left) = sweep(&widen(q), &widen(&hwc_plan::NVME_QUEUE_DEPTHS), num);
+        out.push((Selection::QueueDepths, given, left));
+    }
+    out
+}
+
+/// The run's own account of its completeness, for the provenance: `--quick`, and the
+/// selections that narrow it below the full plan on `topo`.
+pub(crate) fn run_choices(
+    a: &ProfileArgs,
+    topo: &Topology,
+    left_out: &nvme_cmd::LeftOutDrives,
+) -> RunChoices {
+    RunChoices {
+        quick: a.quick,
+        narrowed_by: selections(a, topo, left_out)
+            .into_iter()
+            .filter_map(|(sel, given, left)| Narrowing::judge(sel, given, left))
+            .collect(),
+    }
+}
+
+/// Every option that shaped the run, for the provenance's record for people (the drives left
+/// out: see [`nvme_cmd::LeftOutDrives`]); each selection with what it leaves out of the full
+/// plan (`threads_left_out`, …; empty when it leaves out nothing). [`run_choices`] holds what
+/// decides completeness, typed.
 pub(crate) fn options_map(
     a: &ProfileArgs,
     topo: &Topology,
@@ -49,66 +143,17 @@ pub(crate) fn options_map(
 ) -> BTreeMap<String, String> {
     let mut o = BTreeMap::new();
     o.insert("output_dir".into(), a.output_dir.display().to_string());
-    let list = |v: &[String]| v.join(",");
-    if let Some(p) = &a.paths {
-        o.insert(
-            "paths".into(),
-            list(&p.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
-        );
-    }
-    if let Some(named) = &a.engines {
-        o.insert(
-            "engines".into(),
-            list(&named.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
-        );
-        // The engines a full run measures with that the selection leaves out.
-        let left_out: Vec<String> = engines::declarations()
-            .into_iter()
-            .filter(|d| d.default_on && !named.contains(&d.id))
-            .map(|d| d.id.to_string())
-            .collect();
-        o.insert("engines_left_out".into(), list(&left_out));
-    }
-    if let Some(t) = &a.threads {
-        sweep(
-            &mut o,
-            "threads",
-            t,
-            &hwc_plan::default_host_threads(topo),
-            |t: u32| t.to_string(),
-        );
-    }
-    if let Some(s) = &a.host_sizes {
-        // Cases, not points: the largest size of a list also decides where the streaming
-        // kernel and the sustained ceiling go.
-        let v: Vec<String> = s.iter().map(|&b| hwc_model::size_label(b)).collect();
-        o.insert("host_sizes".into(), v.join(","));
-        o.insert(
-            "host_sizes_left_out".into(),
-            hwc_plan::host_sizes_left_out(topo, s).join(","),
-        );
+    for (sel, given, left) in selections(a, topo, left_out) {
+        let key = sel.flag().trim_start_matches("--").replace('-', "_");
+        o.insert(key.clone(), given.join(","));
+        if let Some(left) = left {
+            o.insert(format!("{key}_left_out"), left.join(","));
+        }
     }
     o.insert("quick".into(), a.quick.to_string());
     o.insert("allow_contended".into(), a.allow_contended.to_string());
     nvme_cmd::options(a, left_out, &mut o);
     o
-}
-
-/// Record the sweep `given` for option `key` (`threads: 1,2,4`) and the points of the full
-/// run's sweep `full` that it leaves out (`threads_left_out: 8,16`, empty when none).
-pub(crate) fn sweep<T: PartialEq + Copy>(
-    o: &mut BTreeMap<String, String>,
-    key: &str,
-    given: &[T],
-    full: &[T],
-    show: impl Fn(T) -> String,
-) {
-    let shown = |v: &mut dyn Iterator<Item = T>| v.map(&show).collect::<Vec<_>>().join(",");
-    o.insert(key.into(), shown(&mut given.iter().copied()));
-    o.insert(
-        format!("{key}_left_out"),
-        shown(&mut full.iter().copied().filter(|p| !given.contains(p))),
-    );
 }
 
 /// The run has root's rights.
@@ -181,6 +226,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         options: options_map(a, &topo, &nvme.left_out),
         environment: BTreeMap::new(),
         interrupted: false,
+        run: Some(run_choices(a, &topo, &nvme.left_out)),
     };
 
     signals::install();

@@ -13,6 +13,7 @@ pub mod long_tests;
 pub mod plan;
 pub mod profile;
 pub mod results;
+pub mod run;
 pub mod sched;
 pub mod setting;
 pub mod spec;
@@ -28,6 +29,7 @@ pub use results::{
     failure_groups, CaseResult, Evidence, Failure, FailureGroup, Measurement, Placement,
     PlacementSearch, Stats, WallClockDisagreement, Windows,
 };
+pub use run::{Narrowing, RunChoices, Selection};
 pub use sched::{
     RepCounts, RepEvidence, RepSched, SchedEvidence, SchedSources, SchedSummary, ThreadSched,
 };

@@ -232,19 +232,30 @@ pub struct Provenance {
     /// True when the run was interrupted: the profile holds the cases that finished.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Whether the run was `--quick`, and the selections that narrowed it, as it judged them;
+    /// absent in profiles of builds before it was recorded (their `options` decide then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<crate::RunChoices>,
 }
 
 impl Provenance {
     /// True for a `profile --quick` run (option `quick: "true"`): a tenth of the repetitions, a
     /// look, not a ceiling to publish.
     pub fn quick(&self) -> bool {
-        self.options.get("quick").map(String::as_str) == Some("true")
+        match &self.run {
+            Some(r) => r.quick,
+            None => self.options.get("quick").map(String::as_str) == Some("true"),
+        }
     }
 
-    /// The options this run recorded that narrow its plan below a full run's, as flags with
-    /// their values (`--paths h2d`); empty for a run of the full plan. See [`narrowing`].
+    /// The selections that narrowed this run's plan below a full run's, as flags with their
+    /// values (`--paths h2d`); empty for a run of the full plan. From `run`, or, for a profile
+    /// of an earlier build, from its recorded options ([`legacy_narrowing`]).
     pub fn narrowed_by(&self) -> Vec<String> {
-        narrowing(&self.options)
+        match &self.run {
+            Some(r) => r.narrowed_by.iter().map(ToString::to_string).collect(),
+            None => legacy_narrowing(&self.options),
+        }
     }
 }
 
@@ -359,9 +370,10 @@ impl Completeness {
     }
 }
 
-/// The options of a run (`provenance.options`, as `hwceiling profile` records them) that narrow
-/// its plan below a full run's, each as its flag and the value recorded (`--paths h2d`), in the
-/// order below; empty for a run of the full plan.
+/// For a profile written before `provenance.run` was recorded: the options of its run
+/// (`provenance.options`, as those builds recorded them) that narrow its plan below a full
+/// run's, each as its flag and the value recorded (`--paths h2d`), in the order below; empty for
+/// a run of the full plan. Runs now judge the same rules themselves ([`crate::Narrowing`]).
 ///
 /// A narrowed run measures a part of the full plan, or a sweep other than the full one: its
 /// profile lacks ceilings a full run has, or holds ceilings that are the best of fewer points.
@@ -404,7 +416,7 @@ impl Completeness {
 ///   full plan, which has none, and their settings shape only them. A test that `all` left out
 ///   (`nvme_long_tests_left_out`) was left out because `--paths` left its path out, and `paths`
 ///   narrows that run already.
-pub fn narrowing(options: &BTreeMap<String, String>) -> Vec<String> {
+pub fn legacy_narrowing(options: &BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for key in [
         "paths",
