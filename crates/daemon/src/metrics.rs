@@ -225,8 +225,8 @@ pub(crate) fn render(state: &AppState) -> String {
         }
         if let Some(w) = &serving.writes {
             let (carried, reason) = match &w.carry {
-                hwc_model::carry::WriteCarry::Carried { .. } => ("true", String::new()),
-                hwc_model::carry::WriteCarry::Refused { reason } => ("false", reason.clone()),
+                hwc_model::carry::WriteCarry::Carried { .. } => (true, String::new()),
+                hwc_model::carry::WriteCarry::Refused { reason } => (false, reason.clone()),
             };
             let from: Family<Labels, FloatGauge> = Family::default();
             from.get_or_create(&vec![
@@ -242,7 +242,7 @@ pub(crate) fn render(state: &AppState) -> String {
                  they do not describe the machine now (carried=\"false\", with the reason)",
                 from,
             );
-            if let (true, Some(age)) = (carried == "true", w.loaded.age_seconds()) {
+            if let (true, Some(age)) = (carried, w.loaded.age_seconds()) {
                 let g: FloatGauge = Gauge::default();
                 g.set(age);
                 reg.register(

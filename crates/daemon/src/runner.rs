@@ -349,13 +349,23 @@ impl Runner {
         if self.closed.load(Ordering::SeqCst) {
             return Err(StartError::ShuttingDown);
         }
+        let id = {
+            let mut n = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
+            *n += 1;
+            *n
+        };
+        // Where the child says which files it wrote (read when it exits, then removed).
+        let result_file = self.output_dir.join(format!(".hwceiling-run-{id}.json"));
         let mut cmd = tokio::process::Command::new(&self.config.program);
         cmd.args(&self.config.args)
             .arg("--output-dir")
             .arg(&self.output_dir)
+            .arg("--result-file")
+            .arg(&result_file)
             .args(&args)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            // What the run wrote comes from its result file; its summary is for terminals.
+            .stdout(Stdio::null())
             .stderr(Stdio::piped())
             // Its own process group: a Ctrl-C at the daemon's terminal reaches the daemon only,
             // which then stops the run with exactly one SIGTERM.
@@ -369,11 +379,6 @@ impl Runner {
                 self.config.program.display()
             ))
         })?;
-        let id = {
-            let mut n = self.next_id.lock().unwrap_or_else(|p| p.into_inner());
-            *n += 1;
-            *n
-        };
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let active = Active {
             id,
@@ -394,16 +399,9 @@ impl Runner {
         };
         *slot = Slot::Running(active);
         drop(slot);
-        let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let me = self.clone();
         let handle = tokio::spawn(async move {
-            let out = tokio::spawn(async move {
-                match stdout {
-                    Some(s) => tail(s, 16 << 10).await,
-                    None => String::new(),
-                }
-            });
             let err = tokio::spawn(async move {
                 match stderr {
                     Some(s) => tail(s, 16 << 10).await,
@@ -411,9 +409,13 @@ impl Runner {
                 }
             });
             let exit = me.supervise(&mut child, cancel_rx).await;
-            let stdout = out.await.unwrap_or_default();
             let stderr = err.await.unwrap_or_default();
-            me.finish(exit, &stdout, &stderr);
+            let written = tokio::fs::read(&result_file).await.ok();
+            let _ = tokio::fs::remove_file(&result_file).await;
+            let profile = written
+                .and_then(|b| serde_json::from_slice::<hwc_model::RunWritten>(&b).ok())
+                .map(|w| w.profile.display().to_string());
+            me.finish(exit, profile, &stderr);
         });
         *self.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle);
         Ok(status)
@@ -443,15 +445,16 @@ impl Runner {
         }
     }
 
-    fn finish(&self, exit: std::io::Result<std::process::ExitStatus>, stdout: &str, stderr: &str) {
+    fn finish(
+        &self,
+        exit: std::io::Result<std::process::ExitStatus>,
+        profile: Option<String>,
+        stderr: &str,
+    ) {
         let mut slot = self.slot();
         let Slot::Running(a) = &*slot else {
             return;
         };
-        let profile = stdout
-            .lines()
-            .find_map(|l| l.strip_prefix("profile "))
-            .map(|p| p.trim().to_string());
         let last_err = stderr
             .lines()
             .rev()

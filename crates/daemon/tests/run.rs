@@ -6,9 +6,11 @@ use common::{profile_yaml, Daemon};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// `$2` is the output folder (`--output-dir DIR` come first). The run waits for a `go` file.
+/// `$2` is the output folder and `$4` the result file (`--output-dir DIR --result-file FILE`
+/// come first). The run waits for a `go` file.
 const FAKE_PROFILE: &str = r#"
 dir="$2"
+result="$4"
 trap 'echo "$@" > "$dir/stopped"; exit 130' TERM
 printf '{"plan":{"cases":[1,2,3]},"results":[{"measurement":{"key":"host_ram/host-memcpy/n0-n0/1MiB/t1"}}],"failures":[],"waived":[]}' > "$dir/hardware_raw_2026-11-30.partial.json"
 while [ ! -e "$dir/go" ]; do sleep 0.02; done
@@ -16,7 +18,7 @@ cp "$dir/next.yaml" "$dir/.tmp-profile"
 ln "$dir/.tmp-profile" "$dir/hardware_profile_2026-11-30.yaml"
 rm -f "$dir/.tmp-profile" "$dir/hardware_raw_2026-11-30.partial.json"
 echo "1 measured, 0 waived, 0 failed"
-echo "profile  $dir/hardware_profile_2026-11-30.yaml"
+printf '{"profile":"%s","report":"r.md","raw":"r.json","interrupted":false}' "$dir/hardware_profile_2026-11-30.yaml" > "$result"
 "#;
 
 fn fake(script: &'static str) -> impl FnOnce(&Path, &mut hwc_daemon::Config) {
@@ -81,6 +83,10 @@ fn one_run_at_a_time_with_progress_then_its_profile_is_served() {
         .as_str()
         .unwrap()
         .ends_with("hardware_profile_2026-11-30.yaml"));
+    assert!(
+        !d.dir().join(".hwceiling-run-1.json").exists(),
+        "the result file is removed once read"
+    );
     // The watcher serves what the run wrote.
     d.wait_for("/healthz", |h| h["profile"]["hostname"] == "fresh");
     // And a new run may start.
@@ -113,7 +119,8 @@ fn arguments_reach_the_profile_command() {
     assert_eq!(
         argv.trim(),
         format!(
-            "--output-dir {dir} --paths host_ram --threads 1,2 --host-sizes 1MiB --allow-contended"
+            "--output-dir {dir} --result-file {dir}/.hwceiling-run-1.json --paths host_ram \
+             --threads 1,2 --host-sizes 1MiB --allow-contended"
         )
     );
 }

@@ -142,6 +142,10 @@ pub struct ProfileArgs {
     /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
     #[arg(long, value_name = "DIR", requires = "dry_run")]
     pub fsroot: Option<PathBuf>,
+    /// Once the files are written, write their paths as JSON to FILE (for a program that
+    /// starts the run: `serve`).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub result_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

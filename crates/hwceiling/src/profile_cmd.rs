@@ -323,6 +323,17 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         false => e,
     })?;
     std::fs::remove_file(&files.partial).ok();
+    if let Some(path) = &a.result_file {
+        let written = hwc_model::RunWritten {
+            profile: files.profile.clone(),
+            report: files.report.clone(),
+            raw: files.raw.clone(),
+            interrupted: profile.provenance.interrupted,
+        };
+        let json = serde_json::to_vec(&written).context("serialising the result file")?;
+        output::replace(path, &json)
+            .with_context(|| format!("the run's files are written, but not {}", path.display()))?;
+    }
 
     println!("{}", closing_summary(&profile, &files));
     Ok(if profile.provenance.interrupted {

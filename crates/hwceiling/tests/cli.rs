@@ -55,10 +55,13 @@ fn one_line_error(o: &Output, code: i32, needle: &str) {
 fn profile_writes_report_profile_and_raw_record_that_read_back() {
     let out = tempfile::tempdir().unwrap();
     let dir = out.path().join("profiling");
+    let result = out.path().join("result.json");
     let args = [
         "profile",
         "--output-dir",
         dir.to_str().unwrap(),
+        "--result-file",
+        result.to_str().unwrap(),
         "--paths",
         "host_ram",
         "--host-sizes",
@@ -70,6 +73,11 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
     ];
     let o = run(&args);
     assert!(o.status.success(), "{}", stderr(&o));
+    // The files it wrote, told to the program that asked (serve), as typed JSON.
+    let written: hwc_model::RunWritten =
+        serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    assert!(written.profile.is_file() && written.report.is_file() && written.raw.is_file());
+    assert!(!written.interrupted);
     let s = stdout(&o);
     // 1 MiB is a cache size on every machine: measured, but no sustained figure or ceiling
     // (the printed ceiling line's form is `ceiling_line`'s unit tests'), and the run says why.

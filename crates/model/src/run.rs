@@ -100,6 +100,16 @@ pub struct RunChoices {
     pub narrowed_by: Vec<Narrowing>,
 }
 
+/// The files a finished `hwceiling profile` wrote, as it tells a program that started it
+/// (`--result-file`; `serve` reads it to answer which profile its run wrote).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunWritten {
+    pub profile: std::path::PathBuf,
+    pub report: std::path::PathBuf,
+    pub raw: std::path::PathBuf,
+    pub interrupted: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
