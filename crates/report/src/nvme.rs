@@ -14,11 +14,14 @@ const KNEE_FRACTION: f64 = 0.95;
 /// QD16 and QD32 within 2 % of each other: link-saturated.
 const SATURATION_TOLERANCE: f64 = 0.02;
 
+/// The sort order of the target's row group: after every drive count.
+const TARGET_GROUP: usize = usize::MAX;
+
 /// The row group of a sweep case: `1 drive`, `4 drives`, or `target`.
 fn group(m: &Measurement) -> Option<(usize, String)> {
     let s = m.spec.nvme()?;
     if s.target {
-        return Some((usize::MAX, format!("target {}", s.drives.join(","))));
+        return Some((TARGET_GROUP, format!("target {}", s.drives.join(","))));
     }
     let n = s.drives.len();
     Some((n, format!("{n} drive{}", if n == 1 { "" } else { "s" })))
@@ -149,9 +152,9 @@ fn sweep(out: &mut String, ms: &[&Measurement]) {
     lhead.extend(lat_cols.iter().map(String::as_str));
     out.push_str("Latency per I/O (submission to completion; medians over repetitions):\n\n");
     table(out, &lhead, &lrows);
-    for ((_, label), drives) in &used {
+    for ((order, label), drives) in &used {
         // A target's label is its path already.
-        if drives.len() == 1 && label.ends_with(drives[0].as_str()) {
+        if *order == TARGET_GROUP {
             continue;
         }
         let _ = writeln!(out, "- {label}: {}", drives.join(", "));

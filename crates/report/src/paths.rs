@@ -210,22 +210,55 @@ fn generic(out: &mut String, p: &Profile, path: PathId, title: &str) {
     out.push('\n');
 }
 
-/// Where a GPU copy's host buffers were, against its GPU's node: `local`, `cross-n1`,
-/// `unplaced` (the GPU's node unknown), with `-pageable` for pageable memory.
-fn placement_label(p: &Profile, m: &Measurement) -> String {
-    let Some(c) = m.spec.gpu_copy() else {
-        return "?".into();
+/// Where a GPU copy's host buffers were, against its GPU's node, and whether they were pinned:
+/// a table of its own each, shown as `local`, `cross-n1`, `unplaced` (the GPU's node unknown),
+/// with `-pageable` for pageable memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct HostSide {
+    at: HostAt,
+    pageable: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum HostAt {
+    Cross(u32),
+    Local,
+    Unplaced,
+}
+
+impl HostSide {
+    const LOCAL_PINNED: HostSide = HostSide {
+        at: HostAt::Local,
+        pageable: false,
     };
-    let gpu_node = p.gpus.get(&c.gpu).and_then(|g| g.numa_node);
-    let mut label = match (c.host_node, gpu_node) {
-        (None, _) => "unplaced".to_string(),
-        (Some(n), Some(g)) if n == g => "local".to_string(),
-        (Some(n), _) => format!("cross-n{n}"),
-    };
-    if !c.pinned() {
-        label.push_str("-pageable");
+}
+
+impl std::fmt::Display for HostSide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.at {
+            HostAt::Cross(n) => write!(f, "cross-n{n}")?,
+            HostAt::Local => f.write_str("local")?,
+            HostAt::Unplaced => f.write_str("unplaced")?,
+        }
+        if self.pageable {
+            f.write_str("-pageable")?;
+        }
+        Ok(())
     }
-    label
+}
+
+fn placement_label(p: &Profile, m: &Measurement) -> Option<HostSide> {
+    let c = m.spec.gpu_copy()?;
+    let gpu_node = p.gpus.get(&c.gpu).and_then(|g| g.numa_node);
+    let at = match (c.host_node, gpu_node) {
+        (None, _) => HostAt::Unplaced,
+        (Some(n), Some(g)) if n == g => HostAt::Local,
+        (Some(n), _) => HostAt::Cross(n),
+    };
+    Some(HostSide {
+        at,
+        pageable: !c.pinned(),
+    })
 }
 
 fn streams(m: &Measurement) -> u32 {
@@ -251,13 +284,14 @@ fn gpu_copies(out: &mut String, p: &Profile) {
             .copied()
             .filter(|m| m.spec.gpu() == Some(gpu.as_str()))
             .collect();
-        let labels: BTreeSet<String> = mine.iter().map(|m| placement_label(p, m)).collect();
+        let labels: BTreeSet<HostSide> =
+            mine.iter().filter_map(|m| placement_label(p, m)).collect();
         for label in labels {
             let _ = writeln!(out, "#### {gpu} — host memory {label}\n");
             let rows: Vec<&Measurement> = mine
                 .iter()
                 .copied()
-                .filter(|m| placement_label(p, m) == label)
+                .filter(|m| placement_label(p, m) == Some(label))
                 .collect();
             let column = |m: &Measurement| {
                 streams_label(if m.path == PathId::H2d { "H2D" } else { "D2H" }, m)
@@ -304,7 +338,7 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
                 m.spec.gpu() == Some(gpu)
                     && m.spec.size_bytes() == size
                     && streams(m) == 1
-                    && placement_label(p, m) == "local"
+                    && placement_label(p, m) == Some(HostSide::LOCAL_PINNED)
             })
             .map(|m| m.gbps.median)
     };
