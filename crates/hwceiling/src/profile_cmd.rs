@@ -348,7 +348,7 @@ fn partition_outcomes(outcomes: &[CaseOutcome]) -> (Vec<CaseResult>, Vec<Waiver>
     for o in outcomes {
         match o {
             CaseOutcome::Measured(x) => r.push(x.as_ref().clone()),
-            CaseOutcome::Waived(x) => w.push(x.clone()),
+            CaseOutcome::Waived(x) => w.push(x.as_ref().clone()),
             CaseOutcome::Failed(x) => f.push(x.clone()),
         }
     }

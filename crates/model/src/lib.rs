@@ -23,7 +23,7 @@ pub mod warning;
 
 pub use ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
-pub use plan::{case_key, Case, PathId, Plan, Reps, Waiver};
+pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
     failure_groups, CaseResult, Evidence, Failure, FailureGroup, Measurement, Placement,

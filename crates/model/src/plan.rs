@@ -181,17 +181,45 @@ pub fn case_key(path: PathId, engine: &EngineId, cell: &str) -> String {
     format!("{path}/{engine}/{cell}")
 }
 
+/// The part of a path a waiver covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Covers {
+    /// One GPU's figures with host memory NUMA-local to it (or unplaced: its node unknown),
+    /// cross-NUMA, or both.
+    Gpu {
+        gpu: String,
+        local: bool,
+        cross: bool,
+    },
+    /// The path's cross-NUMA figures (host RAM on a machine of one node).
+    CrossNuma,
+    /// Host RAM copies between two nodes (at one size or thread count).
+    HostPair { src_node: u32, dst_node: u32 },
+    /// One of the long drive tests.
+    NvmeTest { test: crate::NvmeTest },
+    /// One planned case, waived when its engine came to run it.
+    Case { spec: Spec },
+    /// Another part (a node, a drive, an I/O size).
+    Other,
+}
+
 /// A path, or one scope of it, that will not run here, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Waiver {
     pub path: PathId,
     /// The engine waived, where one engine of the path cannot run (`None`: the path, or the
     /// part `scope` names, whatever the engine).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineId>,
-    /// What part of the path is waived (`gpu0`, `cross-NUMA`, …); `None` = the whole path.
+    /// What part of the path is waived (`gpu0`, `cross-NUMA`, …), in words; `None` = the whole
+    /// path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// What part of the path is waived, typed (what programs read; absent with `scope`: the
+    /// whole path; absent beside a `scope` in profiles of builds before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers: Option<Covers>,
     pub reason: String,
     /// What would make it run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

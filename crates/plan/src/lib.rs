@@ -4,8 +4,9 @@
 
 use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
 use hwc_model::{
-    case_key, size_label, Case, CellKind, CopyDirection, EngineId, EngineStatus, GpuCopySpec,
-    HostCopySpec, HostMemory, PathId, Plan, Reps, Spec, Topology, Waiver, GIB, KIB, MIB,
+    case_key, size_label, Case, CellKind, CopyDirection, Covers, EngineId, EngineStatus,
+    GpuCopySpec, HostCopySpec, HostMemory, PathId, Plan, Reps, Spec, Topology, Waiver, GIB, KIB,
+    MIB,
 };
 use std::collections::BTreeSet;
 
@@ -229,6 +230,7 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
                 path,
                 engine: None,
                 scope: None,
+                covers: None,
                 reason,
                 hint: Some(
                     "`hwceiling engines` lists this build's engines and what they measure".into(),
@@ -251,6 +253,7 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
                     path,
                     engine: Some(e.decl.id.clone()),
                     scope: None,
+                    covers: None,
                     reason,
                     hint,
                 });
@@ -277,11 +280,27 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
     p
 }
 
+/// Waive `path`, or the part of it `scope` names in words (typed: [`Covers::Other`]; see
+/// [`waive_part`] for a part programs tell apart).
 fn waive(p: &mut Matrix, path: PathId, scope: Option<String>, reason: String, hint: Option<&str>) {
+    let part = scope.map(|s| (s, Covers::Other));
+    waive_part(p, path, part, reason, hint);
+}
+
+/// Waive the part of `path` that `part` names, in words and typed.
+fn waive_part(
+    p: &mut Matrix,
+    path: PathId,
+    part: Option<(String, Covers)>,
+    reason: String,
+    hint: Option<&str>,
+) {
+    let (scope, covers) = part.unzip();
     p.waived.push(Waiver {
         path,
         engine: None,
         scope,
+        covers,
         reason,
         hint: hint.map(str::to_string),
     });
@@ -450,10 +469,10 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
         }
     }
     if nodes.len() < 2 {
-        waive(
+        waive_part(
             p,
             PathId::HostRam,
-            Some("cross-NUMA".into()),
+            Some(("cross-NUMA".into(), Covers::CrossNuma)),
             "one NUMA node with CPUs: there is no cross-NUMA path".into(),
             None,
         );
@@ -468,7 +487,7 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
         let threads: Vec<u32> = match &opts.host_threads {
             Some(asked) => {
                 for &t in asked.iter().filter(|&&t| t == 0 || t > cpus) {
-                    waive_threads(p, &pair, src.id, cpus, t);
+                    waive_threads(p, &pair, (src.id, dst), cpus, t);
                 }
                 asked
                     .iter()
@@ -484,10 +503,16 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
             .filter(|&size| {
                 let why = host_buffers_too_large(topo, src.id, dst, size);
                 if let Some(why) = &why {
-                    waive(
+                    waive_part(
                         p,
                         PathId::HostRam,
-                        Some(format!("{pair}, {}", size_label(size))),
+                        Some((
+                            format!("{pair}, {}", size_label(size)),
+                            Covers::HostPair {
+                                src_node: src.id,
+                                dst_node: dst,
+                            },
+                        )),
                         why.clone(),
                         Some("a smaller --host-sizes"),
                     );
@@ -526,7 +551,7 @@ fn plan_host_ram(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
 }
 
 /// A `--threads` count the node cannot run: each copy thread is pinned to a CPU of its own.
-fn waive_threads(p: &mut Matrix, pair: &str, node: u32, cpus: u32, t: u32) {
+fn waive_threads(p: &mut Matrix, pair: &str, (node, dst): (u32, u32), cpus: u32, t: u32) {
     let reason = if t == 0 {
         "0 threads copy nothing".to_string()
     } else {
@@ -536,10 +561,16 @@ fn waive_threads(p: &mut Matrix, pair: &str, node: u32, cpus: u32, t: u32) {
             if cpus == 1 { "" } else { "s" }
         )
     };
-    waive(
+    waive_part(
         p,
         PathId::HostRam,
-        Some(format!("{pair}, {t} threads")),
+        Some((
+            format!("{pair}, {t} threads"),
+            Covers::HostPair {
+                src_node: node,
+                dst_node: dst,
+            },
+        )),
         reason,
         Some(&format!("--threads from 1 to {cpus} for node {node}")),
     );
@@ -624,10 +655,17 @@ fn gpu_placements(
                 out.push((format!("cross-n{}", n.id), Some(n.id)));
             }
             if nodes.len() < 2 {
-                waive(
+                waive_part(
                     p,
                     path,
-                    Some(format!("{} cross-NUMA", gpu_name(g))),
+                    Some((
+                        format!("{} cross-NUMA", gpu_name(g)),
+                        Covers::Gpu {
+                            gpu: gpu_name(g),
+                            local: false,
+                            cross: true,
+                        },
+                    )),
                     "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
                     None,
                 );
@@ -635,10 +673,17 @@ fn gpu_placements(
         }
         None => {
             out.push(("unplaced".to_string(), None));
-            waive(
+            waive_part(
                 p,
                 path,
-                Some(format!("{} NUMA-local and cross-NUMA", gpu_name(g))),
+                Some((
+                    format!("{} NUMA-local and cross-NUMA", gpu_name(g)),
+                    Covers::Gpu {
+                        gpu: gpu_name(g),
+                        local: true,
+                        cross: true,
+                    },
+                )),
                 format!(
                     "the NUMA node of {} ({}) is not reported by sysfs: host buffers are not placed",
                     gpu_name(g),

@@ -9,14 +9,15 @@
 //! The long tests: `read-cache` and `power-states` read (cases of `nvme_read`), `gc-settle`
 //! writes (a case of `nvme_write`, planned only where the write gate approved the drive).
 
-use crate::{buffers_too_large, waive, Cell, Matrix, PlanOptions};
+use crate::{buffers_too_large, waive, waive_part, Cell, Matrix, PlanOptions};
 use hwc_model::long_tests::{
     gap_label, idle_gaps_ms, LongTest, DEFAULT_GC_SETTLE_MAX_S, DEFAULT_GC_WRITE_S,
     DEFAULT_IDLE_MAX_S, GC_WRITE_BLOCK, GC_WRITE_QUEUE_DEPTH, READ_CACHE_HOT_REGION_BYTES,
 };
 use hwc_model::topology::NvmeDrive;
 use hwc_model::{
-    size_label, CellKind, NvmePattern, NvmeSpec, NvmeTest, PathId, Reps, Spec, Topology, KIB, MIB,
+    size_label, CellKind, Covers, NvmePattern, NvmeSpec, NvmeTest, PathId, Reps, Spec, Topology,
+    KIB, MIB,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -141,25 +142,26 @@ fn long_read_cases(
 fn long_read_waivers(p: &mut Matrix, o: &NvmePlanOptions) {
     let path = PathId::NvmeRead;
     if !o.wants(LongTest::ReadCache) {
-        waive(
+        waive_part(
             p,
             path,
-            Some(LongTest::ReadCache.to_string()),
+            Some(long_test(LongTest::ReadCache)),
             "not requested: the spec's read-cache test (hot re-reads against random reads, \
-             about 20 s per drive) runs with --nvme-long-tests read-cache"
+             about 20 s per drive) runs with --nvme-long-tests read-cache (or all)"
                 .into(),
-            Some("--nvme-long-tests read-cache (or all)"),
+            None,
         );
     }
     if !o.wants(LongTest::PowerStates) {
-        waive(
+        waive_part(
             p,
             path,
-            Some(LongTest::PowerStates.to_string()),
+            Some(long_test(LongTest::PowerStates)),
             "not requested: the spec's power-state test (the first read after idle gaps of \
-             10 ms to 60 s, about 9 min per drive) runs with --nvme-long-tests power-states"
+             10 ms to 60 s, about 9 min per drive) runs with --nvme-long-tests power-states (or \
+             all)"
                 .into(),
-            Some("--nvme-long-tests power-states (or all); --nvme-idle-max-s caps the gaps"),
+            Some("--nvme-idle-max-s caps the gaps"),
         );
     }
 }
@@ -192,11 +194,21 @@ fn gc_settle_cell(o: &NvmePlanOptions, label: &str, key: &str, target: bool) -> 
     }
 }
 
+/// A long test as a waiver's part: its name, and typed.
+fn long_test(t: LongTest) -> (String, Covers) {
+    let test = match t {
+        LongTest::ReadCache => NvmeTest::ReadCache,
+        LongTest::PowerStates => NvmeTest::PowerStates,
+        LongTest::GcSettle => NvmeTest::GcSettle,
+    };
+    (t.to_string(), Covers::NvmeTest { test })
+}
+
 /// The gc-settle waiver when it was not asked for, or asked for where nothing may be written.
 fn gc_settle_waiver(p: &mut Matrix, o: &NvmePlanOptions, why_not_writable: Option<&str>) {
-    let scope = Some(LongTest::GcSettle.to_string());
+    let scope = Some(long_test(LongTest::GcSettle));
     if !o.wants(LongTest::GcSettle) {
-        waive(
+        waive_part(
             p,
             PathId::NvmeWrite,
             scope,
@@ -207,7 +219,7 @@ fn gc_settle_waiver(p: &mut Matrix, o: &NvmePlanOptions, why_not_writable: Optio
             Some("--nvme-long-tests gc-settle --allow-destructive-writes --write-drives SERIAL|/dev/nvmeXnY|BDF"),
         );
     } else if let Some(why) = why_not_writable {
-        waive(
+        waive_part(
             p,
             PathId::NvmeWrite,
             scope,

@@ -480,6 +480,7 @@ fn yaml_round_trips_and_carries_the_header() {
             engine: None,
             path: PathId::Gds,
             scope: None,
+            covers: None,
             reason: "libcufile not found".into(),
             hint: Some("install nvidia-gds".into()),
         }],

@@ -264,15 +264,24 @@ pub(crate) fn power_states(out: &mut String, p: &Profile) {
 /// The long drive tests' tables (read cache, power-state transitions, gc-settle), and their
 /// waivers.
 pub(crate) fn long_tests(out: &mut String, p: &Profile) {
-    let scopes = ["read-cache", "power-states", "gc-settle"];
+    let long = |t: hwc_model::NvmeTest| {
+        matches!(
+            t,
+            hwc_model::NvmeTest::ReadCache
+                | hwc_model::NvmeTest::PowerStates
+                | hwc_model::NvmeTest::GcSettle
+        )
+    };
     let waived: Vec<_> = p
         .waived
         .iter()
-        .filter(|w| {
-            // Waived as a whole (`read-cache`), or one of its cases at run time (its key).
-            w.scope.as_deref().is_some_and(|s| {
-                scopes.contains(&s) || s.split('/').nth(1).is_some_and(|t| scopes.contains(&t))
-            })
+        .filter(|w| match &w.covers {
+            // Waived as a whole (`read-cache`), or one of its cases at run time.
+            Some(hwc_model::Covers::NvmeTest { test }) => long(*test),
+            Some(hwc_model::Covers::Case {
+                spec: hwc_model::Spec::Nvme(n),
+            }) => long(n.test),
+            _ => false,
         })
         .collect();
     if p.nvme.long_tests.is_empty() && waived.is_empty() {
@@ -714,6 +723,9 @@ mod tests {
                 engine: None,
                 path: PathId::NvmeWrite,
                 scope: Some("gc-settle".into()),
+                covers: Some(hwc_model::Covers::NvmeTest {
+                    test: hwc_model::NvmeTest::GcSettle,
+                }),
                 reason: "not requested: pass --nvme-long-tests gc-settle".into(),
                 hint: None,
             }],

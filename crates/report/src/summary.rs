@@ -2,6 +2,7 @@
 
 use crate::{gbps, table};
 use hwc_model::ceiling_key;
+use hwc_model::Covers;
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::fmt::Write;
 
@@ -100,7 +101,7 @@ fn waived_row(label: &str, limit: &str, p: &Profile, path: PathId, cross: bool) 
     absent_row(
         label,
         limit,
-        absent_reason(p, path, |s| s.contains("cross") == cross),
+        absent_reason(p, path, |c| is_cross(p, c) == Some(cross)),
     )
 }
 
@@ -121,13 +122,35 @@ fn absent_note(why: Option<String>) -> String {
     }
 }
 
-/// The reason a figure of `path` is absent: the first waiver whose scope `matches` the figure,
-/// else the path's whole-path waiver. A waiver scoped to something else is never the reason.
-fn absent_reason(p: &Profile, path: PathId, matches: impl Fn(&str) -> bool) -> Option<String> {
+/// The reason a figure of `path` is absent: the first waiver whose part (typed: `covers`)
+/// `matches` the figure, else the path's whole-path waiver. A waiver of some other part is
+/// never the reason.
+fn absent_reason(p: &Profile, path: PathId, matches: impl Fn(&Covers) -> bool) -> Option<String> {
     p.waivers_of(path)
-        .find(|w| w.scope.as_deref().is_some_and(&matches))
+        .find(|w| w.covers.as_ref().is_some_and(&matches))
         .or_else(|| p.waivers_of(path).find(|w| w.scope.is_none()))
         .map(|w| w.reason.clone())
+}
+
+/// Whether a waived part is cross-NUMA (`None`: neither, or not known: a node, a drive).
+fn is_cross(p: &Profile, c: &Covers) -> Option<bool> {
+    match c {
+        Covers::CrossNuma => Some(true),
+        Covers::HostPair { src_node, dst_node } => Some(src_node != dst_node),
+        Covers::Gpu { local, cross, .. } if local != cross => Some(*cross),
+        Covers::Case { spec } => match spec {
+            hwc_model::Spec::HostCopy(h) => Some(h.src_node != h.dst_node),
+            hwc_model::Spec::GpuCopy(g) => {
+                let gpu_node = p.gpus.get(&g.gpu).and_then(|x| x.numa_node);
+                match (g.host_node, gpu_node) {
+                    (Some(h), Some(n)) => Some(h != n),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// The whole-path waiver's reason, for one-line summaries.
@@ -135,26 +158,23 @@ fn path_waiver(p: &Profile, path: PathId) -> Option<String> {
     absent_reason(p, path, |_| false)
 }
 
-/// [`absent_reason`] for a figure of `gpu`: a waiver of that GPU (the plan's scopes begin with
-/// its name, a case's scope is its key, which holds `/gpuN/`) for the same host placement as
-/// the figure (`cross`: a cross-NUMA figure; else a NUMA-local one). Another GPU's, the other
-/// placement's or a pageable case's waiver is never the reason for a pinned peak.
+/// [`absent_reason`] for a pinned figure of `gpu` with host memory cross-NUMA (`cross`) or
+/// NUMA-local: a waiver of that GPU at that placement, or of one such case. Another GPU's,
+/// the other placement's or a pageable case's waiver is never the reason for a pinned peak.
 fn gpu_waiver(p: &Profile, path: PathId, gpu: &str, cross: bool) -> Option<String> {
-    let (named, in_key) = (format!("{gpu} "), format!("/{gpu}/"));
-    let placement = |s: &str| {
-        if s.contains("pageable") {
-            return false;
+    absent_reason(p, path, |c| match c {
+        Covers::Gpu {
+            gpu: g,
+            local,
+            cross: x,
+        } => g == gpu && if cross { *x } else { *local },
+        Covers::Case {
+            spec: hwc_model::Spec::GpuCopy(g),
+        } => {
+            // A case whose GPU's node is unknown is unplaced: a local figure's stand-in.
+            g.gpu == gpu && g.pinned() && is_cross(p, c).unwrap_or(false) == cross
         }
-        let mentions_cross = s.contains("cross");
-        let mentions_local = s.contains("local") || s.contains("unplaced");
-        if cross {
-            mentions_cross
-        } else {
-            mentions_local || !mentions_cross
-        }
-    };
-    absent_reason(p, path, |s| {
-        (s.starts_with(&named) || s.contains(&in_key)) && placement(s)
+        _ => false,
     })
 }
 

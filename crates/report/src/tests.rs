@@ -204,6 +204,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
             path,
             engine: None,
             scope: None,
+            covers: None,
             reason: "no NVMe drives were detected".into(),
             hint: None,
         });
@@ -212,6 +213,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
         path: PathId::HostRam,
         engine: None,
         scope: Some("cross-NUMA".into()),
+        covers: Some(hwc_model::Covers::CrossNuma),
         reason: "one NUMA node with CPUs: there is no cross-NUMA path".into(),
         hint: None,
     });
@@ -259,6 +261,7 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
                 path,
                 engine: None,
                 scope: None,
+                covers: None,
                 reason: "no NVIDIA GPU was detected".into(),
                 hint: None,
             });
@@ -838,6 +841,7 @@ fn each_host_gpu_waiver_names_its_direction() {
             path,
             engine: None,
             scope: Some("gpu0 cross-NUMA".into()),
+            covers: Some(gpu_cross("gpu0")),
             reason: "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
             hint: None,
         });
@@ -909,30 +913,50 @@ fn node_memory_that_does_not_add_up_to_the_machines_is_noted_with_both_figures()
 fn an_absent_gpu_figure_gives_its_own_gpus_and_placements_waiver_not_another_ones() {
     let mut p = profile(true);
     p.gpus.insert("gpu1".into(), Default::default());
-    let waiver = |scope: &str, reason: &str| Waiver {
+    let waiver = |scope: &str, covers: hwc_model::Covers, reason: &str| Waiver {
         engine: None,
         path: PathId::H2d,
         scope: Some(scope.into()),
+        covers: Some(covers),
         reason: reason.into(),
         hint: None,
+    };
+    let case = |pinned: bool| hwc_model::Covers::Case {
+        spec: Spec::GpuCopy(hwc_model::GpuCopySpec {
+            gpu: "gpu1".into(),
+            size_bytes: 4 * MIB,
+            streams: 1,
+            host_memory: Some(if pinned {
+                hwc_model::HostMemory::Pinned
+            } else {
+                hwc_model::HostMemory::Pageable
+            }),
+            host_node: Some(0),
+            cpu_node: Some(0),
+            direction: None,
+        }),
     };
     // As the plan writes them on a one-node, two-GPU machine, then what the run added: gpu1
     // busy for its local cases, and one pageable case of it out of memory.
     p.waived.extend([
         waiver(
             "gpu0 cross-NUMA",
+            gpu_cross("gpu0"),
             "one NUMA node with CPUs: there is no cross-NUMA placement",
         ),
         waiver(
             "gpu1 cross-NUMA",
+            gpu_cross("gpu1"),
             "one NUMA node with CPUs: there is no cross-NUMA placement",
         ),
         waiver(
             "h2d/cuda-copy/gpu1/local-pageable/4MiB/s1",
+            case(false),
             "out of device memory",
         ),
         waiver(
             "h2d/cuda-copy/gpu1/local/4MiB/s1",
+            case(true),
             "gpu1 is busy: another process uses it",
         ),
     ]);
@@ -994,6 +1018,7 @@ fn an_absent_figure_never_cites_a_waiver_scoped_to_something_else() {
         engine: None,
         path: PathId::H2d,
         scope: Some("gpu0 cross-NUMA".into()),
+        covers: Some(gpu_cross("gpu0")),
         reason: "one NUMA node with CPUs: there is no cross-NUMA placement".into(),
         hint: None,
     });
@@ -1132,6 +1157,9 @@ fn nvme_summary_rows_of_a_target_run_say_a_target_gives_no_drive_ceiling() {
         path: PathId::NvmeRead,
         engine: None,
         scope: Some("read-cache".into()),
+        covers: Some(hwc_model::Covers::NvmeTest {
+            test: hwc_model::NvmeTest::ReadCache,
+        }),
         reason: "not requested: the read-cache test runs with --nvme-long-tests".into(),
         hint: None,
     });
@@ -1173,33 +1201,6 @@ fn the_repetitions_line_says_which_sizes_took_which_counts() {
     // One count for every cell: no sizes named.
     let r = render(&profile(false));
     assert!(r.contains("Cells: median GB/s ± spread; 20 timed repetitions after 3 warm-up.\n"));
-}
-
-#[test]
-fn a_waiver_hint_the_reason_already_gives_is_not_said_twice() {
-    let w = |reason: &str, hint: Option<&str>| Waiver {
-        engine: None,
-        path: PathId::NvmeRead,
-        scope: Some("power-states".into()),
-        reason: reason.into(),
-        hint: hint.map(str::to_string),
-    };
-    let reason = "not requested: runs with --nvme-long-tests power-states";
-    assert_eq!(
-        waiver_text(&w(
-            reason,
-            Some("--nvme-long-tests power-states (or all); --nvme-idle-max-s caps the gaps")
-        )),
-        format!("power-states: {reason} — --nvme-idle-max-s caps the gaps")
-    );
-    assert_eq!(
-        waiver_text(&w(reason, Some("--nvme-long-tests power-states (or all)"))),
-        format!("power-states: {reason}")
-    );
-    assert_eq!(
-        waiver_text(&w("libcuda not found", Some("install the NVIDIA driver"))),
-        "power-states: libcuda not found — install the NVIDIA driver"
-    );
 }
 
 #[test]
@@ -1343,4 +1344,13 @@ fn an_option_recorded_empty_reads_none_not_a_blank_cell() {
     let md = render(&p);
     assert!(md.contains("| threads_left_out | (none) |"), "{md}");
     assert!(md.contains("| drives_left_out | nvme2 |"), "{md}");
+}
+
+/// A waiver's part: `gpu`'s cross-NUMA figures.
+fn gpu_cross(gpu: &str) -> hwc_model::Covers {
+    hwc_model::Covers::Gpu {
+        gpu: gpu.into(),
+        local: false,
+        cross: true,
+    }
 }

@@ -178,7 +178,7 @@ impl Observer for NoObserver {}
 #[derive(Debug, Clone, PartialEq)]
 pub enum CaseOutcome {
     Measured(Box<CaseResult>),
-    Waived(Waiver),
+    Waived(Box<Waiver>),
     Failed(Failure),
 }
 
@@ -207,7 +207,7 @@ impl RunOutcome {
     pub fn record(&mut self, outcome: CaseOutcome) {
         match outcome {
             CaseOutcome::Measured(r) => self.results.push(*r),
-            CaseOutcome::Waived(w) => self.waived.push(w),
+            CaseOutcome::Waived(w) => self.waived.push(*w),
             CaseOutcome::Failed(f) => self.failures.push(f),
         }
     }
@@ -266,13 +266,11 @@ pub fn run(
         let outcomes: Vec<(Option<usize>, CaseOutcome)> = match owner[index] {
             None => vec![(
                 None,
-                CaseOutcome::Waived(Waiver {
-                    path: case.path,
-                    engine: Some(case.engine.clone()),
-                    scope: Some(case.key.clone()),
-                    reason: format!("engine {} is not in this run", case.engine),
-                    hint: None,
-                }),
+                waived(
+                    case,
+                    format!("engine {} is not in this run", case.engine),
+                    None,
+                ),
             )],
             Some(b) => {
                 let pending: Vec<usize> = (index + 1..total)
@@ -413,15 +411,23 @@ fn fail(case: &Case, error: impl Into<String>) -> CaseOutcome {
 /// An engine's error as the case's outcome: unavailable → waived with its reason, else failed.
 pub fn from_error(case: &Case, e: BenchError) -> CaseOutcome {
     match e {
-        BenchError::Unavailable { reason, hint } => CaseOutcome::Waived(Waiver {
-            path: case.path,
-            engine: Some(case.engine.clone()),
-            scope: Some(case.key.clone()),
-            reason,
-            hint,
-        }),
+        BenchError::Unavailable { reason, hint } => waived(case, reason, hint),
         BenchError::Failed(msg) => fail(case, msg),
     }
+}
+
+/// One case waived when its engine came to run it.
+fn waived(case: &Case, reason: String, hint: Option<String>) -> CaseOutcome {
+    CaseOutcome::Waived(Box::new(Waiver {
+        path: case.path,
+        engine: Some(case.engine.clone()),
+        scope: Some(case.key.clone()),
+        covers: Some(hwc_model::Covers::Case {
+            spec: case.spec.clone(),
+        }),
+        reason,
+        hint,
+    }))
 }
 
 fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
