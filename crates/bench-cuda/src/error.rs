@@ -5,6 +5,12 @@ use hwc_runner::BenchError;
 
 use crate::params::ParamError;
 
+impl From<hwc_numa::NumaError> for CudaError {
+    fn from(e: hwc_numa::NumaError) -> Self {
+        CudaError::Numa(e)
+    }
+}
+
 /// Something a CUDA case could not do.
 #[derive(Debug, thiserror::Error)]
 pub enum CudaError {
@@ -14,9 +20,10 @@ pub enum CudaError {
     /// The case's parameters do not follow the planner's convention.
     #[error(transparent)]
     Params(#[from] ParamError),
-    /// A host buffer could not be mapped or the thread not pinned.
+    /// A host buffer could not be mapped or the thread not pinned (the cause is in the
+    /// message, not a source: an error says its cause once).
     #[error("host memory: {0}")]
-    Numa(#[from] hwc_numa::NumaError),
+    Numa(hwc_numa::NumaError),
     /// The latch kernel gave up waiting before the host released it: the copies were not all
     /// queued in time (the driver's queue was full, or the host thread stalled), so submission
     /// may have been timed.

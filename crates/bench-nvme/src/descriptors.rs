@@ -222,8 +222,8 @@ fn refuse_unwritten(path: &Path, f: &File, size: u64) -> Result<(), BenchError> 
 
 pub(crate) fn open_error(e: device::DeviceError) -> BenchError {
     match &e {
-        device::DeviceError::Open { source, .. }
-            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        device::DeviceError::Open { cause, .. }
+            if cause.kind() == std::io::ErrorKind::PermissionDenied =>
         {
             BenchError::Unavailable {
                 reason: e.to_string(),
@@ -255,7 +255,7 @@ mod tests {
         let open = |kind| device::DeviceError::Open {
             path: "/dev/nvme0n1".into(),
             mode: "",
-            source: std::io::Error::from(kind),
+            cause: std::io::Error::from(kind),
         };
         match open_error(open(std::io::ErrorKind::PermissionDenied)) {
             BenchError::Unavailable { reason, hint } => {

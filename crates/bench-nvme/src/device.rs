@@ -15,24 +15,18 @@ const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
-    #[error("cannot open {path} with O_DIRECT{mode}: {source}")]
+    #[error("cannot open {path} with O_DIRECT{mode}: {cause}")]
     Open {
         path: String,
         mode: &'static str,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot read the size of {path}: {source}")]
-    Size {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot read the size of {path}: {cause}")]
+    Size { path: String, cause: std::io::Error },
     #[error("{0} is neither a block device nor a regular file")]
     Kind(String),
-    #[error("cannot prepare the target file {path}: {source}")]
-    Fill {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot prepare the target file {path}: {cause}")]
+    Fill { path: String, cause: std::io::Error },
 }
 
 /// What a target is.
@@ -57,18 +51,18 @@ pub fn open_direct(path: &Path, write: bool) -> Result<File, DeviceError> {
         .write(write)
         .custom_flags(flags)
         .open(path)
-        .map_err(|source| DeviceError::Open {
+        .map_err(|cause| DeviceError::Open {
             path: path.display().to_string(),
             mode: if write { " for writing" } else { "" },
-            source,
+            cause,
         })
 }
 
 /// Block device or regular file, and its size in bytes.
 pub fn kind_and_size(path: &Path, file: &File) -> Result<(Kind, u64), DeviceError> {
-    let meta = file.metadata().map_err(|source| DeviceError::Size {
+    let meta = file.metadata().map_err(|cause| DeviceError::Size {
         path: path.display().to_string(),
-        source,
+        cause,
     })?;
     if meta.file_type().is_block_device() {
         let mut size: u64 = 0;
@@ -77,7 +71,7 @@ pub fn kind_and_size(path: &Path, file: &File) -> Result<(Kind, u64), DeviceErro
         if rc != 0 {
             return Err(DeviceError::Size {
                 path: path.display().to_string(),
-                source: std::io::Error::last_os_error(),
+                cause: std::io::Error::last_os_error(),
             });
         }
         Ok((Kind::BlockDevice, size))
@@ -134,9 +128,9 @@ pub fn create_scratch_file(
     size: u64,
     cancel: &AtomicBool,
 ) -> Result<File, DeviceError> {
-    let fill_err = |source| DeviceError::Fill {
+    let fill_err = |cause| DeviceError::Fill {
         path: path.display().to_string(),
-        source,
+        cause,
     };
     let file = OpenOptions::new()
         .read(true)

@@ -36,22 +36,19 @@ pub enum Pattern {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    #[error("io_uring setup with {entries} entries failed: {source}")]
-    Setup {
-        entries: u32,
-        source: std::io::Error,
-    },
+    #[error("io_uring setup with {entries} entries failed: {cause}")]
+    Setup { entries: u32, cause: std::io::Error },
     #[error("buffer: {0}")]
     Buffer(String),
     #[error("the device holds {span} bytes, less than one {block}-byte I/O")]
     TooSmall { span: u64, block: u64 },
     #[error("submitting to io_uring failed: {0}")]
     Submit(std::io::Error),
-    #[error("{op:?} at offset {offset} failed: {source}")]
+    #[error("{op:?} at offset {offset} failed: {cause}")]
     Io {
         op: Op,
         offset: u64,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{op:?} at offset {offset} moved {got} of {want} bytes")]
     Short {
@@ -148,10 +145,7 @@ impl Engine {
             });
         }
         let qd = qd.max(1);
-        let ring = IoUring::new(qd).map_err(|source| EngineError::Setup {
-            entries: qd,
-            source,
-        })?;
+        let ring = IoUring::new(qd).map_err(|cause| EngineError::Setup { entries: qd, cause })?;
         let total = usize::try_from(block * u64::from(qd))
             .map_err(|_| EngineError::Buffer("buffer larger than the address space".into()))?;
         // One huge page more than needed, so the slots can start on a huge-page boundary: a
@@ -347,7 +341,7 @@ impl Engine {
                     failure.get_or_insert(EngineError::Io {
                         op,
                         offset: offsets[slot],
-                        source: std::io::Error::from_raw_os_error(-res),
+                        cause: std::io::Error::from_raw_os_error(-res),
                     });
                 } else if res as u64 != self.block {
                     failure.get_or_insert(EngineError::Short {

@@ -52,16 +52,10 @@ pub struct IdentifyController {
 pub enum IdentifyError {
     #[error("Identify answer is {0} bytes, expected {IDENTIFY_LEN}")]
     Short(usize),
-    #[error("cannot open {path}: {source}")]
-    Open {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("NVMe admin Identify ioctl on {path} failed: {source}")]
-    Ioctl {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("cannot open {path}: {cause}")]
+    Open { path: String, cause: std::io::Error },
+    #[error("NVMe admin Identify ioctl on {path} failed: {cause}")]
+    Ioctl { path: String, cause: std::io::Error },
     #[error("NVMe admin Identify on {path} completed with status {status:#x}")]
     Status { path: String, status: i32 },
 }
@@ -202,14 +196,14 @@ enum AdminError {
 /// Send Identify Controller to `/dev/nvmeN` (or a namespace of it) and parse the answer.
 pub fn identify_controller(dev: &Path) -> Result<IdentifyController, IdentifyError> {
     let path = dev.display().to_string();
-    let file = File::open(dev).map_err(|source| IdentifyError::Open {
+    let file = File::open(dev).map_err(|cause| IdentifyError::Open {
         path: path.clone(),
-        source,
+        cause,
     })?;
     let mut buf = vec![0u8; IDENTIFY_LEN];
     match admin_read(&file, OPC_IDENTIFY, CNS_CONTROLLER, &mut buf) {
         Ok(_) => parse_identify_controller(&buf),
-        Err(AdminError::Os(source)) => Err(IdentifyError::Ioctl { path, source }),
+        Err(AdminError::Os(cause)) => Err(IdentifyError::Ioctl { path, cause }),
         Err(AdminError::Status(status)) => Err(IdentifyError::Status { path, status }),
     }
 }

@@ -86,11 +86,8 @@ impl Config {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: std::io::Error },
     #[error("refusing to listen on {0}: not a loopback address (pass --listen-public to serve other hosts)")]
     NotLoopback(SocketAddr),
     #[error("{0} is in use by a running daemon")]
@@ -102,7 +99,7 @@ pub enum DaemonError {
 impl DaemonError {
     fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> DaemonError {
         let what = what.into();
-        move |source| DaemonError::Io { what, source }
+        move |cause| DaemonError::Io { what, cause }
     }
 }
 

@@ -98,20 +98,13 @@ fn asks_for_queues(command: &cli::Command) -> bool {
     matches!(command, cli::Command::Profile(_))
 }
 
-/// An error chain on one line: `outer: inner: root`.
-/// The error and its causes on one line, `: `-joined; a cause whose text the line already holds
-/// (an error that writes its source into its own message) is not said twice.
+/// An error and its causes on one line, `outer: inner: root`. Our errors say a cause either in
+/// their message or as their source, never both, so each is said once.
 fn one_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain().map(|c| c.to_string().replace('\n', " ")) {
-        if line.is_empty() {
-            line = cause;
-        } else if !line.contains(&cause) {
-            line.push_str(": ");
-            line.push_str(&cause);
-        }
-    }
-    line
+    e.chain()
+        .map(|c| c.to_string().replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(": ")
 }
 
 #[cfg(test)]
@@ -126,26 +119,17 @@ mod tests {
 
     #[test]
     fn an_error_line_says_each_cause_once() {
-        /// As `thiserror` makes one with `#[error("cannot open /dev/x: {source}")]`.
-        #[derive(Debug)]
-        struct Open {
-            source: std::io::Error,
-        }
-        impl std::fmt::Display for Open {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                write!(f, "cannot open /dev/x: {}", self.source)
-            }
-        }
-        impl std::error::Error for Open {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-                Some(&self.source)
-            }
-        }
         let io = || std::io::Error::from_raw_os_error(2);
-        let e = anyhow::Error::new(Open { source: io() }).context("reading the drive");
+        // An error that holds its cause in its message has no source.
+        let open = hwc_numa::NumaError::Affinity {
+            cpus: vec![3],
+            cause: io(),
+        };
+        assert!(std::error::Error::source(&open).is_none());
+        let e = anyhow::Error::new(open).context("pinning the thread");
         assert_eq!(
             one_line(&e),
-            "reading the drive: cannot open /dev/x: No such file or directory (os error 2)"
+            "pinning the thread: sched_setaffinity to CPUs [3] failed: No such file or directory (os error 2)"
         );
         let e = anyhow::Error::new(io()).context("cannot write p.yaml");
         assert_eq!(

@@ -12,12 +12,12 @@ const MASK_WORDS: usize = 16;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NumaError {
-    #[error("mmap of {len} bytes failed: {source}")]
-    Map { len: usize, source: io::Error },
+    #[error("mmap of {len} bytes failed: {cause}")]
+    Map { len: usize, cause: io::Error },
     #[error("node {0} is beyond the {max} nodes this build can address", max = MASK_WORDS * 64)]
     NodeOutOfRange(u32),
-    #[error("sched_setaffinity to CPUs {cpus:?} failed: {source}")]
-    Affinity { cpus: Vec<u32>, source: io::Error },
+    #[error("sched_setaffinity to CPUs {cpus:?} failed: {cause}")]
+    Affinity { cpus: Vec<u32>, cause: io::Error },
     #[error("no CPUs given to pin to")]
     NoCpus,
 }
@@ -120,12 +120,12 @@ impl NumaBuffer {
         if raw == libc::MAP_FAILED {
             return Err(NumaError::Map {
                 len,
-                source: io::Error::last_os_error(),
+                cause: io::Error::last_os_error(),
             });
         }
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or(NumaError::Map {
             len,
-            source: io::Error::other("mmap returned null"),
+            cause: io::Error::other("mmap returned null"),
         })?;
         let mut buf = NumaBuffer {
             ptr,
@@ -356,7 +356,7 @@ pub fn pin_current_thread(cpus: &[u32]) -> Result<(), NumaError> {
     } else {
         Err(NumaError::Affinity {
             cpus: cpus.to_vec(),
-            source: io::Error::last_os_error(),
+            cause: io::Error::last_os_error(),
         })
     }
 }
