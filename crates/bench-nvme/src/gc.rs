@@ -42,9 +42,25 @@ const PROBE_REGION_BYTES: u64 = 1 << 30;
 pub struct GcSettleRunner {
     cfg: NvmeConfig,
     files: Descriptors,
+    /// The record of each test run as a [`hwc_runner::Procedure`], in order.
+    records: Vec<NvmeLongTests>,
 }
 
-/// Whether a case is a gc-settle case (run by [`GcSettleRunner`], not by the runner).
+/// Each gc-settle case, run whole after the runner's engines; its record kept for
+/// [`GcSettleRunner::take_records`].
+impl hwc_runner::Procedure for GcSettleRunner {
+    fn takes(&self, case: &Case) -> bool {
+        is_gc_settle(case)
+    }
+
+    fn run(&mut self, case: &Case) -> Result<CaseResult, BenchError> {
+        let (measured, record) = GcSettleRunner::run(self, case)?;
+        self.records.push(record);
+        Ok(measured)
+    }
+}
+
+/// Whether a case is a gc-settle case (run by [`GcSettleRunner`] as a procedure).
 pub fn is_gc_settle(case: &Case) -> bool {
     matches!(
         case.spec.nvme().map(|s| &s.pattern),
@@ -85,7 +101,16 @@ fn probe(engine: &mut Engine, cancel: &AtomicBool) -> Result<Probe, BenchError> 
 
 impl GcSettleRunner {
     pub(crate) fn new(cfg: NvmeConfig, files: Descriptors) -> Self {
-        Self { cfg, files }
+        Self {
+            cfg,
+            files,
+            records: Vec::new(),
+        }
+    }
+
+    /// The records of the tests run as a procedure so far, taken.
+    pub fn take_records(&mut self) -> Vec<NvmeLongTests> {
+        std::mem::take(&mut self.records)
     }
 
     /// Run one gc-settle case: the measurement of its sustained writes (for the profile's

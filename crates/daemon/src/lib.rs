@@ -34,7 +34,7 @@ mod socket;
 mod store;
 
 pub use routes::completeness_fields;
-pub use runner::{RunConfig, RunRequest, RunStatus};
+pub use runner::{Launch, RunRequest, RunStatus};
 pub use socket::{bind_unix, check_listen_addr, default_socket_path, is_local_peer};
 pub use store::profile_sort_key;
 
@@ -67,7 +67,7 @@ pub struct Config {
     /// (idle and slow clients cannot hold connections forever).
     pub header_read_timeout: Duration,
     /// How `POST /v1/profile/run` starts a profile.
-    pub run: RunConfig,
+    pub run: Launch,
 }
 
 impl Config {
@@ -79,7 +79,7 @@ impl Config {
             max_body_bytes: 64 << 10,
             max_connections: 512,
             header_read_timeout: Duration::from_secs(10),
-            run: RunConfig::new(program),
+            run: Launch::new(program),
         }
     }
 }

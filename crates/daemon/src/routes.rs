@@ -464,12 +464,12 @@ async fn run_start(
             Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
         }
     };
-    let args = match request.to_args() {
-        Ok(a) => a,
+    let run = match request.to_config(state.runner.output_dir()) {
+        Ok(c) => c,
         Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
     };
     let note = request.note();
-    match state.runner.start(request, args) {
+    match state.runner.start(request, run) {
         Ok(status) => {
             // The run's state, and, for a quick or narrowed run, that its profile will not
             // replace a complete one.

@@ -17,18 +17,18 @@ use tokio::task::JoinHandle;
 
 /// How a profile run is started.
 #[derive(Debug, Clone)]
-pub struct RunConfig {
+pub struct Launch {
     /// The `hwceiling` executable (the daemon's own, normally).
     pub program: PathBuf,
-    /// Arguments before `--output-dir DIR` and the request's options (normally `profile`).
+    /// Arguments before `--run-config FILE --result-file FILE` (normally `profile`).
     pub args: Vec<OsString>,
     /// How long a cancelled run may take to stop its case in flight and write its files before SIGKILL.
     pub grace: Duration,
 }
 
-impl RunConfig {
+impl Launch {
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        RunConfig {
+        Launch {
             program: program.into(),
             args: vec!["profile".into()],
             grace: Duration::from_secs(120),
@@ -61,11 +61,10 @@ pub struct RunRequest {
 impl RunRequest {
     /// Check the options as `hwceiling profile` checks its flags (the same checks, from
     /// `hwc_plan::input`: a request the command line would refuse is refused here, and one it
-    /// takes is taken), and turn them into `profile` arguments.
-    pub fn to_args(&self) -> Result<Vec<OsString>, String> {
+    /// takes is taken), and turn them into the run's configuration, writing into `output_dir`.
+    pub fn to_config(&self, output_dir: &Path) -> Result<hwc_model::RunConfig, String> {
         use hwc_plan::input::{check_host_threads, no_repeats, parse_size};
-        let mut args: Vec<OsString> = Vec::new();
-        let list = |v: Vec<String>| OsString::from(v.join(","));
+        let mut c = hwc_model::RunConfig::new(output_dir);
         if let Some(paths) = &self.paths {
             if paths.is_empty() {
                 return Err("`paths` is empty: leave it out to run every path".into());
@@ -75,8 +74,7 @@ impl RunRequest {
                 .map(|p| p.parse::<hwc_model::PathId>().map_err(|e| format!("{e}")))
                 .collect::<Result<Vec<_>, _>>()?;
             no_repeats(&ids, |x| x.to_string()).map_err(|e| format!("`paths` {e}"))?;
-            args.push("--paths".into());
-            args.push(list(ids.iter().map(|id| id.as_str().to_string()).collect()));
+            c.paths = Some(ids);
         }
         if let Some(threads) = &self.threads {
             if threads.is_empty() {
@@ -86,8 +84,7 @@ impl RunRequest {
                 check_host_threads(t).map_err(|e| format!("`threads`: {e}"))?;
             }
             no_repeats(threads, u32::to_string).map_err(|e| format!("`threads` {e}"))?;
-            args.push("--threads".into());
-            args.push(list(threads.iter().map(u32::to_string).collect()));
+            c.threads = Some(threads.clone());
         }
         if let Some(sizes) = &self.host_sizes {
             if sizes.is_empty() {
@@ -99,55 +96,24 @@ impl RunRequest {
                 .collect::<Result<Vec<u64>, _>>()?;
             no_repeats(&bytes, |&b| hwc_model::size_label(b))
                 .map_err(|e| format!("`host_sizes` {e}"))?;
-            args.push("--host-sizes".into());
-            // The sizes as the child's case keys write them: nothing of the caller's text.
-            args.push(list(
-                bytes.iter().map(|&b| hwc_model::size_label(b)).collect(),
-            ));
+            c.host_sizes = Some(bytes);
         }
-        if self.quick {
-            args.push("--quick".into());
-        }
-        if self.allow_contended {
-            args.push("--allow-contended".into());
-        }
-        Ok(args)
-    }
-
-    /// The selections of a request [`RunRequest::to_args`] took that may narrow the run, judged
-    /// as the run judges them ([`hwc_model::Narrowing::judge`]), with what they leave out of
-    /// this machine's full sweeps not yet known (the run finds out, and records it).
-    fn narrowings(&self) -> Vec<hwc_model::Narrowing> {
-        use hwc_model::{Narrowing, Selection};
-        let mut out = Vec::new();
-        if let Some(paths) = &self.paths {
-            let ids: Vec<String> = paths
-                .iter()
-                .filter_map(|p| p.parse::<hwc_model::PathId>().ok())
-                .map(|id| id.to_string())
-                .collect();
-            out.extend(Narrowing::judge(Selection::Paths, ids, None));
-        }
-        if let Some(threads) = &self.threads {
-            let v: Vec<String> = threads.iter().map(u32::to_string).collect();
-            out.extend(Narrowing::judge(Selection::Threads, v, None));
-        }
-        if let Some(sizes) = &self.host_sizes {
-            let v: Vec<String> = sizes
-                .iter()
-                .filter_map(|s| hwc_plan::input::parse_size(s).ok())
-                .map(hwc_model::size_label)
-                .collect();
-            out.extend(Narrowing::judge(Selection::HostSizes, v, None));
-        }
-        out
+        c.quick = self.quick;
+        c.allow_contended = self.allow_contended;
+        Ok(c)
     }
 
     /// When the run's profile will not replace a complete profile (a `--quick` run, or one
     /// narrowed by its selections, by the rule the run applies to itself), one line that says
     /// so; `None` for a full run.
     pub fn note(&self) -> Option<String> {
-        let narrowings = self.narrowings();
+        // What the selections leave out of this machine's full sweeps is not known yet (the
+        // run finds out, and records it).
+        let choices = self
+            .to_config(Path::new(""))
+            .ok()?
+            .run_choices(&hwc_model::LeftOut::default());
+        let narrowings = choices.narrowed_by;
         let run = hwc_model::profile::Completeness {
             quick: self.quick,
             narrowed_by: narrowings.iter().map(ToString::to_string).collect(),
@@ -233,7 +199,7 @@ enum Slot {
 }
 
 pub(crate) struct Runner {
-    config: RunConfig,
+    config: Launch,
     output_dir: PathBuf,
     slot: Mutex<Slot>,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -284,7 +250,7 @@ fn send_sigterm(pid: u32) {
 }
 
 impl Runner {
-    pub fn new(config: RunConfig, output_dir: PathBuf) -> Self {
+    pub fn new(config: Launch, output_dir: PathBuf) -> Self {
         Runner {
             config,
             output_dir,
@@ -293,6 +259,11 @@ impl Runner {
             next_id: Mutex::new(0),
             closed: AtomicBool::new(false),
         }
+    }
+
+    /// The folder its runs write to.
+    pub fn output_dir(&self) -> &Path {
+        &self.output_dir
     }
 
     fn slot(&self) -> std::sync::MutexGuard<'_, Slot> {
@@ -339,7 +310,7 @@ impl Runner {
     pub fn start(
         self: &Arc<Self>,
         request: RunRequest,
-        args: Vec<OsString>,
+        run: hwc_model::RunConfig,
     ) -> Result<RunStatus, StartError> {
         let mut slot = self.slot();
         if let Slot::Running(_) = &*slot {
@@ -354,15 +325,28 @@ impl Runner {
             *n += 1;
             *n
         };
-        // Where the child says which files it wrote (read when it exits, then removed).
+        // The run the child makes (`--run-config`), and where it says which files it wrote;
+        // both are removed once it has exited.
+        let config_file = self
+            .output_dir
+            .join(format!(".hwceiling-run-{id}.config.json"));
         let result_file = self.output_dir.join(format!(".hwceiling-run-{id}.json"));
+        let json = serde_json::to_vec(&run).map_err(|e| StartError::Spawn(e.to_string()))?;
+        // The folder the child would make first: its configuration goes there.
+        std::fs::create_dir_all(&self.output_dir)
+            .and_then(|()| std::fs::write(&config_file, json))
+            .map_err(|e| {
+                StartError::Spawn(format!(
+                    "cannot write the run configuration {}: {e}",
+                    config_file.display()
+                ))
+            })?;
         let mut cmd = tokio::process::Command::new(&self.config.program);
         cmd.args(&self.config.args)
-            .arg("--output-dir")
-            .arg(&self.output_dir)
+            .arg("--run-config")
+            .arg(&config_file)
             .arg("--result-file")
             .arg(&result_file)
-            .args(&args)
             .stdin(Stdio::null())
             // What the run wrote comes from its result file; its summary is for terminals.
             .stdout(Stdio::null())
@@ -374,6 +358,7 @@ impl Runner {
         // Before the spawn: the child's first running record must not predate the run.
         let started = SystemTime::now();
         let mut child = cmd.spawn().map_err(|e| {
+            let _ = std::fs::remove_file(&config_file);
             StartError::Spawn(format!(
                 "cannot start {}: {e}",
                 self.config.program.display()
@@ -412,6 +397,7 @@ impl Runner {
             let stderr = err.await.unwrap_or_default();
             let written = tokio::fs::read(&result_file).await.ok();
             let _ = tokio::fs::remove_file(&result_file).await;
+            let _ = tokio::fs::remove_file(&config_file).await;
             let profile = written
                 .and_then(|b| serde_json::from_slice::<hwc_model::RunWritten>(&b).ok())
                 .map(|w| w.profile.display().to_string());
@@ -572,7 +558,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn run_requests_become_checked_arguments() {
+    fn run_requests_become_checked_run_configurations() {
         let r = RunRequest {
             paths: Some(vec!["host-ram".into(), "h2d".into()]),
             threads: Some(vec![1, 8]),
@@ -580,26 +566,20 @@ mod tests {
             quick: true,
             allow_contended: false,
         };
-        let args: Vec<String> = r
-            .to_args()
-            .unwrap()
-            .into_iter()
-            .map(|a| a.into_string().unwrap())
-            .collect();
+        let c = r.to_config(Path::new("/srv/p")).unwrap();
+        let mut want = hwc_model::RunConfig::new("/srv/p");
+        want.paths = Some(vec![hwc_model::PathId::HostRam, hwc_model::PathId::H2d]);
+        want.threads = Some(vec![1, 8]);
+        want.host_sizes = Some(vec![256 << 20, 4096]);
+        want.quick = true;
+        assert_eq!(c, want);
         assert_eq!(
-            args,
-            vec![
-                "--paths",
-                "host_ram,h2d",
-                "--threads",
-                "1,8",
-                "--host-sizes",
-                "256MiB,4KiB",
-                "--quick"
-            ]
+            RunRequest::default()
+                .to_config(Path::new("/srv/p"))
+                .unwrap(),
+            hwc_model::RunConfig::new("/srv/p")
         );
-        assert!(RunRequest::default().to_args().unwrap().is_empty());
-        let bad = |r: RunRequest| r.to_args().unwrap_err();
+        let bad = |r: RunRequest| r.to_config(Path::new("o")).unwrap_err();
         assert!(bad(RunRequest {
             paths: Some(vec!["nvram".into()]),
             ..RunRequest::default()
@@ -674,7 +654,7 @@ mod tests {
 
     #[test]
     fn run_requests_are_refused_as_the_command_line_refuses_them() {
-        let bad = |r: RunRequest| r.to_args().unwrap_err();
+        let bad = |r: RunRequest| r.to_config(Path::new("o")).unwrap_err();
         let threads = |t: Vec<u32>| RunRequest {
             threads: Some(t),
             ..RunRequest::default()
@@ -690,7 +670,7 @@ mod tests {
         );
         assert!(bad(threads(vec![4097])).contains("from 1 to 4096"));
         assert!(bad(threads(vec![])).contains("empty"));
-        assert!(threads(vec![4096]).to_args().is_ok());
+        assert!(threads(vec![4096]).to_config(Path::new("o")).is_ok());
         assert_eq!(bad(threads(vec![1, 2, 1])), "`threads` lists 1 twice");
         assert_eq!(
             bad(sizes(&["4MiB", "4096KiB"])),

@@ -6,11 +6,12 @@ use common::{profile_yaml, Daemon};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// `$2` is the output folder and `$4` the result file (`--output-dir DIR --result-file FILE`
-/// come first). The run waits for a `go` file.
+/// `$2` is the run's configuration, in the output folder, and `$4` the result file
+/// (`--run-config FILE --result-file FILE`). The run waits for a `go` file.
 const FAKE_PROFILE: &str = r#"
-dir="$2"
+dir="$(dirname "$2")"
 result="$4"
+cp "$2" "$dir/config.json"
 trap 'echo "$@" > "$dir/stopped"; exit 130' TERM
 printf '{"plan":{"cases":[1,2,3]},"results":[{"measurement":{"key":"host_ram/host-memcpy/n0-n0/1MiB/t1"}}],"failures":[],"waived":[]}' > "$dir/hardware_raw_2026-11-30.partial.json"
 while [ ! -e "$dir/go" ]; do sleep 0.02; done
@@ -118,10 +119,20 @@ fn arguments_reach_the_profile_command() {
     let dir = d.dir().display().to_string();
     assert_eq!(
         argv.trim(),
-        format!(
-            "--output-dir {dir} --result-file {dir}/.hwceiling-run-1.json --paths host_ram \
-             --threads 1,2 --host-sizes 1MiB --allow-contended"
-        )
+        format!("--run-config {dir}/.hwceiling-run-1.config.json --result-file {dir}/.hwceiling-run-1.json")
+    );
+    // The run the child was given, typed.
+    let config: hwc_model::RunConfig =
+        serde_json::from_slice(&std::fs::read(d.dir().join("config.json")).unwrap()).unwrap();
+    let mut want = hwc_model::RunConfig::new(d.dir());
+    want.paths = Some(vec![hwc_model::PathId::HostRam]);
+    want.threads = Some(vec![1, 2]);
+    want.host_sizes = Some(vec![1 << 20]);
+    want.allow_contended = true;
+    assert_eq!(config, want);
+    assert!(
+        !d.dir().join(".hwceiling-run-1.config.json").exists(),
+        "the configuration is removed once the run has exited"
     );
 }
 
@@ -139,7 +150,7 @@ fn shutdown_stops_the_run_cleanly_before_returning() {
     );
     let argv = std::fs::read_to_string(dir.path().join("stopped")).unwrap();
     assert!(
-        argv.starts_with("--output-dir"),
+        argv.starts_with("--run-config"),
         "the run got SIGTERM: {argv}"
     );
     assert!(
@@ -152,7 +163,7 @@ fn shutdown_stops_the_run_cleanly_before_returning() {
 fn a_run_that_ignores_sigterm_is_killed_after_the_grace_period() {
     const STUBBORN: &str = r#"
 trap '' TERM
-printf '{"plan":{"cases":[1]},"results":[],"failures":[],"waived":[]}' > "$2/hardware_raw_2026-11-30.partial.json"
+printf '{"plan":{"cases":[1]},"results":[],"failures":[],"waived":[]}' > "$(dirname "$2")/hardware_raw_2026-11-30.partial.json"
 while :; do sleep 0.02; done
 "#;
     let d = Daemon::tcp(|dir, config| {
@@ -181,7 +192,8 @@ fn a_program_that_cannot_start_is_a_500_and_leaves_the_daemon_idle() {
 
 #[test]
 fn a_failing_run_reports_its_last_error_line() {
-    const FAILS: &str = r#"echo "hwceiling: error: output folder $2 is not writable" >&2; exit 1"#;
+    const FAILS: &str =
+        r#"echo "hwceiling: error: output folder $(dirname $2) is not writable" >&2; exit 1"#;
     let d = Daemon::tcp(fake(FAILS));
     assert_eq!(d.send("POST", "/v1/profile/run", b"").status, 202);
     let v = d.wait_for("/v1/profile/run", |v| v["state"] == "finished");

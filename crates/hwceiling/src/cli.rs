@@ -2,10 +2,9 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hwc_model::long_tests::LongTestRequest;
-use hwc_model::{size_label, PathId};
+use hwc_model::PathId;
 use hwc_plan::input::{
-    check_nvme_bytes, no_repeats, parse_host_threads, parse_nvme_bytes, parse_nvme_size,
-    parse_queue_depth, parse_size,
+    parse_host_threads, parse_nvme_bytes, parse_nvme_size, parse_queue_depth, parse_size,
 };
 use std::path::PathBuf;
 
@@ -59,7 +58,7 @@ pub struct DetectArgs {
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
     /// Folder for the report, profile and raw JSON.
-    #[arg(long, short = 'o', value_name = "DIR", default_value = "profiling")]
+    #[arg(long, short = 'o', value_name = "DIR", default_value = DEFAULT_OUTPUT_DIR)]
     pub output_dir: PathBuf,
     /// Print the plan (every case and every waiver) and exit without measuring.
     #[arg(long)]
@@ -146,7 +145,14 @@ pub struct ProfileArgs {
     /// starts the run: `serve`).
     #[arg(long, value_name = "FILE", hide = true)]
     pub result_file: Option<PathBuf>,
+    /// The whole run as JSON (`hwc_model::RunConfig`), in place of the run's flags (for a
+    /// program that starts the run: `serve`).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub run_config: Option<PathBuf>,
 }
+
+/// Where `profile` writes without `--output-dir`.
+pub const DEFAULT_OUTPUT_DIR: &str = "profiling";
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -171,54 +177,43 @@ pub fn parse_idle_max(s: &str) -> Result<f64, String> {
 }
 
 impl ProfileArgs {
-    /// What clap cannot check value by value: a value listed twice (two cases under one key, or
-    /// one drive twice) and `--nvme-bytes` against the block sizes. An error is a bad command
-    /// line (exit 2), found before anything is detected, created or measured.
+    /// The run these flags ask for.
+    pub fn config(&self) -> hwc_model::RunConfig {
+        hwc_model::RunConfig {
+            output_dir: self.output_dir.clone(),
+            paths: self.paths.clone(),
+            engines: self.engines.clone(),
+            threads: self.threads.clone(),
+            host_sizes: self.host_sizes.clone(),
+            quick: self.quick,
+            allow_contended: self.allow_contended,
+            drives: self.drives.clone(),
+            allow_destructive_writes: self.allow_destructive_writes,
+            write_drives: self.write_drives.clone(),
+            target: self.target.clone(),
+            nvme_sizes: self.nvme_sizes.clone(),
+            queue_depths: self.queue_depths.clone(),
+            nvme_bytes: self.nvme_bytes,
+            nvme_long_tests: self.nvme_long_tests.clone(),
+            nvme_idle_max_s: self.nvme_idle_max_s,
+            nvme_gc_write_s: self.nvme_gc_write_s,
+            nvme_gc_settle_max_s: self.nvme_gc_settle_max_s,
+        }
+    }
+
+    /// What clap cannot check value by value ([`hwc_session::check`]: a value listed twice,
+    /// `--nvme-bytes` against the block sizes, an engine this build lacks), and `--run-config`
+    /// given with the flags it replaces. An error is a bad command line (exit 2), found before
+    /// anything is detected, created or measured.
     pub fn validate(&self) -> Result<(), String> {
-        let flag = |name: &str, r: Result<(), String>| r.map_err(|e| format!("--{name} {e}"));
-        if let Some(p) = &self.paths {
-            flag("paths", no_repeats(p, |x| x.to_string()))?;
-        }
-        if let Some(e) = &self.engines {
-            flag("engines", no_repeats(e, |x| x.to_string()))?;
-            let known = crate::engines::declarations();
-            if let Some(unknown) = e.iter().find(|id| known.iter().all(|d| &d.id != *id)) {
-                let ids: Vec<String> = known.iter().map(|d| d.id.to_string()).collect();
-                return Err(format!(
-                    "--engines: no engine `{unknown}` in this build (its engines: {})",
-                    ids.join(", ")
-                ));
+        if self.run_config.is_some() {
+            let alone = hwc_model::RunConfig::new(DEFAULT_OUTPUT_DIR);
+            if self.config() != alone || self.dry_run || self.fsroot.is_some() {
+                return Err("--run-config holds the whole run: give no other run options".into());
             }
+            return Ok(());
         }
-        if let Some(t) = &self.threads {
-            flag("threads", no_repeats(t, u32::to_string))?;
-        }
-        if let Some(s) = &self.host_sizes {
-            flag("host-sizes", no_repeats(s, |&b| size_label(b)))?;
-        }
-        for (name, list) in [
-            ("drives", &self.drives),
-            ("write-drives", &self.write_drives),
-        ] {
-            if let Some(d) = list {
-                let trimmed: Vec<&str> = d.iter().map(|x| x.trim()).collect();
-                flag(name, no_repeats(&trimmed, |x| format!("`{x}`")))?;
-            }
-        }
-        if let Some(s) = &self.nvme_sizes {
-            flag("nvme-sizes", no_repeats(s, |&b| size_label(b)))?;
-        }
-        if let Some(q) = &self.queue_depths {
-            flag("queue-depths", no_repeats(q, u32::to_string))?;
-        }
-        if let Some(bytes) = self.nvme_bytes {
-            let sizes = self
-                .nvme_sizes
-                .clone()
-                .unwrap_or_else(|| hwc_plan::NVME_SIZES.to_vec());
-            check_nvme_bytes(bytes, &sizes).map_err(|e| format!("--nvme-bytes: {e}"))?;
-        }
-        Ok(())
+        hwc_session::check(&self.config())
     }
 }
 

@@ -1,56 +1,12 @@
 //! `hwceiling detect`: what the machine is, without measuring anything.
 
 use crate::cli::{DetectArgs, Format};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use hwc_model::Topology;
-use hwc_topology::Sources;
 use std::fmt::Write;
-use std::path::Path;
-
-/// Detect the live machine (`fsroot` None) or a snapshot, filling what only the live system
-/// can tell (hostname, kernel) when the files did not.
-pub fn detect(fsroot: Option<&Path>) -> Result<Topology> {
-    match fsroot {
-        Some(root) => {
-            if !root.join("sys").is_dir() && !root.join("proc").is_dir() {
-                bail!(
-                    "{} has neither sys/ nor proc/: not a filesystem root",
-                    root.display()
-                );
-            }
-            Ok(hwc_topology::detect(&Sources::fsroot(root)))
-        }
-        None => {
-            let mut src = Sources::live();
-            if Path::new("deps").is_dir() {
-                src.deps_dir = Some("deps".into());
-            }
-            let mut t = hwc_topology::detect(&src);
-            if t.platform.hostname.is_none() {
-                t.platform.hostname = live_hostname();
-            }
-            Ok(t)
-        }
-    }
-}
-
-fn live_hostname() -> Option<String> {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its length; gethostname NUL-terminates within it on success.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return None;
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    let name = String::from_utf8_lossy(&buf[..end]).to_string();
-    name.split('.')
-        .next()
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
 
 pub fn run(a: &DetectArgs) -> Result<i32> {
-    let t = detect(a.fsroot.as_deref())?;
+    let t = hwc_session::detect(a.fsroot.as_deref())?;
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&t).context("serialising to JSON")? + "\n",
         Format::Yaml => serde_saphyr::to_string(&t).context("serialising to YAML")?,

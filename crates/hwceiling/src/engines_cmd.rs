@@ -2,10 +2,9 @@
 //! run on this machine (from its declaration and its probe, as the planner judges it).
 
 use crate::cli::Format;
-use crate::{detect_cmd, engines};
 use anyhow::Result;
 use clap::Args;
-use hwc_model::{EngineStatus, PathId};
+use hwc_model::PathId;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -24,15 +23,9 @@ struct Listed {
 }
 
 pub fn run(a: &EnginesArgs) -> Result<i32> {
-    let mut topo = detect_cmd::detect(None)?;
-    let mut status = engines::probe(&mut topo, &|_: PathId| true).status;
-    // The NVMe engine is built when a profile has gated the drives: its declaration's needs
-    // alone say here whether it can run.
-    status.push(EngineStatus {
-        decl: hwc_bench_nvme::decl(),
-        available: Ok(()),
-    });
-    let root = crate::profile_cmd::nix_root();
+    let mut topo = hwc_session::detect(None)?;
+    let status = hwc_session::engines::statuses(&mut topo, &|_: PathId| true);
+    let root = hwc_session::is_root();
     let listed: Vec<Listed> = status
         .iter()
         .map(|e| Listed {

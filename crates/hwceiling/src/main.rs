@@ -2,7 +2,8 @@
 //! and writes a dated markdown report, a YAML ceiling profile and a raw JSON record.
 //!
 //! Data flows one way: detect → plan → run → render. This binary owns the command line,
-//! progress, signals, file output and exit codes; everything else lives in the library crates.
+//! progress, signals and exit codes; a run is `hwc_session`'s, everything else lives in the
+//! library crates.
 
 use anyhow::Result;
 use clap::Parser;
@@ -11,10 +12,7 @@ mod cli;
 mod compare_cmd;
 mod detect_cmd;
 mod efficiency_cmd;
-mod engines;
 mod engines_cmd;
-mod nvme_cmd;
-mod output;
 mod profile_cmd;
 mod progress;
 mod qualify_cmd;

@@ -2,7 +2,6 @@
 //! exit 0 when every check passes and 1 otherwise.
 
 use crate::cli::Format;
-use crate::output;
 use anyhow::{Context, Result};
 use clap::Args;
 use hwc_compare::qualify;
@@ -35,7 +34,7 @@ fn file_name(p: &Path) -> String {
 pub fn run(a: &QualifyArgs) -> Result<i32> {
     // Before any work: a device node, FIFO, directory or link named as the JUnit file is refused.
     if let Some(path) = &a.junit {
-        output::check_replaceable(path)?;
+        hwc_session::files::check_replaceable(path)?;
     }
     let text = hwc_profile::read_text_capped(&a.spec, qualify::MAX_SPEC_BYTES)?;
     let spec = qualify::parse_spec(&text).with_context(|| a.spec.display().to_string())?;
@@ -67,7 +66,7 @@ pub fn run(a: &QualifyArgs) -> Result<i32> {
     )
     .with_context(|| a.spec.display().to_string())?;
     if let Some(path) = &a.junit {
-        output::replace(path, hwc_compare::junit::render(&report).as_bytes())?;
+        hwc_session::files::replace(path, hwc_compare::junit::render(&report).as_bytes())?;
     }
     let out = match a.format {
         Format::Text => qualify::render(&report),

@@ -476,3 +476,29 @@ fn a_plan_narrowed_to_one_engine_waives_the_paths_only_others_measure() {
         "{plan}"
     );
 }
+
+#[test]
+fn a_run_configuration_is_the_whole_run_and_a_bad_one_is_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let config = d.path().join("run.json");
+    let c = config.to_str().unwrap();
+    // Beside the flags it replaces: a bad command line.
+    let o = run(&["profile", "--run-config", c, "--quick"]);
+    one_line_error(&o, 2, "--run-config holds the whole run");
+    let o = run(&["profile", "--run-config", c]);
+    one_line_error(&o, 1, "cannot read the run configuration");
+    std::fs::write(&config, br#"{"output_dir":"x","thread":[1]}"#).unwrap();
+    let o = run(&["profile", "--run-config", c]);
+    one_line_error(&o, 1, "is not a run configuration: unknown field `thread`");
+    // Checked as the flags are.
+    let out = d.path().join("out");
+    let bad = serde_json::json!({"output_dir": out, "threads": [0]});
+    std::fs::write(&config, bad.to_string()).unwrap();
+    let o = run(&["profile", "--run-config", c]);
+    one_line_error(
+        &o,
+        1,
+        "--threads: `0`: a thread count must be from 1 to 4096",
+    );
+    assert!(!out.exists(), "a refused run makes nothing");
+}

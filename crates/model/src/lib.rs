@@ -29,7 +29,7 @@ pub use results::{
     failure_groups, CaseResult, Evidence, Failure, FailureGroup, Measurement, Placement,
     PlacementSearch, Stats, WallClockDisagreement, Windows,
 };
-pub use run::{Narrowing, RunChoices, RunWritten, Selection};
+pub use run::{LeftOut, Narrowing, RunChoices, RunConfig, RunWritten, Selection};
 pub use sched::{
     RepCounts, RepEvidence, RepSched, SchedEvidence, SchedSources, SchedSummary, ThreadSched,
 };

@@ -14,7 +14,10 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The spec's long drive tests (`inspect-nvme.py` without `--skip-gc`/`--skip-power`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
 pub enum LongTest {
     /// Hot re-reads of a small region against random reads over the device (reads only).
     ReadCache,
@@ -70,7 +73,7 @@ impl FromStr for LongTest {
 }
 
 /// The long tests asked for (`--nvme-long-tests`): those named, and those `all` brought in.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct LongTestRequest {
     /// Every test asked for.
     pub tests: BTreeSet<LongTest>,

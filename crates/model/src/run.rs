@@ -33,6 +33,20 @@ impl Selection {
         }
     }
 
+    /// Its name as a key of the options' record (`host_sizes`): the flag without its dashes.
+    pub fn key(self) -> &'static str {
+        match self {
+            Selection::Paths => "paths",
+            Selection::Engines => "engines",
+            Selection::Drives => "drives",
+            Selection::Target => "target",
+            Selection::Threads => "threads",
+            Selection::HostSizes => "host_sizes",
+            Selection::NvmeSizes => "nvme_sizes",
+            Selection::QueueDepths => "queue_depths",
+        }
+    }
+
     /// A list that replaces one of the sweeps (it narrows only where it leaves a point out).
     pub fn is_sweep(self) -> bool {
         matches!(
@@ -100,6 +114,168 @@ pub struct RunChoices {
     pub narrowed_by: Vec<Narrowing>,
 }
 
+/// What one run is asked to do: the typed configuration `hwceiling profile` builds from its
+/// flags and `serve` builds from a request (and hands its child as JSON, `--run-config`). Each
+/// field is the flag of the same name; `None` is the flag left out (the full sweep, every
+/// drive, the default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Folder for the report, profile and raw record.
+    pub output_dir: std::path::PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<crate::PathId>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engines: Option<Vec<crate::EngineId>>,
+    /// Host memcpy thread counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<Vec<u32>>,
+    /// Host memcpy sizes, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sizes: Option<Vec<u64>>,
+    #[serde(default)]
+    pub quick: bool,
+    #[serde(default)]
+    pub allow_contended: bool,
+    /// NVMe drives, as the user named them (serial, `/dev/nvmeXnY`, `/dev/nvmeX`, PCI address).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drives: Option<Vec<String>>,
+    #[serde(default)]
+    pub allow_destructive_writes: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_drives: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<std::path::PathBuf>,
+    /// NVMe block sizes, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_sizes: Option<Vec<u64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depths: Option<Vec<u32>>,
+    /// Bytes per drive per NVMe repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_long_tests: Option<crate::long_tests::LongTestRequest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_idle_max_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_gc_write_s: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvme_gc_settle_max_s: Option<u64>,
+}
+
+impl RunConfig {
+    /// The full run, into `output_dir`.
+    pub fn new(output_dir: impl Into<std::path::PathBuf>) -> Self {
+        RunConfig {
+            output_dir: output_dir.into(),
+            paths: None,
+            engines: None,
+            threads: None,
+            host_sizes: None,
+            quick: false,
+            allow_contended: false,
+            drives: None,
+            allow_destructive_writes: false,
+            write_drives: None,
+            target: None,
+            nvme_sizes: None,
+            queue_depths: None,
+            nvme_bytes: None,
+            nvme_long_tests: None,
+            nvme_idle_max_s: None,
+            nvme_gc_write_s: None,
+            nvme_gc_settle_max_s: None,
+        }
+    }
+
+    /// Whether the run measures `path` (every path without `paths`).
+    pub fn wants(&self, path: crate::PathId) -> bool {
+        self.paths.as_ref().is_none_or(|p| p.contains(&path))
+    }
+}
+
+/// What of the full plan each selection of a [`RunConfig`] leaves out, as only the run on its
+/// machine can tell (`None`: not known, as before the run has looked at its machine; see
+/// [`Narrowing::judge`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    pub engines: Option<Vec<String>>,
+    pub drives: Option<Vec<String>>,
+    pub threads: Option<Vec<String>>,
+    pub host_sizes: Option<Vec<String>>,
+    pub nvme_sizes: Option<Vec<String>>,
+    pub queue_depths: Option<Vec<String>>,
+}
+
+impl RunConfig {
+    /// Each selection given, in flag order, with its values as the run's case keys write them
+    /// and what of the full plan it leaves out (from `left`; never for `--paths` and
+    /// `--target`, which [`Narrowing::judge`] decides alone).
+    pub fn selections(&self, left: &LeftOut) -> Vec<(Selection, Vec<String>, Option<Vec<String>>)> {
+        fn shown<T>(v: &[T], f: impl Fn(&T) -> String) -> Vec<String> {
+            v.iter().map(f).collect()
+        }
+        let size = |b: &u64| crate::size_label(*b);
+        let mut out = Vec::new();
+        let mut push = |sel, given: Option<Vec<String>>, left: &Option<Vec<String>>| {
+            if let Some(given) = given {
+                out.push((sel, given, left.clone()));
+            }
+        };
+        push(
+            Selection::Paths,
+            self.paths.as_ref().map(|v| shown(v, |p| p.to_string())),
+            &None,
+        );
+        push(
+            Selection::Engines,
+            self.engines.as_ref().map(|v| shown(v, |e| e.to_string())),
+            &left.engines,
+        );
+        push(Selection::Drives, self.drives.clone(), &left.drives);
+        push(
+            Selection::Target,
+            self.target.as_ref().map(|t| vec![t.display().to_string()]),
+            &None,
+        );
+        push(
+            Selection::Threads,
+            self.threads.as_ref().map(|v| shown(v, u32::to_string)),
+            &left.threads,
+        );
+        push(
+            Selection::HostSizes,
+            self.host_sizes.as_ref().map(|v| shown(v, size)),
+            &left.host_sizes,
+        );
+        push(
+            Selection::NvmeSizes,
+            self.nvme_sizes.as_ref().map(|v| shown(v, size)),
+            &left.nvme_sizes,
+        );
+        push(
+            Selection::QueueDepths,
+            self.queue_depths.as_ref().map(|v| shown(v, u32::to_string)),
+            &left.queue_depths,
+        );
+        out
+    }
+
+    /// The run's account of its completeness: `--quick`, and the selections that narrow it
+    /// below the full plan, judged with what each leaves out (`left`).
+    pub fn run_choices(&self, left: &LeftOut) -> RunChoices {
+        RunChoices {
+            quick: self.quick,
+            narrowed_by: self
+                .selections(left)
+                .into_iter()
+                .filter_map(|(sel, given, left)| Narrowing::judge(sel, given, left))
+                .collect(),
+        }
+    }
+}
+
 /// The files a finished `hwceiling profile` wrote, as it tells a program that started it
 /// (`--result-file`; `serve` reads it to answer which profile its run wrote).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,5 +310,50 @@ mod tests {
         let p = Narrowing::judge(Selection::Paths, s(&["h2d"]), Some(s(&["d2h"]))).unwrap();
         assert_eq!(p.to_string(), "--paths h2d");
         assert!(Narrowing::judge(Selection::Target, s(&["/x"]), Some(vec![])).is_some());
+    }
+
+    #[test]
+    fn a_config_judges_its_selections_with_what_they_leave_out() {
+        let mut c = RunConfig::new("out");
+        assert_eq!(c.run_choices(&LeftOut::default()), RunChoices::default());
+        c.quick = true;
+        c.paths = Some(vec![crate::PathId::H2d]);
+        c.threads = Some(vec![1, 8]);
+        c.host_sizes = Some(vec![256 << 20]);
+        let unknown = c.run_choices(&LeftOut::default());
+        assert!(unknown.quick);
+        let said: Vec<String> = unknown.narrowed_by.iter().map(|n| n.to_string()).collect();
+        assert_eq!(
+            said,
+            ["--paths h2d", "--threads 1,8", "--host-sizes 256MiB"]
+        );
+        let known = LeftOut {
+            threads: Some(vec![]),
+            host_sizes: Some(s(&["4MiB"])),
+            ..LeftOut::default()
+        };
+        let said: Vec<String> = c
+            .run_choices(&known)
+            .narrowed_by
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(
+            said,
+            ["--paths h2d", "--host-sizes 256MiB (leaves out 4MiB)"]
+        );
+    }
+
+    #[test]
+    fn a_config_reads_back_as_written_and_refuses_unknown_fields() {
+        let mut c = RunConfig::new("/srv/p");
+        c.nvme_long_tests = Some(crate::long_tests::parse_long_tests("all").unwrap());
+        c.engines = Some(vec![crate::EngineId::new("null")]);
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(serde_json::from_str::<RunConfig>(&json).unwrap(), c);
+        let e = serde_json::from_str::<RunConfig>(r#"{"output_dir":"x","thread":[1]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `thread`"), "{e}");
     }
 }

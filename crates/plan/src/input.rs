@@ -84,26 +84,42 @@ pub fn parse_host_threads(s: &str) -> Result<u32, String> {
 }
 
 /// An NVMe queue depth: 1 to [`MAX_QUEUE_DEPTH`].
+pub fn check_queue_depth(q: u32) -> Result<u32, String> {
+    check_count(q, &q.to_string(), "queue depth", MAX_QUEUE_DEPTH)
+}
+
+/// [`check_queue_depth`] of a command-line value.
 pub fn parse_queue_depth(s: &str) -> Result<u32, String> {
     parse_count(s, "queue depth", MAX_QUEUE_DEPTH)
 }
 
-/// An NVMe block size: a multiple of [`NVME_BLOCK_ALIGN`] up to [`MAX_NVME_BLOCK`].
-pub fn parse_nvme_size(s: &str) -> Result<u64, String> {
-    let b = parse_size(s)?;
+/// An NVMe block size: a multiple of [`NVME_BLOCK_ALIGN`] up to [`MAX_NVME_BLOCK`] (`shown` as
+/// the user gave it).
+fn check_nvme_size_shown(b: u64, shown: &str) -> Result<u64, String> {
     if !b.is_multiple_of(NVME_BLOCK_ALIGN) {
         Err(format!(
-            "`{s}`: an NVMe block size must be a multiple of {NVME_BLOCK_ALIGN} bytes \
+            "`{shown}`: an NVMe block size must be a multiple of {NVME_BLOCK_ALIGN} bytes \
              (O_DIRECT I/O is whole logical blocks)"
         ))
     } else if b > MAX_NVME_BLOCK {
         Err(format!(
-            "`{s}`: an NVMe block size must be at most {}",
+            "`{shown}`: an NVMe block size must be at most {}",
             size_label(MAX_NVME_BLOCK)
         ))
     } else {
         Ok(b)
     }
+}
+
+/// An NVMe block size in bytes (see [`parse_nvme_size`]).
+pub fn check_nvme_size(b: u64) -> Result<u64, String> {
+    check_nvme_size_shown(b, &b.to_string())
+}
+
+/// An NVMe block size on the command line: a multiple of [`NVME_BLOCK_ALIGN`] up to
+/// [`MAX_NVME_BLOCK`].
+pub fn parse_nvme_size(s: &str) -> Result<u64, String> {
+    check_nvme_size_shown(parse_size(s)?, s)
 }
 
 /// Bytes per drive per NVMe repetition: at least [`MIN_NVME_BYTES`].

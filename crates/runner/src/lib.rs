@@ -154,6 +154,17 @@ pub trait Engine {
     }
 }
 
+/// A procedure of steps of its own rather than timed repetitions (gc-settle now: sustained
+/// writes, then reads until their latency settles; file setup, drive binding or BAR mapping
+/// next): [`run_with`] runs the cases it takes after every engine's, under the same observer
+/// and cancellation, each measured once.
+pub trait Procedure {
+    /// Whether `case` is one of its.
+    fn takes(&self, case: &Case) -> bool;
+    /// Run `case` whole; its result is the case's measurement.
+    fn run(&mut self, case: &Case) -> Result<CaseResult, BenchError>;
+}
+
 /// Progress and results, as they happen.
 ///
 /// Every case starts and then finishes; a case timed in an earlier case's repetitions
@@ -233,11 +244,33 @@ pub fn run(
     observer: &mut dyn Observer,
     cancel: &AtomicBool,
 ) -> RunOutcome {
+    run_with(cases, engines, &mut [], options, observer, cancel)
+}
+
+/// [`run`], with `procedures`: a case one of them takes runs after every engine's cases, in
+/// plan order, through that procedure (reported to `observer` under its plan index as every
+/// case is, and not started once `cancel` is set).
+pub fn run_with(
+    cases: &[Case],
+    engines: &mut [Box<dyn Engine>],
+    procedures: &mut [&mut dyn Procedure],
+    options: &RunOptions,
+    observer: &mut dyn Observer,
+    cancel: &AtomicBool,
+) -> RunOutcome {
     let mut out = RunOutcome::default();
     let total = cases.len();
+    let by_procedure: Vec<Option<usize>> = cases
+        .iter()
+        .map(|c| procedures.iter().position(|p| p.takes(c)))
+        .collect();
     let owner: Vec<Option<usize>> = cases
         .iter()
-        .map(|c| engines.iter().position(|b| b.id() == c.engine))
+        .zip(&by_procedure)
+        .map(|(c, p)| match p {
+            Some(_) => None,
+            None => engines.iter().position(|b| b.id() == c.engine),
+        })
         .collect();
     for (i, engine) in engines.iter_mut().enumerate() {
         let mine: Vec<&Case> = cases
@@ -253,7 +286,7 @@ pub fn run(
     // Groups to time again after their engine's other cases, by engine.
     let mut later: Vec<Vec<Later>> = engines.iter().map(|_| Vec::new()).collect();
     for (index, case) in cases.iter().enumerate() {
-        if done[index] {
+        if done[index] || by_procedure[index].is_some() {
             continue;
         }
         if cancel.load(Ordering::SeqCst) {
@@ -325,6 +358,21 @@ pub fn run(
                 );
             }
         }
+    }
+    for (index, case) in cases.iter().enumerate() {
+        let Some(p) = by_procedure[index] else {
+            continue;
+        };
+        if cancel.load(Ordering::SeqCst) {
+            break;
+        }
+        observer.case_started(index, total, case);
+        let outcome = match procedures[p].run(case) {
+            Ok(r) => CaseOutcome::Measured(Box::new(r)),
+            Err(e) => from_error(case, e),
+        };
+        observer.case_finished(&outcome);
+        out.record(outcome);
     }
     if cancel.load(Ordering::SeqCst) {
         out.interrupted = true;

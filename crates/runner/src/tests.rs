@@ -1308,3 +1308,114 @@ fn a_backend_that_reads_no_scheduling_gets_no_evidence_and_no_note() {
     let back: CaseResult = serde_json::from_value(v).unwrap();
     assert_eq!(back.scheduling, None);
 }
+
+/// A procedure that takes the cases of one path and measures each at `gbps`, or fails.
+struct Whole {
+    path: PathId,
+    gbps: f64,
+    ran: Vec<String>,
+    cancel_after: Option<&'static AtomicBool>,
+}
+
+impl crate::Procedure for Whole {
+    fn takes(&self, case: &Case) -> bool {
+        case.path == self.path
+    }
+    fn run(&mut self, case: &Case) -> Result<CaseResult, BenchError> {
+        self.ran.push(case.key.clone());
+        if let Some(c) = self.cancel_after {
+            c.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        if self.gbps <= 0.0 {
+            return Err(BenchError::failed("the drive went away"));
+        }
+        Ok(CaseResult {
+            measurement: hwc_testkit::h2d_measurement(&case.key, self.gbps, 0.5, 1),
+            samples_gbps: vec![self.gbps],
+            warmup_gbps: Vec::new(),
+            case_seconds: Some(1.0),
+            scheduling: None,
+        })
+    }
+}
+
+/// Every event, as `started i` / `finished KEY`.
+#[derive(Default)]
+struct Events(Vec<String>);
+impl Observer for Events {
+    fn case_started(&mut self, index: usize, total: usize, case: &Case) {
+        self.0.push(format!("started {index}/{total} {}", case.key));
+    }
+    fn case_finished(&mut self, outcome: &CaseOutcome) {
+        let what = match outcome {
+            CaseOutcome::Measured(r) => format!("measured {}", r.measurement.key),
+            CaseOutcome::Waived(w) => format!("waived {}", w.reason),
+            CaseOutcome::Failed(f) => format!("failed {}", f.error),
+        };
+        self.0.push(what);
+    }
+}
+
+#[test]
+fn a_procedures_cases_run_after_the_engines_under_their_plan_index() {
+    let keyed = |path: PathId, key: &str| Case {
+        key: key.into(),
+        ..case(path, 0, 2)
+    };
+    // The procedure's case comes first in the plan, an engine's second: the engine runs first.
+    let cases = [
+        keyed(PathId::NvmeWrite, "nvme_write/gc"),
+        keyed(PathId::HostRam, "host_ram/a"),
+        keyed(PathId::NvmeWrite, "nvme_write/gc2"),
+    ];
+    let mut backends: Vec<Box<dyn Engine>> = vec![Box::new(Scripted::new(&[1.0]))];
+    let mut whole = Whole {
+        path: PathId::NvmeWrite,
+        gbps: 3.0,
+        ran: Vec::new(),
+        cancel_after: None,
+    };
+    let mut events = Events::default();
+    let out = crate::run_with(
+        &cases,
+        &mut backends,
+        &mut [&mut whole],
+        &RunOptions::default(),
+        &mut events,
+        &AtomicBool::new(false),
+    );
+    assert_eq!(
+        events.0,
+        [
+            "started 1/3 host_ram/a",
+            "measured host_ram/a",
+            "started 0/3 nvme_write/gc",
+            "measured nvme_write/gc",
+            "started 2/3 nvme_write/gc2",
+            "measured nvme_write/gc2",
+        ]
+    );
+    assert_eq!(out.results.len(), 3);
+    assert!(!out.interrupted);
+
+    // A failure is the case's alone; once the run is cancelled, no further case starts.
+    static CANCEL: AtomicBool = AtomicBool::new(false);
+    let mut failing = Whole {
+        path: PathId::NvmeWrite,
+        gbps: 0.0,
+        ran: Vec::new(),
+        cancel_after: Some(&CANCEL),
+    };
+    let out = crate::run_with(
+        &cases,
+        &mut backends,
+        &mut [&mut failing],
+        &RunOptions::default(),
+        &mut NoObserver,
+        &CANCEL,
+    );
+    assert_eq!(failing.ran, ["nvme_write/gc"], "the second never started");
+    assert_eq!(out.failures.len(), 1);
+    assert!(out.failures[0].error.contains("the drive went away"));
+    assert!(out.interrupted);
+}

@@ -7,11 +7,48 @@
 //! refused with an error naming what it is, so a rename never swaps `/dev/full` or a link for a
 //! regular file. Every temp file is removed on every error path.
 
-use anyhow::{anyhow, bail, Context, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+
+/// Why a file could not be written, or a path not used.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The path cannot be used as asked (what is there, a missing name); the message says why.
+    #[error("{0}")]
+    Refused(String),
+    /// An I/O error while doing what the message says; the error is its source.
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T> = std::result::Result<T, FileError>;
+
+/// Refuse with a message.
+macro_rules! refuse {
+    ($($t:tt)*) => {
+        return Err(FileError::Refused(format!($($t)*)))
+    };
+}
+
+/// An I/O error, with what was being done.
+trait Doing<T> {
+    fn doing(self, what: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> Doing<T> for std::io::Result<T> {
+    fn doing(self, what: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| FileError::Io {
+            what: what(),
+            source,
+        })
+    }
+}
 
 /// The three files of one run, plus the record kept while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,13 +99,13 @@ impl RunFiles {
             }
         }
         if highest == u32::MAX {
-            bail!(
+            refuse!(
                 "no run number is free for {date} in {}: a file there is numbered {highest}, \
                  the largest there can be; move or rename the files numbered that high",
                 dir.display()
             )
         }
-        bail!(
+        refuse!(
             "no run number is free for {date} in {}: every name from run {first} to {} is taken",
             dir.display(),
             first.saturating_add(9_999)
@@ -108,18 +145,17 @@ pub fn ensure_writable(dir: &Path) -> Result<()> {
     // `metadata` follows a link: a link to a folder is a folder.
     if let Ok(m) = fs::metadata(dir) {
         if !m.is_dir() {
-            bail!(
+            refuse!(
                 "cannot use {} as the output folder: it is {}, not a folder",
                 dir.display(),
                 kind_of(m.file_type())
             );
         }
     }
-    fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create output folder {}", dir.display()))?;
+    fs::create_dir_all(dir).doing(|| format!("cannot create output folder {}", dir.display()))?;
     create_temp(&dir.join("hwceiling-write-test"))
         .and_then(|(mut f, _probe)| f.write_all(b"ok"))
-        .with_context(|| format!("output folder {} is not writable", dir.display()))
+        .doing(|| format!("output folder {} is not writable", dir.display()))
 }
 
 /// What a file system entry is, in words.
@@ -150,19 +186,19 @@ fn kind_of(t: fs::FileType) -> &'static str {
 fn check_target(path: &Path, existing_ok: bool) -> Result<()> {
     let shown = path.display();
     if path.file_name().is_none() {
-        bail!("cannot write {shown}: it does not name a file");
+        refuse!("cannot write {shown}: it does not name a file");
     }
     match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => bail!(
+        Ok(m) if m.file_type().is_symlink() => refuse!(
             "refusing to write {shown}: it is a symbolic link (give the path of the file it \
              points to instead)"
         ),
-        Ok(m) if !m.file_type().is_file() => bail!(
+        Ok(m) if !m.file_type().is_file() => refuse!(
             "refusing to write {shown}: it is {}, not a regular file",
             kind_of(m.file_type())
         ),
         Ok(_) if !existing_ok => {
-            bail!("cannot create {shown}: it already exists (it is never overwritten)")
+            refuse!("cannot create {shown}: it already exists (it is never overwritten)")
         }
         Ok(_) => Ok(()),
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
@@ -172,16 +208,17 @@ fn check_target(path: &Path, existing_ok: bool) -> Result<()> {
                 .unwrap_or(Path::new("."));
             match fs::metadata(dir) {
                 Ok(m) if m.is_dir() => Ok(()),
-                Ok(m) => bail!(
+                Ok(m) => refuse!(
                     "cannot write {shown}: {} is {}, not a folder",
                     dir.display(),
                     kind_of(m.file_type())
                 ),
-                Err(e) => Err(e)
-                    .with_context(|| format!("cannot write {shown}: no folder {}", dir.display())),
+                Err(e) => {
+                    Err(e).doing(|| format!("cannot write {shown}: no folder {}", dir.display()))
+                }
             }
         }
-        Err(e) => Err(e).with_context(|| format!("cannot write {shown}")),
+        Err(e) => Err(e).doing(|| format!("cannot write {shown}")),
     }
 }
 
@@ -255,7 +292,7 @@ fn create_temp(path: &Path) -> std::io::Result<(File, Temp)> {
 }
 
 /// `bytes` in a synced temp file beside `path`; on any error the temp file is gone.
-fn write_temp(path: &Path, bytes: &[u8]) -> Result<Temp> {
+fn write_temp(path: &Path, bytes: &[u8]) -> std::io::Result<Temp> {
     let (mut f, tmp) = create_temp(path)?;
     f.write_all(bytes).and_then(|()| f.sync_all())?;
     Ok(tmp)
@@ -264,15 +301,17 @@ fn write_temp(path: &Path, bytes: &[u8]) -> Result<Temp> {
 /// Write a new file atomically; fails (leaving nothing behind) if anything is at `path`.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
     check_new(path)?;
-    let tmp =
-        write_temp(path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    let tmp = write_temp(path, bytes).doing(|| format!("cannot write {}", path.display()))?;
     // A hard link never replaces what is there, whatever it is; the temp name goes either way.
     fs::hard_link(tmp.path(), path).map_err(|e| match e.kind() {
-        ErrorKind::AlreadyExists => anyhow!(
+        ErrorKind::AlreadyExists => FileError::Refused(format!(
             "cannot create {}: it already exists (it is never overwritten)",
             path.display()
-        ),
-        _ => anyhow!(e).context(format!("cannot create {}", path.display())),
+        )),
+        _ => FileError::Io {
+            what: format!("cannot create {}", path.display()),
+            source: e,
+        },
     })
 }
 
@@ -300,8 +339,8 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
 
 fn rename_into_place(path: &Path, bytes: &[u8]) -> Result<()> {
     let failed = || format!("cannot write {}", path.display());
-    let tmp = write_temp(path, bytes).with_context(failed)?;
-    fs::rename(tmp.path(), path).with_context(failed)?;
+    let tmp = write_temp(path, bytes).doing(failed)?;
+    fs::rename(tmp.path(), path).doing(failed)?;
     tmp.renamed();
     Ok(())
 }

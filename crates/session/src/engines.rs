@@ -23,7 +23,7 @@ pub struct Engines {
 
 /// Probe this machine for every engine (CUDA facts merge into the topology); `wants` are the
 /// paths the run measures: an engine of none of them is not probed. The NVMe engine is built
-/// apart (`nvme_cmd`), after the drives are gated; it is added with [`Engines::push`].
+/// apart (`crate::nvme`), after the drives are gated; it is added with [`Engines::push`].
 pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
     let wanted = |d: &EngineDecl| d.paths.iter().any(|&p| wants(p));
     let mut e = Engines {
@@ -64,6 +64,18 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
     e
 }
 
+/// What every engine's probe found, for a plan that does not run (a dry run, the engines'
+/// listing): the NVMe engine, built once a profile has gated the drives, is judged from its
+/// declaration's needs alone.
+pub fn statuses(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Vec<EngineStatus> {
+    let mut status = probe(topo, wants).status;
+    status.push(EngineStatus {
+        decl: hwc_bench_nvme::decl(),
+        available: Ok(()),
+    });
+    status
+}
+
 impl Engines {
     /// Add an engine, or why it cannot run here.
     pub fn push(
@@ -97,5 +109,69 @@ pub fn merge_cuda_facts(topo: &mut Topology, probe: &hwc_bench_cuda::CudaProbe) 
             g.memory_bytes = Some(d.memory_bytes);
             g.l2_cache_bytes = Some(d.l2_cache_bytes);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_cuda_facts;
+
+    #[test]
+    fn cuda_ordinals_are_matched_to_gpus_by_pci_address_not_by_order() {
+        // sysfs lists gpu0 at 0000:41:00.0 and gpu1 at 0000:81:00.0; the driver enumerates
+        // them the other way round (CUDA's default order is not the PCI order).
+        let gpu = |index: u32, bdf: &str, node: u32| hwc_model::topology::Gpu {
+            index,
+            cuda_index: None,
+            pci_bdf: bdf.into(),
+            model: None,
+            vendor: "0x10de".into(),
+            device: "0x2335".into(),
+            pcie_gen: None,
+            pcie_width: None,
+            pcie_max_gen: None,
+            pcie_max_width: None,
+            bar1_bytes: None,
+            bar1_gib: None,
+            bars: vec![],
+            numa_node: Some(node),
+            root: None,
+            driver: None,
+            memory_bytes: None,
+            l2_cache_bytes: None,
+        };
+        let device = |ordinal: u32, bdf: &str, memory_bytes: u64| hwc_bench_cuda::CudaDevice {
+            ordinal,
+            pci_bdf: bdf.into(),
+            name: "NVIDIA H200".into(),
+            memory_bytes,
+            l2_cache_bytes: 60 << 20,
+            multiprocessors: 132,
+            compute_capability: (9, 0),
+            copy_engines: 3,
+            nvml: None,
+        };
+        let mut topo = hwc_model::Topology {
+            gpus: vec![gpu(0, "0000:41:00.0", 0), gpu(1, "0000:81:00.0", 1)],
+            ..Default::default()
+        };
+        let probe = hwc_bench_cuda::CudaProbe {
+            devices: vec![device(0, "0000:81:00.0", 2), device(1, "0000:41:00.0", 1)],
+            driver_version: "580.159.04".into(),
+            environment: Default::default(),
+        };
+        merge_cuda_facts(&mut topo, &probe);
+        let facts: Vec<_> = topo
+            .gpus
+            .iter()
+            .map(|g| (g.index, g.cuda_index, g.memory_bytes, g.numa_node))
+            .collect();
+        assert_eq!(
+            facts,
+            vec![
+                (0, Some(1), Some(1), Some(0)),
+                (1, Some(0), Some(2), Some(1))
+            ]
+        );
     }
 }

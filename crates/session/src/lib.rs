@@ -1,0 +1,354 @@
+//! One profiling run as a library, probe → plan → run → files: detect the machine, gate the
+//! drives, probe every registered engine, plan, run every case and the phases the runner does
+//! not drive (gc-settle), and write the report, profile and raw record, saving the running
+//! record after each case. `hwceiling profile` calls it with the [`RunConfig`] its flags make;
+//! `serve`'s child with the one its request became. This crate prints nothing: what the user
+//! should be told comes back as values.
+//!
+//! ```text
+//! let prepared = hwc_session::prepare(&config, &CANCEL)?;   // every refusal happens here
+//! for n in &prepared.notes { eprintln!("note: {n}") }
+//! let done = prepared.run(&mut progress_bar, &CANCEL)?;     // measures, writes the files
+//! ```
+
+pub mod check;
+mod choices;
+mod detect;
+pub mod engines;
+pub mod files;
+mod nvme;
+mod record;
+
+pub use check::check;
+pub use detect::detect;
+pub use files::{FileError, RunFiles};
+
+use hwc_bench_nvme::GcSettleRunner;
+use hwc_model::long_tests::NvmeLongTests;
+use hwc_model::{
+    CaseResult, EngineDecl, Failure, PathId, Plan, Profile, Provenance, RunConfig, Topology, Waiver,
+};
+use hwc_plan::PlanOptions;
+use hwc_profile::RunRecord;
+use hwc_runner::{CaseOutcome, Engine, Observer, RunOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Why a run could not start, or could not write its files.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The request cannot run as asked, on this machine; the message says why (in the flags'
+    /// words).
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Files(#[from] FileError),
+    /// The drives or the target refused (the write gate, a drive that is not there).
+    #[error(transparent)]
+    Nvme(#[from] hwc_bench_nvme::SetupError),
+    #[error(transparent)]
+    Profile(#[from] hwc_profile::ProfileError),
+    #[error("serialising the raw record: {0}")]
+    Json(serde_json::Error),
+    /// The run's files could not be written; what it measured is in the running record.
+    #[error("no profile written; the cases measured are in {}", partial.display())]
+    NotWritten {
+        partial: PathBuf,
+        #[source]
+        source: FileError,
+    },
+}
+
+/// A run probed and planned, with every refusal of its request behind it: nothing has been
+/// measured or written yet.
+pub struct Prepared {
+    config: RunConfig,
+    pub topology: Topology,
+    pub plan: Plan,
+    /// What the user should be told before the run starts.
+    pub notes: Vec<String>,
+    engines: Vec<Box<dyn Engine>>,
+    declared: Vec<EngineDecl>,
+    gc_settle: Option<GcSettleRunner>,
+    left_out: nvme::LeftOutDrives,
+    /// The build's revision, for the provenance.
+    git_revision: String,
+}
+
+/// A finished run: its profile and the files it wrote.
+pub struct RunDone {
+    pub profile: Profile,
+    pub files: RunFiles,
+}
+
+impl RunDone {
+    /// What a program that started the run is told it wrote.
+    pub fn written(&self) -> hwc_model::RunWritten {
+        hwc_model::RunWritten {
+            profile: self.files.profile.clone(),
+            report: self.files.report.clone(),
+            raw: self.files.raw.clone(),
+            interrupted: self.profile.provenance.interrupted,
+        }
+    }
+}
+
+fn plan_options(
+    c: &RunConfig,
+    engines: Vec<hwc_model::EngineStatus>,
+    nvme: hwc_plan::NvmePlanOptions,
+) -> PlanOptions {
+    PlanOptions {
+        paths: c.paths.as_ref().map(|p| p.iter().copied().collect()),
+        engines,
+        selected_engines: c.engines.as_ref().map(|e| e.iter().cloned().collect()),
+        root: is_root(),
+        host_threads: c.threads.clone(),
+        host_sizes: c.host_sizes.clone(),
+        reps_divisor: c.quick.then_some(10),
+        version: VERSION.to_string(),
+        nvme,
+    }
+}
+
+/// The run has root's rights.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The plan a run of `config` would measure, without measuring or writing anything: on this
+/// machine (`fsroot` None: its engines probed, the drives resolved but not opened for writes),
+/// or on a snapshot (with this build's engines, nothing probed).
+pub fn plan_only(
+    config: &RunConfig,
+    fsroot: Option<&Path>,
+    cancel: &'static AtomicBool,
+) -> Result<(Plan, Vec<String>), SessionError> {
+    check(config).map_err(SessionError::Refused)?;
+    let mut topo = detect(fsroot)?;
+    let wants = |p: PathId| config.wants(p);
+    let status = match fsroot {
+        Some(_) => engines::declarations()
+            .into_iter()
+            .map(|decl| hwc_model::EngineStatus {
+                decl,
+                available: Ok(()),
+            })
+            .collect(),
+        None => engines::statuses(&mut topo, &wants),
+    };
+    let nvme = nvme::prepare(config, &mut topo, fsroot.is_none(), cancel)?;
+    let plan = hwc_plan::plan(&topo, &plan_options(config, status, nvme.plan));
+    Ok((plan, nvme.notes))
+}
+
+/// Check `config`, detect this machine, resolve and gate the drives, prove the output folder
+/// writable, probe the engines and plan: every refusal comes here, before anything is measured
+/// or written (bad input leaves nothing behind but, at most, the output folder it names).
+/// `git_revision` is the build's, for the provenance.
+pub fn prepare(
+    config: &RunConfig,
+    git_revision: &str,
+    cancel: &'static AtomicBool,
+) -> Result<Prepared, SessionError> {
+    check(config).map_err(SessionError::Refused)?;
+    let mut topo = detect(None)?;
+    let nvme = nvme::prepare(config, &mut topo, true, cancel)?;
+    files::ensure_writable(&config.output_dir)?;
+    let wants = |p: PathId| config.wants(p);
+    let mut engines = engines::probe(&mut topo, &wants);
+    engines.push(
+        hwc_bench_nvme::decl(),
+        nvme.backend
+            .map(|b| Box::new(b) as Box<dyn Engine>)
+            .ok_or_else(|| ("the NVMe engine was not set up".to_string(), None)),
+    );
+    let declared = engines.declarations();
+    let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan));
+    Ok(Prepared {
+        config: config.clone(),
+        topology: topo,
+        plan,
+        notes: nvme.notes,
+        engines: engines.list,
+        declared,
+        gc_settle: nvme.gc_settle,
+        left_out: nvme.left_out,
+        git_revision: git_revision.to_string(),
+    })
+}
+
+impl Prepared {
+    /// Run every case, then the gc-settle phase, and write the run's files (all three or none;
+    /// the running record, rewritten after each case, is removed once they are written).
+    /// `observer` sees every case as it starts and ends; `cancel` stops the case in flight
+    /// (the run then writes what finished, marked interrupted).
+    pub fn run(
+        self,
+        observer: &mut dyn Observer,
+        cancel: &'static AtomicBool,
+    ) -> Result<RunDone, SessionError> {
+        let Prepared {
+            config,
+            topology: topo,
+            plan,
+            engines: mut backends,
+            declared,
+            gc_settle,
+            left_out,
+            git_revision,
+            ..
+        } = self;
+        let started = chrono::Local::now();
+        let date = started.format("%Y-%m-%d").to_string();
+        let files = RunFiles::choose(&config.output_dir, &date)?;
+        let mut provenance = Provenance {
+            tool: "hwceiling".into(),
+            version: VERSION.into(),
+            git_revision,
+            hostname: topo.platform.hostname.clone(),
+            kernel: topo.platform.kernel.clone(),
+            os: topo.platform.os.clone(),
+            started_at: started.to_rfc3339(),
+            finished_at: String::new(),
+            date,
+            // Lossy: an argument need not be UTF-8 (a folder name, say), and the record is text.
+            command_line: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            options: choices::options_map(&config, &topo, &left_out),
+            environment: Default::default(),
+            interrupted: false,
+            run: Some(config.run_choices(&choices::left_out(&config, &topo, &left_out))),
+        };
+
+        let save_partial = |outcomes: &[CaseOutcome]| {
+            let (results, waived, failures) = partition_outcomes(outcomes);
+            let record = record(
+                &provenance,
+                &topo,
+                &plan,
+                results,
+                failures,
+                waived,
+                Vec::new(),
+            );
+            if let Ok(json) = serde_json::to_vec_pretty(&record) {
+                // Best effort: the final files are what matter; a failed update is retried
+                // next case.
+                let _ = files::replace(&files.partial, &json);
+            }
+        };
+        let mut recorder = record::Recorder::new(Box::new(save_partial), observer);
+        let options = RunOptions {
+            allow_contended: config.allow_contended,
+            wall_tolerance: Some(0.02),
+        };
+        // The gc-settle cases are a procedure of their own, run after the engines' cases.
+        let mut gc_settle = gc_settle;
+        let mut procedures: Vec<&mut dyn hwc_runner::Procedure> = gc_settle
+            .iter_mut()
+            .map(|g| g as &mut dyn hwc_runner::Procedure)
+            .collect();
+        let outcome = hwc_runner::run_with(
+            &plan.cases,
+            &mut backends,
+            &mut procedures,
+            &options,
+            &mut recorder,
+            cancel,
+        );
+        drop(recorder);
+
+        provenance.finished_at = chrono::Local::now().to_rfc3339();
+        provenance.interrupted = outcome.interrupted;
+        provenance.environment = outcome.environment.clone();
+        // Pinned GPU buffers (but those of small copies that search placement) and host RAM
+        // copies both use transparent huge pages: a fact of the machine measured, recorded for
+        // every run, not only GPU ones (`compare` lists it when two profiles differ).
+        const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
+        if let Ok(thp) = std::fs::read_to_string(THP) {
+            provenance
+                .environment
+                .insert("host.transparent_hugepage".into(), thp.trim().into());
+        }
+        let mut profile = hwc_profile::build(
+            &topo,
+            &plan,
+            &outcome.results,
+            &outcome.waived,
+            &outcome.failures,
+            &declared,
+            provenance.clone(),
+        );
+        let gc_records = gc_settle
+            .as_mut()
+            .map(GcSettleRunner::take_records)
+            .unwrap_or_default();
+        hwc_profile::nvme::merge_long_tests(&mut profile.nvme, &gc_records);
+        let raw = record(
+            &provenance,
+            &topo,
+            &plan,
+            outcome.results,
+            outcome.failures,
+            outcome.waived,
+            profile.nvme.long_tests.clone(),
+        );
+        let yaml = hwc_profile::to_yaml(&profile)?;
+        let markdown = hwc_report::render(&profile);
+        let json = serde_json::to_vec_pretty(&raw).map_err(SessionError::Json)?;
+        // All three or none; what was measured stays in the running record then, if it is there.
+        files::write_all_new(&[
+            (&files.raw, &json),
+            (&files.profile, yaml.as_bytes()),
+            (&files.report, markdown.as_bytes()),
+        ])
+        .map_err(|e| match files.partial.is_file() {
+            true => SessionError::NotWritten {
+                partial: files.partial.clone(),
+                source: e,
+            },
+            false => SessionError::Files(e),
+        })?;
+        std::fs::remove_file(&files.partial).ok();
+        Ok(RunDone { profile, files })
+    }
+}
+
+fn partition_outcomes(outcomes: &[CaseOutcome]) -> (Vec<CaseResult>, Vec<Waiver>, Vec<Failure>) {
+    let (mut r, mut w, mut f) = (Vec::new(), Vec::new(), Vec::new());
+    for o in outcomes {
+        match o {
+            CaseOutcome::Measured(x) => r.push(x.as_ref().clone()),
+            CaseOutcome::Waived(x) => w.push(x.as_ref().clone()),
+            CaseOutcome::Failed(x) => f.push(x.clone()),
+        }
+    }
+    (r, w, f)
+}
+
+fn record(
+    provenance: &Provenance,
+    topo: &Topology,
+    plan: &Plan,
+    results: Vec<CaseResult>,
+    failures: Vec<Failure>,
+    waived: Vec<Waiver>,
+    nvme_long_tests: Vec<NvmeLongTests>,
+) -> RunRecord {
+    RunRecord {
+        schema_version: hwc_model::SCHEMA_VERSION,
+        provenance: provenance.clone(),
+        topology: topo.clone(),
+        plan: plan.clone(),
+        results,
+        failures,
+        waived,
+        nvme_long_tests,
+    }
+}
