@@ -534,9 +534,10 @@ fn read_progress(dir: &Path, since: SystemTime) -> Option<Progress> {
         .ok()?
         .flatten()
         .filter(|e| {
-            let n = e.file_name();
-            let n = n.to_string_lossy();
-            n.starts_with("hardware_raw_") && n.ends_with(".partial.json")
+            e.file_name()
+                .to_str()
+                .and_then(hwc_profile::names::RunName::parse)
+                .is_some_and(|(kind, _)| kind == hwc_profile::names::RunFile::Partial)
         })
         .filter_map(|e| {
             let m = e.metadata().ok()?.modified().ok()?;

@@ -263,14 +263,10 @@ pub(crate) struct Store {
 /// `hardware_profile_2026-11-29.yaml` → (`2026-11-29`, 1); `…-29-3.yaml` → (`2026-11-29`, 3).
 /// Other names are not profiles the daemon serves.
 pub fn profile_sort_key(name: &str) -> Option<(String, u32)> {
-    let stem = name
-        .strip_prefix("hardware_profile_")?
-        .strip_suffix(".yaml")?;
-    let (date, n) = (stem.get(..10)?, hwc_profile::run_number(stem.get(10..)?)?);
-    let b = date.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
-    (b.len() == 10 && b[4] == b'-' && b[7] == b'-' && digits(0..4) && digits(5..7) && digits(8..10))
-        .then(|| (date.to_string(), n))
+    match hwc_profile::names::RunName::parse(name)? {
+        (hwc_profile::names::RunFile::Profile, run) => Some((run.date, run.number)),
+        _ => None,
+    }
 }
 
 struct Candidate {

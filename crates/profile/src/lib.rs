@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub mod derive;
 pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
 mod file;
+pub mod names;
 pub mod nvme;
 pub use file::{
     read_profile, read_profile_with_text, read_text_capped, yaml_options, ReadError,
@@ -65,21 +66,6 @@ pub enum ProfileError {
 
 /// Assemble the profile. `waived` and `failures` are the run-time ones; the plan's waivers are
 /// taken from `plan`.
-/// The run number a run's file name carries after its date (`hardware_profile_<date>` and the
-/// others): nothing for the day's first run (1), `-N` for a later one (N from 2, in digits
-/// without a leading zero, as `hwceiling profile` names them); `None` for any other suffix.
-/// `hwceiling profile` numbers its runs by it and `serve` orders profiles by it, so both read
-/// a name the same way.
-pub fn run_number(suffix: &str) -> Option<u32> {
-    match suffix.strip_prefix('-') {
-        None if suffix.is_empty() => Some(1),
-        Some(d) if !d.starts_with('0') && d.bytes().all(|b| b.is_ascii_digit()) => {
-            d.parse::<u32>().ok().filter(|&n| n >= 2)
-        }
-        _ => None,
-    }
-}
-
 pub fn build(
     topo: &Topology,
     plan: &Plan,

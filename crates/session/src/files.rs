@@ -7,6 +7,7 @@
 //! refused with an error naming what it is, so a rename never swaps `/dev/full` or a link for a
 //! regular file. Every temp file is removed on every error path.
 
+use hwc_profile::names::{RunFile, RunName};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -61,12 +62,12 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
-    fn for_suffix(dir: &Path, date: &str, suffix: &str) -> Self {
+    fn of(dir: &Path, run: &RunName) -> Self {
         RunFiles {
-            report: dir.join(format!("hardware-ceiling-{date}{suffix}.md")),
-            profile: dir.join(format!("hardware_profile_{date}{suffix}.yaml")),
-            raw: dir.join(format!("hardware_raw_{date}{suffix}.json")),
-            partial: dir.join(format!("hardware_raw_{date}{suffix}.partial.json")),
+            report: dir.join(run.file(RunFile::Report)),
+            profile: dir.join(run.file(RunFile::Profile)),
+            raw: dir.join(run.file(RunFile::Raw)),
+            partial: dir.join(run.file(RunFile::Partial)),
         }
     }
 
@@ -87,13 +88,12 @@ impl RunFiles {
         let first = highest.saturating_add(1);
         // Past the highest number, names are free but for entries the listing missed (an
         // unreadable folder, a race): a bounded search, from wherever the numbers reached.
-        for n in first..=first.saturating_add(9_999) {
-            let suffix = if n == 1 {
-                String::new()
-            } else {
-                format!("-{n}")
+        for number in first..=first.saturating_add(9_999) {
+            let run = RunName {
+                date: date.to_string(),
+                number,
             };
-            let files = Self::for_suffix(dir, date, &suffix);
+            let files = Self::of(dir, &run);
             if !files.any_exists() {
                 return Ok(files);
             }
@@ -120,24 +120,13 @@ fn highest_run_number(dir: &Path, date: &str) -> u32 {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
-    let prefixes = [
-        format!("hardware-ceiling-{date}"),
-        format!("hardware_profile_{date}"),
-        format!("hardware_raw_{date}"),
-    ];
-    let mut highest = 0;
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        for rest in prefixes
-            .iter()
-            .filter_map(|p| name.strip_prefix(p.as_str()))
-        {
-            let stem = rest.split('.').next().unwrap_or_default();
-            highest = highest.max(hwc_profile::run_number(stem).unwrap_or(0));
-        }
-    }
-    highest
+    entries
+        .flatten()
+        .filter_map(|e| RunName::parse(e.file_name().to_str()?))
+        .filter(|(_, run)| run.date == date)
+        .map(|(_, run)| run.number)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Create `dir` if needed and prove it is writable, before any measurement runs.
