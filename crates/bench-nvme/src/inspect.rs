@@ -71,7 +71,8 @@ pub fn resolve_mdts(mdts: Option<u8>, mpsmin: Option<u8>, sysfs_max_kb: Option<u
 pub fn inspect(topo: &mut Topology) -> Vec<String> {
     let mut problems = Vec::new();
     for d in &mut topo.nvme {
-        let kernel_bound = d.name.starts_with("nvme") && !d.namespaces.is_empty();
+        // A namespace is a kernel block device: its controller is the kernel's (`/dev/<name>`).
+        let kernel_bound = !d.namespaces.is_empty();
         let sysfs_kb = d.namespaces.iter().find_map(|n| n.max_hw_sectors_kb);
         let id = if kernel_bound {
             match identify_controller(&Path::new("/dev").join(&d.name)) {

@@ -90,22 +90,29 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
         .collect()
 }
 
-/// Whether `p` measured a path the setting `key` shapes: the NVMe engine NVMe paths, the
-/// driver and CUDA settings GPU paths, glibc's non-temporal threshold host RAM's `memcpy`;
-/// transparent huge pages shape every host buffer. A
-/// profile without measurements (its `ceilings:` only) cannot tell, and counts.
+/// Whether `p` measured a path the setting `key` shapes. A profile records the paths a setting
+/// shapes with it (`shapes`, those its engine measured); one without them (written before
+/// 2026-12-04) is read by the rule of its time: the NVMe engine shapes NVMe paths, the driver
+/// and CUDA settings GPU paths, glibc's non-temporal threshold host RAM's `memcpy`, and
+/// transparent huge pages every host buffer. A profile without measurements (its `ceilings:`
+/// only) cannot tell, and counts.
 fn shapes_figures_of(key: &str, p: &Profile) -> bool {
     use hwc_model::PathId;
-    let measured = |shaped: fn(PathId) -> bool| {
+    let measured = |shaped: &dyn Fn(PathId) -> bool| {
         p.measurements.is_empty() || p.measurements.iter().any(|m| shaped(m.path))
     };
+    if let Some(s) = p.provenance.environment.get(key) {
+        if !s.shapes.is_empty() {
+            return measured(&|path| s.shapes.contains(&path));
+        }
+    }
     if key == "nvme_engine" {
-        measured(|path| matches!(path, PathId::NvmeRead | PathId::NvmeWrite))
+        measured(&|path| matches!(path, PathId::NvmeRead | PathId::NvmeWrite))
     } else if key == "host.glibc_non_temporal_threshold" {
-        measured(|path| path == PathId::HostRam)
+        measured(&|path| path == PathId::HostRam)
     } else if key.starts_with("cuda.") || key.starts_with("nvidia.") {
         // Every path but the kernel's NVMe ones and host RAM goes through a GPU.
-        measured(|path| !matches!(path, PathId::NvmeRead | PathId::NvmeWrite | PathId::HostRam))
+        measured(&|path| !matches!(path, PathId::NvmeRead | PathId::NvmeWrite | PathId::HostRam))
     } else {
         true
     }
@@ -241,6 +248,24 @@ mod tests {
         assert_eq!(d.len(), 1, "{d:?}");
         assert_eq!(d[0].key, "nvidia.driver_version");
         assert_eq!(d[0].values[1], value(NOT_RECORDED, None, &["old"]));
+    }
+
+    #[test]
+    fn a_setting_that_records_its_paths_shapes_those_alone() {
+        // Recorded as shaping NVMe reads only: a node that measured a GPU copy alone is left
+        // out of it, where the rule for profiles without `shapes` would keep it.
+        let mut nvme_only = set("580");
+        nvme_only.shapes = vec![hwc_model::PathId::NvmeRead];
+        let gpu = with(&[("nvidia.driver_version", nvme_only)]);
+        let other = with(&[("nvidia.driver_version", set("575"))]);
+        let d = differences(&[("gpu", &gpu), ("other", &other)]);
+        assert!(d.is_empty(), "{d:?}");
+        // Recorded as shaping H2D, which it measured: it counts.
+        let mut h2d = set("580");
+        h2d.shapes = vec![hwc_model::PathId::H2d];
+        let gpu = with(&[("nvidia.driver_version", h2d)]);
+        let d = differences(&[("gpu", &gpu), ("other", &other)]);
+        assert_eq!(d.len(), 1, "{d:?}");
     }
 
     #[test]

@@ -36,6 +36,10 @@ pub struct Setting {
     /// The value as a PCIe link, where it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkState>,
+    /// The paths whose figures it shapes: those its engine measured in the run (the runner
+    /// records them); empty where it shapes every path, or in profiles before this field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shapes: Vec<crate::PathId>,
 }
 
 impl Setting {
@@ -71,6 +75,7 @@ impl From<String> for Setting {
             about: None,
             bytes: None,
             link: None,
+            shapes: Vec::new(),
         }
     }
 }
@@ -106,6 +111,8 @@ impl<'de> Deserialize<'de> for Setting {
             bytes: Option<u64>,
             #[serde(default)]
             link: Option<LinkState>,
+            #[serde(default)]
+            shapes: Vec<crate::PathId>,
         }
         #[derive(Deserialize)]
         #[serde(untagged)]
@@ -123,6 +130,7 @@ impl<'de> Deserialize<'de> for Setting {
                 about: f.about,
                 bytes: f.bytes,
                 link: f.link,
+                shapes: f.shapes,
             },
         })
     }

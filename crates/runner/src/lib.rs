@@ -12,7 +12,8 @@
 //! An engine is one mechanism (host memcpy, CUDA copies, io_uring reads, …) behind [`Engine`].
 
 use hwc_model::{
-    Case, CaseResult, EngineId, Failure, Measurement, Placement, RepSched, SchedSources, Waiver,
+    Case, CaseResult, EngineId, Failure, Measurement, PathId, Placement, RepSched, SchedSources,
+    Waiver,
 };
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -377,8 +378,26 @@ pub fn run_with(
     if cancel.load(Ordering::SeqCst) {
         out.interrupted = true;
     }
-    for engine in engines.iter() {
-        out.environment.extend(engine.environment());
+    // An engine's settings shape the figures of the paths it measured (where it does not say
+    // narrower itself); one that measured nothing in this run shaped nothing in it.
+    for (b, engine) in engines.iter().enumerate() {
+        let mut paths: Vec<PathId> = cases
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| **o == Some(b))
+            .map(|(c, _)| c.path)
+            .collect();
+        if paths.is_empty() {
+            continue;
+        }
+        paths.sort();
+        paths.dedup();
+        for (key, mut setting) in engine.environment() {
+            if setting.shapes.is_empty() {
+                setting.shapes = paths.clone();
+            }
+            out.environment.insert(key, setting);
+        }
     }
     out
 }

@@ -345,6 +345,14 @@ impl Engine for Announced {
             .borrow_mut()
             .extend(cases.iter().map(|c| c.key.clone()));
     }
+    fn environment(&self) -> hwc_model::Environment {
+        let mut env = hwc_model::Environment::new();
+        env.insert(format!("{}.setting", self.engine), "on".into());
+        let mut narrow = hwc_model::Setting::from("narrow");
+        narrow.shapes = vec![PathId::H2d];
+        env.insert(format!("{}.narrow", self.engine), narrow);
+        env
+    }
 }
 
 #[test]
@@ -371,7 +379,7 @@ fn each_engine_is_told_in_advance_only_the_cases_it_will_run() {
     let d2d = of(PathId::D2d, "d2d/cuda-copy/x", "nobody");
     let h2d = of(PathId::H2d, "h2d/cuda-copy/x", "first");
     let host = of(PathId::HostRam, "host/x", "first");
-    run(
+    let out = run(
         &[h2d, d2d, host],
         &mut backends,
         &RunOptions::default(),
@@ -383,6 +391,15 @@ fn each_engine_is_told_in_advance_only_the_cases_it_will_run() {
         vec!["h2d/cuda-copy/x".to_string(), "host/x".into()]
     );
     assert!(second.borrow().is_empty(), "{:?}", second.borrow());
+    // An engine's settings shape the paths it measured, or the narrower ones it names; one
+    // that measured nothing records none.
+    let env = &out.environment;
+    assert_eq!(
+        env["first.setting"].shapes,
+        vec![PathId::H2d, PathId::HostRam]
+    );
+    assert_eq!(env["first.narrow"].shapes, vec![PathId::H2d]);
+    assert!(!env.keys().any(|k| k.starts_with("second.")), "{env:?}");
 }
 
 fn retrying(timed: u32, limit_pct: u32) -> Case {
