@@ -9,7 +9,7 @@
 //! beside it; it does not change a verdict (a real regression under a new setting is still a
 //! regression).
 
-use hwc_model::Profile;
+use hwc_model::{Profile, Setting};
 use serde::Serialize;
 
 /// The `provenance.environment` keys that change how figures are taken.
@@ -48,43 +48,82 @@ pub struct SettingValue {
     pub about: Option<String>,
     /// In node order.
     pub nodes: Vec<String>,
+    /// `value` is a whole line of text, as profiles before 2026-12-04 recorded a setting, value
+    /// and description in the words of the build that wrote it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub as_text: bool,
+}
+
+/// A value as it is gathered: with each member's setting as one line (`value (about)`), which is
+/// what a profile of text settings recorded, so one of those can join it.
+struct Gathered {
+    value: SettingValue,
+    lines: Vec<String>,
+}
+
+impl Gathered {
+    /// Whether a node that recorded `setting` (`None`: nothing) has this value. A setting
+    /// recorded as text is the same as a structured one whose line it is.
+    fn holds(&self, setting: Option<&Setting>) -> bool {
+        let v = &self.value;
+        match setting {
+            None => v.value == NOT_RECORDED && !v.as_text,
+            Some(s) if s.as_text => {
+                (v.as_text && v.value == s.value) || self.lines.contains(&s.value)
+            }
+            Some(s) => {
+                (!v.as_text && v.value == s.value) || (v.as_text && v.value == s.to_string())
+            }
+        }
+    }
+
+    fn of(name: &str, setting: Option<&Setting>) -> Gathered {
+        Gathered {
+            value: SettingValue {
+                value: setting.map_or(NOT_RECORDED.to_string(), |s| s.value.clone()),
+                about: setting.and_then(|s| s.about.clone()),
+                nodes: vec![name.to_string()],
+                as_text: setting.is_some_and(|s| s.as_text),
+            },
+            lines: setting
+                .filter(|s| !s.as_text)
+                .map(|s| s.to_string())
+                .into_iter()
+                .collect(),
+        }
+    }
 }
 
 /// The settings of [`KEYS`] that differ between `nodes` (name, profile), by value: two records
-/// of one value said differently (`32`, set by hwceiling or by the user) are one setting. A key
-/// no node records is left out.
+/// of one value said differently (`32`, set by hwceiling or by the user) are one setting, and
+/// so are a setting an older profile recorded as its line of text and the same line recorded
+/// structured. A key no node records is left out.
 pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
     KEYS.iter()
         .filter_map(|key| {
-            let mut values: Vec<SettingValue> = Vec::new();
+            let mut values: Vec<Gathered> = Vec::new();
             let mut recorded = false;
             // A node that measured nothing the setting shapes is left out of it: a host RAM
             // profile has no NVMe engine to differ in.
             for (name, p) in nodes.iter().filter(|(_, p)| shapes_figures_of(key, p)) {
-                let (value, about) = match p.provenance.environment.get(*key) {
-                    Some(v) => {
-                        recorded = true;
-                        (v.value.clone(), v.about.clone())
-                    }
-                    None => (NOT_RECORDED.to_string(), None),
-                };
-                match values.iter_mut().find(|x| x.value == value) {
+                let setting = p.provenance.environment.get(*key);
+                recorded |= setting.is_some();
+                match values.iter_mut().find(|x| x.holds(setting)) {
                     Some(x) => {
-                        if x.about != about {
-                            x.about = None;
+                        if let Some(s) = setting.filter(|s| !s.as_text) {
+                            if x.value.about != s.about {
+                                x.value.about = None;
+                            }
+                            x.lines.push(s.to_string());
                         }
-                        x.nodes.push(name.to_string());
+                        x.value.nodes.push(name.to_string());
                     }
-                    None => values.push(SettingValue {
-                        value,
-                        about,
-                        nodes: vec![name.to_string()],
-                    }),
+                    None => values.push(Gathered::of(name, setting)),
                 }
             }
             (recorded && values.len() > 1).then(|| SettingDiff {
                 key: key.to_string(),
-                values,
+                values: values.into_iter().map(|g| g.value).collect(),
             })
         })
         .collect()
@@ -137,19 +176,31 @@ pub fn render(s: &mut String, diffs: &[SettingDiff]) {
                 .map_or(String::new(), |a| format!(" ({a})"));
             let _ = writeln!(s, "    {}: {}{about}", v.nodes.join(", "), v.value);
         }
+        let recorded_as = |text| {
+            d.values
+                .iter()
+                .any(|v| v.as_text == text && v.value != NOT_RECORDED)
+        };
+        if recorded_as(true) && recorded_as(false) {
+            let _ = writeln!(
+                s,
+                "    (a line of text is how profiles before 2026-12-04 recorded it: it may be \
+                 the same setting in other words)"
+            );
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hwc_model::Setting;
 
     fn value(v: &str, about: Option<&str>, nodes: &[&str]) -> SettingValue {
         SettingValue {
             value: v.into(),
             about: about.map(str::to_string),
             nodes: nodes.iter().map(|n| n.to_string()).collect(),
+            as_text: false,
         }
     }
 
@@ -266,6 +317,44 @@ mod tests {
         let gpu = with(&[("nvidia.driver_version", h2d)]);
         let d = differences(&[("gpu", &gpu), ("other", &other)]);
         assert_eq!(d.len(), 1, "{d:?}");
+    }
+
+    #[test]
+    fn a_setting_an_old_profile_recorded_as_text_is_the_same_as_its_line() {
+        let text = |line: &str| -> Setting { serde_json::from_str(&format!("{line:?}")).unwrap() };
+        let old = with(&[
+            ("cuda.device_max_connections", text("32 (set by hwceiling)")),
+            (
+                "cuda.timing",
+                text("copies behind a latch, timed by events"),
+            ),
+        ]);
+        let new = with(&[
+            (
+                "cuda.device_max_connections",
+                Setting::about("32", "set by hwceiling"),
+            ),
+            (
+                "cuda.timing",
+                Setting::about("latched events", "copies behind a latch"),
+            ),
+        ]);
+        let d = differences(&[("old", &old), ("new", &new)]);
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].key, "cuda.timing");
+        assert!(d[0].values[0].as_text && !d[0].values[1].as_text);
+        let mut s = String::new();
+        render(&mut s, &d);
+        assert!(
+            s.contains("it may be the same setting in other words"),
+            "{s}"
+        );
+        // Two structured values that differ are not said to be a matter of words.
+        let newer = with(&[("cuda.timing", Setting::about("events", "no latch"))]);
+        let d = differences(&[("new", &new), ("newer", &newer)]);
+        let mut s = String::new();
+        render(&mut s, &d);
+        assert!(!s.contains("other words"), "{s}");
     }
 
     #[test]

@@ -40,6 +40,11 @@ pub struct Setting {
     /// records them); empty where it shapes every path, or in profiles before this field.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes: Vec<crate::PathId>,
+    /// Read from a profile that held the setting as one line of text (before 2026-12-04): its
+    /// `value` is that whole line, value and description in the words of the build that wrote
+    /// it (written so where such a profile is written again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub as_text: bool,
 }
 
 impl Setting {
@@ -76,6 +81,7 @@ impl From<String> for Setting {
             bytes: None,
             link: None,
             shapes: Vec::new(),
+            as_text: false,
         }
     }
 }
@@ -113,6 +119,8 @@ impl<'de> Deserialize<'de> for Setting {
             link: Option<LinkState>,
             #[serde(default)]
             shapes: Vec<crate::PathId>,
+            #[serde(default)]
+            as_text: bool,
         }
         #[derive(Deserialize)]
         #[serde(untagged)]
@@ -123,6 +131,7 @@ impl<'de> Deserialize<'de> for Setting {
         Ok(match Either::deserialize(d)? {
             Either::Text(value) => Setting {
                 link: legacy_link(&value),
+                as_text: true,
                 ..Setting::from(value)
             },
             Either::Full(f) => Setting {
@@ -131,6 +140,7 @@ impl<'de> Deserialize<'de> for Setting {
                 bytes: f.bytes,
                 link: f.link,
                 shapes: f.shapes,
+                as_text: f.as_text,
             },
         })
     }
@@ -176,6 +186,7 @@ mod tests {
             (s.value.as_str(), &s.about),
             ("32 (set by hwceiling)", &None)
         );
+        assert!(s.as_text && !back["cuda.timing"].as_text);
         assert_eq!(
             Setting::about("32", "set by hwceiling").to_string(),
             "32 (set by hwceiling)"
