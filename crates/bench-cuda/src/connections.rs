@@ -2,10 +2,9 @@
 //! (`CUDA_DEVICE_MAX_CONNECTIONS`, 1–32, driver default 8), chosen before the driver starts.
 //!
 //! Streams are multiplexed onto that many hardware queues. With 32 instead of the default 8,
-//! small copies ran faster on the H200 test machines: in interleaved A/B runs (6 and 3 rounds,
-//! two machines, `tools/gpu-reference` run 10) 128 KiB H2D +2.3–2.9 %, duplex 128 KiB–1 MiB
-//! +1–2.6 %, L2-resident D2D +4 %; copies of 4 MiB and more 0.992–1.034, most within ±0.5 %.
-//! A ceiling is the best the hardware does, so a measuring process asks for 32 unless the user
+//! small copies (128 KiB H2D, duplex up to 1 MiB, L2-resident D2D) ran 1–4 % faster on the H200
+//! test machines and large ones did not move (evidence: docs/gpu-method.md and
+//! `tools/gpu-reference/README.md`). A ceiling is the best the hardware does, so a measuring process asks for 32 unless the user
 //! set the variable; the profile records which (`cuda.device_max_connections`).
 //!
 //! The driver reads the variable once, when it initialises, and the process environment is not

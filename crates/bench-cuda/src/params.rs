@@ -145,16 +145,12 @@ impl CopySpec {
     }
 
     /// The pages of the case's host buffers: small (4 KiB) where the case searches placement
-    /// (duplex, and one-stream D2H with it: its rates did not move with the change, session 7
-    /// run 31), transparent huge pages elsewhere. (A D2D case searches too, but has no host
-    /// buffers.)
+    /// (duplex, and one-stream D2H with it, whose rates did not move with the change),
+    /// transparent huge pages elsewhere. (A D2D case searches too, but has no host buffers.)
     ///
-    /// Why: 512 KiB duplex pairs reach faster placements in host buffers of small pages, which
-    /// lie in pieces scattered over physical memory, than in huge pages, which are contiguous
-    /// (tools/gpu-reference/README.md, session 7: per process, the fastest of 24 random
-    /// placements read 76.3–76.9 GB/s both directions together with small-page host buffers,
-    /// 75.0–75.7 at offsets in huge pages, over 4 processes each; with this search, 75.2–76.7
-    /// over 5 processes where the device-only search in huge pages read 74.1–74.4). Large copies
+    /// Why: 512 KiB duplex pairs reach faster placements (about 1–2 %) in host buffers of small
+    /// pages, which lie in pieces scattered over physical memory, than in huge pages, which are
+    /// contiguous (evidence: docs/gpu-method.md and `tools/gpu-reference/README.md`). Large copies
     /// keep huge pages: fewer, larger pieces for the DMA engine to walk.
     pub fn host_pages(&self) -> Pages {
         if self.searches_placement() {
