@@ -37,6 +37,9 @@ pub enum Command {
     Compare(crate::compare_cmd::CompareArgs),
     /// Hold a profile to a bring-up spec; pass/fail, JUnit XML, exit 0/1.
     Qualify(crate::qualify_cmd::QualifyArgs),
+    /// Put back what a killed run changed on this system (drives bound to a userspace driver,
+    /// hugepages, mounts), from its journal.
+    Restore(crate::restore_cmd::RestoreArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,10 +16,12 @@ mod engines_cmd;
 mod profile_cmd;
 mod progress;
 mod qualify_cmd;
+mod restore_cmd;
 mod serve_cmd;
 mod signals;
 
 fn main() {
+    restore_on_panic();
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -48,6 +50,32 @@ fn main() {
     std::process::exit(code);
 }
 
+/// A panic restores the system changes this process made (drives bound to a userspace driver,
+/// hugepages) before it reports. A panic in the thread making a change leaves that to the
+/// journal's handle, which restores as the thread unwinds.
+fn restore_on_panic() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report_restore(hwc_safety::journal::try_restore_owned());
+        default(info);
+    }));
+}
+
+/// Say on stderr what restoring this process's system changes did, if it held any.
+pub(crate) fn report_restore(
+    r: Option<Result<Vec<hwc_safety::journal::Restored>, hwc_safety::JournalError>>,
+) {
+    match r {
+        None => {}
+        Some(Ok(restored)) => {
+            for x in restored.iter().filter(|x| x.acted) {
+                eprintln!("hwceiling: restored: {x}");
+            }
+        }
+        Some(Err(e)) => eprintln!("hwceiling: error: {e}"),
+    }
+}
+
 fn run(args: cli::Cli) -> Result<i32> {
     match args.command {
         cli::Command::Detect(a) => detect_cmd::run(&a),
@@ -58,6 +86,7 @@ fn run(args: cli::Cli) -> Result<i32> {
         cli::Command::Engines(a) => engines_cmd::run(&a),
         cli::Command::Compare(a) => compare_cmd::run(&a),
         cli::Command::Qualify(a) => qualify_cmd::run(&a),
+        cli::Command::Restore(a) => restore_cmd::run(&a),
     }
 }
 

@@ -12,6 +12,9 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 
 /// Where journals live unless a run is told otherwise.
 pub const DEFAULT_DIR: &str = "/run/hwceiling";
+/// The environment variable that moves the journal folder (tests, and machines whose `/run`
+/// is elsewhere); every process of one machine must agree on it.
+pub const DIR_ENV: &str = "HWCEILING_JOURNAL_DIR";
 const JOURNAL: &str = "changes.json";
 const LOCK: &str = "changes.lock";
 /// The journal file's format; a build refuses formats it does not know rather than guess.
@@ -93,6 +96,39 @@ pub struct Restored {
     /// False when the system already was as before (the change was recorded, then not made,
     /// or was restored earlier).
     pub acted: bool,
+}
+
+impl std::fmt::Display for Restored {
+    /// What the system is like again: "0000:10:00.0 is back on nvme".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let was = if self.acted { "" } else { " (it already was)" };
+        match &self.change {
+            Change::PciDriver {
+                bdf, driver_before, ..
+            } => match driver_before {
+                Some(d) => write!(f, "{bdf} is back on {d}{was}"),
+                None => write!(f, "{bdf} has no driver again{was}"),
+            },
+            Change::Hugepages {
+                node,
+                page_kib,
+                before,
+            } => {
+                let on = node.map(|n| format!(" on node {n}")).unwrap_or_default();
+                write!(f, "{page_kib} KiB hugepages{on} are back to {before}{was}")
+            }
+            Change::HugetlbfsMount { target, .. } => {
+                write!(f, "hugetlbfs at {} is unmounted{was}", target.display())
+            }
+            Change::HugepageFiles { dir, prefix } => {
+                write!(
+                    f,
+                    "hugepage files {}/{prefix}* are removed{was}",
+                    dir.display()
+                )
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -191,6 +227,14 @@ impl BindStep {
             BindStep::Bound => "bound",
         }
     }
+}
+
+/// The journal folder: `$HWCEILING_JOURNAL_DIR`, else [`DEFAULT_DIR`].
+pub fn dir() -> PathBuf {
+    std::env::var_os(DIR_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
 }
 
 fn lock_path(dir: &Path) -> PathBuf {

@@ -155,6 +155,10 @@ pub fn prepare(
     cancel: &'static AtomicBool,
 ) -> Result<Prepared, SessionError> {
     check(config).map_err(SessionError::Refused)?;
+    // A run that was killed may have left drives bound to a userspace driver or hugepages
+    // taken: nothing is measured until `hwceiling restore` has put them back.
+    hwc_safety::journal::check_clear(&hwc_safety::journal::dir())
+        .map_err(|e| SessionError::Refused(e.to_string()))?;
     let mut topo = detect(None)?;
     let nvme = nvme::prepare(config, &mut topo, true, cancel)?;
     files::ensure_writable(&config.output_dir)?;
