@@ -365,6 +365,26 @@ fn is_partition(path: &Path) -> bool {
     })
 }
 
+/// Every reason the write gate gives against the data on `d`, as if it were named for writes
+/// (mounted or swap, partitioned, held, signed, unreadable, no namespace visible): taking a
+/// drive from the kernel for a userspace driver needs the same proof that nothing on it can be
+/// lost.
+pub fn data_refusals(d: &hwc_model::topology::NvmeDrive) -> Vec<Refusal> {
+    let views: Vec<gate::DeviceView> = d
+        .namespaces
+        .iter()
+        .map(|n| device::live_view(&Path::new("/dev").join(&n.name)))
+        .collect();
+    drive_refusals(
+        WriteRequest {
+            allow_destructive_writes: true,
+            named_explicitly: true,
+        },
+        d,
+        &views,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,6 +40,9 @@ pub enum Command {
     /// Put back what a killed run changed on this system (drives bound to a userspace driver,
     /// hugepages, mounts), from its journal.
     Restore(crate::restore_cmd::RestoreArgs),
+    /// Hand NVMe drives without data to a userspace driver (vfio-pci) for an SPDK job, with
+    /// hugepages; put back when COMMAND (after --) ends, or by `hwceiling restore`.
+    Bind(crate::bind_cmd::BindArgs),
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

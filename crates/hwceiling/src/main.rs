@@ -8,6 +8,7 @@
 use anyhow::Result;
 use clap::Parser;
 
+mod bind_cmd;
 mod cli;
 mod compare_cmd;
 mod detect_cmd;
@@ -87,6 +88,7 @@ fn run(args: cli::Cli) -> Result<i32> {
         cli::Command::Compare(a) => compare_cmd::run(&a),
         cli::Command::Qualify(a) => qualify_cmd::run(&a),
         cli::Command::Restore(a) => restore_cmd::run(&a),
+        cli::Command::Bind(a) => bind_cmd::run(&a),
     }
 }
 

@@ -11,6 +11,7 @@
 //! let done = prepared.run(&mut progress_bar, &CANCEL)?;     // measures, writes the files
 //! ```
 
+pub mod bind;
 pub mod check;
 mod choices;
 mod detect;
