@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetch what the NVMe VM test bed needs from Debian's packages, without installing anything:
-# QEMU 7.2 (its accelerator modules, and the libraries this machine lacks), its firmware, a cloud kernel whose NVMe
-# driver is built in, and a static busybox. Everything is unpacked with `dpkg -x` into
-# $HWC_VM_CACHE (default: target/vm), so the machine's own packages stay as they are (installing
+# QEMU 7.2 (its accelerator modules, and the libraries this machine lacks), its firmware, a cloud
+# kernel whose NVMe driver is built in (its modules too: run.sh puts vfio's and uio's into the
+# guest), and a static busybox. Everything is unpacked with `dpkg -x` into $HWC_VM_CACHE
+# (default: target/vm), so the machine's own packages stay as they are (installing
 # qemu-system-x86 with apt would replace a newer qemu-utils).
 #
 # Usage: tools/vm/fetch.sh            # idempotent; prints the cache folder on success
@@ -14,7 +15,11 @@ cache="${HWC_VM_CACHE:-$repo/target/vm}"
 root="$cache/root"
 debs="$cache/debs"
 stamp="$cache/ready"
-if [[ -f "$stamp" && -x "$root/usr/bin/qemu-system-x86_64" ]]; then
+# Ready: the stamp, QEMU, and the kernel's vfio modules (a cache from before they were needed
+# is unpacked again from its .deb files; nothing is downloaded twice).
+kver_file="$cache/kernel-version"
+if [[ -f "$stamp" && -x "$root/usr/bin/qemu-system-x86_64" && -f "$kver_file" &&
+  -f "$root/lib/modules/$(cat "$kver_file")/kernel/drivers/vfio/pci/vfio-pci.ko" ]]; then
   echo "$cache"
   exit 0
 fi
@@ -63,5 +68,10 @@ done
 kernel="$(ls "$root"/boot/vmlinuz-*-cloud-amd64 | head -n1)"
 [[ -f "$kernel" ]] || { echo "fetch.sh: no kernel unpacked" >&2; exit 1; }
 cp "$kernel" "$cache/vmlinuz"
+# Its modules (run.sh puts vfio's and uio's into the initramfs; the kernel has no modules.dep).
+kver="${kernel##*/vmlinuz-}"
+[[ -f "$root/lib/modules/$kver/kernel/drivers/vfio/pci/vfio-pci.ko" ]] ||
+  { echo "fetch.sh: no vfio-pci module for kernel $kver" >&2; exit 1; }
+echo "$kver" >"$kver_file"
 printf '%s\n' "${want[@]}" >"$stamp"
 echo "$cache"

@@ -1,8 +1,9 @@
 #!/bin/busybox sh
 # /init of the NVMe test bed's initramfs: read the drives with hwceiling, run the long drive
 # tests with seconds-long knobs, try every way the CLI allows to write to the drive with a
-# filesystem and to the partitioned drive, checksum both before and after, detect and read as a
-# user without privileges, and send every result to the host over the serial console (base64
+# filesystem and to the partitioned drive, checksum both before and after, hand the blank drives
+# to vfio-pci with `hwceiling bind` and signal it at every step (tools/vm/bind-test.sh), detect
+# and read as a user without privileges, and send every result to the host over the serial console (base64
 # between markers). Then power off.
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -12,6 +13,59 @@ mount -t devtmpfs devtmpfs /dev
 mkdir -p /out /mnt /tmp
 cd /out
 echo "===HWC-BOOTED==="
+
+# What SPDK's userspace driver needs, before any test step: load vfio's and uio's modules (in
+# dependency order: there is no modules.dep) and record what the guest then has: the IOMMU, the
+# PCI drivers, each NVMe controller's IOMMU group and everything in it (driver, PCI header type:
+# 0x00 an endpoint, 0x01 a bridge such as a root port), and the hugepages. Nothing is bound.
+{
+  echo "cmdline: $(cat /proc/cmdline)"
+  echo "uptime_before_modules_s: $(cut -d' ' -f1 /proc/uptime)"
+  mods="/lib/modules/$(uname -r)/kernel"
+  for m in virt/lib/irqbypass drivers/vfio/vfio drivers/vfio/vfio_iommu_type1 \
+    drivers/vfio/vfio_virqfd drivers/vfio/pci/vfio-pci-core drivers/vfio/pci/vfio-pci \
+    drivers/uio/uio drivers/uio/uio_pci_generic; do
+    if [ ! -f "$mods/$m.ko" ]; then
+      echo "module ${m##*/}: missing"
+    elif err="$(insmod "$mods/$m.ko" 2>&1)"; then
+      echo "module ${m##*/}: ok"
+    else
+      echo "module ${m##*/}: failed: $err"
+    fi
+  done
+  echo "uptime_after_modules_s: $(cut -d' ' -f1 /proc/uptime)"
+  groups="$(ls /sys/kernel/iommu_groups 2>/dev/null | wc -l)"
+  if [ "$groups" -gt 0 ]; then echo "iommu: on"; else echo "iommu: off"; fi
+  echo "iommu_units: $(ls /sys/class/iommu 2>/dev/null | tr '\n' ' ')"
+  echo "iommu_groups: $groups"
+  echo "pci_drivers: $(ls /sys/bus/pci/drivers | tr '\n' ' ')"
+  echo "dev_vfio: $(ls /dev/vfio 2>/dev/null | tr '\n' ' ')"
+  for c in /sys/class/nvme/nvme*; do
+    d="$(readlink -f "$c/device")"
+    g="$(readlink "$d/iommu_group" 2>/dev/null)"
+    echo "nvme $(basename "$c") serial=$(tr -d ' ' <"$c/serial") bdf=$(basename "$d")" \
+      "numa_node=$(cat "$d/numa_node") iommu_group=${g:+$(basename "$g")}"
+    [ -n "$g" ] || continue
+    for m in "$d/iommu_group/devices"/*; do
+      md="$(readlink -f "$m")"
+      drv="$(readlink "$md/driver" 2>/dev/null)"
+      hdr="$(dd if="$md/config" bs=1 skip=14 count=1 2>/dev/null | hexdump -e '1/1 "0x%02x"')"
+      echo "  member $(basename "$md") driver=${drv:+$(basename "$drv")} header_type=$hdr" \
+        "class=$(cat "$md/class")"
+    done
+  done
+  grep -E '^(HugePages_|Hugepagesize)' /proc/meminfo
+  for n in /sys/devices/system/node/node*; do
+    echo "$(basename "$n") nr_hugepages_2048kB=$(cat "$n/hugepages/hugepages-2048kB/nr_hugepages")"
+  done
+  if grep -q ' hugetlbfs ' /proc/mounts; then
+    echo "hugetlbfs_mounted: yes ($(grep ' hugetlbfs ' /proc/mounts | cut -d' ' -f2 | tr '\n' ' '))"
+  else
+    echo "hugetlbfs_mounted: no"
+  fi
+  echo "hugetlbfs_in_kernel: $(grep -q hugetlbfs /proc/filesystems && echo yes || echo no)"
+  dmesg | grep -iE 'DMAR|IOMMU|remapping' | head -n 40 | sed 's/^/dmesg: /'
+} >/out/iommu.txt 2>&1
 
 # The kernel numbers controllers in probe order: find each drive by its serial.
 dev_of() {
@@ -53,7 +107,7 @@ if grep -q hwc_mode=compare /proc/cmdline; then
       done
     done
   done
-  for f in compare.txt fio.err hwc.err; do
+  for f in compare.txt fio.err hwc.err iommu.txt; do
     echo "===HWC-BEGIN $f==="
     base64 "$f"
     echo "===HWC-END==="
@@ -139,6 +193,9 @@ sha256sum "/dev/${FS}n1" "/dev/${PART}n1" >sums-after.txt
 
 # A user without privileges: detection from sysfs, and a profile whose drive reads and admin
 # commands are refused by the kernel (waivers and sysfs fallbacks, not failures).
+# `hwceiling bind` on the blank drives: refusals, signals at every step, SIGKILL and restore.
+. /bind-test.sh
+
 mkdir -p /etc
 echo 'root:x:0:0:root:/:/bin/sh' >/etc/passwd
 echo 'root:x:0:' >/etc/group

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Boot the NVMe test bed: QEMU 7.2 (TCG) on a q35 machine with two NUMA nodes, two PCIe expander
 # root complexes (pxb-pcie bound to node 0 and node 1), a root port per drive, and five emulated
-# NVMe controllers backed by image files:
+# NVMe controllers backed by image files, behind QEMU's emulated Intel IOMMU (what SPDK's
+# userspace driver needs to bind a drive to vfio-pci inside the guest):
 #   node 0's root complex (bus 0x10): HWCN0A (MDTS 5 = 128 KiB), HWCN0B (MDTS 6 = 256 KiB),
 #                                      HWCFS (an ext4 filesystem)
 #   node 1's root complex (bus 0x20): HWCN1A (MDTS 7 = 512 KiB), HWCPART (an MBR partition table)
 # The initramfs holds a static busybox, the given hwceiling binary and its shared libraries, and
-# tools/vm/init.sh as /init. The results come back over the serial console and are written to
-# OUTDIR/results/.
+# the kernel's vfio and uio modules (loaded by /init), tools/vm/init.sh as /init and
+# tools/vm/bind-test.sh, which it runs. The results come back over the serial console and are written to OUTDIR/results/.
 #
 # Usage: tools/vm/run.sh HWCEILING_BINARY OUTDIR
 # With HWC_VM_MODE=compare, fio (from this machine, with its libraries) goes into the initramfs
 # and the VM runs tools/nvme-reference/compare-vm.sh's comparison instead of the test.
+# HWC_VM_IOMMU=1|0: the emulated IOMMU and `intel_iommu=on` (default 1; 0 in compare mode, whose
+# recorded numbers were measured without it).
 # Exit: 0 the VM ran to the end; 3 the Debian packages could not be fetched; 1 anything else.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -70,13 +73,28 @@ for p in "${programs[@]}"; do ldd "$p"; done |
   cp -L "$lib" "$ir$lib" 2>/dev/null || { mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"; }
 done
 cp "$here/init.sh" "$ir/init"
+cp "$here/bind-test.sh" "$ir/bind-test.sh"
 chmod +x "$ir/init" "$ir/bin/hwceiling"
+# vfio's and uio's modules, in the order /init loads them (there is no modules.dep); a module the
+# kernel package lacks (vfio_virqfd is folded into vfio in later kernels) is left out and /init
+# reports it missing.
+kver="$(cat "$cache/kernel-version")"
+mods="$root/lib/modules/$kver/kernel"
+for m in virt/lib/irqbypass drivers/vfio/vfio drivers/vfio/vfio_iommu_type1 \
+  drivers/vfio/vfio_virqfd drivers/vfio/pci/vfio-pci-core drivers/vfio/pci/vfio-pci \
+  drivers/uio/uio drivers/uio/uio_pci_generic; do
+  [[ -f "$mods/$m.ko" ]] || continue
+  mkdir -p "$ir/lib/modules/$kver/kernel/$(dirname "$m")"
+  cp "$mods/$m.ko" "$ir/lib/modules/$kver/kernel/$m.ko"
+done
 (cd "$ir" && find . | "$bb" cpio -o -H newc 2>/dev/null) >"$work/initramfs.cpio"
 
 drive() { # id serial mdts bus
   echo "-drive file=$work/$1.img,if=none,id=d$1,format=raw,aio=threads"
   echo "-device nvme,serial=$2,mdts=$3,drive=d$1,bus=$4"
 }
+iommu="${HWC_VM_IOMMU:-$([[ "$mode" == compare ]] && echo 0 || echo 1)}"
+cmdline="console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1 hwc_mode=$mode"
 args=(
   -machine q35 -accel tcg -smp 2 -m 1024
   -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
@@ -85,7 +103,16 @@ args=(
   -L "$root/usr/share/qemu" -L "$root/usr/share/seabios"
   -serial "file:$out/console.log"
   -kernel "$cache/vmlinuz" -initrd "$work/initramfs.cpio"
-  -append "console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1 hwc_mode=$mode"
+)
+# The IOMMU comes before the other PCI devices. aw-bits=48: with the default 39, SPDK's DPDK
+# fails with "IOVA exceeding limits of current DMA mask" (its base address 0x200000000000 lies
+# above 2^39).
+if [[ "$iommu" == 1 ]]; then
+  args+=(-device intel-iommu,intremap=on,aw-bits=48)
+  cmdline+=" intel_iommu=on"
+fi
+args+=(
+  -append "$cmdline"
   -device pxb-pcie,id=pxb0,bus_nr=16,numa_node=0,bus=pcie.0
   -device pxb-pcie,id=pxb1,bus_nr=32,numa_node=1,bus=pcie.0
   -device pcie-root-port,id=rp0,bus=pxb0,chassis=1,addr=0.0

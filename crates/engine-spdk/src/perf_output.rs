@@ -623,82 +623,46 @@ mod tests {
         );
     }
 
+    /// Captures of one namespace: the line and the Total carry the same figures.
     #[test]
-    fn two_qpairs_per_namespace_print_one_line() {
-        let out = parse(P2).unwrap();
-        assert_eq!(
-            out.namespaces,
-            vec![tcp(
-                CNODE1,
-                1,
-                totals(31967.67, 3995.96, 501.70, 81.90, 20108.97)
-            )]
-        );
-        assert_eq!(
-            out.total,
-            totals(31967.67, 3995.96, 501.70, 81.90, 20108.97)
-        );
-    }
-
-    #[test]
-    fn latency_summary_and_histogram_after_total_are_ignored() {
-        // -LL's "Summary latency data for … from core 1:" lines name a core too.
+    fn one_namespace_captures() {
+        // -LL's "Summary latency data for … from core 1:" lines name a core too, after Total.
         assert!(LL.contains("Summary latency data for TCP"));
         assert!(LL.contains("Latency histogram for TCP"));
-        let out = parse(LL).unwrap();
-        assert_eq!(
-            out.namespaces,
-            vec![tcp(
-                CNODE1,
-                1,
-                totals(34484.33, 4310.54, 463.89, 173.66, 56088.09)
-            )]
-        );
-        assert_eq!(
-            out.total,
-            totals(34484.33, 4310.54, 463.89, 173.66, 56088.09)
-        );
-    }
-
-    #[test]
-    fn terminal_capture_with_carriage_return_progress() {
-        // The progress lines and the first banner share one '\n' line, joined by '\r'.
+        // On a terminal the progress lines and the first banner share one '\n' line, joined
+        // by '\r'; with -a, warm-up lines and an erase escape come too.
         assert!(TTY.contains(
             "    11961 IOPS,  1495.12 MiB/s\r    13062 IOPS,  1632.75 MiB/s\r    12481 IOPS,  \
              1560.12 MiB/s\r=====",
         ));
-        let out = parse(TTY).unwrap();
-        assert_eq!(
-            out.namespaces,
-            vec![tcp(
-                CNODE1,
-                1,
-                totals(12506.63, 1563.33, 1279.06, 236.58, 116361.46)
-            )]
-        );
-        assert_eq!(
-            out.total,
-            totals(12506.63, 1563.33, 1279.06, 236.58, 116361.46)
-        );
-    }
-
-    #[test]
-    fn terminal_capture_with_warmup_and_erase_escape() {
-        assert!(WARMUP_TTY.contains("[warmup]"));
-        assert!(WARMUP_TTY.contains("\x1b[2K"));
-        let out = parse(WARMUP_TTY).unwrap();
-        assert_eq!(
-            out.namespaces,
-            vec![tcp(
-                CNODE1,
-                1,
-                totals(12814.00, 1601.75, 1305.11, 234.14, 181589.91)
-            )]
-        );
-        assert_eq!(
-            out.total,
-            totals(12814.00, 1601.75, 1305.11, 234.14, 181589.91)
-        );
+        assert!(WARMUP_TTY.contains("[warmup]") && WARMUP_TTY.contains("\x1b[2K"));
+        for (name, text, figures) in [
+            // -P 2: two qpairs, still one line per namespace.
+            ("P2", P2, totals(31967.67, 3995.96, 501.70, 81.90, 20108.97)),
+            (
+                "LL",
+                LL,
+                totals(34484.33, 4310.54, 463.89, 173.66, 56088.09),
+            ),
+            (
+                "tty",
+                TTY,
+                totals(12506.63, 1563.33, 1279.06, 236.58, 116361.46),
+            ),
+            (
+                "warmup tty",
+                WARMUP_TTY,
+                totals(12814.00, 1601.75, 1305.11, 234.14, 181589.91),
+            ),
+        ] {
+            let out = parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(
+                out.namespaces,
+                vec![tcp(CNODE1, 1, figures.clone())],
+                "{name}"
+            );
+            assert_eq!(out.total, figures, "{name}");
+        }
     }
 
     #[test]

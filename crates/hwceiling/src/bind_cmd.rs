@@ -57,7 +57,7 @@ pub fn run(a: &BindArgs) -> Result<i32> {
         .and_then(|v| v.parse::<u64>().ok())
         .map(Duration::from_millis);
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
-    let bound = hwc_session::bind::bind(
+    let bound = match hwc_session::bind::bind(
         &choice,
         &cfg,
         &command_line,
@@ -75,7 +75,15 @@ pub fn run(a: &BindArgs) -> Result<i32> {
             }
         },
         &signals::CANCEL,
-    )?;
+    ) {
+        Ok(b) => b,
+        // Interrupted while binding: what was done is already put back.
+        Err(e) if signals::CANCEL.load(Ordering::SeqCst) => {
+            eprintln!("hwceiling: {e}");
+            return Ok(130);
+        }
+        Err(e) => return Err(e.into()),
+    };
     for (c, from) in &bound.drives {
         match from {
             None => println!("{} ({}) already was on {}", c.name, c.bdf, cfg.driver),

@@ -9,6 +9,10 @@
 //! It also holds `serve`'s rule for carrying write ceilings (`hwc_model::carry`) to real profiles:
 //! a write run's write ceilings describe the drives a read-only run of the same machine saw.
 //!
+//! Before any of that, the guest loads vfio's and uio's modules under QEMU's emulated IOMMU and
+//! binds nothing: the test checks the IOMMU is on, vfio-pci is registered and each blank drive
+//! has an IOMMU group (what SPDK's userspace driver needs).
+//!
 //! Skips (printing `SKIPPED: …`) only when the Debian packages of the bed cannot be fetched.
 
 use hwc_model::{PathId, Profile, Topology};
@@ -121,6 +125,51 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         assert!(bdf.starts_with(&format!("0000:{}", &e.root[5..6])), "{bdf}");
         bdf_of.insert(e.serial, bdf);
     }
+    // What SPDK's userspace driver needs, as the guest had it before any test step: the
+    // emulated IOMMU on, vfio-pci registered (nothing bound to it), and an IOMMU group for each
+    // blank drive, still driven by the kernel's nvme driver.
+    let iommu = read(&res, "iommu.txt");
+    println!("--- iommu.txt ---\n{}", iommu.trim_end());
+    let field = |key: &str| {
+        iommu
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(": "))
+            .unwrap_or_else(|| panic!("no `{key}` in iommu.txt:\n{iommu}"))
+    };
+    let drivers: Vec<&str> = field("pci_drivers").split_whitespace().collect();
+    assert!(drivers.contains(&"vfio-pci"), "{iommu}");
+    assert!(drivers.contains(&"nvme"), "{iommu}");
+    if std::env::var("HWC_VM_IOMMU").as_deref() != Ok("0") {
+        assert_eq!(field("iommu"), "on", "{iommu}");
+        assert!(field("cmdline").contains("intel_iommu=on"), "{iommu}");
+        for serial in ["HWCN0A", "HWCN0B", "HWCN1A"] {
+            let line = iommu
+                .lines()
+                .find(|l| l.starts_with("nvme ") && l.contains(&format!(" serial={serial} ")))
+                .unwrap_or_else(|| panic!("{serial} not in iommu.txt:\n{iommu}"));
+            assert!(
+                line.contains(&format!(" bdf={} ", bdf_of[serial])),
+                "{line}"
+            );
+            let group = line.split_once(" iommu_group=").map(|(_, g)| g.trim());
+            assert!(
+                group.is_some_and(|g| g.parse::<u32>().is_ok()),
+                "{serial} has no IOMMU group: {line}"
+            );
+            let own = format!("  member {} driver=nvme ", bdf_of[serial]);
+            assert!(
+                iommu.lines().any(|l| l.starts_with(&own)),
+                "{serial} is in its group, bound to nvme:\n{iommu}"
+            );
+        }
+    }
+    assert!(
+        !iommu
+            .lines()
+            .any(|l| l.contains("driver=vfio-pci") || l.contains("driver=uio_pci_generic")),
+        "init.sh binds nothing: {iommu}"
+    );
+
     let part = topo
         .nvme
         .iter()
@@ -553,10 +602,113 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         .value
         .contains("Permission denied"));
 
+    bind_and_restore(&res);
+
     // And not one byte changed: the whole drives, inside the guest and as image files.
     assert_eq!(read(&res, "sums-before.txt"), read(&res, "sums-after.txt"));
     assert_eq!(
         read(&res, "host-sums-before.txt"),
         read(&res, "host-sums-after.txt")
+    );
+}
+
+/// `hwceiling bind` in the guest (tools/vm/bind-test.sh): drives with data or in use refused and
+/// untouched; the blank drives on vfio-pci with hugepages while the command runs; a signal at
+/// every step, a second signal and SIGKILL + `hwceiling restore` each leave every drive back on
+/// `nvme`, the hugepages as they were and no journal; no drive's bytes changed.
+fn bind_and_restore(res: &Path) {
+    let before = read(res, "bind-state-before.txt");
+    let before = before.trim();
+    assert_eq!(
+        before, "drivers nvme nvme journal none hugepages 0 0",
+        "the guest's start"
+    );
+    let line = |text: &str, prefix: &str| -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{text}"))
+            .trim()
+            .to_string()
+    };
+    for (case, why) in [
+        ("fs", "it carries data: ext2/3/4 signature at byte 0x438"),
+        ("fs-with-blank", "nvme"),
+        ("fs-mounted", "it is mounted or in use as swap (/mnt)"),
+        ("part", "it has partitions (nvme"),
+        ("held", "sleep (pid "),
+        (
+            "uio",
+            "no IOMMU protection): accept that with --allow-no-iommu",
+        ),
+    ] {
+        let t = read(res, &format!("bind-refuse-{case}.txt"));
+        assert!(
+            t.contains("rc=1") && t.contains("refused to hand to"),
+            "{case}:\n{t}"
+        );
+        assert!(t.contains(why), "{case}: no `{why}`:\n{t}");
+        assert_eq!(
+            t.lines().last().unwrap().trim(),
+            before,
+            "{case} changed nothing:\n{t}"
+        );
+    }
+    assert!(read(res, "bind-refuse-part.txt").contains("MBR partition table signature"));
+    assert!(read(res, "bind-refuse-fs-with-blank.txt").contains("HWCFS"));
+
+    let ok = read(res, "bind-ok.txt");
+    assert!(
+        ok.contains("inside vfio-pci vfio-pci vfio-groups 2 hugetlbfs 1 hugepages 4 4"),
+        "both drives on vfio-pci, each node with its 8 MiB of hugepages, hugetlbfs mounted:\n{ok}"
+    );
+    assert!(
+        ok.contains("moved from nvme to vfio-pci") && ok.contains("rc=7"),
+        "{ok}"
+    );
+    assert_eq!(ok.lines().last().unwrap().trim(), before, "{ok}");
+
+    // (case, what the system looked like when the signal was sent)
+    for (case, at) in [
+        ("hugepages-term", "drivers nvme nvme"),
+        ("recorded-int", "journal left"),
+        ("unbound-term", "drivers none nvme journal left"),
+        ("bound-int", "drivers vfio-pci nvme journal left"),
+        (
+            "running-term",
+            "drivers vfio-pci nvme journal left hugepages 4 0",
+        ),
+        ("second-term", "drivers none nvme journal left"),
+    ] {
+        let t = read(res, &format!("bind-sig-{case}.txt"));
+        assert!(t.contains("rc=130"), "{case}: exit 130:\n{t}");
+        assert!(
+            line(&t, "at-signal ").contains(at),
+            "{case}: signalled at `{at}`:\n{t}"
+        );
+        assert_eq!(line(&t, "after "), before, "{case}: all put back:\n{t}");
+    }
+    let t = read(res, "bind-sig-second-term.txt");
+    assert!(t.contains("restored: 0000:11:00.0 is back on nvme"), "{t}");
+
+    let t = read(res, "bind-kill.txt");
+    assert_eq!(
+        line(&t, "after-kill "),
+        "drivers vfio-pci nvme journal left hugepages 4 0",
+        "{t}"
+    );
+    assert!(
+        t.contains("profile-rc=1") && t.contains("run `hwceiling restore` first"),
+        "{t}"
+    );
+    assert!(
+        t.contains("0000:11:00.0 is back on nvme") && t.contains("restore-rc=0"),
+        "{t}"
+    );
+    assert_eq!(line(&t, "after-restore "), before, "{t}");
+
+    assert_eq!(
+        read(res, "bind-sums-before.txt"),
+        read(res, "bind-sums-after.txt"),
+        "no drive's bytes changed"
     );
 }

@@ -221,7 +221,7 @@ impl std::fmt::Display for BindRefusal {
             BindRefusal::UnprotectedNotAllowed => write!(
                 f,
                 "{UIO_PCI_GENERIC} gives the drive DMA to all of memory (no IOMMU protection): \
-                 ask for it with --spdk-driver {UIO_PCI_GENERIC} --allow-no-iommu"
+                 accept that with --allow-no-iommu"
             ),
             BindRefusal::UnknownDriver { driver } => write!(
                 f,
