@@ -171,7 +171,7 @@ mod tests {
     fn no_subcommand_names_every_subcommand() {
         assert_eq!(
             no_subcommand(),
-            "a subcommand is required: detect, profile, report, serve, efficiency, engines, compare, qualify"
+            "a subcommand is required: detect, profile, report, serve, efficiency, engines, compare, qualify, restore, bind"
         );
         let e = cli::Cli::try_parse_from(["hwceiling"]).unwrap_err();
         assert_eq!(
