@@ -623,6 +623,56 @@ mod tests {
         );
     }
 
+    /// Real PCIe output: two drives bound to vfio-pci by `hwceiling bind` in the VM, each
+    /// driven from its own core, and a write run.
+    #[test]
+    fn pcie_captures_from_the_vm() {
+        let pcie = |addr: &str, core: u32, stats: Totals| NamespaceLine {
+            transport: "PCIE".into(),
+            address: addr.into(),
+            id: Some("1b36:0010".into()),
+            nsid: 1,
+            core,
+            stats,
+        };
+        let out = parse(include_str!(
+            "../tests/data/vm-pcie-read-2drives-q16-128k.stdout"
+        ))
+        .unwrap();
+        assert_eq!(
+            out.namespaces,
+            vec![
+                pcie(
+                    "0000:11:00.0",
+                    0,
+                    totals(10975.00, 1371.88, 1455.97, 99.76, 43384.25)
+                ),
+                pcie(
+                    "0000:21:00.0",
+                    1,
+                    totals(11674.67, 1459.33, 1370.32, 63.78, 26748.44)
+                ),
+            ]
+        );
+        assert_eq!(
+            out.total,
+            totals(22649.67, 2831.21, 1411.82, 63.78, 43384.25)
+        );
+        let out = parse(include_str!(
+            "../tests/data/vm-pcie-write-1drive-q16-128k.stdout"
+        ))
+        .unwrap();
+        assert_eq!(
+            out.namespaces,
+            vec![pcie(
+                "0000:21:00.0",
+                0,
+                totals(39371.67, 4921.46, 405.90, 73.41, 8832.35)
+            )]
+        );
+        assert_eq!(out.total, totals(39371.67, 4921.46, 405.90, 73.41, 8832.35));
+    }
+
     /// Captures of one namespace: the line and the Total carry the same figures.
     #[test]
     fn one_namespace_captures() {
