@@ -246,24 +246,13 @@ pub const HOME_PLACEMENT: CopyPlacement = at(0, 0, 0);
 /// needs 8). The host offsets were drawn at random once, so that the 24 tries sample both the
 /// device and the host side together; the device destination stays at its buffer's start.
 ///
-/// Why: on H200s (driver 580), small copies that read device memory change speed with where
-/// their source lies (tools/gpu-reference/README.md, sessions 5 to 8). A 512 KiB duplex pair
-/// read 35.5–37.8 GB/s per direction (medians over 3 processes) over 18 device placements,
-/// most steady within ±0.5 % from process to process; 1 MiB 42.2–44.5, 2 MiB 46.8–47.8; 4 MiB
-/// read 49.5 at every placement tried. Alone, a 128 KiB D2H copy read 30.07–31.22 GB/s over 8
-/// source offsets and 1 MiB 49.85–50.87. Where the host buffers lie moves small duplex too:
-/// at one device offset, six pairs of host offsets in the same transparent huge pages read
-/// 72.4–74.4 GB/s (both directions together), and separately allocated buffer pairs
-/// 69.0–76.1, while the order the copies were queued in, the latch and K changed nothing
-/// (±0.3 %). The GPU and the host's memory controllers map physical addresses onto channels
-/// that software neither sees nor chooses, so which placement is fast is not known in advance:
-/// the search keeps the fastest. The device destination does not move: over 20 placements of
-/// a 512 KiB duplex pair, moving it by 1–2.3 MiB changed the sum by less than 1 % at a given
-/// source offset, moving the source by up to 8 %. Nor does its allocation: moving it with each
-/// of the 24 placements, giving the searching cases a device destination of their own, or both,
-/// left a 512 KiB pair where the committed search puts it (session 8, run 36: medians of 4
-/// processes 74.4–74.6 GB/s both directions together, against 74.8 for this search), and so did
-/// trying 48 placements instead of 24.
+/// Why: on H200s, small copies that read device memory change speed with where their source
+/// lies, and small duplex pairs also with where their host buffers lie, by several percent
+/// more than their repetitions differ; 4 MiB and larger copies do not move. The GPU and the
+/// host's memory controllers map physical addresses onto channels that software neither sees
+/// nor chooses, so which placement is fast is not known in advance: the search keeps the
+/// fastest. Where the device destination lies, and where it is allocated, did not matter, nor
+/// did 48 tries against 24. Evidence: docs/gpu-method.md and `tools/gpu-reference/README.md`.
 ///
 /// Not searched: one-way H2D, whose 128 KiB and 1 MiB copies read the same (±0.3 %) at 8
 /// destination offsets; and several streams per direction (D2H or duplex), where each stream's
@@ -317,26 +306,19 @@ const fn d2d_at(
 /// from multiples of 64 KiB up to 240 MiB, each source offset different, each on its own
 /// standing stream, every 4th of the first 92 the GPU makes.
 ///
-/// Why the offsets: on an H200 (driver 580) a D2D copy small enough to stay in the L2 cache
-/// changes speed with where in device memory its two buffers lie, by more than its
-/// repetitions differ (tools/gpu-reference/README.md, session 9, runs 55–57): 16 MiB copies
-/// read 2418–2644 GB/s over 16 pairs of offsets up to 1 GiB apart in two processes, each pair
-/// within 1.7 % on a second pass in the same process (in the other process the same pair read
-/// 0.1–4.9 % apart, so which placement is fast is found in each process, by this search); over
-/// these offsets one profile's 16 MiB row read 2300–2513 and its 4 MiB row 1271–1327. Offsets
-/// of at most 4 MiB had moved them by 0.1–1.8 % (session 7), so these spread over hundreds of
-/// MiB: the case's buffers grow by up to 240 MiB each, which the default plan's largest D2D
+/// Why the offsets: on an H200 a D2D copy small enough to stay in the L2 cache changes speed
+/// with where in device memory its two buffers lie, by more than its repetitions differ, and
+/// which pair of offsets is fast differs from process to process, so it is found in each
+/// process by this search. Offsets of a few MiB move it little, so these spread over hundreds
+/// of MiB: the case's buffers grow by up to 240 MiB each, which the default plan's largest D2D
 /// buffers, several times the L2, already hold.
 ///
-/// Why the streams: the same copies read at two levels by the stream they are queued on, the
-/// streams a process makes falling into runs of about 15–25 consecutive ones at each level,
-/// and each stream keeping its level (runs 59 and 60, latched plain-CUDA probes over 40
-/// streams at a time in six processes, with 8 and 32 hardware queues: 1 MiB about 505 against
-/// 474 GB/s, 4 MiB about 1360 against 1310, 128 KiB 67 against 63; in one process all 40 read
-/// low). A case's own stream is one draw; every 4th of 92 standing streams spans several
-/// runs. With offsets alone (run 57) 128 KiB–1 MiB moved by at most 2 % and stayed 3–5 % under
-/// `ref_bw`; with the streams too (run 61) every one-stream D2D row of 128 KiB–16 MiB read
-/// 1.008–1.047 of `ref_bw` in the same run.
+/// Why the streams: the same copies read at two levels (a few percent apart) by the stream
+/// they are queued on; a process's streams fall into runs of consecutive ones at each level,
+/// and each stream keeps its level. A case's own stream is one draw; every 4th of 92 standing
+/// streams spans several runs. With offsets and streams searched, one-stream D2D copies of
+/// 128 KiB–16 MiB read at or above plain CUDA's in the same process; with offsets alone they
+/// stayed a few percent under. Evidence: docs/gpu-method.md and `tools/gpu-reference/README.md`.
 ///
 /// Larger copies, which read HBM, keep their buffers' starts and their own stream (neither
 /// was measured to matter there).

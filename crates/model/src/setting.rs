@@ -40,7 +40,7 @@ pub struct Setting {
     /// records them); empty where it shapes every path, or in profiles before this field.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shapes: Vec<crate::PathId>,
-    /// Read from a profile that held the setting as one line of text (before 2026-12-04): its
+    /// Read from a profile that held the setting as one line of text (an older build's): its
     /// `value` is that whole line, value and description in the words of the build that wrote
     /// it (written so where such a profile is written again).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

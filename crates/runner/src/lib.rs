@@ -968,9 +968,9 @@ fn over_limit(window: &Window, limits: &[Option<u32>]) -> f64 {
 /// after the engine's other cases ([`run`]).
 pub const MAX_WINDOWS: usize = 3;
 /// Timed windows a case may take back to back: the second catches a blip of a moment; a spell
-/// of seconds (on the H200 machine, 2026-12-02, every D2H case of 4–256 MiB in one 15 s stretch)
-/// outlasts it, and the case is timed again after its engine's other cases (there, 22 of 24 H2D
-/// cases of 4–256 MiB that spread 1.8–15 % in both windows timed back to back came within 1 %).
+/// of seconds outlasts it, and the case is timed again after its engine's other cases, where on
+/// the H200 test machine most such cases came within 1 % (evidence:
+/// `tools/gpu-reference/README.md`).
 pub const AT_ONCE_WINDOWS: usize = 2;
 /// Cases in a row (a group timed together counting once) timed again after their engine's other
 /// cases that stay past their limits, after which the others are not: the machine is still
