@@ -484,7 +484,7 @@ impl Journal {
             s.unbind(bdf)
         });
         if let Err(e) = unbound {
-            return Err(self.put_back(change, fail(e.to_string())));
+            return Err(self.put_back(change, bdf, driver, e.to_string()));
         }
         on_step(BindStep::Unbound);
         let bound = self.with(|o| {
@@ -504,38 +504,29 @@ impl Journal {
             }
         });
         if let Err(e) = bound {
-            return Err(self.put_back(change, fail(e.to_string())));
+            return Err(self.put_back(change, bdf, driver, e.to_string()));
         }
         on_step(BindStep::Bound);
         Ok(BindOutcome::Moved { from: before })
     }
 
-    /// Undo one change at once after its step failed; `err` is returned, joined with the
-    /// restore's failure if that failed too.
-    fn put_back(&self, change: Change, err: JournalError) -> JournalError {
-        self.with(|o| match undo(o.system.as_ref(), &change) {
+    /// Undo one bind at once after its step failed with `cause`; the error says both.
+    fn put_back(&self, change: Change, bdf: &str, driver: &str, cause: String) -> JournalError {
+        let cause = self.with(|o| match undo(o.system.as_ref(), &change) {
             Ok(_) => {
                 o.file.changes.retain(|c| c != &change);
                 match persist_or_remove(o) {
-                    Ok(()) => err,
-                    Err(e) => JournalError::Bind {
-                        bdf: String::new(),
-                        driver: String::new(),
-                        cause: format!("{err}; and the journal could not be updated: {e}"),
-                    },
+                    Ok(()) => cause,
+                    Err(e) => format!("{cause}; and the journal could not be updated: {e}"),
                 }
             }
-            Err(e) => match err {
-                JournalError::Bind { bdf, driver, cause } => JournalError::Bind {
-                    bdf,
-                    driver,
-                    cause: format!(
-                        "{cause}; putting it back failed too ({e}): run `hwceiling restore`"
-                    ),
-                },
-                other => other,
-            },
-        })
+            Err(e) => format!("{cause}; putting it back failed too ({e}): run `hwceiling restore`"),
+        });
+        JournalError::Bind {
+            bdf: bdf.to_string(),
+            driver: driver.to_string(),
+            cause,
+        }
     }
 
     /// Make sure `pages` free hugepages of `page_kib` KiB are on `node`, raising
@@ -605,17 +596,14 @@ impl Journal {
     /// Restore every change, newest first, and close the journal (its file removed). Changes
     /// that could not be restored stay in the file, and the error names them.
     pub fn restore(self) -> Result<Vec<Restored>, JournalError> {
-        let r = restore_owned().unwrap_or(Ok(Vec::new()));
-        std::mem::forget(self);
-        r
+        // Dropping the handle afterwards finds nothing left to restore.
+        restore_owned().unwrap_or(Ok(Vec::new()))
     }
 
     /// Keep the changes (`--leave-bound`): the journal stays on disk for `hwceiling restore`,
     /// and this process lets it go.
     pub fn leave(self) -> Vec<Change> {
-        let changes = owned().take().map(|o| o.file.changes).unwrap_or_default();
-        std::mem::forget(self);
-        changes
+        owned().take().map(|o| o.file.changes).unwrap_or_default()
     }
 }
 
