@@ -64,8 +64,16 @@ pub enum Idle {
 
 /// One mechanism's measurement of one case, ready to repeat.
 pub trait Prepared {
-    /// Bytes one repetition moves, as counted for GB/s.
+    /// Bytes one repetition moves, as counted for GB/s. For an engine whose repetitions run for
+    /// a time rather than an amount ([`Prepared::last_bytes`]), what the profile records: read
+    /// again once the repetitions have run.
     fn bytes_per_rep(&self) -> u64;
+    /// The bytes the last repetition moved, for an engine whose repetitions run for a time
+    /// rather than an amount (`spdk_nvme_perf -t`): its figure is these over the repetition's
+    /// seconds. `None`: [`Prepared::bytes_per_rep`].
+    fn last_bytes(&self) -> Option<u64> {
+        None
+    }
     /// Run one repetition.
     fn run_once(&mut self) -> Result<Rep, BenchError>;
     /// Check the data the last repetition moved (outside any timed region).
@@ -149,10 +157,15 @@ pub trait Engine {
     fn refuse_when_busy(&self) -> bool {
         false
     }
-    /// Versions, clocks and similar facts to record in the profile's provenance.
+    /// Versions, clocks and similar facts to record in the profile's provenance (read once
+    /// the engine has finished).
     fn environment(&self) -> hwc_model::Environment {
         BTreeMap::new()
     }
+    /// The engine's last case has run (or the run stopped): put back what it changed on the
+    /// system for its cases (drives bound to a userspace driver), before the next engine's
+    /// cases and the procedures run. Called once, for every engine given cases.
+    fn finish(&mut self) {}
 }
 
 /// A procedure of steps of its own rather than timed repetitions (gc-settle now: sustained
@@ -286,6 +299,7 @@ pub fn run_with(
     let mut done = vec![false; total];
     // Groups to time again after their engine's other cases, by engine.
     let mut later: Vec<Vec<Later>> = engines.iter().map(|_| Vec::new()).collect();
+    let mut finished = vec![false; engines.len()];
     for (index, case) in cases.iter().enumerate() {
         if done[index] || by_procedure[index].is_some() {
             continue;
@@ -344,7 +358,7 @@ pub fn run_with(
             observer.case_finished(&outcome);
             out.record(outcome);
         }
-        // The engine's last case has run: time its unsteady ones again.
+        // The engine's last case has run: time its unsteady ones again, then let it finish.
         if let Some(b) = owner[index] {
             let more = (index + 1..total).any(|j| !done[j] && owner[j] == Some(b));
             if !more && !later[b].is_empty() {
@@ -358,6 +372,17 @@ pub fn run_with(
                     cancel,
                 );
             }
+            if !more {
+                engines[b].finish();
+                finished[b] = true;
+            }
+        }
+    }
+    // An interrupted run: the engines that still had cases finish now, before any procedure.
+    for (b, engine) in engines.iter_mut().enumerate() {
+        if !finished[b] && owner.contains(&Some(b)) {
+            engine.finish();
+            finished[b] = true;
         }
     }
     for (index, case) in cases.iter().enumerate() {
@@ -595,7 +620,13 @@ impl Facts {
                         .map_or_else(Vec::new, |(ai, _)| prepared.also_notes(ai))
                 })
                 .collect(),
-            bytes: members.iter().map(|m| m.bytes).collect(),
+            bytes: members
+                .iter()
+                .map(|m| match m.also {
+                    None => prepared.bytes_per_rep(),
+                    Some(_) => m.bytes,
+                })
+                .collect(),
             sched_sources: prepared.sched_sources(),
         }
     }
@@ -925,7 +956,7 @@ fn sample(members: &[Member], prepared: &dyn Prepared, rep: &Rep) -> Result<Vec<
     members
         .iter()
         .map(|m| match m.also {
-            None => throughput(m.bytes, rep),
+            None => throughput(prepared.last_bytes().unwrap_or(m.bytes), rep),
             Some((i, _)) => match also.get(i) {
                 Some(&seconds) => throughput(
                     m.bytes,

@@ -402,6 +402,133 @@ fn each_engine_is_told_in_advance_only_the_cases_it_will_run() {
     assert!(!env.keys().any(|k| k.starts_with("second.")), "{env:?}");
 }
 
+/// Logs each preparation and its finish, as `engine:event`.
+struct Logged {
+    engine: EngineId,
+    log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    cancel: Option<std::sync::Arc<AtomicBool>>,
+}
+
+impl Engine for Logged {
+    fn id(&self) -> EngineId {
+        self.engine.clone()
+    }
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        self.log
+            .borrow_mut()
+            .push(format!("{}:{}", self.engine, case.key));
+        if let Some(c) = &self.cancel {
+            c.store(true, Ordering::SeqCst);
+        }
+        Err(BenchError::failed("not measured in this test"))
+    }
+    fn finish(&mut self) {
+        self.log
+            .borrow_mut()
+            .push(format!("{}:finish", self.engine));
+    }
+}
+
+#[test]
+fn each_engine_finishes_after_its_last_case_and_before_the_next_engine_s_first() {
+    let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let engines = |cancel: Option<std::sync::Arc<AtomicBool>>| -> Vec<Box<dyn Engine>> {
+        ["a", "b", "idle"]
+            .into_iter()
+            .map(|e| {
+                Box::new(Logged {
+                    engine: EngineId::new(e),
+                    log: log.clone(),
+                    cancel: cancel.clone(),
+                }) as Box<dyn Engine>
+            })
+            .collect()
+    };
+    let of = |key: &str, engine: &'static str| Case {
+        key: key.into(),
+        engine: EngineId::new(engine),
+        ..case(PathId::NvmeRead, 0, 1)
+    };
+    let plan = [of("a1", "a"), of("a2", "a"), of("b1", "b")];
+    run(
+        &plan,
+        &mut engines(None),
+        &RunOptions::default(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    );
+    // `idle` had no cases: it is not told to finish.
+    assert_eq!(
+        *log.borrow(),
+        ["a:a1", "a:a2", "a:finish", "b:b1", "b:finish"]
+    );
+    // Interrupted in the first case: every engine that had cases still finishes.
+    log.borrow_mut().clear();
+    let cancel = std::sync::Arc::new(AtomicBool::new(false));
+    let out = run(
+        &plan,
+        &mut engines(Some(cancel.clone())),
+        &RunOptions::default(),
+        &mut NoObserver,
+        &cancel,
+    );
+    assert!(out.interrupted);
+    assert_eq!(*log.borrow(), ["a:a1", "a:finish", "b:finish"]);
+}
+
+/// Runs for 2 s a repetition and moves 2, 4, 6, … GB (an engine that runs for a time).
+struct ForATime {
+    reps: u64,
+}
+
+impl Prepared for ForATime {
+    fn bytes_per_rep(&self) -> u64 {
+        // The median of the repetitions so far, as the profile records it.
+        (self.reps + 1) * 1_000_000_000
+    }
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        self.reps += 1;
+        Ok(Rep {
+            seconds: 2.0,
+            wall_seconds: None,
+        })
+    }
+    fn last_bytes(&self) -> Option<u64> {
+        Some(self.reps * 2_000_000_000)
+    }
+    fn verify(&mut self) -> Result<(), BenchError> {
+        Ok(())
+    }
+}
+
+struct ForATimeEngine;
+
+impl Engine for ForATimeEngine {
+    fn id(&self) -> EngineId {
+        EngineId::new("scripted")
+    }
+    fn prepare<'a>(&'a mut self, _case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        Ok(Box::new(ForATime { reps: 0 }))
+    }
+}
+
+#[test]
+fn an_engine_that_runs_for_a_time_is_measured_by_the_bytes_each_repetition_moved() {
+    let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(ForATimeEngine)];
+    let out = run(
+        &[case(PathId::NvmeRead, 1, 3)],
+        &mut engines,
+        &RunOptions::default(),
+        &mut NoObserver,
+        &AtomicBool::new(false),
+    );
+    let m = &out.results[0].measurement;
+    // Cold 2 GB, warm-up 4 GB, timed 6, 8 and 10 GB, each in 2 s.
+    assert_eq!(m.cold_gbps, Some(1.0));
+    assert_eq!((m.gbps.median, m.gbps.min, m.gbps.max), (4.0, 3.0, 5.0));
+    assert_eq!(m.bytes_per_rep, 6_000_000_000);
+}
+
 fn retrying(timed: u32, limit_pct: u32) -> Case {
     Case {
         reps: Reps {
