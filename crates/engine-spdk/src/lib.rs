@@ -1,3 +1,8 @@
-//! SPDK for hwceiling: [`perf_output`] reads the results that SPDK's `spdk_nvme_perf` prints.
+//! SPDK for hwceiling: the `spdk-perf` engine ([`perf`]), which runs SPDK's `spdk_nvme_perf` on
+//! drives it hands to vfio-pci for its cases, and [`perf_output`], a pure parser of what perf
+//! prints.
 
+pub mod perf;
 pub mod perf_output;
+
+pub use perf::{decl, locate, Binder, BoundDrive, Finished, SpdkPerf, ENGINE};
