@@ -177,6 +177,10 @@ impl RunEngine for NvmeBackend {
         ENGINE
     }
 
+    fn finish(&mut self) {
+        self.files.close_drives();
+    }
+
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
         let op = if case.path == PathId::NvmeWrite {
             Op::Write

@@ -79,6 +79,15 @@ struct Table {
 pub(crate) struct Descriptors(Arc<Mutex<Table>>);
 
 impl Descriptors {
+    /// Close every drive's descriptor (the target's own file stays): once the engine's cases
+    /// are done, nothing of this process holds a drive another engine may hand to vfio-pci. A
+    /// later case opens and checks anew.
+    pub(crate) fn close_drives(&self) {
+        if let Ok(mut t) = self.0.lock() {
+            t.open.clear();
+        }
+    }
+
     /// A descriptor of a drive or the target, for reading or writing. For writing: only a key the
     /// gate approved, opened exclusively, and checked (see the module) every time it is asked
     /// for, right before a case writes.

@@ -144,6 +144,25 @@ pub struct ProfileArgs {
     /// (default 600).
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400), requires = "nvme_long_tests")]
     pub nvme_gc_settle_max_s: Option<u64>,
+    /// NVMe drives the SPDK engines may hand to vfio-pci for their cases (named as --drives;
+    /// each refused unless nothing on it can be lost: not mounted, partitioned, held, signed or
+    /// open). They are put back on their kernel driver when the SPDK cases end, or on any exit.
+    /// Without --drives, the kernel engines measure these drives too.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "DRIVE,...",
+        conflicts_with = "target"
+    )]
+    pub spdk_drives: Option<Vec<String>>,
+    /// Where SPDK is built (spdk_nvme_perf in DIR/build/bin); default: deps/spdk-build/bin,
+    /// deps/spdk/build/bin, then PATH.
+    #[arg(long, value_name = "DIR")]
+    pub spdk_dir: Option<PathBuf>,
+    /// Leave the --spdk-drives on vfio-pci when the run ends, for a following SPDK job
+    /// (`hwceiling restore` puts them back; until then every run refuses to start).
+    #[arg(long, requires = "spdk_drives")]
+    pub leave_bound: bool,
     /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
     #[arg(long, value_name = "DIR", requires = "dry_run")]
     pub fsroot: Option<PathBuf>,
@@ -204,6 +223,9 @@ impl ProfileArgs {
             nvme_idle_max_s: self.nvme_idle_max_s,
             nvme_gc_write_s: self.nvme_gc_write_s,
             nvme_gc_settle_max_s: self.nvme_gc_settle_max_s,
+            spdk_drives: self.spdk_drives.clone(),
+            spdk_dir: self.spdk_dir.clone(),
+            leave_bound: self.leave_bound,
         }
     }
 
@@ -316,8 +338,12 @@ mod tests {
                 "--engines lists io-uring twice",
             ),
             (
-                ["--engines", "spdk-perf"],
-                "--engines: no engine `spdk-perf` in this build (its engines: host-memcpy,",
+                ["--engines", "spdk-nvme"],
+                "--engines: no engine `spdk-nvme` in this build (its engines: host-memcpy,",
+            ),
+            (
+                ["--spdk-drives", "nvme1,nvme1"],
+                "--spdk-drives lists `nvme1` twice",
             ),
             (["--engines", "Host"], "`Host` is not an engine name"),
         ] {

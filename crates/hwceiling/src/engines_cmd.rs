@@ -24,7 +24,7 @@ struct Listed {
 
 pub fn run(a: &EnginesArgs) -> Result<i32> {
     let mut topo = hwc_session::detect(None)?;
-    let status = hwc_session::engines::statuses(&mut topo, &|_: PathId| true);
+    let status = hwc_session::engines::statuses(&mut topo, &|_: PathId| true, None);
     let root = hwc_session::is_root();
     let listed: Vec<Listed> = status
         .iter()

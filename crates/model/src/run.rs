@@ -162,6 +162,15 @@ pub struct RunConfig {
     pub nvme_gc_write_s: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvme_gc_settle_max_s: Option<u64>,
+    /// NVMe drives the SPDK engines may hand to vfio-pci for their cases (named as `drives`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spdk_drives: Option<Vec<String>>,
+    /// Where SPDK is built: `spdk_nvme_perf` is looked for there only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spdk_dir: Option<std::path::PathBuf>,
+    /// Leave `spdk_drives` on vfio-pci when the run ends (`hwceiling restore` puts them back).
+    #[serde(default)]
+    pub leave_bound: bool,
 }
 
 impl RunConfig {
@@ -186,6 +195,9 @@ impl RunConfig {
             nvme_idle_max_s: None,
             nvme_gc_write_s: None,
             nvme_gc_settle_max_s: None,
+            spdk_drives: None,
+            spdk_dir: None,
+            leave_bound: false,
         }
     }
 
@@ -233,7 +245,12 @@ impl RunConfig {
             self.engines.as_ref().map(|v| shown(v, |e| e.to_string())),
             &left.engines,
         );
-        push(Selection::Drives, self.drives.clone(), &left.drives);
+        // `--spdk-drives` without `--drives` selects the drives every engine measures.
+        push(
+            Selection::Drives,
+            self.drives.clone().or_else(|| self.spdk_drives.clone()),
+            &left.drives,
+        );
         push(
             Selection::Target,
             self.target.as_ref().map(|t| vec![t.display().to_string()]),

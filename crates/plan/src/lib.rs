@@ -259,6 +259,10 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
                 });
                 continue;
             }
+            let cells = match userspace_cells(path, e, cells, &opts.nvme, &mut p.waived) {
+                Some(cells) => cells,
+                None => continue,
+            };
             for c in cells {
                 debug_assert_eq!(c.spec.check(path), Ok(()), "{}", c.name);
                 p.cases.push(Case {
@@ -278,6 +282,75 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
         }
     }
     p
+}
+
+/// The cells an engine of a userspace driver (`needs.vfio`) may measure: those over drives
+/// handed to it (`--spdk-drives`), not over a `--target`; the rest waived for it, once per path
+/// with their count. `None`: the engine measures nothing of `path` (waived). Other engines get
+/// `cells` as they are.
+fn userspace_cells<'c>(
+    path: PathId,
+    e: &EngineStatus,
+    cells: Vec<&'c Cell>,
+    nvme: &NvmePlanOptions,
+    waived: &mut Vec<Waiver>,
+) -> Option<Vec<&'c Cell>> {
+    if !e.decl.needs.vfio {
+        return Some(cells);
+    }
+    let mut waive = |scope: Option<String>, reason: String, hint: Option<&str>| {
+        waived.push(Waiver {
+            path,
+            engine: Some(e.decl.id.clone()),
+            scope,
+            covers: None,
+            reason,
+            hint: hint.map(str::to_string),
+        })
+    };
+    const HINT: &str = "--spdk-drives DRIVE,... (drives without data: none mounted, partitioned, \
+        held or signed)";
+    let Some(bindable) = &nvme.bindable else {
+        waive(
+            None,
+            format!(
+                "engine {} hands drives to vfio-pci, and does so only for drives named with \
+                 --spdk-drives",
+                e.decl.id
+            ),
+            Some(HINT),
+        );
+        return None;
+    };
+    let (mine, others): (Vec<&Cell>, Vec<&Cell>) = cells.into_iter().partition(|c| {
+        c.spec.nvme().is_some_and(|s| {
+            !s.target && !s.drives.is_empty() && s.drives.iter().all(|d| bindable.contains(d))
+        })
+    });
+    if !others.is_empty() {
+        let target = others
+            .iter()
+            .any(|c| c.spec.nvme().is_some_and(|s| s.target));
+        let reason = if target {
+            format!(
+                "engine {} drives whole NVMe drives, not a --target",
+                e.decl.id
+            )
+        } else {
+            format!(
+                "engine {} measures only the drives named with --spdk-drives: {} of {path}'s \
+                 cases use others",
+                e.decl.id,
+                others.len()
+            )
+        };
+        waive(
+            Some(format!("{path}/{}", e.decl.id)),
+            reason,
+            (!target).then_some(HINT),
+        );
+    }
+    (!mine.is_empty()).then_some(mine)
 }
 
 /// Waive `path`, or the part of it `scope` names in words (typed: [`Covers::Other`]; see

@@ -67,6 +67,9 @@ pub struct NvmePlanOptions {
     pub write_drives: Option<Vec<String>>,
     /// `--target`: its key (path) and whether the gate lets it be written.
     pub target: Option<(String, bool)>,
+    /// The drives (their keys: [`drive_key`]) that engines of userspace drivers may hand to
+    /// vfio-pci (`--spdk-drives`, after the bind gate); `None`: none may be.
+    pub bindable: Option<Vec<String>>,
     /// The long drive tests asked for (`--nvme-long-tests`); empty = none (they are waived).
     pub long_tests: BTreeSet<LongTest>,
     /// The power-state test's longest idle gap, s (default [`DEFAULT_IDLE_MAX_S`]).

@@ -527,3 +527,87 @@ fn io_buffers_beyond_half_a_nodes_memory_are_waived_per_case() {
         == Some("nvme_read/target/256MiB/qd64")
         && w.reason.contains("16.0 GiB of node 0's 16.0 GiB")));
 }
+
+/// This build's engines and one of a userspace driver (as spdk-perf declares itself, less root).
+fn with_userspace_engine(nvme: NvmePlanOptions) -> PlanOptions {
+    let mut o = opts(nvme);
+    let mut spdk = crate::tests::engine(
+        "spdk-perf",
+        &[PathId::NvmeRead, PathId::NvmeWrite],
+        &[CellKind::Sweep],
+        hwc_model::Needs {
+            vfio: true,
+            ..Default::default()
+        },
+    );
+    spdk.decl.default_on = true;
+    o.engines.push(spdk);
+    o
+}
+
+#[test]
+fn a_userspace_engine_measures_only_the_drives_handed_to_it() {
+    let spdk_cases = |p: &hwc_model::Plan| -> Vec<String> {
+        p.cases
+            .iter()
+            .filter(|c| c.engine.as_str() == "spdk-perf")
+            .map(|c| c.cell.clone())
+            .collect()
+    };
+    let spdk_waivers = |p: &hwc_model::Plan| -> Vec<String> {
+        p.waived
+            .iter()
+            .filter(|w| w.engine.as_ref().is_some_and(|e| e.as_str() == "spdk-perf"))
+            .map(|w| format!("{}: {}", w.path, w.reason))
+            .collect()
+    };
+    let sizes = NvmePlanOptions {
+        sizes: Some(vec![128 << 10]),
+        queue_depths: Some(vec![16]),
+        ..NvmePlanOptions::default()
+    };
+    // No drive named: the engine binds none, and says how to name them.
+    let p = plan(&bed(), &with_userspace_engine(sizes.clone()));
+    assert!(spdk_cases(&p).is_empty());
+    let w = spdk_waivers(&p);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("only for drives named with --spdk-drives"),
+        "{w:?}"
+    );
+    // nvme1 handed over: its latency probes and the 1-drive sweep (nvme1 leads the same-root
+    // group), side by side with the kernel engine's; the cases over other drives waived once.
+    let p = plan(
+        &bed(),
+        &with_userspace_engine(NvmePlanOptions {
+            bindable: Some(vec!["0000:11:00.0".into()]),
+            ..sizes.clone()
+        }),
+    );
+    assert_eq!(
+        spdk_cases(&p),
+        [
+            "latency/nvme1/4KiB-random/qd1",
+            "latency/nvme1/4KiB-random/qd16",
+            "latency/nvme1/4KiB-random/qd32",
+            "1drive/128KiB/qd16"
+        ]
+    );
+    let kernel = p.cases.iter().filter(|c| c.engine.as_str() == "io-uring");
+    assert_eq!(kernel.count(), 9 + 3);
+    let w = spdk_waivers(&p);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("8 of nvme_read's cases use others"), "{w:?}");
+    // A --target is not a drive.
+    let p = plan(
+        &bed(),
+        &with_userspace_engine(NvmePlanOptions {
+            target: Some(("/tmp/f".into(), false)),
+            bindable: Some(vec!["0000:11:00.0".into()]),
+            ..sizes
+        }),
+    );
+    assert!(spdk_cases(&p).is_empty());
+    let w = spdk_waivers(&p);
+    assert!(w.iter().any(|w| w.contains("not a --target")), "{w:?}");
+}

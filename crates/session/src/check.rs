@@ -40,7 +40,11 @@ pub fn check(c: &RunConfig) -> Result<(), String> {
         }
         flag("host-sizes", no_repeats(s, |&b| size_label(b)))?;
     }
-    for (name, list) in [("drives", &c.drives), ("write-drives", &c.write_drives)] {
+    for (name, list) in [
+        ("drives", &c.drives),
+        ("write-drives", &c.write_drives),
+        ("spdk-drives", &c.spdk_drives),
+    ] {
         if let Some(d) = list {
             let trimmed: Vec<&str> = d.iter().map(|x| x.trim()).collect();
             flag(name, no_repeats(&trimmed, |x| format!("`{x}`")))?;
@@ -51,6 +55,12 @@ pub fn check(c: &RunConfig) -> Result<(), String> {
     }
     if c.write_drives.is_some() && c.target.is_some() {
         return Err("--write-drives and --target cannot be used together".into());
+    }
+    if c.spdk_drives.is_some() && c.target.is_some() {
+        return Err("--spdk-drives and --target cannot be used together".into());
+    }
+    if c.leave_bound && c.spdk_drives.is_none() {
+        return Err("--leave-bound needs --spdk-drives".into());
     }
     if let Some(s) = &c.nvme_sizes {
         for &b in s {

@@ -11,6 +11,7 @@ pub fn declarations() -> Vec<EngineDecl> {
         hwc_bench_host::streaming_decl(),
         hwc_bench_cuda::decl(),
         hwc_bench_nvme::decl(),
+        hwc_engine_spdk::decl(),
         hwc_engine_null::decl(),
     ]
 }
@@ -66,13 +67,19 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
 
 /// What every engine's probe found, for a plan that does not run (a dry run, the engines'
 /// listing): the NVMe engine, built once a profile has gated the drives, is judged from its
-/// declaration's needs alone.
-pub fn statuses(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Vec<EngineStatus> {
+/// declaration's needs alone; spdk-perf by whether `spdk_nvme_perf` is there (under
+/// `spdk_dir` when given).
+pub fn statuses(
+    topo: &mut Topology,
+    wants: &dyn Fn(PathId) -> bool,
+    spdk_dir: Option<&std::path::Path>,
+) -> Vec<EngineStatus> {
     let mut status = probe(topo, wants).status;
     status.push(EngineStatus {
         decl: hwc_bench_nvme::decl(),
         available: Ok(()),
     });
+    status.push(crate::spdk::perf_status(spdk_dir));
     status
 }
 

@@ -19,6 +19,7 @@ pub mod engines;
 pub mod files;
 mod nvme;
 mod record;
+pub mod spdk;
 
 pub use check::check;
 pub use detect::detect;
@@ -139,7 +140,7 @@ pub fn plan_only(
                 available: Ok(()),
             })
             .collect(),
-        None => engines::statuses(&mut topo, &wants),
+        None => engines::statuses(&mut topo, &wants, config.spdk_dir.as_deref()),
     };
     let nvme = nvme::prepare(config, &mut topo, fsroot.is_none(), cancel)?;
     let plan = hwc_plan::plan(&topo, &plan_options(config, status, nvme.plan));
@@ -170,6 +171,11 @@ pub fn prepare(
         nvme.backend
             .map(|b| Box::new(b) as Box<dyn Engine>)
             .ok_or_else(|| ("the NVMe engine was not set up".to_string(), None)),
+    );
+    // After the kernel engine: its cases run first, on the drives' kernel driver.
+    engines.push(
+        hwc_engine_spdk::decl(),
+        spdk::perf_engine(config, &topo, nvme.spdk, cancel),
     );
     let declared = engines.declarations();
     let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan));

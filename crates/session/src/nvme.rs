@@ -20,6 +20,8 @@ pub struct Nvme {
     pub left_out: LeftOutDrives,
     /// What the caller should tell the user before the run (long tests left out).
     pub notes: Vec<String>,
+    /// The drives `--spdk-drives` named, as the bind gate passed them (a live run only).
+    pub spdk: Option<crate::bind::Choice>,
 }
 
 /// The drives the NVMe selections left out, recorded in the profile's options.
@@ -88,6 +90,15 @@ pub fn prepare(
         )));
     }
     let (long_tests, left_out) = runnable_long_tests(a)?;
+    if a.spdk_drives.is_some() && long_tests.contains(&LongTest::GcSettle) {
+        // The drives come back from vfio-pci renumbered: gc-settle, which runs after every
+        // engine, would reopen its drive by a name that may now be another drive's.
+        return Err(SessionError::Refused(
+            "--nvme-long-tests gc-settle and --spdk-drives cannot be in one run: run gc-settle \
+             on its own"
+                .into(),
+        ));
+    }
     let notes = left_out
         .iter()
         .map(|(t, path)| {
@@ -127,6 +138,7 @@ pub fn prepare(
             gc_settle: None,
             left_out: LeftOutDrives::default(),
             notes,
+            spdk: None,
         });
     }
     let identify_failed = if live {
@@ -135,7 +147,12 @@ pub fn prepare(
         Vec::new()
     };
     let req = Request {
-        drives: a.drives.clone().unwrap_or_default(),
+        // The drives handed to SPDK are measured by the kernel engine too, side by side.
+        drives: a
+            .drives
+            .clone()
+            .or_else(|| a.spdk_drives.clone())
+            .unwrap_or_default(),
         write_drives: a.write_drives.clone().unwrap_or_default(),
         allow_destructive_writes: a.allow_destructive_writes && live,
         target: a.target.clone(),
@@ -153,6 +170,13 @@ pub fn prepare(
             .as_ref()
             .map(|named| drives_left_out(topo, named)),
     };
+    let spdk = match &a.spdk_drives {
+        Some(names) => Some(spdk_choice(topo, names, setup.selected.as_deref(), live)?),
+        None => None,
+    };
+    plan.bindable = spdk
+        .as_ref()
+        .map(|c| c.chosen.iter().map(|d| d.bdf.clone()).collect());
     plan.selected = setup.selected;
     plan.write_drives = setup.write_drives;
     plan.target = setup.target;
@@ -171,7 +195,47 @@ pub fn prepare(
         gc_settle,
         left_out,
         notes,
+        spdk: spdk.filter(|_| live),
     })
+}
+
+/// The drives `--spdk-drives` names, each among the drives measured (`selected`, by name) and
+/// passed by the bind gate (a live run; a snapshot's are only resolved): a drive refused is an
+/// error naming every reason.
+fn spdk_choice(
+    topo: &Topology,
+    names: &[String],
+    selected: Option<&[String]>,
+    live: bool,
+) -> Result<crate::bind::Choice, SessionError> {
+    for n in names {
+        let d = hwc_bench_nvme::gate::select(topo, n)
+            .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))?;
+        if selected.is_some_and(|s| !s.contains(&d.name)) {
+            return Err(SessionError::Refused(format!(
+                "--spdk-drives {n} is not among --drives: the SPDK engines measure drives the run \
+                 measures"
+            )));
+        }
+    }
+    if live {
+        let cfg = crate::bind::BindConfig {
+            drives: Some(names.to_vec()),
+            ..Default::default()
+        };
+        return crate::bind::choose(topo, &cfg);
+    }
+    let mut c = crate::bind::Choice::default();
+    for n in names {
+        let d = hwc_bench_nvme::gate::select(topo, n)
+            .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))?;
+        c.chosen.push(crate::bind::Chosen {
+            name: d.name.clone(),
+            bdf: d.bdf.clone().unwrap_or_default(),
+            numa_node: d.numa_node,
+        });
+    }
+    Ok(c)
 }
 
 /// The NVMe options that shaped the run, for the provenance, with the drives the selections
@@ -187,6 +251,13 @@ pub fn options(a: &RunConfig, left_out: &LeftOutDrives, o: &mut BTreeMap<String,
         "allow_destructive_writes".into(),
         a.allow_destructive_writes.to_string(),
     );
+    if let Some(d) = &a.spdk_drives {
+        o.insert("spdk_drives".into(), d.join(","));
+        o.insert("leave_bound".into(), a.leave_bound.to_string());
+    }
+    if let Some(d) = &a.spdk_dir {
+        o.insert("spdk_dir".into(), d.display().to_string());
+    }
     o.insert(
         "nvme_bytes_per_drive".into(),
         a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE).to_string(),

@@ -1,0 +1,154 @@
+//! The SPDK engines of a run: `spdk_nvme_perf` found, and the drives named with `--spdk-drives`
+//! handed to vfio-pci through [`crate::bind`] for their cases (journaled, put back when they
+//! end, or on any exit), or why they cannot run here.
+
+use crate::bind::{self, Bound, Choice};
+use hwc_engine_spdk::{Binder, BoundDrive, Finished, SpdkPerf};
+use hwc_model::{EngineStatus, RunConfig, Topology};
+use hwc_runner::Engine;
+use hwc_safety::journal::Change;
+use hwc_safety::pci::Pci;
+use hwc_safety::Live;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// Binds the chosen drives through the journal, and puts them back (or leaves them bound).
+pub struct JournalBinder {
+    choice: Choice,
+    cfg: bind::BindConfig,
+    leave_bound: bool,
+    cancel: &'static AtomicBool,
+    bound: Option<Bound>,
+}
+
+impl JournalBinder {
+    pub fn new(choice: Choice, leave_bound: bool, cancel: &'static AtomicBool) -> Self {
+        JournalBinder {
+            choice,
+            cfg: bind::BindConfig::default(),
+            leave_bound,
+            cancel,
+            bound: None,
+        }
+    }
+}
+
+impl Binder for JournalBinder {
+    fn bind(&mut self, hugepages_bytes_per_node: u64) -> Result<Vec<BoundDrive>, String> {
+        let cfg = bind::BindConfig {
+            hugepages_bytes_per_node,
+            ..self.cfg.clone()
+        };
+        let b = bind::bind(
+            &self.choice,
+            &cfg,
+            "hwceiling profile (engine spdk-perf)",
+            &mut |_| {},
+            self.cancel,
+        )
+        .map_err(|e| e.to_string())?;
+        let drives = b
+            .drives
+            .iter()
+            .map(|(c, _)| BoundDrive {
+                name: c.name.clone(),
+                bdf: c.bdf.clone(),
+                numa_node: c.numa_node,
+            })
+            .collect();
+        self.bound = Some(b);
+        Ok(drives)
+    }
+
+    fn record_files(&mut self, prefix: &str) -> Result<(), String> {
+        let b = self.bound.as_ref().ok_or("no drives are bound")?;
+        let mounts = Live::default()
+            .hugetlbfs_mounts()
+            .map_err(|e| format!("reading the hugetlbfs mounts: {e}"))?;
+        for dir in mounts {
+            b.journal
+                .record(Change::HugepageFiles {
+                    dir,
+                    prefix: prefix.to_string(),
+                })
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<Finished, String> {
+        let b = self.bound.take().ok_or("no drives are bound")?;
+        let bdfs: Vec<String> = b.drives.iter().map(|(c, _)| c.bdf.clone()).collect();
+        let how = if self.leave_bound {
+            b.journal.leave();
+            format!(
+                "left on {} as asked (--leave-bound): `hwceiling restore` puts them back",
+                self.cfg.driver
+            )
+        } else {
+            let restored = b.journal.restore().map_err(|e| e.to_string())?;
+            let v: Vec<String> = restored.iter().map(ToString::to_string).collect();
+            format!("put back: {}", v.join("; "))
+        };
+        let sys = Live::default().sys;
+        let drivers = bdfs
+            .into_iter()
+            .map(|bdf| {
+                let d = match sys.driver(&bdf) {
+                    Ok(Some(d)) => d,
+                    Ok(None) => "none".into(),
+                    Err(e) => format!("unknown ({e})"),
+                };
+                (bdf, d)
+            })
+            .collect();
+        Ok(Finished { drivers, how })
+    }
+}
+
+/// The spdk-perf engine of this run, or why it cannot run here: `choice` holds the drives
+/// `--spdk-drives` named, as the bind gate passed them (`None`: none named; the planner then
+/// waives the engine and says how to name them).
+pub fn perf_engine(
+    config: &RunConfig,
+    topo: &Topology,
+    choice: Option<Choice>,
+    cancel: &'static AtomicBool,
+) -> Result<Box<dyn Engine>, (String, Option<String>)> {
+    let perf = locate(config.spdk_dir.as_deref())?;
+    let Some(choice) = choice else {
+        return Err((
+            "no drive was named with --spdk-drives".into(),
+            Some("--spdk-drives DRIVE,...".into()),
+        ));
+    };
+    let node_cpus: BTreeMap<u32, Vec<u32>> = topo
+        .platform
+        .numa
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| (n.id, n.cpus.clone()))
+        .collect();
+    Ok(Box::new(SpdkPerf::new(
+        perf,
+        Box::new(JournalBinder::new(choice, config.leave_bound, cancel)),
+        node_cpus,
+        cancel,
+    )))
+}
+
+fn locate(spdk_dir: Option<&Path>) -> Result<std::path::PathBuf, (String, Option<String>)> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    hwc_engine_spdk::locate(spdk_dir, &cwd, std::env::var_os("PATH").as_deref())
+        .map_err(|e| (e, Some(hwc_engine_spdk::perf::INSTALL_HINT.into())))
+}
+
+/// What the spdk-perf engine's probe finds, for a plan that does not run: whether perf is there
+/// (under `spdk_dir`, `--spdk-dir`, when given).
+pub fn perf_status(spdk_dir: Option<&Path>) -> EngineStatus {
+    EngineStatus {
+        decl: hwc_engine_spdk::decl(),
+        available: locate(spdk_dir).map(|_| ()),
+    }
+}
