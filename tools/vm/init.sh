@@ -116,6 +116,44 @@ if grep -q hwc_mode=compare /proc/cmdline; then
   poweroff -f
 fi
 
+if grep -q hwc_mode=spdk /proc/cmdline; then
+  # Developer-run (needs an SPDK build: run.sh's HWC_SPDK_DIR): the kernel engine and spdk-perf
+  # side by side on the blank drives, which hwceiling hands to vfio-pci for the SPDK cases and
+  # puts back; a write sweep on one of them. tools/vm/README.md says how to run it.
+  # SPDK claims a device with a lock file in /var/tmp.
+  mkdir -p /run /var/run /var/tmp /dev/hugepages
+  mount -t tmpfs tmpfs /tmp
+  state() {
+    for c in /sys/class/nvme/nvme*; do
+      echo "$(tr -d ' ' <"$c/serial") $(basename "$(readlink -f "$c/device")") $(basename "$(readlink "$c/device/driver")")"
+    done | sort
+    grep -E '^HugePages_(Total|Free)' /proc/meminfo
+    echo "hugetlbfs mounts: $(grep -c hugetlbfs /proc/mounts)"
+    echo "journal: $([ -e /run/hwceiling/changes.json ] && echo left || echo none)"
+  }
+  state >spdk-before.txt
+  a="$(basename "$(readlink -f "/sys/class/nvme/$(dev_of HWCN0A)/device")")"
+  hwceiling bind --drives HWCN0A -- /opt/spdk/build/bin/spdk_nvme_perf -q 16 -o 131072 -w read \
+    -t 1 -c 0x1 -r "trtype:PCIe traddr:$a" >spdk-bind-perf.txt 2>&1
+  echo "rc=$?" >>spdk-bind-perf.txt
+  sleep 2
+  t0="$(cut -d' ' -f1 /proc/uptime)"
+  hwceiling profile --paths nvme_read,nvme_write -o /out/spdk --spdk-dir /opt/spdk \
+    --spdk-drives HWCN0A,HWCN1A --allow-destructive-writes --write-drives HWCN1A \
+    --nvme-sizes "$(sed -n 's/.*hwc_sizes=\([^ ]*\).*/\1/p' /proc/cmdline)" --queue-depths 16 \
+    --nvme-bytes 64MiB >spdk.txt 2>&1
+  echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>spdk.txt
+  sleep 2
+  state >spdk-after.txt
+  for f in $(find /out -type f \( -name '*.txt' -o -name '*.yaml' -o -name '*.md' \) | sort); do
+    echo "===HWC-BEGIN ${f#/out/}==="
+    base64 "$f"
+    echo "===HWC-END==="
+  done
+  echo "===HWC-DONE==="
+  poweroff -f
+fi
+
 FS="$(dev_of HWCFS)"
 PART="$(dev_of HWCPART)"
 BLANK="$(dev_of HWCN1A)"

@@ -13,6 +13,10 @@
 # Usage: tools/vm/run.sh HWCEILING_BINARY OUTDIR
 # With HWC_VM_MODE=compare, fio (from this machine, with its libraries) goes into the initramfs
 # and the VM runs tools/nvme-reference/compare-vm.sh's comparison instead of the test.
+# With HWC_VM_MODE=spdk and HWC_SPDK_DIR (an SPDK build: ../shared/tools/spdk/build.sh), its
+# spdk_nvme_perf and libraries go into the initramfs (under /opt/spdk) and the VM profiles the
+# blank drives with the kernel engine and spdk-perf side by side (HWC_SPDK_SIZES: the block
+# sizes, default 128KiB); the guest gets 2 GiB for hugepages.
 # HWC_VM_IOMMU=1|0: the emulated IOMMU and `intel_iommu=on` (default 1; 0 in compare mode, whose
 # recorded numbers were measured without it).
 # Exit: 0 the VM ran to the end; 3 the Debian packages could not be fetched; 1 anything else.
@@ -68,10 +72,28 @@ if [[ "$mode" == compare ]]; then
   cp "$fio" "$ir/bin/fio"
   programs+=("$fio")
 fi
+if [[ "$mode" == spdk ]]; then
+  spdk="${HWC_SPDK_DIR:?run.sh: spdk mode needs HWC_SPDK_DIR (an SPDK build folder)}"
+  mkdir -p "$ir/opt/spdk/build/bin"
+  cp "$spdk/build/bin/spdk_nvme_perf" "$ir/opt/spdk/build/bin/"
+  strip --strip-debug "$ir/opt/spdk/build/bin/spdk_nvme_perf" 2>/dev/null || true
+  programs+=("$spdk/build/bin/spdk_nvme_perf")
+  export LD_LIBRARY_PATH="$spdk/build/lib:$spdk/dpdk/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # SPDK's env init loads OpenSSL's configuration and fails without it.
+  mkdir -p "$ir/usr/lib/ssl" "$ir/etc/ssl"
+  cp -L /etc/ssl/openssl.cnf "$ir/etc/ssl/openssl.cnf"
+  ln -sf /etc/ssl/openssl.cnf "$ir/usr/lib/ssl/openssl.cnf"
+fi
 for p in "${programs[@]}"; do ldd "$p"; done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' | sort -u | while read -r lib; do
-  cp -L "$lib" "$ir$lib" 2>/dev/null || { mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"; }
+  case "$lib" in
+    # SPDK's own libraries go where the guest's loader looks.
+    "${HWC_SPDK_DIR:-/nonexistent}"/*) dst="/lib/x86_64-linux-gnu/$(basename "$lib")" ;;
+    *) dst="$lib" ;;
+  esac
+  cp -L "$lib" "$ir$dst" 2>/dev/null || { mkdir -p "$ir$(dirname "$dst")"; cp -L "$lib" "$ir$dst"; }
 done
+[[ "$mode" != spdk ]] || strip --strip-debug "$ir"/lib/x86_64-linux-gnu/libspdk_* 2>/dev/null || true
 cp "$here/init.sh" "$ir/init"
 cp "$here/bind-test.sh" "$ir/bind-test.sh"
 chmod +x "$ir/init" "$ir/bin/hwceiling"
@@ -95,9 +117,15 @@ drive() { # id serial mdts bus
 }
 iommu="${HWC_VM_IOMMU:-$([[ "$mode" == compare ]] && echo 0 || echo 1)}"
 cmdline="console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1 hwc_mode=$mode"
+node_mib=512
+if [[ "$mode" == spdk ]]; then
+  node_mib=1024
+  cmdline+=" hwc_sizes=${HWC_SPDK_SIZES:-128KiB}"
+fi
+# spdk mode: -cpu max, for the instructions an SPDK built with -march=native uses.
 args=(
-  -machine q35 -accel tcg -smp 2 -m 1024
-  -object memory-backend-ram,id=m0,size=512M -object memory-backend-ram,id=m1,size=512M
+  -machine q35 -accel tcg $([[ "$mode" == spdk ]] && echo "-cpu max") -smp 2 -m $((2 * node_mib))
+  -object memory-backend-ram,id=m0,size=${node_mib}M -object memory-backend-ram,id=m1,size=${node_mib}M
   -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1
   -nodefaults -no-user-config -display none -no-reboot
   -L "$root/usr/share/qemu" -L "$root/usr/share/seabios"

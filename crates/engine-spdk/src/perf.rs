@@ -37,7 +37,7 @@ const PERF_GRACE: Duration = Duration::from_secs(90);
 /// their trackers.
 const HUGEPAGE_OVERHEAD_BYTES: u64 = 256 << 20;
 /// The least hugepage memory reserved on a node a bound drive is on.
-pub const MIN_HUGEPAGES_BYTES_PER_NODE: u64 = 512 << 20;
+pub const MIN_HUGEPAGES_BYTES_PER_NODE: u64 = 256 << 20;
 
 /// The install hint when `spdk_nvme_perf` is not found.
 pub const INSTALL_HINT: &str = "build SPDK (git clone https://github.com/spdk/spdk --recursive; \
@@ -496,10 +496,7 @@ impl PerfCase<'_> {
         let [stdout, stderr] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
         // DPDK leaves its runtime folder behind.
         let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(&prefix));
-        let tail = || {
-            let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-            lines[lines.len().saturating_sub(3)..].join(" | ")
-        };
+        let tail = || stderr_summary(&stderr);
         if let Some(why) = stopped {
             return Err(BenchError::failed(format!(
                 "spdk_nvme_perf {why}: {}",
@@ -517,6 +514,33 @@ impl PerfCase<'_> {
         check(&out, &self.drives).map_err(BenchError::failed)?;
         Ok(out)
     }
+}
+
+/// What of perf's stderr explains a failure: its first error lines (the cause comes first: SPDK
+/// then reports each layer that failed on top of it; DPDK's `EAL:` lines among them), and its
+/// last line; else its last lines.
+pub fn stderr_summary(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let errors: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            let l = l.to_ascii_lowercase();
+            l.contains("error") || l.contains("fail") || l.contains("cannot") || l.contains("eal:")
+        })
+        .collect();
+    if errors.is_empty() {
+        return lines[lines.len().saturating_sub(3)..].join(" | ");
+    }
+    let mut v: Vec<&str> = errors.iter().copied().take(4).collect();
+    if let Some(last) = lines.last().filter(|l| !v.contains(l)) {
+        v.push(last);
+    }
+    v.join(" | ")
 }
 
 fn reader(mut s: Box<dyn Read + Send>) -> std::thread::JoinHandle<String> {

@@ -125,7 +125,8 @@ fn a_run_counts_only_when_every_drive_reported_from_its_core() {
 fn hugepages_cover_the_largest_case_s_buffers_on_one_node() {
     let small = spec(&[A], 16, 128 << 10);
     let big = spec(&[A, B], 32, 8 << 20);
-    assert_eq!(hugepages_per_node(&[&small], &|_| None), 512 << 20);
+    // 16 × 128 KiB and the overhead, in whole 2 MiB pages.
+    assert_eq!(hugepages_per_node(&[&small], &|_| None), (256 + 2) << 20);
     // 2 drives × 32 × 8 MiB on one node, plus the overhead.
     assert_eq!(
         hugepages_per_node(&[&small, &big], &|_| None),
@@ -133,6 +134,7 @@ fn hugepages_cover_the_largest_case_s_buffers_on_one_node() {
     );
     let split = |d: &str| Some(u32::from(d == B));
     assert_eq!(hugepages_per_node(&[&big], &split), 512 << 20);
+    assert_eq!(hugepages_per_node(&[], &split), 256 << 20);
 }
 
 /// What the binder was asked, in order.
@@ -276,9 +278,10 @@ fn the_engine_binds_first_measures_perf_s_total_and_puts_the_drives_back() {
         "{:?}",
         m.notes
     );
-    // Bound once, before the first of its 5 perf processes (cold, warm-up, 3 timed), each
+    // Bound once (16 × 128 KiB on each of 2 drives and the overhead), before the first of its 5
+    // perf processes (cold, warm-up, 3 timed), each
     // one's hugepage files journaled; put back after the last.
-    let mut want = vec!["bind 512 MiB".to_string()];
+    let mut want = vec!["bind 260 MiB".to_string()];
     want.extend(std::iter::repeat_n("files true".to_string(), 5));
     want.push("finish".into());
     assert_eq!(log.take(), want);
@@ -315,7 +318,7 @@ fn a_perf_run_that_attached_no_drive_fails_and_a_failed_bind_waives() {
         "{:?}",
         out.failures
     );
-    assert_eq!(log.take(), ["bind 512 MiB", "files true", "finish"]);
+    assert_eq!(log.take(), ["bind 258 MiB", "files true", "finish"]);
     // A drive perf reports from no core of its own is a failure too (the capture drove two).
     let perf = fake_perf(t.path(), TWO_DRIVES);
     let mut engines = vec![engine(perf.clone(), &log, None)];
@@ -350,5 +353,28 @@ fn a_perf_run_that_attached_no_drive_fails_and_a_failed_bind_waives() {
     ));
     engines[0].finish();
     // Bound once (the failure is kept), and never finished: nothing was changed.
-    assert_eq!(log.take(), ["bind 512 MiB"]);
+    assert_eq!(log.take(), ["bind 260 MiB"]);
+}
+
+#[test]
+fn a_failure_names_the_first_errors_perf_printed_where_the_cause_is() {
+    let stderr = "\
+[2026-12-06 00:14:57.034939] pci.c:1090:spdk_pci_device_claim: *ERROR*: could not open /var/tmp/spdk_pci_lock_0000:11:00.0
+[2026-12-06 00:14:57.040522] nvme_pcie.c: 925:nvme_pcie_ctrlr_construct: *ERROR*: could not claim device 0000:11:00.0 (No such file or directory)
+[2026-12-06 00:14:57.044428] nvme.c: 613:nvme_ctrlr_probe: *ERROR*: Failed to construct NVMe controller for SSD: 0000:11:00.0
+[2026-12-06 00:14:57.045153] nvme.c: 827:nvme_dummy_attach_fail_cb: *ERROR*: Failed to attach nvme ctrlr
+EAL: Driver cannot attach the device (0000:11:00.0)
+EAL: Failed to attach device on primary process
+[2026-12-06 00:14:57.277718] nvme.c: 883:spdk_nvme_probe_ext: *ERROR*: Create probe context failed
+
+/opt/spdk/build/bin/spdk_nvme_perf: errors occurred
+";
+    let s = perf::stderr_summary(stderr);
+    assert!(s.starts_with("[2026-12-06 00:14:57.034939] pci.c:1090:spdk_pci_device_claim: *ERROR*: could not open /var/tmp/spdk_pci_lock_0000:11:00.0 | "), "{s}");
+    assert!(
+        s.ends_with(" | /opt/spdk/build/bin/spdk_nvme_perf: errors occurred"),
+        "{s}"
+    );
+    assert_eq!(s.matches(" | ").count(), 4, "{s}");
+    assert_eq!(perf::stderr_summary("a\nb\n\nc\nd\n"), "b | c | d");
 }

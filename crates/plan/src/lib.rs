@@ -281,6 +281,16 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
             p.waived.extend(m.waived);
         }
     }
+    // The cases of engines of userspace drivers run last, all of them together: their drives
+    // leave the kernel once, for their cases only, and every other engine (the kernel NVMe
+    // engine's reads and writes among them) sees the drives on their kernel driver.
+    let userspace: BTreeSet<&EngineId> = opts
+        .engines
+        .iter()
+        .filter(|e| e.decl.needs.vfio)
+        .map(|e| &e.decl.id)
+        .collect();
+    p.cases.sort_by_key(|c| userspace.contains(&c.engine));
     p
 }
 

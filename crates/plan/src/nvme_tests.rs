@@ -595,6 +595,27 @@ fn a_userspace_engine_measures_only_the_drives_handed_to_it() {
     );
     let kernel = p.cases.iter().filter(|c| c.engine.as_str() == "io-uring");
     assert_eq!(kernel.count(), 9 + 3);
+    // Its cases run last, together, writes included: the drives leave the kernel once.
+    let p = plan(
+        &bed(),
+        &with_userspace_engine(NvmePlanOptions {
+            bindable: Some(vec!["0000:11:00.0".into()]),
+            write_drives: Some(vec!["nvme1".into()]),
+            ..sizes.clone()
+        }),
+    );
+    let order: Vec<String> = p
+        .cases
+        .iter()
+        .map(|c| format!("{}/{}", c.path, c.engine))
+        .collect();
+    let first_spdk = order.iter().position(|k| k.ends_with("spdk-perf")).unwrap();
+    assert!(
+        order[first_spdk..].iter().all(|k| k.ends_with("spdk-perf")),
+        "{order:?}"
+    );
+    assert_eq!(order.last().unwrap(), "nvme_write/spdk-perf");
+    assert!(order[..first_spdk].contains(&"nvme_write/io-uring".to_string()));
     let w = spdk_waivers(&p);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("8 of nvme_read's cases use others"), "{w:?}");

@@ -128,12 +128,22 @@ impl System for Live {
 
     fn set_nr_hugepages(&self, node: Option<u32>, page_kib: u64, pages: u64) -> io::Result<()> {
         let path = self.hugepages_dir(node, page_kib).join("nr_hugepages");
-        std::fs::write(&path, format!("{pages}\n")).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("writing {pages} to {}: {e}", path.display()),
-            )
-        })
+        let set = || {
+            std::fs::write(&path, format!("{pages}\n")).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("writing {pages} to {}: {e}", path.display()),
+                )
+            })
+        };
+        set()?;
+        if Self::read_u64(&path)? < pages {
+            // Free memory too fragmented for whole pages: compact it (the kernel moves movable
+            // pages together; nothing to put back) and ask once more.
+            let _ = std::fs::write(self.proc.join("sys/vm/compact_memory"), "1\n");
+            set()?;
+        }
+        Ok(())
     }
 
     fn free_hugepages(&self, node: Option<u32>, page_kib: u64) -> io::Result<u64> {

@@ -88,7 +88,13 @@ impl Binder for JournalBinder {
             )
         } else {
             let restored = b.journal.restore().map_err(|e| e.to_string())?;
-            let v: Vec<String> = restored.iter().map(ToString::to_string).collect();
+            // What was changed and is back; a perf process's hugepage files are gone with it
+            // unless it was killed (then their removal is said).
+            let v: Vec<String> = restored
+                .iter()
+                .filter(|r| r.acted || !matches!(r.change, Change::HugepageFiles { .. }))
+                .map(ToString::to_string)
+                .collect();
             format!("put back: {}", v.join("; "))
         };
         let sys = Live::default().sys;
