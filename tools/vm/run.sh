@@ -118,13 +118,15 @@ drive() { # id serial mdts bus
 iommu="${HWC_VM_IOMMU:-$([[ "$mode" == compare ]] && echo 0 || echo 1)}"
 cmdline="console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1 hwc_mode=$mode"
 node_mib=512
+cpu=()
 if [[ "$mode" == spdk ]]; then
   node_mib=1024
   cmdline+=" hwc_sizes=${HWC_SPDK_SIZES:-128KiB}"
+  # The instructions an SPDK built with -march=native uses.
+  cpu=(-cpu max)
 fi
-# spdk mode: -cpu max, for the instructions an SPDK built with -march=native uses.
 args=(
-  -machine q35 -accel tcg $([[ "$mode" == spdk ]] && echo "-cpu max") -smp 2 -m $((2 * node_mib))
+  -machine q35 -accel tcg "${cpu[@]}" -smp 2 -m $((2 * node_mib))
   -object memory-backend-ram,id=m0,size=${node_mib}M -object memory-backend-ram,id=m1,size=${node_mib}M
   -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,cpus=1,memdev=m1
   -nodefaults -no-user-config -display none -no-reboot

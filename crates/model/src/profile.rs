@@ -505,6 +505,13 @@ pub struct NvmeProfile {
     pub raw_read_gbps: BTreeMap<String, f64>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub raw_write_gbps: BTreeMap<String, f64>,
+    /// The engine each `raw_read_gbps` figure came from (`io-uring`, `spdk-perf`): the fastest
+    /// of those that measured the drive count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raw_read_engines: BTreeMap<String, EngineId>,
+    /// As `raw_read_engines`, for `raw_write_gbps`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub raw_write_engines: BTreeMap<String, EngineId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub io_size_sweep_read_gbps: Option<IoSizeSweep>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -529,13 +536,17 @@ pub struct NvmeProfile {
     pub long_tests: Vec<NvmeLongTests>,
 }
 
-/// `4kib: <GB/s>`, … plus the knee.
+/// `4kib: <GB/s>`, … plus the knee, and the engine that measured them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct IoSizeSweep {
     #[serde(flatten)]
     pub points: BTreeMap<String, f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimal_bytes: Option<u64>,
+    /// The engine of every point: of those that measured the sweep, the one with the fastest
+    /// point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]

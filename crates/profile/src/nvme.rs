@@ -11,8 +11,8 @@ use hwc_model::long_tests::{
 };
 use hwc_model::profile::{IoSizeSweep, NvmeProfile};
 use hwc_model::{
-    size_label, CeilingMeta, Measurement, NvmePattern, NvmeSpec, NvmeTest, PathId, Profile,
-    Topology,
+    size_label, CeilingMeta, EngineId, Measurement, NvmePattern, NvmeSpec, NvmeTest, PathId,
+    Profile, Topology,
 };
 use std::collections::BTreeMap;
 
@@ -62,7 +62,8 @@ fn sweeps(ms: &[Measurement], path: PathId) -> impl Iterator<Item = &Measurement
 }
 
 /// The measurements of the 1-drive size sweep at QD 32 (the spec's `io_size_sweep_*`), or at the
-/// deepest QD measured.
+/// deepest QD measured, of one engine: where several measured it (the kernel's and SPDK's), the
+/// one with the fastest point.
 pub fn size_sweep_points(ms: &[Measurement], path: PathId) -> Vec<&Measurement> {
     let one: Vec<&Measurement> = sweeps(ms, path)
         .filter(|m| m.spec.drives().len() == 1)
@@ -72,7 +73,15 @@ pub fn size_sweep_points(ms: &[Measurement], path: PathId) -> Vec<&Measurement> 
     } else {
         one.iter().filter_map(|m| queue_depth(m)).max()
     };
-    one.into_iter().filter(|m| queue_depth(m) == qd).collect()
+    let at_qd: Vec<&Measurement> = one.into_iter().filter(|m| queue_depth(m) == qd).collect();
+    let fastest = at_qd
+        .iter()
+        .max_by(|a, b| a.gbps.median.total_cmp(&b.gbps.median))
+        .map(|m| m.engine.clone());
+    at_qd
+        .into_iter()
+        .filter(|m| Some(&m.engine) == fastest.as_ref())
+        .collect()
 }
 
 fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
@@ -89,6 +98,9 @@ fn size_sweep(ms: &[Measurement], path: PathId) -> Option<IoSizeSweep> {
             .map(|(s, g)| (size_label(*s).to_ascii_lowercase(), *g))
             .collect(),
         optimal_bytes: knee(&points),
+        engine: size_sweep_points(ms, path)
+            .first()
+            .map(|m| m.engine.clone()),
     })
 }
 
@@ -105,26 +117,36 @@ pub fn raw_picks(ms: &[Measurement], path: PathId) -> BTreeMap<usize, &Measureme
     best
 }
 
-fn per_count(
-    ms: &[Measurement],
-    path: PathId,
-) -> (BTreeMap<String, f64>, BTreeMap<String, Vec<String>>) {
+/// Per drive count: the figure, the drives it used and the engine it came from.
+struct PerCount {
+    gbps: BTreeMap<String, f64>,
+    used: BTreeMap<String, Vec<String>>,
+    engines: BTreeMap<String, EngineId>,
+}
+
+fn per_count(ms: &[Measurement], path: PathId) -> PerCount {
     let best = raw_picks(ms, path);
-    let gbps = best
-        .iter()
-        .map(|(&k, m)| (count_key(k), m.gbps.median))
-        .collect();
-    let used = best
-        .iter()
-        .map(|(&k, m)| (count_key(k), m.spec.drives().to_vec()))
-        .collect();
-    (gbps, used)
+    let mut p = PerCount {
+        gbps: BTreeMap::new(),
+        used: BTreeMap::new(),
+        engines: BTreeMap::new(),
+    };
+    for (&k, m) in &best {
+        p.gbps.insert(count_key(k), m.gbps.median);
+        p.used.insert(count_key(k), m.spec.drives().to_vec());
+        p.engines.insert(count_key(k), m.engine.clone());
+    }
+    p
 }
 
 /// Fill the sweep-derived fields and each drive's latencies.
 pub fn fill(topo: &Topology, ms: &[Measurement], n: &mut NvmeProfile) {
-    (n.raw_read_gbps, n.read_drives_used) = per_count(ms, PathId::NvmeRead);
-    (n.raw_write_gbps, n.write_drives_used) = per_count(ms, PathId::NvmeWrite);
+    let read = per_count(ms, PathId::NvmeRead);
+    (n.raw_read_gbps, n.read_drives_used, n.raw_read_engines) =
+        (read.gbps, read.used, read.engines);
+    let write = per_count(ms, PathId::NvmeWrite);
+    (n.raw_write_gbps, n.write_drives_used, n.raw_write_engines) =
+        (write.gbps, write.used, write.engines);
     n.io_size_sweep_read_gbps = size_sweep(ms, PathId::NvmeRead);
     n.io_size_sweep_write_gbps = size_sweep(ms, PathId::NvmeWrite);
     n.mdts_bytes = n.drives.iter().filter_map(|d| d.mdts_bytes).min();
@@ -544,6 +566,41 @@ mod tests {
             bdf: Some(bdf.into()),
             ..NvmeDrive::default()
         }
+    }
+
+    #[test]
+    fn the_size_sweep_is_one_engine_s_the_one_with_the_fastest_point() {
+        let point = |engine: &'static str, block: u64, gbps: f64| {
+            let mut m =
+                lat_case("nvme_read/x/1drive", "0000:11:00.0", "seq", None, 1.0).measurement;
+            m.engine = EngineId::new(engine);
+            m.key = format!("nvme_read/{engine}/1drive/{block}/qd32");
+            m.gbps = stats(gbps);
+            if let Spec::Nvme(s) = &mut m.spec {
+                (s.block_bytes, s.queue_depth) = (block, 32);
+            }
+            m
+        };
+        let ms = [
+            point("io-uring", 128 << 10, 1.0),
+            point("io-uring", 1 << 20, 1.5),
+            point("spdk-perf", 128 << 10, 2.0),
+            point("spdk-perf", 1 << 20, 2.05),
+        ];
+        let keys: Vec<&str> = size_sweep_points(&ms, PathId::NvmeRead)
+            .iter()
+            .map(|m| m.key.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "nvme_read/spdk-perf/1drive/131072/qd32",
+                "nvme_read/spdk-perf/1drive/1048576/qd32"
+            ]
+        );
+        let sweep = size_sweep(&ms, PathId::NvmeRead).unwrap();
+        assert_eq!(sweep.optimal_bytes, Some(128 << 10));
+        assert_eq!(sweep.points["128kib"], 2.0);
     }
 
     #[test]
