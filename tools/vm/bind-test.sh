@@ -106,4 +106,26 @@ done
   echo "restore-rc=$?"
   echo "after-restore $(state)"
 } >bind-kill.txt
+# The spdk-perf engine in a profile, with tools/vm/fake-perf.sh standing in for spdk_nvme_perf:
+# the drives named with --spdk-drives go to vfio-pci for its cases only (the kernel engine reads
+# them first, on nvme) and come back; a SIGTERM while "perf" runs puts them back too.
+mkdir -p /opt/fakespdk/build/bin
+cp /fake-perf.sh /opt/fakespdk/build/bin/spdk_nvme_perf
+chmod +x /opt/fakespdk/build/bin/spdk_nvme_perf
+hwceiling profile --paths nvme_read -o /out/spdkfake --spdk-dir /opt/fakespdk \
+  --spdk-drives HWCN0A,HWCN1A --nvme-sizes 128KiB --queue-depths 16 --nvme-bytes 8MiB \
+  >spdk-fake.txt 2>&1
+echo "rc=$?" >>spdk-fake.txt
+echo "after $(state)" >>spdk-fake.txt
+HWC_FAKE_PERF_SLEEP=30 hwceiling profile --paths nvme_read -o /out/spdkterm \
+  --spdk-dir /opt/fakespdk --spdk-drives HWCN0A --nvme-sizes 128KiB --queue-depths 16 \
+  --nvme-bytes 8MiB >spdk-term.out 2>&1 &
+pid=$!
+i=0
+until [ -e /tmp/fake-perf-running ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
+at="$(state)"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+{ echo "rc=$rc"; echo "at-signal $at"; echo "after $(state)"; cat spdk-term.out; } >spdk-term.txt
 sums >bind-sums-after.txt

@@ -96,6 +96,7 @@ done
 [[ "$mode" != spdk ]] || strip --strip-debug "$ir"/lib/x86_64-linux-gnu/libspdk_* 2>/dev/null || true
 cp "$here/init.sh" "$ir/init"
 cp "$here/bind-test.sh" "$ir/bind-test.sh"
+cp "$here/fake-perf.sh" "$ir/fake-perf.sh"
 chmod +x "$ir/init" "$ir/bin/hwceiling"
 # vfio's and uio's modules, in the order /init loads them (there is no modules.dep); a module the
 # kernel package lacks (vfio_virqfd is folded into vfio in later kernels) is left out and /init

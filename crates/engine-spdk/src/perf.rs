@@ -496,7 +496,15 @@ impl PerfCase<'_> {
         let [stdout, stderr] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
         // DPDK leaves its runtime folder behind.
         let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(&prefix));
-        let tail = || stderr_summary(&stderr);
+        // perf's own words on a failure, after a colon, where it said any.
+        let tail = || {
+            let s = stderr_summary(&stderr);
+            if s.is_empty() {
+                s
+            } else {
+                format!(": {s}")
+            }
+        };
         if let Some(why) = stopped {
             return Err(BenchError::failed(format!(
                 "spdk_nvme_perf {why}: {}",
@@ -505,12 +513,12 @@ impl PerfCase<'_> {
         }
         if !status.success() {
             return Err(BenchError::failed(format!(
-                "spdk_nvme_perf exited with {status}: {}",
+                "spdk_nvme_perf exited with {status}{}",
                 tail()
             )));
         }
         let out = perf_output::parse(&stdout)
-            .map_err(|e| BenchError::failed(format!("{e}: {}", tail())))?;
+            .map_err(|e| BenchError::failed(format!("{e}{}", tail())))?;
         check(&out, &self.drives).map_err(BenchError::failed)?;
         Ok(out)
     }

@@ -603,6 +603,7 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         .contains("Permission denied"));
 
     bind_and_restore(&res);
+    spdk_engine_binds_for_its_cases_only(&res);
 
     // And not one byte changed: the whole drives, inside the guest and as image files.
     assert_eq!(read(&res, "sums-before.txt"), read(&res, "sums-after.txt"));
@@ -711,4 +712,60 @@ fn bind_and_restore(res: &Path) {
         read(res, "bind-sums-after.txt"),
         "no drive's bytes changed"
     );
+}
+
+/// The spdk-perf engine in a profile, with a stand-in perf (tools/vm/fake-perf.sh; the CI machine
+/// has no SPDK): the drives are on vfio-pci whenever "perf" runs and back on `nvme` after, with
+/// the hugepages as they were and no journal; the profile records each drive's driver at the end;
+/// a SIGTERM while "perf" runs puts everything back too.
+fn spdk_engine_binds_for_its_cases_only(res: &Path) {
+    let before = "drivers nvme nvme journal none hugepages 0 0";
+    let t = read(res, "spdk-fake.txt");
+    assert!(t.contains("rc=0"), "{t}");
+    assert!(t.contains(&format!("after {before}")), "{t}");
+    let seen = read(res, "fake-perf-seen.txt");
+    let (a, b) = ("0000:11:00.0", "0000:21:00.0");
+    for bdf in [a, b] {
+        assert!(seen.contains(&format!("{bdf} vfio-pci")), "{seen}");
+    }
+    // Every perf run of the first profile, and the interrupted one's (its drive only).
+    assert!(
+        seen.lines().all(|l| l.ends_with(" vfio-pci")),
+        "a drive was not on vfio-pci while perf ran:\n{seen}"
+    );
+    let p = profile(res, "spdkfake");
+    let engine = |m: &&hwc_model::Measurement| m.engine.as_str() == "spdk-perf";
+    // 3 latency probes per drive, 1 and 2 drives at 128 KiB QD 16; the kernel's too.
+    assert_eq!(p.measurements.iter().filter(engine).count(), 8);
+    assert_eq!(
+        p.measurements
+            .iter()
+            .filter(|m| m.engine.as_str() == "io-uring")
+            .count(),
+        8
+    );
+    let end = &p.provenance.environment["spdk.drivers_at_end"];
+    assert_eq!(end.value, format!("{a}=nvme,{b}=nvme"));
+    assert!(
+        end.about
+            .as_deref()
+            .is_some_and(|s| s.contains("is back on nvme")
+                && s.contains("hugetlbfs at /dev/hugepages is unmounted")),
+        "{end:?}"
+    );
+
+    let t = read(res, "spdk-term.txt");
+    let line = |prefix: &str| {
+        t.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{t}"))
+            .trim()
+            .to_string()
+    };
+    assert!(
+        line("at-signal ").starts_with("drivers vfio-pci nvme journal left"),
+        "signalled while perf ran:\n{t}"
+    );
+    assert_eq!(line("after "), before, "all put back:\n{t}");
+    assert!(t.contains("rc=130"), "{t}");
 }
