@@ -1,4 +1,5 @@
-//! Records the git revision the binary was built from (`HWCEILING_GIT_REVISION`).
+//! Records the git revision the binary was built from (`HWCEILING_GIT_REVISION`), and, with the
+//! `spdk` feature, links SPDK's libraries, every one kept (`hwc-spdk-sys`).
 use std::process::Command;
 
 fn git(args: &[&str]) -> Option<String> {
@@ -16,4 +17,11 @@ fn main() {
     println!("cargo:rustc-env=HWCEILING_GIT_REVISION={rev}");
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");
+    if let Ok(libs) = std::env::var("DEP_SPDK_LINK_LIBS") {
+        println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
+        for l in libs.split(',').filter(|l| !l.is_empty()) {
+            println!("cargo:rustc-link-arg=-l{l}");
+        }
+        println!("cargo:rustc-link-arg=-Wl,--as-needed");
+    }
 }

@@ -281,16 +281,22 @@ pub fn plan(topo: &Topology, opts: &PlanOptions) -> Plan {
             p.waived.extend(m.waived);
         }
     }
-    // The cases of engines of userspace drivers run last, all of them together: their drives
-    // leave the kernel once, for their cases only, and every other engine (the kernel NVMe
-    // engine's reads and writes among them) sees the drives on their kernel driver.
-    let userspace: BTreeSet<&EngineId> = opts
+    // The cases of engines of userspace drivers run last, each engine's together (in
+    // registration order): their drives leave the kernel once per engine, for its cases only,
+    // and every other engine (the kernel NVMe engine's reads and writes among them) sees the
+    // drives on their kernel driver.
+    let userspace: Vec<&EngineId> = opts
         .engines
         .iter()
         .filter(|e| e.decl.needs.vfio)
         .map(|e| &e.decl.id)
         .collect();
-    p.cases.sort_by_key(|c| userspace.contains(&c.engine));
+    p.cases.sort_by_key(|c| {
+        userspace
+            .iter()
+            .position(|e| **e == c.engine)
+            .map_or(0, |i| i + 1)
+    });
     p
 }
 

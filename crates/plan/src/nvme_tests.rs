@@ -541,7 +541,10 @@ fn with_userspace_engine(nvme: NvmePlanOptions) -> PlanOptions {
         },
     );
     spdk.decl.default_on = true;
+    let mut native = spdk.clone();
+    native.decl.id = hwc_model::EngineId::new("spdk-native");
     o.engines.push(spdk);
+    o.engines.push(native);
     o
 }
 
@@ -609,12 +612,23 @@ fn a_userspace_engine_measures_only_the_drives_handed_to_it() {
         .iter()
         .map(|c| format!("{}/{}", c.path, c.engine))
         .collect();
+    // Each userspace engine's cases together, reads and writes, one engine after the other.
     let first_spdk = order.iter().position(|k| k.ends_with("spdk-perf")).unwrap();
+    let first_native = order
+        .iter()
+        .position(|k| k.ends_with("spdk-native"))
+        .unwrap();
     assert!(
-        order[first_spdk..].iter().all(|k| k.ends_with("spdk-perf")),
+        order[first_spdk..first_native]
+            .iter()
+            .all(|k| k.ends_with("spdk-perf")),
         "{order:?}"
     );
-    assert_eq!(order.last().unwrap(), "nvme_write/spdk-perf");
+    assert!(order[first_native..]
+        .iter()
+        .all(|k| k.ends_with("spdk-native")));
+    assert_eq!(order[first_native - 1], "nvme_write/spdk-perf");
+    assert_eq!(order.last().unwrap(), "nvme_write/spdk-native");
     assert!(order[..first_spdk].contains(&"nvme_write/io-uring".to_string()));
     let w = spdk_waivers(&p);
     assert_eq!(w.len(), 1, "{w:?}");

@@ -12,6 +12,8 @@ pub fn declarations() -> Vec<EngineDecl> {
         hwc_bench_cuda::decl(),
         hwc_bench_nvme::decl(),
         hwc_engine_spdk::decl(),
+        #[cfg(feature = "spdk")]
+        hwc_engine_spdk::native::decl(),
         hwc_engine_null::decl(),
     ]
 }
@@ -80,6 +82,11 @@ pub fn statuses(
         available: Ok(()),
     });
     status.push(crate::spdk::perf_status(spdk_dir));
+    #[cfg(feature = "spdk")]
+    status.push(EngineStatus {
+        decl: hwc_engine_spdk::native::decl(),
+        available: Ok(()),
+    });
     status
 }
 

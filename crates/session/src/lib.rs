@@ -175,7 +175,12 @@ pub fn prepare(
     // After the kernel engine: its cases run first, on the drives' kernel driver.
     engines.push(
         hwc_engine_spdk::decl(),
-        spdk::perf_engine(config, &topo, nvme.spdk, cancel),
+        spdk::perf_engine(config, &topo, nvme.spdk.clone(), cancel),
+    );
+    #[cfg(feature = "spdk")]
+    engines.push(
+        hwc_engine_spdk::native::decl(),
+        spdk::native_engine(config, &topo, nvme.spdk, cancel),
     );
     let declared = engines.declarations();
     let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan));

@@ -129,18 +129,54 @@ pub fn perf_engine(
             Some("--spdk-drives DRIVE,...".into()),
         ));
     };
-    let node_cpus: BTreeMap<u32, Vec<u32>> = topo
-        .platform
+    // `--leave-bound` is for the last userspace engine of the run to honour.
+    let leave = config.leave_bound && !native_runs(config);
+    Ok(Box::new(SpdkPerf::new(
+        perf,
+        Box::new(JournalBinder::new(choice, leave, cancel)),
+        node_cpus(topo),
+        cancel,
+    )))
+}
+
+fn node_cpus(topo: &Topology) -> BTreeMap<u32, Vec<u32>> {
+    topo.platform
         .numa
         .iter()
         .filter(|n| !n.cpus.is_empty())
         .map(|n| (n.id, n.cpus.clone()))
-        .collect();
-    Ok(Box::new(SpdkPerf::new(
-        perf,
+        .collect()
+}
+
+/// Whether the spdk-native engine is in this build and selected: it runs after spdk-perf.
+fn native_runs(config: &RunConfig) -> bool {
+    cfg!(feature = "spdk")
+        && config
+            .engines
+            .as_ref()
+            .is_none_or(|e| e.iter().any(|id| id.as_str() == "spdk-native"))
+}
+
+/// The spdk-native engine of this run (a build with the `spdk` feature), or why it cannot run.
+#[cfg(feature = "spdk")]
+pub fn native_engine(
+    config: &RunConfig,
+    topo: &Topology,
+    choice: Option<Choice>,
+    cancel: &'static AtomicBool,
+) -> Result<Box<dyn Engine>, (String, Option<String>)> {
+    use hwc_engine_spdk::native::{HostRam, SpdkNative, DEFAULT_BYTES_PER_DRIVE};
+    let Some(choice) = choice else {
+        return Err((
+            "no drive was named with --spdk-drives".into(),
+            Some("--spdk-drives DRIVE,...".into()),
+        ));
+    };
+    Ok(Box::new(SpdkNative::new(
         Box::new(JournalBinder::new(choice, config.leave_bound, cancel)),
-        node_cpus,
-        cancel,
+        Box::new(HostRam),
+        node_cpus(topo),
+        config.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
     )))
 }
 

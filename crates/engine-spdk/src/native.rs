@@ -1,0 +1,719 @@
+//! The `spdk-native` engine: SPDK's NVMe driver driven by our own pollers, the mechanism the
+//! NVMe → BAR1 path builds on. Built with the `native` feature (SPDK and libclang at build time:
+//! `hwc-spdk-sys`).
+//!
+//! One environment (DPDK) per process, started at the engine's first case over the drives bound
+//! for it (`pci_allowed`: DPDK touches no other device); each drive's controller attached for the
+//! engine's cases and detached when it finishes, before the drives go back. A case gets, per
+//! drive, one I/O queue pair and `QD` buffers of the block size in [`TargetMemory`] on the drive's
+//! NUMA node; a repetition is one thread per drive, pinned to a CPU of the drive's node, that keeps
+//! `QD` commands in flight until it has moved its bytes (sequential from LBA 0, wrapping at the
+//! namespace's end; random 4 KiB reads for the latency probes), every completion's status checked.
+//! Its time runs from the first submission of all threads (a barrier) to the last completion.
+
+use crate::perf::{cores_for, Binder, BoundDrive, Finished};
+use hwc_model::{
+    Case, CellKind, EngineDecl, EngineId, Environment, Needs, NvmePattern, NvmeTest, PathId,
+    Placement, Setting, Spec,
+};
+use hwc_runner::{BenchError, Engine, Prepared, Rep};
+use hwc_spdk_sys as sys;
+use std::collections::BTreeMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Barrier, OnceLock};
+use std::time::Instant;
+
+pub const ENGINE: EngineId = EngineId::new("spdk-native");
+
+/// Bytes each drive moves per repetition unless the run says (`--nvme-bytes`).
+pub const DEFAULT_BYTES_PER_DRIVE: u64 = 2 << 30;
+
+/// The engine's declaration.
+pub fn decl() -> EngineDecl {
+    EngineDecl {
+        id: ENGINE,
+        title: "SPDK NVMe driver, our own pollers: one pinned thread and queue pair per drive"
+            .into(),
+        paths: vec![PathId::NvmeRead, PathId::NvmeWrite],
+        cells: vec![CellKind::Sweep],
+        needs: Needs {
+            root: true,
+            vfio: true,
+            writes_devices: true,
+            ..Needs::default()
+        },
+        hardware: true,
+        default_on: true,
+    }
+}
+
+/// DMA-able memory a drive reads into or writes from: host RAM now, a BAR next.
+pub trait TargetMemory {
+    /// What it is, for the figure's label (`host RAM`).
+    fn describe(&self) -> String;
+    /// `bytes` of DMA-able memory on `node` (any node: `None`), 4 KiB-aligned.
+    fn alloc(&mut self, bytes: u64, node: Option<u32>) -> Result<DmaBuf, String>;
+}
+
+/// A DMA buffer; freed on drop.
+pub struct DmaBuf {
+    ptr: *mut c_void,
+    len: u64,
+}
+
+impl Drop for DmaBuf {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from spdk_dma_zmalloc_socket and is freed once, here.
+        unsafe { sys::spdk_dma_free(self.ptr) };
+    }
+}
+
+/// Host RAM from SPDK's hugepage heap, on the drive's node.
+pub struct HostRam;
+
+impl TargetMemory for HostRam {
+    fn describe(&self) -> String {
+        "host RAM (SPDK hugepage memory on the drive's node)".into()
+    }
+    fn alloc(&mut self, bytes: u64, node: Option<u32>) -> Result<DmaBuf, String> {
+        let socket = node.map_or(-1, |n| n as i32);
+        // SAFETY: a plain allocation call; a null result is checked.
+        let ptr = unsafe {
+            sys::spdk_dma_zmalloc_socket(bytes as usize, 4096, std::ptr::null_mut(), socket)
+        };
+        if ptr.is_null() {
+            return Err(format!(
+                "no {} MiB of DMA memory on node {socket} (hugepages)",
+                bytes >> 20
+            ));
+        }
+        Ok(DmaBuf { ptr, len: bytes })
+    }
+}
+
+/// The process's SPDK environment: started once (DPDK cannot start twice in a process).
+static ENV: OnceLock<Result<(), String>> = OnceLock::new();
+
+fn start_env(bdfs: &[String], main_core: u32) -> Result<(), String> {
+    ENV.get_or_init(|| {
+        let bdfs = bdfs.to_vec();
+        // DPDK pins the thread that starts it to its main core: a thread of its own.
+        std::thread::spawn(move || {
+            let name = CString::new("hwceiling").expect("no NUL");
+            let mask = CString::new(format!("[{main_core}]")).expect("no NUL");
+            let mut allowed: Vec<sys::spdk_pci_addr> = Vec::with_capacity(bdfs.len());
+            for b in &bdfs {
+                let c = CString::new(b.as_str()).map_err(|e| e.to_string())?;
+                let mut a = sys::spdk_pci_addr::default();
+                // SAFETY: `a` and `c` are valid for the call.
+                if unsafe { sys::spdk_pci_addr_parse(&mut a, c.as_ptr()) } != 0 {
+                    return Err(format!("{b} is not a PCI address"));
+                }
+                allowed.push(a);
+            }
+            let mut opts = sys::spdk_env_opts {
+                opts_size: std::mem::size_of::<sys::spdk_env_opts>(),
+                ..Default::default()
+            };
+            // SAFETY: opts is a valid, sized spdk_env_opts.
+            unsafe { sys::spdk_env_opts_init(&mut opts) };
+            opts.name = name.as_ptr();
+            opts.core_mask = mask.as_ptr();
+            opts.pci_allowed = allowed.as_mut_ptr();
+            opts.num_pci_addr = allowed.len();
+            // SAFETY: every pointer in opts lives until the call returns (DPDK copies them).
+            let rc = unsafe { sys::spdk_env_init(&opts) };
+            if rc != 0 {
+                return Err(format!(
+                    "spdk_env_init failed ({rc}): DPDK could not start (hugepages, vfio)"
+                ));
+            }
+            Ok(())
+        })
+        .join()
+        .unwrap_or_else(|_| Err("starting SPDK's environment panicked".into()))
+    })
+    .clone()
+}
+
+/// A controller attached, and what the engine knows of its first namespace.
+struct Drive {
+    bound: BoundDrive,
+    ctrlr: *mut sys::spdk_nvme_ctrlr,
+    ns: *mut sys::spdk_nvme_ns,
+    sector_bytes: u64,
+    max_xfer_bytes: u64,
+    size_bytes: u64,
+}
+
+/// The engine.
+pub struct SpdkNative {
+    binder: Box<dyn Binder>,
+    memory: Box<dyn TargetMemory>,
+    node_cpus: BTreeMap<u32, Vec<u32>>,
+    bytes_per_drive: u64,
+    hugepages_bytes_per_node: u64,
+    /// The drives attached, or why they could not be; `None` before the first case.
+    drives: Option<Result<Vec<Drive>, String>>,
+    finished: Option<Result<Finished, String>>,
+}
+
+impl SpdkNative {
+    pub fn new(
+        binder: Box<dyn Binder>,
+        memory: Box<dyn TargetMemory>,
+        node_cpus: BTreeMap<u32, Vec<u32>>,
+        bytes_per_drive: u64,
+    ) -> Self {
+        SpdkNative {
+            binder,
+            memory,
+            node_cpus,
+            bytes_per_drive,
+            hugepages_bytes_per_node: crate::perf::MIN_HUGEPAGES_BYTES_PER_NODE,
+            drives: None,
+            finished: None,
+        }
+    }
+
+    fn attach(&mut self) -> Result<Vec<Drive>, String> {
+        let bound = self.binder.bind(self.hugepages_bytes_per_node)?;
+        let bdfs: Vec<String> = bound.iter().map(|b| b.bdf.clone()).collect();
+        let main = self
+            .node_cpus
+            .values()
+            .flatten()
+            .min()
+            .copied()
+            .unwrap_or(0);
+        start_env(&bdfs, main)?;
+        self.binder
+            .record_files(&format!("spdk_pid{}", std::process::id()))?;
+        let mut drives = Vec::new();
+        for b in bound {
+            let trid_s = CString::new(format!("trtype:PCIe traddr:{}", b.bdf)).expect("no NUL");
+            let mut trid = sys::spdk_nvme_transport_id::default();
+            // SAFETY: valid pointers for the call.
+            if unsafe { sys::spdk_nvme_transport_id_parse(&mut trid, trid_s.as_ptr()) } != 0 {
+                return Err(format!("{}: not a transport id", b.bdf));
+            }
+            // SAFETY: trid is valid; default controller options (null, 0).
+            let ctrlr = unsafe { sys::spdk_nvme_connect(&trid, std::ptr::null(), 0) };
+            if ctrlr.is_null() {
+                detach_all(&mut drives);
+                return Err(format!(
+                    "SPDK could not attach {} (spdk_nvme_connect)",
+                    b.bdf
+                ));
+            }
+            // SAFETY: ctrlr is attached; namespace 1 may be absent (null, checked).
+            let ns = unsafe { sys::spdk_nvme_ctrlr_get_ns(ctrlr, 1) };
+            // SAFETY: as above.
+            if ns.is_null() || !unsafe { sys::spdk_nvme_ns_is_active(ns) } {
+                // SAFETY: ctrlr attached above, detached once.
+                unsafe { sys::spdk_nvme_detach(ctrlr) };
+                detach_all(&mut drives);
+                return Err(format!("{} has no active namespace 1", b.bdf));
+            }
+            // SAFETY: ns is an active namespace of an attached controller.
+            let (sector, max_xfer, size) = unsafe {
+                (
+                    u64::from(sys::spdk_nvme_ns_get_sector_size(ns)),
+                    u64::from(sys::spdk_nvme_ns_get_max_io_xfer_size(ns)),
+                    sys::spdk_nvme_ns_get_size(ns),
+                )
+            };
+            drives.push(Drive {
+                bound: b,
+                ctrlr,
+                ns,
+                sector_bytes: sector,
+                max_xfer_bytes: max_xfer,
+                size_bytes: size,
+            });
+        }
+        Ok(drives)
+    }
+}
+
+fn detach_all(drives: &mut Vec<Drive>) {
+    for d in drives.drain(..) {
+        // SAFETY: each controller was attached once and is detached once.
+        unsafe { sys::spdk_nvme_detach(d.ctrlr) };
+    }
+}
+
+/// A raw pointer handed to a poller thread, which alone uses it while the repetition runs.
+struct Ptr<T>(*mut T);
+// SAFETY: a queue pair (and its buffers) is used by one thread at a time: the poller of its
+// drive, during a repetition; the case's thread otherwise.
+unsafe impl<T> Send for Ptr<T> {}
+
+/// One drive of a prepared case.
+struct Lane {
+    ns: *mut sys::spdk_nvme_ns,
+    qpair: *mut sys::spdk_nvme_qpair,
+    buffers: Vec<DmaBuf>,
+    sector_bytes: u64,
+    span_bytes: u64,
+    cpu: u32,
+    node: Option<u32>,
+    bdf: String,
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // SAFETY: the queue pair was allocated for this case and has nothing in flight.
+        unsafe { sys::spdk_nvme_ctrlr_free_io_qpair(self.qpair) };
+    }
+}
+
+struct NativeCase<'a> {
+    _engine: &'a mut SpdkNative,
+    lanes: Vec<Lane>,
+    write: bool,
+    random: bool,
+    block_bytes: u64,
+    bytes_per_drive: u64,
+    last_latency_us: Option<f64>,
+    memory: String,
+}
+
+/// What a poller's commands report back.
+struct Slot {
+    done: bool,
+    error: u16,
+    submitted: Instant,
+    latency_sum_s: f64,
+    completions: u64,
+}
+
+unsafe extern "C" fn on_complete(arg: *mut c_void, cpl: *const sys::spdk_nvme_cpl) {
+    // SAFETY: arg is the submitting poller's Slot, alive while its command is in flight; cpl is
+    // the completion the driver passes.
+    let (slot, cpl) = unsafe { (&mut *(arg as *mut Slot), &*cpl) };
+    // SAFETY: reading the status as its raw 16 bits.
+    let raw = unsafe { cpl.__bindgen_anon_1.status_raw };
+    // Status code (bits 1–8) and type (bits 9–11): both zero is success.
+    slot.error = (raw >> 1) & 0x7ff;
+    slot.done = true;
+    slot.latency_sum_s += slot.submitted.elapsed().as_secs_f64();
+    slot.completions += 1;
+}
+
+/// One drive's repetition: `bytes` in commands of `block` at the queue depth of its buffers.
+/// Returns (first submission, last completion, summed latency s, commands).
+fn poll_lane(
+    lane: &Lane,
+    write: bool,
+    random: bool,
+    block: u64,
+    bytes: u64,
+    start: &Barrier,
+) -> Result<(Instant, Instant, f64, u64), String> {
+    pin(lane.cpu);
+    let qd = lane.buffers.len();
+    let total = bytes / block;
+    let blocks_in_span = (lane.span_bytes / block).max(1);
+    let mut slots: Vec<Slot> = (0..qd)
+        .map(|_| Slot {
+            done: false,
+            error: 0,
+            submitted: Instant::now(),
+            latency_sum_s: 0.0,
+            completions: 0,
+        })
+        .collect();
+    // From here on the slots are reached only through `base` (the driver's callbacks write
+    // through the same pointers).
+    let base = slots.as_mut_ptr();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(lane.cpu);
+    let mut next = 0u64;
+    let mut in_flight = 0usize;
+    let mut submit = |i: usize, n: u64| -> Result<(), String> {
+        let index = if random {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % blocks_in_span
+        } else {
+            n % blocks_in_span
+        };
+        let lba = index * block / lane.sector_bytes;
+        let count = (block / lane.sector_bytes) as u32;
+        // SAFETY: i < qd, the slots' length; no command of slot i is in flight.
+        let slot = unsafe { base.add(i) };
+        // SAFETY: as above.
+        unsafe {
+            (*slot).done = false;
+            (*slot).submitted = Instant::now();
+        }
+        let buf = lane.buffers[i].ptr;
+        // SAFETY: ns and qpair belong to this lane, used by this thread alone; buf is a DMA
+        // buffer of at least `block` bytes; the slot lives until its completion (the loop drains
+        // every command before the slots are dropped).
+        let rc = unsafe {
+            if write {
+                sys::spdk_nvme_ns_cmd_write(
+                    lane.ns,
+                    lane.qpair,
+                    buf,
+                    lba,
+                    count,
+                    Some(on_complete),
+                    slot as *mut c_void,
+                    0,
+                )
+            } else {
+                sys::spdk_nvme_ns_cmd_read(
+                    lane.ns,
+                    lane.qpair,
+                    buf,
+                    lba,
+                    count,
+                    Some(on_complete),
+                    slot as *mut c_void,
+                    0,
+                )
+            }
+        };
+        if rc != 0 {
+            return Err(format!("{}: submitting a command failed ({rc})", lane.bdf));
+        }
+        Ok(())
+    };
+    start.wait();
+    let t0 = Instant::now();
+    while in_flight < qd && next < total {
+        submit(in_flight, next)?;
+        next += 1;
+        in_flight += 1;
+    }
+    let mut error = None;
+    while in_flight > 0 {
+        // SAFETY: this thread alone polls the lane's queue pair.
+        let rc = unsafe { sys::spdk_nvme_qpair_process_completions(lane.qpair, 0) };
+        if rc < 0 {
+            return Err(format!("{}: the queue pair failed ({rc})", lane.bdf));
+        }
+        for i in 0..qd {
+            // SAFETY: i < qd; the driver writes a slot only inside process_completions.
+            let (done, status) = unsafe { ((*base.add(i)).done, (*base.add(i)).error) };
+            if !done {
+                continue;
+            }
+            // SAFETY: as above.
+            unsafe { (*base.add(i)).done = false };
+            in_flight -= 1;
+            if status != 0 && error.is_none() {
+                error = Some(format!(
+                    "{}: a command completed with status {status:#x}",
+                    lane.bdf
+                ));
+            }
+            if next < total && error.is_none() {
+                submit(i, next)?;
+                next += 1;
+                in_flight += 1;
+            }
+        }
+    }
+    let t1 = Instant::now();
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let latency: f64 = slots.iter().map(|s| s.latency_sum_s).sum();
+    let n: u64 = slots.iter().map(|s| s.completions).sum();
+    Ok((t0, t1, latency, n))
+}
+
+fn pin(cpu: u32) {
+    // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+impl Engine for SpdkNative {
+    fn id(&self) -> EngineId {
+        ENGINE
+    }
+
+    fn expect(&mut self, cases: &[&Case]) {
+        let specs: Vec<&hwc_model::NvmeSpec> = cases.iter().filter_map(|c| c.spec.nvme()).collect();
+        self.hugepages_bytes_per_node = crate::perf::hugepages_per_node(&specs, &|_| None);
+    }
+
+    fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
+        let Spec::Nvme(spec) = &case.spec else {
+            return Err(BenchError::failed(
+                "the spdk-native engine takes NVMe cases",
+            ));
+        };
+        if spec.target {
+            return Err(BenchError::unavailable(
+                "the SPDK driver drives whole NVMe drives, not a --target",
+            ));
+        }
+        let write = case.path == PathId::NvmeWrite;
+        let random = matches!(spec.pattern, NvmePattern::Random);
+        if !matches!(spec.test, NvmeTest::Sweep | NvmeTest::Latency) {
+            return Err(BenchError::unavailable(format!(
+                "spdk-native does not run the {:?} test",
+                spec.test
+            )));
+        }
+        if self.drives.is_none() {
+            let attached = self.attach();
+            self.drives = Some(attached);
+        }
+        let drives = match self.drives.as_ref().expect("just set") {
+            Ok(d) => d,
+            Err(e) => {
+                return Err(BenchError::unavailable(format!(
+                    "the drives could not be handed to SPDK: {e}"
+                )))
+            }
+        };
+        let mut chosen = Vec::new();
+        for key in &spec.drives {
+            let d = drives.iter().find(|d| &d.bound.bdf == key).ok_or_else(|| {
+                BenchError::unavailable(format!(
+                    "{key} is not one of the drives handed to vfio-pci (--spdk-drives)"
+                ))
+            })?;
+            if spec.block_bytes % d.sector_bytes != 0 {
+                return Err(BenchError::unavailable(format!(
+                    "{key}: {} is not a whole number of its {}-byte sectors",
+                    spec.block_bytes, d.sector_bytes
+                )));
+            }
+            if d.max_xfer_bytes > 0 && spec.block_bytes > d.max_xfer_bytes {
+                return Err(BenchError::unavailable(format!(
+                    "{key}: {} KiB commands exceed its largest transfer ({} KiB, MDTS): the driver \
+                     would split them",
+                    spec.block_bytes >> 10,
+                    d.max_xfer_bytes >> 10
+                )));
+            }
+            chosen.push(d);
+        }
+        let nodes: Vec<Option<u32>> = chosen.iter().map(|d| d.bound.numa_node).collect();
+        let cpus = cores_for(&nodes, &self.node_cpus);
+        let qd = spec.queue_depth.max(1);
+        let mut lanes = Vec::new();
+        for (d, cpu) in chosen.iter().zip(cpus) {
+            let mut o = sys::spdk_nvme_io_qpair_opts::default();
+            // SAFETY: o is a valid, sized options struct; ctrlr is attached.
+            unsafe {
+                sys::spdk_nvme_ctrlr_get_default_io_qpair_opts(
+                    d.ctrlr,
+                    &mut o,
+                    std::mem::size_of::<sys::spdk_nvme_io_qpair_opts>(),
+                )
+            };
+            o.io_queue_size = o.io_queue_size.max(qd + 1);
+            o.io_queue_requests = o.io_queue_requests.max(2 * qd);
+            // SAFETY: as above.
+            let qpair = unsafe {
+                sys::spdk_nvme_ctrlr_alloc_io_qpair(
+                    d.ctrlr,
+                    &o,
+                    std::mem::size_of::<sys::spdk_nvme_io_qpair_opts>(),
+                )
+            };
+            if qpair.is_null() {
+                return Err(BenchError::failed(format!(
+                    "{}: no I/O queue pair of depth {qd}",
+                    d.bound.bdf
+                )));
+            }
+            let mut lane = Lane {
+                ns: d.ns,
+                qpair,
+                buffers: Vec::new(),
+                sector_bytes: d.sector_bytes,
+                span_bytes: d.size_bytes - d.size_bytes % spec.block_bytes,
+                cpu,
+                node: d.bound.numa_node,
+                bdf: d.bound.bdf.clone(),
+            };
+            for _ in 0..qd {
+                let b = self
+                    .memory
+                    .alloc(spec.block_bytes, d.bound.numa_node)
+                    .map_err(BenchError::unavailable)?;
+                // A fill no read leaves in place: the check after the cold repetition.
+                // SAFETY: b is `len` writable bytes.
+                unsafe { std::ptr::write_bytes(b.ptr as *mut u8, 0xee, b.len as usize) };
+                lane.buffers.push(b);
+            }
+            lanes.push(lane);
+        }
+        let bytes_per_drive = if spec.test == NvmeTest::Latency {
+            // The probes: enough commands for a steady average, not gigabytes of 4 KiB reads.
+            (20_000 * spec.block_bytes).min(self.bytes_per_drive)
+        } else {
+            self.bytes_per_drive
+        };
+        let bytes_per_drive = (bytes_per_drive / spec.block_bytes).max(1) * spec.block_bytes;
+        let memory = self.memory.describe();
+        Ok(Box::new(NativeCase {
+            _engine: self,
+            lanes,
+            write,
+            random,
+            block_bytes: spec.block_bytes,
+            bytes_per_drive,
+            last_latency_us: None,
+            memory,
+        }))
+    }
+
+    fn finish(&mut self) {
+        if let Some(Ok(drives)) = &mut self.drives {
+            detach_all(drives);
+            self.finished = Some(self.binder.finish());
+        }
+    }
+
+    fn environment(&self) -> Environment {
+        let mut env = Environment::new();
+        match &self.finished {
+            Some(Ok(f)) => {
+                let v: Vec<String> = f.drivers.iter().map(|(b, d)| format!("{b}={d}")).collect();
+                env.insert(
+                    "spdk_native.drivers_at_end".into(),
+                    Setting::about(v.join(","), f.how.clone()),
+                );
+            }
+            Some(Err(e)) => {
+                env.insert(
+                    "spdk_native.drivers_at_end".into(),
+                    Setting::about("unknown", format!("putting the drives back failed: {e}")),
+                );
+            }
+            None => {}
+        }
+        env
+    }
+}
+
+impl Prepared for NativeCase<'_> {
+    fn bytes_per_rep(&self) -> u64 {
+        self.bytes_per_drive * self.lanes.len() as u64
+    }
+
+    fn run_once(&mut self) -> Result<Rep, BenchError> {
+        let start = Barrier::new(self.lanes.len());
+        let (write, random, block, bytes) = (
+            self.write,
+            self.random,
+            self.block_bytes,
+            self.bytes_per_drive,
+        );
+        let results: Vec<Result<(Instant, Instant, f64, u64), String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .lanes
+                .iter()
+                .map(|lane| {
+                    let lane = Ptr(lane as *const Lane as *mut Lane);
+                    let start = &start;
+                    s.spawn(move || {
+                        let lane = lane;
+                        // SAFETY: the lane outlives the scope and this thread alone uses it.
+                        let lane = unsafe { &*lane.0 };
+                        poll_lane(lane, write, random, block, bytes, start)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a poller panicked".into())))
+                .collect()
+        });
+        let mut first: Option<Instant> = None;
+        let mut last: Option<Instant> = None;
+        let (mut lat, mut n) = (0.0, 0u64);
+        for r in results {
+            let (t0, t1, l, c) = r.map_err(BenchError::failed)?;
+            first = Some(first.map_or(t0, |f| f.min(t0)));
+            last = Some(last.map_or(t1, |f| f.max(t1)));
+            lat += l;
+            n += c;
+        }
+        let (Some(a), Some(b)) = (first, last) else {
+            return Err(BenchError::failed("no drive ran"));
+        };
+        self.last_latency_us = (n > 0).then(|| lat / n as f64 * 1e6);
+        Ok(Rep {
+            seconds: (b - a).as_secs_f64(),
+            wall_seconds: None,
+        })
+    }
+
+    fn verify(&mut self) -> Result<(), BenchError> {
+        // Every command's status was checked as it completed; a read must also have replaced
+        // each buffer's 0xee fill (DMA that never landed would leave it).
+        if self.write {
+            return Ok(());
+        }
+        for lane in &self.lanes {
+            for b in &lane.buffers {
+                // SAFETY: b is `len` readable bytes, no command in flight.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(b.ptr as *const u8, b.len as usize) };
+                if bytes.iter().all(|&x| x == 0xee) {
+                    return Err(BenchError::failed(format!(
+                        "{}: a buffer still holds its fill after the reads: the data never arrived",
+                        lane.bdf
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn placement(&self) -> Option<Placement> {
+        Some(Placement {
+            cpus: Some(
+                self.lanes
+                    .iter()
+                    .map(|l| l.cpu.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+            verified: false,
+            detail: self
+                .lanes
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} (node {}) polled from CPU {}",
+                        l.bdf,
+                        l.node.map_or("?".into(), |n| n.to_string()),
+                        l.cpu
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        })
+    }
+
+    fn last_latency_us(&self) -> Option<f64> {
+        self.last_latency_us
+    }
+
+    fn notes(&self) -> Vec<String> {
+        vec![format!(
+            "SPDK NVMe driver, one pinned poller and queue pair per drive, QD {} of {} KiB \
+             commands into {}; {} MiB per drive per repetition",
+            self.lanes.first().map_or(0, |l| l.buffers.len()),
+            self.block_bytes >> 10,
+            self.memory,
+            self.bytes_per_drive >> 20
+        )]
+    }
+}
