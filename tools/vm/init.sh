@@ -141,7 +141,7 @@ if grep -q hwc_mode=spdk /proc/cmdline; then
   hwceiling profile --paths nvme_read,nvme_write -o /out/spdk --spdk-dir /opt/spdk \
     --spdk-drives HWCN0A,HWCN1A --allow-destructive-writes --write-drives HWCN1A \
     --nvme-sizes "$(sed -n 's/.*hwc_sizes=\([^ ]*\).*/\1/p' /proc/cmdline)" --queue-depths 16 \
-    --nvme-bytes 64MiB >spdk.txt 2>&1
+    --nvme-bytes "$(sed -n 's/.*hwc_bytes=\([^ ]*\).*/\1/p' /proc/cmdline)" >spdk.txt 2>&1
   echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>spdk.txt
   sleep 2
   state >spdk-after.txt

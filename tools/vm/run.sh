@@ -15,8 +15,8 @@
 # and the VM runs tools/nvme-reference/compare-vm.sh's comparison instead of the test.
 # With HWC_VM_MODE=spdk and HWC_SPDK_DIR (an SPDK build: ../shared/tools/spdk/build.sh), its
 # spdk_nvme_perf and libraries go into the initramfs (under /opt/spdk) and the VM profiles the
-# blank drives with the kernel engine and spdk-perf side by side (HWC_SPDK_SIZES: the block
-# sizes, default 128KiB); the guest gets 2 GiB for hugepages.
+# blank drives with every engine built side by side (HWC_SPDK_SIZES: the block sizes, default
+# 128KiB; HWC_SPDK_BYTES: --nvme-bytes, default 1GiB); the guest gets 2 GiB for hugepages.
 # HWC_VM_IOMMU=1|0: the emulated IOMMU and `intel_iommu=on` (default 1; 0 in compare mode, whose
 # recorded numbers were measured without it).
 # Exit: 0 the VM ran to the end; 3 the Debian packages could not be fetched; 1 anything else.
@@ -122,7 +122,7 @@ node_mib=512
 cpu=()
 if [[ "$mode" == spdk ]]; then
   node_mib=1024
-  cmdline+=" hwc_sizes=${HWC_SPDK_SIZES:-128KiB}"
+  cmdline+=" hwc_sizes=${HWC_SPDK_SIZES:-128KiB} hwc_bytes=${HWC_SPDK_BYTES:-1GiB}"
   # The instructions an SPDK built with -march=native uses.
   cpu=(-cpu max)
 fi

@@ -277,32 +277,132 @@ struct NativeCase<'a> {
     bytes_per_drive: u64,
     last_latency_us: Option<f64>,
     memory: String,
+    /// Every poller of the last repetition ran on its CPU.
+    pinned: bool,
+    node_cpus: BTreeMap<u32, Vec<u32>>,
 }
 
-/// What a poller's commands report back.
-struct Slot {
-    done: bool,
-    error: u16,
-    submitted: Instant,
-    latency_sum_s: f64,
+/// One drive's repetition as it runs: what its commands' completions read and change. Reached
+/// only through raw pointers while the repetition runs (the driver's callbacks write to it from
+/// inside `spdk_nvme_qpair_process_completions`, on the poller's own thread).
+struct LaneState {
+    ns: *mut sys::spdk_nvme_ns,
+    qpair: *mut sys::spdk_nvme_qpair,
+    write: bool,
+    random: bool,
+    block: u64,
+    sector_bytes: u64,
+    blocks_in_span: u64,
+    /// Commands to issue in all, and issued so far.
+    total: u64,
+    next: u64,
+    in_flight: usize,
+    rng: u64,
+    /// The first failure (a command's status, a submission refused).
+    error: Option<String>,
+    latency_ticks: u64,
     completions: u64,
 }
 
+/// One command slot: its buffer, and when its command went.
+struct Slot {
+    state: *mut LaneState,
+    buffer: *mut c_void,
+    submitted_tick: u64,
+}
+
+/// Issue the next command of `slot`'s lane into its buffer.
+///
+/// # Safety
+/// `slot` and its state are valid and used by this thread alone; the slot has nothing in flight.
+unsafe fn submit(slot: *mut Slot) {
+    // SAFETY: as the caller guarantees.
+    let (sl, st) = unsafe { (&mut *slot, &mut *(*slot).state) };
+    let index = if st.random {
+        st.rng ^= st.rng << 13;
+        st.rng ^= st.rng >> 7;
+        st.rng ^= st.rng << 17;
+        st.rng % st.blocks_in_span
+    } else {
+        st.next % st.blocks_in_span
+    };
+    let lba = index * st.block / st.sector_bytes;
+    let count = (st.block / st.sector_bytes) as u32;
+    st.next += 1;
+    st.in_flight += 1;
+    // SAFETY: spdk_get_ticks reads the TSC.
+    sl.submitted_tick = unsafe { sys::spdk_get_ticks() };
+    let arg = slot as *mut c_void;
+    // SAFETY: ns and qpair are the lane's, used by this thread alone; the buffer holds a block;
+    // the slot lives until its completion (the poller drains every command).
+    let rc = unsafe {
+        if st.write {
+            sys::spdk_nvme_ns_cmd_write(
+                st.ns,
+                st.qpair,
+                sl.buffer,
+                lba,
+                count,
+                Some(on_complete),
+                arg,
+                0,
+            )
+        } else {
+            sys::spdk_nvme_ns_cmd_read(
+                st.ns,
+                st.qpair,
+                sl.buffer,
+                lba,
+                count,
+                Some(on_complete),
+                arg,
+                0,
+            )
+        }
+    };
+    if rc != 0 {
+        st.in_flight -= 1;
+        st.error
+            .get_or_insert(format!("submitting a command failed ({rc})"));
+    }
+}
+
+/// A command completed: count it, check its status, and issue the slot's next (as perf does:
+/// from inside the completion, so one doorbell write covers every command issued in one poll).
 unsafe extern "C" fn on_complete(arg: *mut c_void, cpl: *const sys::spdk_nvme_cpl) {
-    // SAFETY: arg is the submitting poller's Slot, alive while its command is in flight; cpl is
-    // the completion the driver passes.
-    let (slot, cpl) = unsafe { (&mut *(arg as *mut Slot), &*cpl) };
-    // SAFETY: reading the status as its raw 16 bits.
+    let slot = arg as *mut Slot;
+    // SAFETY: arg is a slot of the polling thread's lane, alive while its command is in flight;
+    // cpl is the completion the driver passes.
+    let (sl, st, cpl) = unsafe { (&mut *slot, &mut *(*slot).state, &*cpl) };
+    // SAFETY: spdk_get_ticks reads the TSC.
+    st.latency_ticks += unsafe { sys::spdk_get_ticks() } - sl.submitted_tick;
+    st.completions += 1;
+    st.in_flight -= 1;
+    // SAFETY: the status read as its raw 16 bits.
     let raw = unsafe { cpl.__bindgen_anon_1.status_raw };
     // Status code (bits 1–8) and type (bits 9–11): both zero is success.
-    slot.error = (raw >> 1) & 0x7ff;
-    slot.done = true;
-    slot.latency_sum_s += slot.submitted.elapsed().as_secs_f64();
-    slot.completions += 1;
+    let status = (raw >> 1) & 0x7ff;
+    if status != 0 {
+        st.error
+            .get_or_insert(format!("a command completed with status {status:#x}"));
+    }
+    if st.next < st.total && st.error.is_none() {
+        // SAFETY: the slot's command has completed; same thread, same lane.
+        unsafe { submit(slot) };
+    }
+}
+
+/// What one drive's repetition did.
+struct LaneRun {
+    first_submit: Instant,
+    last_completion: Instant,
+    latency_sum_s: f64,
+    commands: u64,
+    /// The poller ran on its CPU.
+    pinned: bool,
 }
 
 /// One drive's repetition: `bytes` in commands of `block` at the queue depth of its buffers.
-/// Returns (first submission, last completion, summed latency s, commands).
 fn poll_lane(
     lane: &Lane,
     write: bool,
@@ -310,129 +410,83 @@ fn poll_lane(
     block: u64,
     bytes: u64,
     start: &Barrier,
-) -> Result<(Instant, Instant, f64, u64), String> {
-    pin(lane.cpu);
-    let qd = lane.buffers.len();
-    let total = bytes / block;
-    let blocks_in_span = (lane.span_bytes / block).max(1);
-    let mut slots: Vec<Slot> = (0..qd)
-        .map(|_| Slot {
-            done: false,
-            error: 0,
-            submitted: Instant::now(),
-            latency_sum_s: 0.0,
-            completions: 0,
+) -> Result<LaneRun, String> {
+    let pinned = pin(lane.cpu);
+    let mut state = LaneState {
+        ns: lane.ns,
+        qpair: lane.qpair,
+        write,
+        random,
+        block,
+        sector_bytes: lane.sector_bytes,
+        blocks_in_span: (lane.span_bytes / block).max(1),
+        total: bytes / block,
+        next: 0,
+        in_flight: 0,
+        rng: 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(lane.cpu),
+        error: None,
+        latency_ticks: 0,
+        completions: 0,
+    };
+    let st: *mut LaneState = &mut state;
+    let mut slots: Vec<Slot> = lane
+        .buffers
+        .iter()
+        .map(|b| Slot {
+            state: st,
+            buffer: b.ptr,
+            submitted_tick: 0,
         })
         .collect();
-    // From here on the slots are reached only through `base` (the driver's callbacks write
-    // through the same pointers).
     let base = slots.as_mut_ptr();
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(lane.cpu);
-    let mut next = 0u64;
-    let mut in_flight = 0usize;
-    let mut submit = |i: usize, n: u64| -> Result<(), String> {
-        let index = if random {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % blocks_in_span
-        } else {
-            n % blocks_in_span
-        };
-        let lba = index * block / lane.sector_bytes;
-        let count = (block / lane.sector_bytes) as u32;
-        // SAFETY: i < qd, the slots' length; no command of slot i is in flight.
-        let slot = unsafe { base.add(i) };
-        // SAFETY: as above.
-        unsafe {
-            (*slot).done = false;
-            (*slot).submitted = Instant::now();
-        }
-        let buf = lane.buffers[i].ptr;
-        // SAFETY: ns and qpair belong to this lane, used by this thread alone; buf is a DMA
-        // buffer of at least `block` bytes; the slot lives until its completion (the loop drains
-        // every command before the slots are dropped).
-        let rc = unsafe {
-            if write {
-                sys::spdk_nvme_ns_cmd_write(
-                    lane.ns,
-                    lane.qpair,
-                    buf,
-                    lba,
-                    count,
-                    Some(on_complete),
-                    slot as *mut c_void,
-                    0,
-                )
-            } else {
-                sys::spdk_nvme_ns_cmd_read(
-                    lane.ns,
-                    lane.qpair,
-                    buf,
-                    lba,
-                    count,
-                    Some(on_complete),
-                    slot as *mut c_void,
-                    0,
-                )
-            }
-        };
-        if rc != 0 {
-            return Err(format!("{}: submitting a command failed ({rc})", lane.bdf));
-        }
-        Ok(())
-    };
     start.wait();
     let t0 = Instant::now();
-    while in_flight < qd && next < total {
-        submit(in_flight, next)?;
-        next += 1;
-        in_flight += 1;
+    for i in 0..slots.len() {
+        // SAFETY: st and the slots are this thread's; no command is in flight yet.
+        unsafe {
+            if (*st).next < (*st).total && (*st).error.is_none() {
+                submit(base.add(i));
+            }
+        }
     }
-    let mut error = None;
-    while in_flight > 0 {
+    // SAFETY: the driver's callbacks write the state only inside process_completions, on
+    // this thread; between calls it is read through the same pointer.
+    loop {
+        // SAFETY: as above; the state escaped to the driver, so each read is a fresh one.
+        if unsafe { (*st).in_flight } == 0 {
+            break;
+        }
         // SAFETY: this thread alone polls the lane's queue pair.
         let rc = unsafe { sys::spdk_nvme_qpair_process_completions(lane.qpair, 0) };
         if rc < 0 {
             return Err(format!("{}: the queue pair failed ({rc})", lane.bdf));
         }
-        for i in 0..qd {
-            // SAFETY: i < qd; the driver writes a slot only inside process_completions.
-            let (done, status) = unsafe { ((*base.add(i)).done, (*base.add(i)).error) };
-            if !done {
-                continue;
-            }
-            // SAFETY: as above.
-            unsafe { (*base.add(i)).done = false };
-            in_flight -= 1;
-            if status != 0 && error.is_none() {
-                error = Some(format!(
-                    "{}: a command completed with status {status:#x}",
-                    lane.bdf
-                ));
-            }
-            if next < total && error.is_none() {
-                submit(i, next)?;
-                next += 1;
-                in_flight += 1;
-            }
-        }
     }
     let t1 = Instant::now();
-    if let Some(e) = error {
-        return Err(e);
+    drop(slots);
+    if let Some(e) = state.error {
+        return Err(format!("{}: {e}", lane.bdf));
     }
-    let latency: f64 = slots.iter().map(|s| s.latency_sum_s).sum();
-    let n: u64 = slots.iter().map(|s| s.completions).sum();
-    Ok((t0, t1, latency, n))
+    // SAFETY: spdk_get_ticks_hz has no preconditions.
+    let hz = unsafe { sys::spdk_get_ticks_hz() }.max(1) as f64;
+    Ok(LaneRun {
+        first_submit: t0,
+        last_completion: t1,
+        latency_sum_s: state.latency_ticks as f64 / hz,
+        commands: state.completions,
+        pinned,
+    })
 }
 
-fn pin(cpu: u32) {
-    // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread.
+/// Pin this thread to `cpu`; whether it then runs there.
+fn pin(cpu: u32) -> bool {
+    // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread; sched_getcpu has no
+    // preconditions.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu as usize, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+            && libc::sched_getcpu() == cpu as i32
     }
 }
 
@@ -514,8 +568,11 @@ impl Engine for SpdkNative {
                     std::mem::size_of::<sys::spdk_nvme_io_qpair_opts>(),
                 )
             };
-            o.io_queue_size = o.io_queue_size.max(qd + 1);
+            // As perf: the deepest queue the controller allows (the driver clamps to its MQES),
+            // and one doorbell write per poll for the commands issued in it.
+            o.io_queue_size = u32::from(u16::MAX);
             o.io_queue_requests = o.io_queue_requests.max(2 * qd);
+            o.__bindgen_anon_1.delay_cmd_submit = true;
             // SAFETY: as above.
             let qpair = unsafe {
                 sys::spdk_nvme_ctrlr_alloc_io_qpair(
@@ -560,7 +617,10 @@ impl Engine for SpdkNative {
         };
         let bytes_per_drive = (bytes_per_drive / spec.block_bytes).max(1) * spec.block_bytes;
         let memory = self.memory.describe();
+        let node_cpus = self.node_cpus.clone();
         Ok(Box::new(NativeCase {
+            pinned: false,
+            node_cpus,
             _engine: self,
             lanes,
             write,
@@ -614,7 +674,7 @@ impl Prepared for NativeCase<'_> {
             self.block_bytes,
             self.bytes_per_drive,
         );
-        let results: Vec<Result<(Instant, Instant, f64, u64), String>> = std::thread::scope(|s| {
+        let results: Vec<Result<LaneRun, String>> = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .lanes
                 .iter()
@@ -637,13 +697,16 @@ impl Prepared for NativeCase<'_> {
         let mut first: Option<Instant> = None;
         let mut last: Option<Instant> = None;
         let (mut lat, mut n) = (0.0, 0u64);
+        let mut pinned = true;
         for r in results {
-            let (t0, t1, l, c) = r.map_err(BenchError::failed)?;
-            first = Some(first.map_or(t0, |f| f.min(t0)));
-            last = Some(last.map_or(t1, |f| f.max(t1)));
-            lat += l;
-            n += c;
+            let r = r.map_err(BenchError::failed)?;
+            first = Some(first.map_or(r.first_submit, |f| f.min(r.first_submit)));
+            last = Some(last.map_or(r.last_completion, |f| f.max(r.last_completion)));
+            lat += r.latency_sum_s;
+            n += r.commands;
+            pinned &= r.pinned;
         }
+        self.pinned = pinned;
         let (Some(a), Some(b)) = (first, last) else {
             return Err(BenchError::failed("no drive ran"));
         };
@@ -685,16 +748,22 @@ impl Prepared for NativeCase<'_> {
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-            verified: false,
+            // Each poller ran on its CPU, and that CPU is on its drive's node.
+            verified: self.pinned
+                && self.lanes.iter().all(|l| {
+                    l.node
+                        .is_none_or(|n| self.node_cpus.get(&n).is_some_and(|c| c.contains(&l.cpu)))
+                }),
             detail: self
                 .lanes
                 .iter()
                 .map(|l| {
                     format!(
-                        "{} (node {}) polled from CPU {}",
+                        "{} (node {}) polled from CPU {}{}",
                         l.bdf,
                         l.node.map_or("?".into(), |n| n.to_string()),
-                        l.cpu
+                        l.cpu,
+                        if self.pinned { "" } else { " (not pinned)" }
                     )
                 })
                 .collect::<Vec<_>>()

@@ -184,14 +184,24 @@ impl System for Live {
         let t = std::ffi::CString::new(target.to_string_lossy().as_bytes())
             .map_err(io::Error::other)?;
         // SAFETY: a valid NUL-terminated path that outlives the call.
-        if unsafe { libc::umount(t.as_ptr()) } != 0 {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::new(
-                e.kind(),
-                format!("unmounting {}: {e}", target.display()),
-            ));
+        if unsafe { libc::umount(t.as_ptr()) } == 0 {
+            return Ok(());
         }
-        Ok(())
+        let mut e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            // Still mapped, by this process's SPDK environment (DPDK keeps its hugepages until
+            // the process exits) or by a job that outlived it: detached from the file system
+            // now, freed when the last mapping goes.
+            // SAFETY: as above.
+            if unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) } == 0 {
+                return Ok(());
+            }
+            e = io::Error::last_os_error();
+        }
+        Err(io::Error::new(
+            e.kind(),
+            format!("unmounting {}: {e}", target.display()),
+        ))
     }
 }
 
