@@ -568,9 +568,17 @@ impl Engine for SpdkNative {
                     std::mem::size_of::<sys::spdk_nvme_io_qpair_opts>(),
                 )
             };
-            // As perf: the deepest queue the controller allows (the driver clamps to its MQES),
-            // and one doorbell write per poll for the commands issued in it.
-            o.io_queue_size = u32::from(u16::MAX);
+            // As perf: the deepest queue the controller allows (CAP.MQES is 0-based), and one
+            // doorbell write per poll for the commands issued in it.
+            // SAFETY: ctrlr is attached; the register is read as its raw 64 bits.
+            let mqes = unsafe { sys::spdk_nvme_ctrlr_get_regs_cap(d.ctrlr).raw } & 0xffff;
+            o.io_queue_size = (mqes as u32 + 1).max(2);
+            if o.io_queue_size <= qd {
+                return Err(BenchError::unavailable(format!(
+                    "{}: queue depth {qd} does not fit its {}-entry queues",
+                    d.bound.bdf, o.io_queue_size
+                )));
+            }
             o.io_queue_requests = o.io_queue_requests.max(2 * qd);
             o.__bindgen_anon_1.delay_cmd_submit = true;
             // SAFETY: as above.
