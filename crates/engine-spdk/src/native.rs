@@ -11,7 +11,7 @@
 //! namespace's end; random 4 KiB reads for the latency probes), every completion's status checked.
 //! Its time runs from the first submission of all threads (a barrier) to the last completion.
 
-use crate::perf::{cores_for, Binder, BoundDrive, Finished};
+use crate::perf::{cores_for, Binder, BoundDrive, Finished, NOT_BOUND};
 use hwc_model::{
     Case, CellKind, EngineDecl, EngineId, Environment, Needs, NvmePattern, NvmeTest, PathId,
     Placement, Setting, Spec,
@@ -641,9 +641,19 @@ impl Engine for SpdkNative {
     }
 
     fn finish(&mut self) {
-        if let Some(Ok(drives)) = &mut self.drives {
-            detach_all(drives);
-            self.finished = Some(self.binder.finish());
+        match &mut self.drives {
+            Some(Ok(drives)) => detach_all(drives),
+            // Never started, or the binding failed and put itself back.
+            None => return,
+            // Bound, then SPDK could not start or attach: the drives go back all the same.
+            Some(Err(_)) => {}
+        }
+        if self.finished.is_none() {
+            let f = self.binder.finish();
+            // A bind that failed has nothing to put back: nothing to say.
+            if !matches!(&f, Err(e) if e == NOT_BOUND) {
+                self.finished = Some(f);
+            }
         }
     }
 

@@ -120,9 +120,13 @@ pub trait Binder {
     /// Journal the hugepage files a perf process (DPDK file prefix `prefix`) may leave should
     /// it be killed.
     fn record_files(&mut self, prefix: &str) -> Result<(), String>;
-    /// Put everything back (or leave the drives bound, as asked).
+    /// Put everything back (or leave the drives bound, as asked); [`NOT_BOUND`] when nothing
+    /// is bound.
     fn finish(&mut self) -> Result<Finished, String>;
 }
+
+/// [`Binder::finish`]'s error when nothing is bound.
+pub const NOT_BOUND: &str = "no drives are bound";
 
 /// What finishing left: each drive's BDF and the driver it ends on, and what was done, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]

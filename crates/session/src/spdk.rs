@@ -62,7 +62,10 @@ impl Binder for JournalBinder {
     }
 
     fn record_files(&mut self, prefix: &str) -> Result<(), String> {
-        let b = self.bound.as_ref().ok_or("no drives are bound")?;
+        let b = self
+            .bound
+            .as_ref()
+            .ok_or(hwc_engine_spdk::perf::NOT_BOUND)?;
         let mounts = Live::default()
             .hugetlbfs_mounts()
             .map_err(|e| format!("reading the hugetlbfs mounts: {e}"))?;
@@ -78,7 +81,7 @@ impl Binder for JournalBinder {
     }
 
     fn finish(&mut self) -> Result<Finished, String> {
-        let b = self.bound.take().ok_or("no drives are bound")?;
+        let b = self.bound.take().ok_or(hwc_engine_spdk::perf::NOT_BOUND)?;
         let bdfs: Vec<String> = b.drives.iter().map(|(c, _)| c.bdf.clone()).collect();
         let how = if self.leave_bound {
             b.journal.leave();
