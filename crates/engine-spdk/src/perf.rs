@@ -20,7 +20,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 pub const ENGINE: EngineId = EngineId::new("spdk-perf");
@@ -255,6 +255,23 @@ pub fn check(out: &PerfOutput, drives: &[(String, u32)]) -> Result<(), String> {
     Ok(())
 }
 
+/// The perf process in flight (0: none), for [`stop_running_perf`].
+static RUNNING: AtomicI32 = AtomicI32::new(0);
+
+/// Stop the perf process in flight, if any, and wait for it to end, so that its hold on the
+/// drives goes with it: for the path that puts the drives back at once (a second signal), which
+/// could not unbind a device perf still holds.
+pub fn stop_running_perf() {
+    let pid = RUNNING.swap(0, Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill and waitpid on our own child's pid (a null status pointer is allowed).
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+    }
+}
+
 /// The engine.
 pub struct SpdkPerf {
     perf: PathBuf,
@@ -464,6 +481,7 @@ impl PerfCase<'_> {
         let mut child = cmd
             .spawn()
             .map_err(|e| BenchError::unavailable(format!("{}: {e}", self.engine.perf.display())))?;
+        RUNNING.store(child.id() as i32, Ordering::SeqCst);
         // DPDK names the hugepage files of a process without a shared-memory id by its pid.
         let prefix = format!("spdk_pid{}", child.id());
         if let Err(e) = self.engine.binder.record_files(&prefix) {
@@ -484,7 +502,10 @@ impl PerfCase<'_> {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
                 Ok(None) => {}
-                Err(e) => return Err(BenchError::failed(format!("waiting for perf: {e}"))),
+                Err(e) => {
+                    RUNNING.store(0, Ordering::SeqCst);
+                    return Err(BenchError::failed(format!("waiting for perf: {e}")));
+                }
             }
             if stopped.is_none() && self.engine.cancel.load(Ordering::SeqCst) {
                 stopped = Some("interrupted");
@@ -497,6 +518,7 @@ impl PerfCase<'_> {
             }
             std::thread::sleep(Duration::from_millis(20));
         };
+        RUNNING.store(0, Ordering::SeqCst);
         let [stdout, stderr] = readers.map(|r| r.and_then(|h| h.join().ok()).unwrap_or_default());
         // DPDK leaves its runtime folder behind.
         let _ = std::fs::remove_dir_all(Path::new("/var/run/dpdk").join(&prefix));

@@ -38,6 +38,8 @@ fn restore_and_exit(read_fd: libc::c_int) {
             return;
         }
     }
+    // An SPDK perf process still holding the drives would keep them from leaving vfio-pci.
+    hwc_engine_spdk::perf::stop_running_perf();
     crate::report_restore(hwc_safety::journal::restore_owned());
     // SAFETY: ends the process without running other threads' code; what is left to flush
     // is the running record, saved after every case.

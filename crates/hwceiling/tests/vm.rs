@@ -754,18 +754,26 @@ fn spdk_engine_binds_for_its_cases_only(res: &Path) {
         "{end:?}"
     );
 
-    let t = read(res, "spdk-term.txt");
-    let line = |prefix: &str| {
-        t.lines()
-            .find_map(|l| l.strip_prefix(prefix))
-            .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{t}"))
-            .trim()
-            .to_string()
-    };
+    // One signal (the run stops and puts back), and two (perf is stopped, everything put back
+    // at once).
+    for case in ["spdk-term.txt", "spdk-term2.txt"] {
+        let t = read(res, case);
+        let line = |prefix: &str| {
+            t.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{t}"))
+                .trim()
+                .to_string()
+        };
+        assert!(
+            line("at-signal ").starts_with("drivers vfio-pci nvme journal left"),
+            "{case}: signalled while perf ran:\n{t}"
+        );
+        assert_eq!(line("after "), before, "{case}: all put back:\n{t}");
+        assert!(t.contains("rc=130"), "{case}: {t}");
+    }
     assert!(
-        line("at-signal ").starts_with("drivers vfio-pci nvme journal left"),
-        "signalled while perf ran:\n{t}"
+        read(res, "spdk-term2.txt").contains("restored: 0000:11:00.0 is back on nvme"),
+        "the second signal restored at once"
     );
-    assert_eq!(line("after "), before, "all put back:\n{t}");
-    assert!(t.contains("rc=130"), "{t}");
 }
