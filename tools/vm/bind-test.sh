@@ -117,30 +117,23 @@ hwceiling profile --paths nvme_read -o /out/spdkfake --spdk-dir /opt/fakespdk \
   >spdk-fake.txt 2>&1
 echo "rc=$?" >>spdk-fake.txt
 echo "after $(state)" >>spdk-fake.txt
-HWC_FAKE_PERF_SLEEP=30 hwceiling profile --paths nvme_read -o /out/spdkterm \
-  --spdk-dir /opt/fakespdk --spdk-drives HWCN0A --nvme-sizes 128KiB --queue-depths 16 \
-  --nvme-bytes 8MiB >spdk-term.out 2>&1 &
-pid=$!
-i=0
-until [ -e /tmp/fake-perf-running ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
-at="$(state)"
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-{ echo "rc=$rc"; echo "at-signal $at"; echo "after $(state)"; cat spdk-term.out; } >spdk-term.txt
-# Two signals while "perf" runs: perf is stopped, everything put back at once.
-rm -f /tmp/fake-perf-running
-HWC_FAKE_PERF_SLEEP=30 hwceiling profile --paths nvme_read -o /out/spdkterm2 \
-  --spdk-dir /opt/fakespdk --spdk-drives HWCN0A --nvme-sizes 128KiB --queue-depths 16 \
-  --nvme-bytes 8MiB >spdk-term2.out 2>&1 &
-pid=$!
-i=0
-until [ -e /tmp/fake-perf-running ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
-at="$(state)"
-kill -TERM "$pid"
-sleep 0.2
-kill -TERM "$pid"
-wait "$pid"
-rc=$?
-{ echo "rc=$rc"; echo "at-signal $at"; echo "after $(state)"; cat spdk-term2.out; } >spdk-term2.txt
+# A profile of HWCN0A whose "perf" sleeps; once it runs, SIGTERM (twice with `twice`).
+spdk_signal() { # name [twice]
+  rm -f /tmp/fake-perf-running
+  HWC_FAKE_PERF_SLEEP=30 hwceiling profile --paths nvme_read -o "/out/$1" \
+    --spdk-dir /opt/fakespdk --spdk-drives HWCN0A --nvme-sizes 128KiB --queue-depths 16 \
+    --nvme-bytes 8MiB >"$1.out" 2>&1 &
+  pid=$!
+  i=0
+  until [ -e /tmp/fake-perf-running ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i + 1)); done
+  at="$(state)"
+  kill -TERM "$pid"
+  [ -n "$2" ] && { sleep 0.2; kill -TERM "$pid"; }
+  wait "$pid"
+  rc=$?
+  { echo "rc=$rc"; echo "at-signal $at"; echo "after $(state)"; cat "$1.out"; } >"$1.txt"
+}
+spdk_signal spdk-term
+# Two signals: perf is stopped, everything put back at once.
+spdk_signal spdk-term2 twice
 sums >bind-sums-after.txt

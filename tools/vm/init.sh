@@ -74,6 +74,17 @@ dev_of() {
     [ "$s" = "$1" ] && basename "$c"
   done
 }
+# Send the files /out holds that `find` matches ($@: its tests) to the host over the serial
+# console, base64 between markers, then power off.
+send_and_power_off() {
+  for f in $(find /out -type f \( "$@" \) | sort); do
+    echo "===HWC-BEGIN ${f#/out/}==="
+    base64 "$f"
+    echo "===HWC-END==="
+  done
+  echo "===HWC-DONE==="
+  poweroff -f
+}
 if grep -q hwc_mode=compare /proc/cmdline; then
   # tools/nvme-reference/compare-vm.sh: hwceiling against fio on one blank drive, interleaved.
   ctrl="$(dev_of HWCN0A)"
@@ -145,13 +156,7 @@ if grep -q hwc_mode=spdk /proc/cmdline; then
   echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>spdk.txt
   sleep 2
   state >spdk-after.txt
-  for f in $(find /out -type f \( -name '*.txt' -o -name '*.yaml' -o -name '*.md' \) | sort); do
-    echo "===HWC-BEGIN ${f#/out/}==="
-    base64 "$f"
-    echo "===HWC-END==="
-  done
-  echo "===HWC-DONE==="
-  poweroff -f
+  send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md'
 fi
 
 FS="$(dev_of HWCFS)"
@@ -249,10 +254,4 @@ su hwc -c 'hwceiling profile --paths nvme_read -o /out/nonroot --drives HWCN0A \
   --nvme-long-tests read-cache,power-states --nvme-idle-max-s 0.01' >nonroot.txt 2>&1
 echo "rc=$?" >>nonroot.txt
 
-for f in $(find /out -type f \( -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*detect.*' \) | sort); do
-  echo "===HWC-BEGIN ${f#/out/}==="
-  base64 "$f"
-  echo "===HWC-END==="
-done
-echo "===HWC-DONE==="
-poweroff -f
+send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*detect.*'

@@ -70,7 +70,7 @@ pub fn copies_per_rep(
 /// 1.3 ms, so a case's 12 repetitions (16 ms) sample one spell: over 16 cases in one process
 /// their medians read 22.41–26.96 GB/s (standard deviation 1.20), while repetitions of 16
 /// batches (about 20 ms of copying each) read 26.16–27.00 (0.23) in the same cases
-/// (tools/gpu-reference/README.md, session 10). 512 KiB H2D and 128 KiB D2H medians repeated
+/// (tools/gpu-reference/README.md). 512 KiB H2D and 128 KiB D2H medians repeated
 /// as well either way (standard deviations 0.09–0.14 and 0.05), and D2H, which writes host
 /// memory, ran flat (29.3–30.9 over 300 batches), so D2H copies are not batched.
 pub fn batches_per_rep(batch_seconds: f64, target_seconds: f64, max_batches: u32) -> u32 {

@@ -14,7 +14,7 @@
 use crate::perf::{cores_for, Binder, BoundDrive, Finished, NOT_BOUND};
 use hwc_model::{
     Case, CellKind, EngineDecl, EngineId, Environment, Needs, NvmePattern, NvmeTest, PathId,
-    Placement, Setting, Spec,
+    Placement, Spec,
 };
 use hwc_runner::{BenchError, Engine, Prepared, Rep};
 use hwc_spdk_sys as sys;
@@ -333,32 +333,25 @@ unsafe fn submit(slot: *mut Slot) {
     // SAFETY: spdk_get_ticks reads the TSC.
     sl.submitted_tick = unsafe { sys::spdk_get_ticks() };
     let arg = slot as *mut c_void;
+    // Reads and writes take the same arguments.
+    let command = if st.write {
+        sys::spdk_nvme_ns_cmd_write
+    } else {
+        sys::spdk_nvme_ns_cmd_read
+    };
     // SAFETY: ns and qpair are the lane's, used by this thread alone; the buffer holds a block;
     // the slot lives until its completion (the poller drains every command).
     let rc = unsafe {
-        if st.write {
-            sys::spdk_nvme_ns_cmd_write(
-                st.ns,
-                st.qpair,
-                sl.buffer,
-                lba,
-                count,
-                Some(on_complete),
-                arg,
-                0,
-            )
-        } else {
-            sys::spdk_nvme_ns_cmd_read(
-                st.ns,
-                st.qpair,
-                sl.buffer,
-                lba,
-                count,
-                Some(on_complete),
-                arg,
-                0,
-            )
-        }
+        command(
+            st.ns,
+            st.qpair,
+            sl.buffer,
+            lba,
+            count,
+            Some(on_complete),
+            arg,
+            0,
+        )
     };
     if rc != 0 {
         st.in_flight -= 1;
@@ -659,21 +652,11 @@ impl Engine for SpdkNative {
 
     fn environment(&self) -> Environment {
         let mut env = Environment::new();
-        match &self.finished {
-            Some(Ok(f)) => {
-                let v: Vec<String> = f.drivers.iter().map(|(b, d)| format!("{b}={d}")).collect();
-                env.insert(
-                    "spdk_native.drivers_at_end".into(),
-                    Setting::about(v.join(","), f.how.clone()),
-                );
-            }
-            Some(Err(e)) => {
-                env.insert(
-                    "spdk_native.drivers_at_end".into(),
-                    Setting::about("unknown", format!("putting the drives back failed: {e}")),
-                );
-            }
-            None => {}
+        if let Some(f) = &self.finished {
+            env.insert(
+                "spdk_native.drivers_at_end".into(),
+                crate::perf::drivers_at_end(f),
+            );
         }
         env
     }

@@ -426,23 +426,22 @@ impl Engine for SpdkPerf {
                 "seconds of I/O per perf process (-t)",
             ),
         );
-        match &self.finished {
-            Some(Ok(f)) => {
-                let v: Vec<String> = f.drivers.iter().map(|(b, d)| format!("{b}={d}")).collect();
-                env.insert(
-                    "spdk.drivers_at_end".into(),
-                    Setting::about(v.join(","), f.how.clone()),
-                );
-            }
-            Some(Err(e)) => {
-                env.insert(
-                    "spdk.drivers_at_end".into(),
-                    Setting::about("unknown", format!("putting the drives back failed: {e}")),
-                );
-            }
-            None => {}
+        if let Some(f) = &self.finished {
+            env.insert("spdk.drivers_at_end".into(), drivers_at_end(f));
         }
         env
+    }
+}
+
+/// What a userspace engine's finishing left, as the profile records it: each drive's BDF and
+/// driver (`BDF=driver,…`), and what was put back; or why that failed.
+pub fn drivers_at_end(finished: &Result<Finished, String>) -> Setting {
+    match finished {
+        Ok(f) => {
+            let v: Vec<String> = f.drivers.iter().map(|(b, d)| format!("{b}={d}")).collect();
+            Setting::about(v.join(","), f.how.clone())
+        }
+        Err(e) => Setting::about("unknown", format!("putting the drives back failed: {e}")),
     }
 }
 

@@ -816,7 +816,7 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
     // hwc-bench-cuda): 12 of them hold thousands of copies, more than the spec's 50
     // single-copy iterations, with a spread of well under 1 %. One warm-up repetition: before
     // it the engine's calibration batch and the cold repetition have already run the same
-    // copies on the same buffers (tools/gpu-reference/README.md, session 11).
+    // copies on the same buffers (tools/gpu-reference/README.md).
     let copy_reps = opts.reps(1, 12);
     for g in &topo.gpus {
         let gpu = gpu_name(g);

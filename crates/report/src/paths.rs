@@ -389,9 +389,9 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         &ms,
         |_| String::new(),
         "where their buffers lie moves small duplex copies; the H2D and D2H figures of a \
-         size are two cases, which builds since 2026-12-01 time in the same repetitions at the \
-         placement one search chose (the D2H figure's notes say it was timed with the H2D case; \
-         earlier builds searched for each, and their notes say whose search chose it); of the \
+         size are two cases, timed in the same repetitions at the placement one search chose (the \
+         D2H figure's notes say it was timed with the H2D case; profiles of older builds searched \
+         for each, and their notes say whose search chose it); of the \
          one-way figures the penalties compare with, only those footnoted so above searched",
     );
 }
