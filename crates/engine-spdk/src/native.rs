@@ -11,7 +11,7 @@
 //! namespace's end; random 4 KiB reads for the latency probes), every completion's status checked.
 //! Its time runs from the first submission of all threads (a barrier) to the last completion.
 
-use crate::perf::{cores_for, Binder, BoundDrive, Finished, NOT_BOUND};
+use crate::perf::{cores_for, Binder, BoundDrive, Finished};
 use hwc_model::{
     Case, CellKind, EngineDecl, EngineId, Environment, Needs, NvmePattern, NvmeTest, PathId,
     Placement, Spec,
@@ -642,11 +642,8 @@ impl Engine for SpdkNative {
             Some(Err(_)) => {}
         }
         if self.finished.is_none() {
-            let f = self.binder.finish();
-            // A bind that failed has nothing to put back: nothing to say.
-            if !matches!(&f, Err(e) if e == NOT_BOUND) {
-                self.finished = Some(f);
-            }
+            // A bind that failed has nothing to put back (None): nothing to say.
+            self.finished = self.binder.finish().transpose();
         }
     }
 

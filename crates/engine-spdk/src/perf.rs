@@ -120,13 +120,9 @@ pub trait Binder {
     /// Journal the hugepage files a perf process (DPDK file prefix `prefix`) may leave should
     /// it be killed.
     fn record_files(&mut self, prefix: &str) -> Result<(), String>;
-    /// Put everything back (or leave the drives bound, as asked); [`NOT_BOUND`] when nothing
-    /// is bound.
-    fn finish(&mut self) -> Result<Finished, String>;
+    /// Put everything back (or leave the drives bound, as asked); `None` when nothing is bound.
+    fn finish(&mut self) -> Result<Option<Finished>, String>;
 }
-
-/// [`Binder::finish`]'s error when nothing is bound.
-pub const NOT_BOUND: &str = "no drives are bound";
 
 /// What finishing left: each drive's BDF and the driver it ends on, and what was done, in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -409,7 +405,7 @@ impl Engine for SpdkPerf {
     fn finish(&mut self) {
         // A bind that failed has put back what it did itself.
         if matches!(self.bound, Some(Ok(_))) && self.finished.is_none() {
-            self.finished = Some(self.binder.finish());
+            self.finished = self.binder.finish().transpose();
         }
     }
 

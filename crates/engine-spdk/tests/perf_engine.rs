@@ -181,12 +181,12 @@ impl Binder for FakeBinder {
         self.log.push(format!("files {pid_ok}"));
         Ok(())
     }
-    fn finish(&mut self) -> Result<Finished, String> {
+    fn finish(&mut self) -> Result<Option<Finished>, String> {
         self.log.push("finish".into());
-        Ok(Finished {
+        Ok(Some(Finished {
             drivers: vec![(A.into(), "nvme".into()), (B.into(), "nvme".into())],
             how: "nvme0 is back on nvme; nvme1 is back on nvme".into(),
-        })
+        }))
     }
 }
 

@@ -62,10 +62,7 @@ impl Binder for JournalBinder {
     }
 
     fn record_files(&mut self, prefix: &str) -> Result<(), String> {
-        let b = self
-            .bound
-            .as_ref()
-            .ok_or(hwc_engine_spdk::perf::NOT_BOUND)?;
+        let b = self.bound.as_ref().ok_or("no drives are bound")?;
         let mounts = Live::default()
             .hugetlbfs_mounts()
             .map_err(|e| format!("reading the hugetlbfs mounts: {e}"))?;
@@ -80,8 +77,10 @@ impl Binder for JournalBinder {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<Finished, String> {
-        let b = self.bound.take().ok_or(hwc_engine_spdk::perf::NOT_BOUND)?;
+    fn finish(&mut self) -> Result<Option<Finished>, String> {
+        let Some(b) = self.bound.take() else {
+            return Ok(None);
+        };
         let bdfs: Vec<String> = b.drives.iter().map(|(c, _)| c.bdf.clone()).collect();
         let how = if self.leave_bound {
             b.journal.leave();
@@ -112,7 +111,7 @@ impl Binder for JournalBinder {
                 (bdf, d)
             })
             .collect();
-        Ok(Finished { drivers, how })
+        Ok(Some(Finished { drivers, how }))
     }
 }
 
