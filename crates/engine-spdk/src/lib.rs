@@ -8,4 +8,4 @@ pub mod native;
 pub mod perf;
 pub mod perf_output;
 
-pub use perf::{decl, locate, Binder, BoundDrive, Finished, SpdkPerf, ENGINE};
+pub use perf::{decl, locate, Binder, BoundDrive, Finished, SpdkPerf, TcpTarget, ENGINE};

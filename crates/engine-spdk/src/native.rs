@@ -73,7 +73,7 @@ pub struct HostRam;
 
 impl TargetMemory for HostRam {
     fn describe(&self) -> String {
-        "host RAM (SPDK hugepage memory on the drive's node)".into()
+        "host RAM (SPDK's DMA heap on the drive's node)".into()
     }
     fn alloc(&mut self, bytes: u64, node: Option<u32>) -> Result<DmaBuf, String> {
         let socket = node.map_or(-1, |n| n as i32);
@@ -94,7 +94,9 @@ impl TargetMemory for HostRam {
 /// The process's SPDK environment: started once (DPDK cannot start twice in a process).
 static ENV: OnceLock<Result<(), String>> = OnceLock::new();
 
-fn start_env(bdfs: &[String], main_core: u32) -> Result<(), String> {
+/// Start the environment on `main_core`, touching only the PCI functions `bdfs`; on `no_huge_mib`
+/// MiB of ordinary memory instead of hugepages where given (then with no PCI at all).
+fn start_env(bdfs: &[String], main_core: u32, no_huge_mib: Option<u32>) -> Result<(), String> {
     ENV.get_or_init(|| {
         let bdfs = bdfs.to_vec();
         // DPDK pins the thread that starts it to its main core: a thread of its own.
@@ -121,6 +123,11 @@ fn start_env(bdfs: &[String], main_core: u32) -> Result<(), String> {
             opts.core_mask = mask.as_ptr();
             opts.pci_allowed = allowed.as_mut_ptr();
             opts.num_pci_addr = allowed.len();
+            if let Some(mib) = no_huge_mib {
+                opts.no_huge = true;
+                opts.no_pci = true;
+                opts.mem_size = mib as i32;
+            }
             // SAFETY: every pointer in opts lives until the call returns (DPDK copies them).
             let rc = unsafe { sys::spdk_env_init(&opts) };
             if rc != 0 {
@@ -153,6 +160,8 @@ pub struct SpdkNative {
     node_cpus: BTreeMap<u32, Vec<u32>>,
     bytes_per_drive: u64,
     hugepages_bytes_per_node: u64,
+    /// See [`SpdkNative::without_hugepages`].
+    no_huge_mib: Option<u32>,
     /// The drives attached, or why they could not be; `None` before the first case.
     drives: Option<Result<Vec<Drive>, String>>,
     finished: Option<Result<Finished, String>>,
@@ -171,14 +180,26 @@ impl SpdkNative {
             node_cpus,
             bytes_per_drive,
             hugepages_bytes_per_node: crate::perf::MIN_HUGEPAGES_BYTES_PER_NODE,
+            no_huge_mib: None,
             drives: None,
             finished: None,
         }
     }
 
+    /// Start SPDK on `mib` MiB of ordinary memory, with no PCI device (`--no-huge`): for drives
+    /// reached over NVMe-oF TCP only, which need no DMA.
+    pub fn without_hugepages(mut self, mib: u32) -> Self {
+        self.no_huge_mib = Some(mib);
+        self
+    }
+
     fn attach(&mut self) -> Result<Vec<Drive>, String> {
         let bound = self.binder.bind(self.hugepages_bytes_per_node)?;
-        let bdfs: Vec<String> = bound.iter().map(|b| b.bdf.clone()).collect();
+        let bdfs: Vec<String> = bound
+            .iter()
+            .filter(|b| b.tcp.is_none())
+            .map(|b| b.bdf.clone())
+            .collect();
         let main = self
             .node_cpus
             .values()
@@ -186,12 +207,12 @@ impl SpdkNative {
             .min()
             .copied()
             .unwrap_or(0);
-        start_env(&bdfs, main)?;
+        start_env(&bdfs, main, self.no_huge_mib)?;
         self.binder
             .record_files(&format!("spdk_pid{}", std::process::id()))?;
         let mut drives = Vec::new();
         for b in bound {
-            let trid_s = CString::new(format!("trtype:PCIe traddr:{}", b.bdf)).expect("no NUL");
+            let trid_s = CString::new(b.trid()).map_err(|e| e.to_string())?;
             let mut trid = sys::spdk_nvme_transport_id::default();
             // SAFETY: valid pointers for the call.
             if unsafe { sys::spdk_nvme_transport_id_parse(&mut trid, trid_s.as_ptr()) } != 0 {
@@ -251,8 +272,13 @@ unsafe impl<T> Send for Ptr<T> {}
 
 /// One drive of a prepared case.
 struct Lane {
+    ctrlr: *mut sys::spdk_nvme_ctrlr,
     ns: *mut sys::spdk_nvme_ns,
+    /// The queue pair's poll group (perf's way: for TCP, one socket group polled at once).
+    group: *mut sys::spdk_nvme_poll_group,
     qpair: *mut sys::spdk_nvme_qpair,
+    /// Set by the driver when the queue pair drops (its poll group's context).
+    disconnected: Box<std::sync::atomic::AtomicBool>,
     buffers: Vec<DmaBuf>,
     sector_bytes: u64,
     span_bytes: u64,
@@ -263,9 +289,22 @@ struct Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
-        // SAFETY: the queue pair was allocated for this case and has nothing in flight.
-        unsafe { sys::spdk_nvme_ctrlr_free_io_qpair(self.qpair) };
+        // SAFETY: the queue pair was allocated for this case and has nothing in flight; freeing
+        // it takes it out of its group, which is then empty and destroyed once.
+        unsafe {
+            if !self.qpair.is_null() {
+                sys::spdk_nvme_ctrlr_free_io_qpair(self.qpair);
+            }
+            sys::spdk_nvme_poll_group_destroy(self.group);
+        }
     }
+}
+
+/// The driver's word that a queue pair of a lane's group dropped.
+unsafe extern "C" fn on_disconnect(_qpair: *mut sys::spdk_nvme_qpair, ctx: *mut c_void) {
+    // SAFETY: ctx is the lane's flag, boxed for the lane's life (the group's context).
+    let flag = unsafe { &*(ctx as *const std::sync::atomic::AtomicBool) };
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 struct NativeCase<'a> {
@@ -395,6 +434,10 @@ struct LaneRun {
     pinned: bool,
 }
 
+/// I/O polls between two of the admin queue, which sends the keep-alives a fabrics target
+/// drops a silent host without (its timeout is seconds; this many polls take milliseconds).
+const ADMIN_POLL_EVERY: u64 = 4096;
+
 /// One drive's repetition: `bytes` in commands of `block` at the queue depth of its buffers.
 fn poll_lane(
     lane: &Lane,
@@ -444,14 +487,20 @@ fn poll_lane(
     }
     // SAFETY: the driver's callbacks write the state only inside process_completions, on
     // this thread; between calls it is read through the same pointer.
-    loop {
+    for polls in 0u64.. {
         // SAFETY: as above; the state escaped to the driver, so each read is a fresh one.
         if unsafe { (*st).in_flight } == 0 {
             break;
         }
-        // SAFETY: this thread alone polls the lane's queue pair.
-        let rc = unsafe { sys::spdk_nvme_qpair_process_completions(lane.qpair, 0) };
-        if rc < 0 {
+        if polls % ADMIN_POLL_EVERY == ADMIN_POLL_EVERY - 1 {
+            // SAFETY: during a repetition this thread alone uses its controller.
+            unsafe { sys::spdk_nvme_ctrlr_process_admin_completions(lane.ctrlr) };
+        }
+        // SAFETY: this thread alone polls the lane's group.
+        let rc = unsafe {
+            sys::spdk_nvme_poll_group_process_completions(lane.group, 0, Some(on_disconnect))
+        };
+        if rc < 0 || lane.disconnected.load(std::sync::atomic::Ordering::Relaxed) {
             return Err(format!("{}: the queue pair failed ({rc})", lane.bdf));
         }
     }
@@ -469,6 +518,34 @@ fn poll_lane(
         commands: state.completions,
         pinned,
     })
+}
+
+/// Add the lane's queue pair to its group and connect it, polling until it is (10 s at most).
+fn connect(lane: &Lane) -> Result<(), String> {
+    // SAFETY: the queue pair was created (not connected) for this lane's group and controller;
+    // this thread alone uses them.
+    unsafe {
+        if sys::spdk_nvme_poll_group_add(lane.group, lane.qpair) != 0 {
+            return Err(format!("{}: the queue pair joins no poll group", lane.bdf));
+        }
+        if sys::spdk_nvme_ctrlr_connect_io_qpair(lane.ctrlr, lane.qpair) != 0 {
+            return Err(format!("{}: the queue pair does not connect", lane.bdf));
+        }
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            sys::spdk_nvme_poll_group_process_completions(lane.group, 0, Some(on_disconnect));
+            match sys::spdk_nvme_poll_group_all_connected(lane.group) {
+                0 => return Ok(()),
+                rc if rc != -libc::EAGAIN || Instant::now() > deadline => {
+                    return Err(format!(
+                        "{}: the queue pair failed to connect ({rc})",
+                        lane.bdf
+                    ))
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// Pin this thread to `cpu`; whether it then runs there.
@@ -574,23 +651,20 @@ impl Engine for SpdkNative {
             }
             o.io_queue_requests = o.io_queue_requests.max(2 * qd);
             o.__bindgen_anon_1.delay_cmd_submit = true;
-            // SAFETY: as above.
-            let qpair = unsafe {
-                sys::spdk_nvme_ctrlr_alloc_io_qpair(
-                    d.ctrlr,
-                    &o,
-                    std::mem::size_of::<sys::spdk_nvme_io_qpair_opts>(),
-                )
-            };
-            if qpair.is_null() {
-                return Err(BenchError::failed(format!(
-                    "{}: no I/O queue pair of depth {qd}",
-                    d.bound.bdf
-                )));
+            o.create_only = true;
+            let disconnected = Box::new(std::sync::atomic::AtomicBool::new(false));
+            let ctx = &*disconnected as *const std::sync::atomic::AtomicBool as *mut c_void;
+            // SAFETY: ctx, the boxed flag, lives as long as the lane that owns the group.
+            let group = unsafe { sys::spdk_nvme_poll_group_create(ctx, std::ptr::null_mut()) };
+            if group.is_null() {
+                return Err(BenchError::failed("no SPDK poll group"));
             }
             let mut lane = Lane {
+                ctrlr: d.ctrlr,
                 ns: d.ns,
-                qpair,
+                group,
+                qpair: std::ptr::null_mut(),
+                disconnected,
                 buffers: Vec::new(),
                 sector_bytes: d.sector_bytes,
                 span_bytes: d.size_bytes - d.size_bytes % spec.block_bytes,
@@ -598,6 +672,21 @@ impl Engine for SpdkNative {
                 node: d.bound.numa_node,
                 bdf: d.bound.bdf.clone(),
             };
+            // SAFETY: as above.
+            lane.qpair = unsafe {
+                sys::spdk_nvme_ctrlr_alloc_io_qpair(
+                    d.ctrlr,
+                    &o,
+                    std::mem::size_of::<sys::spdk_nvme_io_qpair_opts>(),
+                )
+            };
+            if lane.qpair.is_null() {
+                return Err(BenchError::failed(format!(
+                    "{}: no I/O queue pair of depth {qd}",
+                    d.bound.bdf
+                )));
+            }
+            connect(&lane).map_err(BenchError::failed)?;
             for _ in 0..qd {
                 let b = self
                     .memory
@@ -665,6 +754,18 @@ impl Prepared for NativeCase<'_> {
     }
 
     fn run_once(&mut self) -> Result<Rep, BenchError> {
+        for lane in &self.lanes {
+            // Whatever the admin queue gathered since the last repetition (keep-alives are due
+            // while the engine waits for its next one).
+            // SAFETY: no poller runs; the controller is attached.
+            let rc = unsafe { sys::spdk_nvme_ctrlr_process_admin_completions(lane.ctrlr) };
+            if rc < 0 {
+                return Err(BenchError::failed(format!(
+                    "{}: the controller failed ({rc})",
+                    lane.bdf
+                )));
+            }
+        }
         let start = Barrier::new(self.lanes.len());
         let (write, random, block, bytes) = (
             self.write,

@@ -110,6 +110,38 @@ pub struct BoundDrive {
     /// Its PCI address, as the plan's cases name it.
     pub bdf: String,
     pub numa_node: Option<u32>,
+    /// Reached over NVMe-oF TCP instead of its PCI function: the parity check on loopback
+    /// (`examples/tcp_parity.rs`), where `bdf` is only the name cases give it.
+    pub tcp: Option<TcpTarget>,
+}
+
+/// An NVMe-oF TCP subsystem (IPv4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpTarget {
+    pub addr: String,
+    pub port: u16,
+    pub subnqn: String,
+}
+
+impl BoundDrive {
+    /// SPDK's transport ID of the drive (`-r` of perf, `spdk_nvme_transport_id_parse`).
+    pub fn trid(&self) -> String {
+        match &self.tcp {
+            None => format!("trtype:PCIe traddr:{}", self.bdf),
+            Some(t) => format!(
+                "trtype:TCP adrfam:IPv4 traddr:{} trsvcid:{} subnqn:{}",
+                t.addr, t.port, t.subnqn
+            ),
+        }
+    }
+
+    /// How perf names the drive in its results: transport and address.
+    fn perf_name(&self) -> (&'static str, String) {
+        match &self.tcp {
+            None => ("PCIE", self.bdf.clone()),
+            Some(t) => ("TCP", format!("addr:{} subnqn:{}", t.addr, t.subnqn)),
+        }
+    }
 }
 
 /// Hands the engine's drives to vfio-pci and puts them back, journaling every change.
@@ -182,7 +214,7 @@ fn workload(path: PathId, spec: &NvmeSpec) -> Result<&'static str, String> {
 pub fn args(
     path: PathId,
     spec: &NvmeSpec,
-    drives: &[(String, u32)],
+    drives: &[(BoundDrive, u32)],
     seconds: u32,
 ) -> Result<Vec<String>, String> {
     let w = workload(path, spec)?;
@@ -205,9 +237,9 @@ pub fn args(
         "-c".into(),
         format!("{mask:#x}"),
     ];
-    for (bdf, _) in &sorted {
+    for (drive, _) in &sorted {
         v.push("-r".into());
-        v.push(format!("trtype:PCIe traddr:{bdf}"));
+        v.push(drive.trid());
     }
     Ok(v)
 }
@@ -215,12 +247,14 @@ pub fn args(
 /// Check one run's results against what it was asked: every drive reported, from the core it
 /// was given, and nothing else. Perf leaves out a drive that completed no I/O, and exits 0
 /// even when it attached none.
-pub fn check(out: &PerfOutput, drives: &[(String, u32)]) -> Result<(), String> {
-    for (bdf, core) in drives {
+pub fn check(out: &PerfOutput, drives: &[(BoundDrive, u32)]) -> Result<(), String> {
+    for (drive, core) in drives {
+        let bdf = &drive.bdf;
+        let (transport, address) = drive.perf_name();
         let lines: Vec<_> = out
             .namespaces
             .iter()
-            .filter(|n| n.transport.eq_ignore_ascii_case("pcie") && n.address == *bdf)
+            .filter(|n| n.transport.eq_ignore_ascii_case(transport) && n.address == address)
             .collect();
         match lines.as_slice() {
             [] => {
@@ -276,6 +310,8 @@ pub struct SpdkPerf {
     cancel: &'static AtomicBool,
     seconds: u32,
     hugepages_bytes_per_node: u64,
+    /// `--no-huge -s MiB`: DPDK on ordinary memory (NVMe-oF TCP only; PCIe DMA needs hugepages).
+    no_huge_mib: Option<u32>,
     /// The drives bound, or why they could not be; `None` before the first case.
     bound: Option<Result<Vec<BoundDrive>, String>>,
     /// What finishing did, for the provenance.
@@ -298,6 +334,7 @@ impl SpdkPerf {
             cancel,
             seconds: PERF_SECONDS,
             hugepages_bytes_per_node: MIN_HUGEPAGES_BYTES_PER_NODE,
+            no_huge_mib: None,
             bound: None,
             finished: None,
         }
@@ -306,6 +343,13 @@ impl SpdkPerf {
     /// Repetitions of `seconds` instead of [`PERF_SECONDS`] (tests).
     pub fn with_seconds(mut self, seconds: u32) -> Self {
         self.seconds = seconds.max(1);
+        self
+    }
+
+    /// Run perf on `mib` MiB of ordinary memory instead of hugepages (`--no-huge -s`): for
+    /// drives reached over NVMe-oF TCP, which need no DMA.
+    pub fn without_hugepages(mut self, mib: u32) -> Self {
+        self.no_huge_mib = Some(mib);
         self
     }
 
@@ -365,10 +409,10 @@ impl Engine for SpdkPerf {
             ));
         }
         let bound = self.bound()?.to_vec();
-        let mut nodes = Vec::new();
+        let mut chosen = Vec::new();
         for key in &spec.drives {
             match bound.iter().find(|b| &b.bdf == key) {
-                Some(b) => nodes.push(b.numa_node),
+                Some(b) => chosen.push(b.clone()),
                 None => {
                     return Err(BenchError::unavailable(format!(
                         "{key} is not one of the drives handed to vfio-pci (--spdk-drives)"
@@ -376,9 +420,13 @@ impl Engine for SpdkPerf {
                 }
             }
         }
+        let nodes: Vec<Option<u32>> = chosen.iter().map(|b| b.numa_node).collect();
         let cores = cores_for(&nodes, &self.node_cpus);
-        let drives: Vec<(String, u32)> = spec.drives.iter().cloned().zip(cores).collect();
-        let args = args(case.path, spec, &drives, self.seconds).map_err(BenchError::failed)?;
+        let drives: Vec<(BoundDrive, u32)> = chosen.into_iter().zip(cores).collect();
+        let mut args = args(case.path, spec, &drives, self.seconds).map_err(BenchError::failed)?;
+        if let Some(mib) = self.no_huge_mib {
+            args.extend(["--no-huge".into(), "-s".into(), mib.to_string()]);
+        }
         let placement = Placement {
             cpus: Some(
                 drives
@@ -445,7 +493,7 @@ pub fn drivers_at_end(finished: &Result<Finished, String>) -> Setting {
 struct PerfCase<'a> {
     engine: &'a mut SpdkPerf,
     args: Vec<String>,
-    drives: Vec<(String, u32)>,
+    drives: Vec<(BoundDrive, u32)>,
     nodes: Vec<Option<u32>>,
     block_bytes: u64,
     /// Each repetition's bytes (the cold one first).
@@ -615,14 +663,14 @@ impl Prepared for PerfCase<'_> {
             .drives
             .iter()
             .zip(&self.nodes)
-            .map(|((bdf, core), node)| {
+            .map(|((drive, core), node)| {
                 let on = self
                     .engine
                     .node_cpus
                     .iter()
                     .find(|(_, cpus)| cpus.contains(core))
                     .map(|(n, _)| *n);
-                (bdf, core, *node, on)
+                (&drive.bdf, core, *node, on)
             })
             .collect::<Vec<_>>();
         let all_local = local

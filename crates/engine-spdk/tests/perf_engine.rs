@@ -4,7 +4,7 @@
 //! drives back when it finishes, and turns perf's Total line into the spec's GB/s.
 
 use hwc_engine_spdk::perf::{self, args, check, cores_for, hugepages_per_node, locate};
-use hwc_engine_spdk::{perf_output, Binder, BoundDrive, Finished, SpdkPerf};
+use hwc_engine_spdk::{perf_output, Binder, BoundDrive, Finished, SpdkPerf, TcpTarget};
 use hwc_model::{Case, NvmePattern, NvmeSpec, NvmeTest, PathId, Reps, Spec};
 use hwc_runner::{run, CaseOutcome, Engine, NoObserver, RunOptions};
 use std::collections::BTreeMap;
@@ -16,6 +16,27 @@ use std::sync::{Arc, Mutex};
 const TWO_DRIVES: &str = include_str!("data/vm-pcie-read-2drives-q16-128k.stdout");
 const A: &str = "0000:11:00.0";
 const B: &str = "0000:21:00.0";
+
+fn pci(bdf: &str) -> BoundDrive {
+    BoundDrive {
+        name: "nvme0".into(),
+        bdf: bdf.into(),
+        numa_node: Some(0),
+        tcp: None,
+    }
+}
+
+/// The subsystem of the TCP loopback captures.
+fn tcp() -> BoundDrive {
+    BoundDrive {
+        tcp: Some(TcpTarget {
+            addr: "127.0.0.1".into(),
+            port: 4420,
+            subnqn: "nqn.2016-06.io.spdk:cnode1".into(),
+        }),
+        ..pci("tcp0")
+    }
+}
 
 fn spec(drives: &[&str], qd: u32, block: u64) -> NvmeSpec {
     NvmeSpec {
@@ -89,36 +110,58 @@ fn each_drive_gets_a_core_of_its_own_node_away_from_cpu_0() {
 #[test]
 fn perf_is_given_the_drives_in_core_order_one_core_each() {
     let s = spec(&[B, A], 32, 128 << 10);
-    let a = args(PathId::NvmeRead, &s, &[(B.into(), 3), (A.into(), 1)], 3).unwrap();
+    let a = args(PathId::NvmeRead, &s, &[(pci(B), 3), (pci(A), 1)], 3).unwrap();
     assert_eq!(
         a.join(" "),
         format!(
             "-q 32 -o 131072 -w read -t 3 -c 0xa -r trtype:PCIe traddr:{A} -r trtype:PCIe traddr:{B}"
         )
     );
-    let w = args(PathId::NvmeWrite, &s, &[(B.into(), 3), (A.into(), 1)], 3).unwrap();
+    let w = args(PathId::NvmeWrite, &s, &[(pci(B), 3), (pci(A), 1)], 3).unwrap();
     assert!(w.join(" ").contains("-w write"));
     let mut latency = spec(&[A], 1, 4096);
     latency.test = NvmeTest::Latency;
     latency.pattern = NvmePattern::Random;
-    let l = args(PathId::NvmeRead, &latency, &[(A.into(), 1)], 3).unwrap();
+    let l = args(PathId::NvmeRead, &latency, &[(pci(A), 1)], 3).unwrap();
     assert!(l.join(" ").contains("-q 1 -o 4096 -w randread"));
-    assert!(args(PathId::NvmeRead, &s, &[(B.into(), 1), (A.into(), 1)], 3).is_err());
+    assert!(args(PathId::NvmeRead, &s, &[(pci(B), 1), (pci(A), 1)], 3).is_err());
     let mut gc = spec(&[A], 32, 128 << 10);
     gc.test = NvmeTest::GcSettle;
-    assert!(args(PathId::NvmeWrite, &gc, &[(A.into(), 1)], 3).is_err());
+    assert!(args(PathId::NvmeWrite, &gc, &[(pci(A), 1)], 3).is_err());
 }
 
 #[test]
 fn a_run_counts_only_when_every_drive_reported_from_its_core() {
     let out = perf_output::parse(TWO_DRIVES).unwrap();
-    assert_eq!(check(&out, &[(A.into(), 0), (B.into(), 1)]), Ok(()));
-    let e = check(&out, &[(A.into(), 1), (B.into(), 0)]).unwrap_err();
+    assert_eq!(check(&out, &[(pci(A), 0), (pci(B), 1)]), Ok(()));
+    let e = check(&out, &[(pci(A), 1), (pci(B), 0)]).unwrap_err();
     assert!(e.contains("from core 0, not core 1"), "{e}");
-    let e = check(&out, &[(A.into(), 0)]).unwrap_err();
+    let e = check(&out, &[(pci(A), 0)]).unwrap_err();
     assert!(e.contains("2 namespaces for 1 drives"), "{e}");
-    let e = check(&out, &[(A.into(), 0), ("0000:31:00.0".into(), 1)]).unwrap_err();
+    let e = check(&out, &[(pci(A), 0), (pci("0000:31:00.0"), 1)]).unwrap_err();
     assert!(e.contains("0000:31:00.0 completed no I/O"), "{e}");
+}
+
+#[test]
+fn a_drive_over_tcp_is_named_by_its_subsystem() {
+    let s = spec(&["tcp0"], 16, 128 << 10);
+    let a = args(PathId::NvmeRead, &s, &[(tcp(), 1)], 3).unwrap();
+    assert!(
+        a.join(" ").ends_with(
+            "-r trtype:TCP adrfam:IPv4 traddr:127.0.0.1 trsvcid:4420 \
+             subnqn:nqn.2016-06.io.spdk:cnode1"
+        ),
+        "{a:?}"
+    );
+    let out = perf_output::parse(include_str!("data/tcp-read-1ns-q16-128k.stdout")).unwrap();
+    let core = out.namespaces[0].core;
+    assert_eq!(check(&out, &[(tcp(), core)]), Ok(()));
+    // The same drive over PCIe, or another subsystem, is not what perf reported.
+    assert!(check(&out, &[(pci("tcp0"), core)]).is_err());
+    let mut other = tcp();
+    other.tcp.as_mut().unwrap().subnqn = "nqn.2016-06.io.spdk:cnode2".into();
+    let e = check(&out, &[(other, core)]).unwrap_err();
+    assert!(e.contains("completed no I/O"), "{e}");
 }
 
 #[test]
@@ -166,11 +209,13 @@ impl Binder for FakeBinder {
                 name: "nvme0".into(),
                 bdf: A.into(),
                 numa_node: Some(0),
+                tcp: None,
             },
             BoundDrive {
                 name: "nvme1".into(),
                 bdf: B.into(),
                 numa_node: Some(1),
+                tcp: None,
             },
         ])
     }

@@ -55,6 +55,7 @@ impl Binder for JournalBinder {
                 name: c.name.clone(),
                 bdf: c.bdf.clone(),
                 numa_node: c.numa_node,
+                tcp: None,
             })
             .collect();
         self.bound = Some(b);
