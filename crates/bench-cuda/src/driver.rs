@@ -48,6 +48,10 @@ impl DeviceBuffer {
         self.len
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// `Ok` when `[offset, offset + len)` lies inside the buffer.
     pub fn check_range(&self, offset: usize, len: usize) -> Result<(), CudaError> {
         check_range(offset, len, self.len)
@@ -180,6 +184,9 @@ impl HostBuffer {
 
     pub fn len(&self) -> usize {
         self.buf.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.buf.len() == 0
     }
     pub fn as_ptr(&self) -> *const c_void {
         self.buf.as_ptr().cast()

@@ -53,6 +53,7 @@ mod timing;
 
 pub use backend::{decl, CudaBackend, BUSY_UTILISATION_PCT, ENGINE};
 pub use bdf::normalize_bdf;
+pub use driver::{DeviceBuffer, HostBuffer};
 pub use error::CudaError;
 pub use nvml::NvmlFacts;
 pub use params::{

@@ -35,11 +35,7 @@ pub fn decl() -> EngineDecl {
 
 /// The bytes a case's spec names per repetition: its transfer size.
 pub fn nominal_bytes(spec: &Spec) -> u64 {
-    match spec {
-        Spec::HostCopy(s) => s.size_bytes,
-        Spec::GpuCopy(s) => s.size_bytes,
-        Spec::Nvme(s) => s.block_bytes,
-    }
+    spec.size_bytes()
 }
 
 /// The engine: nothing to hold between cases.

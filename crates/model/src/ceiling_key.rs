@@ -69,12 +69,14 @@ pub fn dispatcher_cold(drives: usize) -> String {
 /// The drive count from which H2D caps the cold path.
 pub const DISPATCHER_COLD_CROSSOVER: &str = "dispatcher_cold_crossover_drives";
 
-/// Reserved for the GDRCopy and GDS backends, which are not built (both paths are always
-/// waived today), named after their profile fields: when they are measured, the builder writes
-/// these with their sources, and the report already reads them.
+/// Reserved for the GDRCopy engine, which is not built (the path is always waived today),
+/// named after its profile fields: when it is measured, the builder writes these with their
+/// sources, and the report already reads them.
 pub const GDRCOPY_CPU_TO_BAR1: &str = "gdrcopy_cpu_to_bar1_gbps";
 pub const GDRCOPY_BAR1_TO_CPU: &str = "gdrcopy_bar1_to_cpu_gbps";
+/// The best GPUDirect (never compat-mode) cuFile read over one drive, and over four.
 pub const GDS_1DRIVE: &str = "gds_1drive_gbps";
+pub const GDS_4DRIVE: &str = "gds_4drive_gbps";
 
 #[cfg(test)]
 mod tests {

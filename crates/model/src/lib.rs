@@ -35,8 +35,8 @@ pub use sched::{
 };
 pub use setting::{Environment, LinkState, Setting};
 pub use spec::{
-    CopyDirection, GpuCopySpec, HostCopySpec, HostMemory, NvmePattern, NvmeSpec, NvmeTest, Spec,
-    SpecError,
+    CopyDirection, GdsRoute, GdsSpec, GpuCopySpec, HostCopySpec, HostMemory, NvmePattern, NvmeSpec,
+    NvmeTest, Spec, SpecError,
 };
 pub use topology::Topology;
 pub use warning::{Busy, ErrorCount, Warning, WarningKind};

@@ -665,7 +665,10 @@ pub struct GdrcopyProfile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct GdsProfile {
     pub available: bool,
-    /// `gds` (nvidia_fs, true P2P DMA) or `compat` (POSIX bounce through host memory).
+    /// How libcufile ran: `nvfs` (GPUDirect through nvidia-fs), `p2pdma` (GPUDirect through the
+    /// kernel's PCI P2PDMA) or `compat` (a POSIX bounce through host memory inside libcufile);
+    /// absent where no cuFile case ran. `1drive_gbps`/`4drive_gbps` are set for a direct mode
+    /// only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(

@@ -19,6 +19,49 @@ pub enum Spec {
     GpuCopy(GpuCopySpec),
     /// NVMe I/O: the read and write sweeps, latency probes and long tests.
     Nvme(NvmeSpec),
+    /// NVMe → GPU reads (GPUDirect Storage and its POSIX bounce baseline).
+    Gds(GdsSpec),
+}
+
+/// How an NVMe → GPU read travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GdsRoute {
+    /// `cuFileRead` into GPU memory: GPUDirect where the node has it, else whatever mode
+    /// libcufile runs in (the case's notes and `gds.mode` say which).
+    Cufile,
+    /// The baseline: O_DIRECT `pread` into pinned host memory on `host_node`, then a copy to
+    /// the GPU.
+    PosixBounce,
+}
+
+impl GdsRoute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GdsRoute::Cufile => "cufile",
+            GdsRoute::PosixBounce => "posix-bounce",
+        }
+    }
+}
+
+/// NVMe → GPU (Path 6): on each of `drives` (their keys, or the `--target` path),
+/// `queue_depth` threads each with one read of `block_bytes` in flight, into `gpu`'s memory by
+/// `route`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GdsSpec {
+    /// `gpu0`, … (the topology's GPU names).
+    pub gpu: String,
+    pub drives: Vec<String>,
+    /// `drives` names a `--target` file or block device, not drives.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub target: bool,
+    pub block_bytes: u64,
+    pub queue_depth: u32,
+    pub route: GdsRoute,
+    /// The node of the reading threads (and of the bounce buffers): the GPU's node; absent
+    /// where it is unknown (nothing placed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_node: Option<u32>,
 }
 
 /// Host RAM: `threads` pinned threads on `cpu_node` copy `size_bytes` from a buffer on
@@ -207,6 +250,7 @@ impl Spec {
             Spec::HostCopy(_) => "host_copy",
             Spec::GpuCopy(_) => "gpu_copy",
             Spec::Nvme(_) => "nvme",
+            Spec::Gds(_) => "gds",
         }
     }
 
@@ -266,6 +310,17 @@ impl Spec {
                 }
                 Ok(())
             }
+            Spec::Gds(s) => {
+                if path != PathId::Gds {
+                    return Err(wrong());
+                }
+                nonzero(s.block_bytes, "block_bytes")?;
+                nonzero(u64::from(s.queue_depth), "queue_depth")?;
+                if s.drives.is_empty() {
+                    return Err(SpecError::Zero("drives"));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -290,9 +345,20 @@ impl Spec {
         }
     }
 
+    pub fn gds(&self) -> Option<&GdsSpec> {
+        match self {
+            Spec::Gds(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The GPU the case runs on, where it runs on one.
     pub fn gpu(&self) -> Option<&str> {
-        self.gpu_copy().map(|s| s.gpu.as_str())
+        match self {
+            Spec::GpuCopy(s) => Some(&s.gpu),
+            Spec::Gds(s) => Some(&s.gpu),
+            _ => None,
+        }
     }
 
     /// Bytes of one copy or I/O (per buffer for copies, per block for NVMe).
@@ -301,6 +367,7 @@ impl Spec {
             Spec::HostCopy(s) => s.size_bytes,
             Spec::GpuCopy(s) => s.size_bytes,
             Spec::Nvme(s) => s.block_bytes,
+            Spec::Gds(s) => s.block_bytes,
         }
     }
 
@@ -308,6 +375,7 @@ impl Spec {
     pub fn drives(&self) -> &[String] {
         match self {
             Spec::Nvme(s) => &s.drives,
+            Spec::Gds(s) => &s.drives,
             _ => &[],
         }
     }

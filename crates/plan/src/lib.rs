@@ -10,6 +10,7 @@ use hwc_model::{
 };
 use std::collections::BTreeSet;
 
+mod gds;
 pub mod input;
 mod nvme;
 pub use nvme::{
@@ -145,7 +146,8 @@ pub fn matrix(path: PathId, topo: &Topology, opts: &PlanOptions) -> Matrix {
             plan_gpu_copies(path, topo, opts, &mut m)
         }
         PathId::NvmeRead | PathId::NvmeWrite => nvme::plan_nvme(path, topo, opts, &mut m),
-        PathId::Gdrcopy | PathId::Gds | PathId::NvmeBar1 => plan_unmeasured(path, topo, &mut m),
+        PathId::Gds => gds::plan_gds(topo, opts, &mut m),
+        PathId::Gdrcopy | PathId::NvmeBar1 => plan_unmeasured(path, topo, &mut m),
     }
     m
 }

@@ -35,7 +35,7 @@ fn machine(nodes: Vec<NumaNode>) -> Topology {
     }
 }
 
-fn gpu(index: u32, node: Option<u32>) -> Gpu {
+pub(crate) fn gpu(index: u32, node: Option<u32>) -> Gpu {
     Gpu {
         index,
         cuda_index: None,
@@ -526,7 +526,7 @@ fn a_path_no_engine_measures_is_one_waiver_saying_so() {
     };
     let p = plan(&t, &opts);
     assert!(p.cases.iter().all(|c| c.path == PathId::HostRam));
-    for path in [PathId::H2d, PathId::Gds, PathId::Gdrcopy] {
+    for path in [PathId::H2d, PathId::Gdrcopy] {
         let w: Vec<_> = p.waivers_of(path).collect();
         assert_eq!(w.len(), 1, "{path}: {w:?}");
         assert!(

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub mod derive;
+mod gds;
 pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
 mod file;
 pub mod names;
@@ -110,6 +111,7 @@ pub fn build(
     }
     profile.host_ram = derive::host_ram(&profile.measurements);
     nvme::fill(topo, &profile.measurements, &mut profile.nvme);
+    gds::fill(&mut profile);
     let c = ceilings_with_sources(&profile);
     (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
@@ -305,6 +307,19 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
         );
     }
     nvme::ceilings(p, &mut c);
+    if gds::direct(p) {
+        for (key, drives, value) in [
+            (ceiling_key::GDS_1DRIVE, 1, p.gds.one_drive_gbps),
+            (ceiling_key::GDS_4DRIVE, 4, p.gds.four_drive_gbps),
+        ] {
+            c.measured(
+                key.into(),
+                CeilingMeta::gbps(Some(PathId::Gds)),
+                value,
+                gds::best_cufile(p, drives),
+            );
+        }
+    }
     c
 }
 

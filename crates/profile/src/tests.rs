@@ -875,3 +875,70 @@ fn the_all_gpu_d2d_ceiling_is_the_slowest_gpus_and_absent_while_a_gpu_has_no_d2d
     assert!(!p.ceilings.contains_key("gpu_d2d_sustained_gbps"));
     assert!(!p.ceilings.contains_key("gpu1_d2d_sustained_gbps"));
 }
+
+fn gds_case(drives: &[&str], route: hwc_model::GdsRoute, size_mib: u64, gbps: f64) -> CaseResult {
+    let spec = Spec::Gds(hwc_model::GdsSpec {
+        gpu: "gpu0".into(),
+        drives: drives.iter().map(|d| d.to_string()).collect(),
+        target: false,
+        block_bytes: size_mib << 20,
+        queue_depth: 16,
+        route,
+        host_node: Some(0),
+    });
+    let key = format!(
+        "gds/cufile/gpu0/{}drive/same-root/numa-local/{size_mib}MiB/qd16/{}",
+        drives.len(),
+        route.as_str()
+    );
+    result(&key, PathId::Gds, spec, gbps)
+}
+
+#[test]
+fn a_gds_ceiling_comes_from_a_direct_mode_only_never_from_compat_or_the_bounce() {
+    use hwc_model::GdsRoute::{Cufile, PosixBounce};
+    let results = [
+        gds_case(&["0000:11:00.0"], Cufile, 4, 5.0),
+        gds_case(&["0000:11:00.0"], Cufile, 16, 6.5),
+        // The bounce baseline is faster here: it is still not a GDS figure.
+        gds_case(&["0000:11:00.0"], PosixBounce, 16, 9.0),
+        gds_case(&["a", "b", "c", "d"], Cufile, 16, 24.0),
+    ];
+    let with_mode = |mode: &str| {
+        let mut prov = provenance();
+        prov.environment.insert(
+            "gds.mode".into(),
+            hwc_model::Setting::about(mode, "as the engine decided"),
+        );
+        build(
+            &Topology::default(),
+            &Plan::default(),
+            &results,
+            &[],
+            &[],
+            &[],
+            prov,
+        )
+    };
+    let p = with_mode("nvfs");
+    assert_eq!(p.gds.mode.as_deref(), Some("nvfs"));
+    assert_eq!(p.gds.one_drive_gbps, Some(6.5));
+    assert_eq!(p.gds.four_drive_gbps, Some(24.0));
+    let source = &p.ceiling_records["gds_1drive_gbps"];
+    assert_eq!(p.ceilings["gds_1drive_gbps"], 6.5);
+    assert!(
+        format!("{source:?}").contains("16MiB/qd16/cufile"),
+        "{source:?}"
+    );
+    assert_eq!(p.ceilings["gds_4drive_gbps"], 24.0);
+    for mode in ["compat", "unavailable"] {
+        let p = with_mode(mode);
+        assert_eq!(p.gds.one_drive_gbps, None, "{mode}");
+        assert_eq!(p.gds.four_drive_gbps, None, "{mode}");
+        assert!(!p.ceilings.contains_key("gds_1drive_gbps"), "{mode}");
+        // The figures stay, as measurements.
+        assert_eq!(p.measurements_of(PathId::Gds).count(), 4);
+    }
+    assert_eq!(with_mode("compat").gds.mode.as_deref(), Some("compat"));
+    assert_eq!(with_mode("unavailable").gds.mode, None);
+}

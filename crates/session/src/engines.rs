@@ -10,6 +10,7 @@ pub fn declarations() -> Vec<EngineDecl> {
         hwc_bench_host::memcpy_decl(),
         hwc_bench_host::streaming_decl(),
         hwc_bench_cuda::decl(),
+        hwc_engine_cufile::decl(),
         hwc_bench_nvme::decl(),
         hwc_engine_spdk::decl(),
         #[cfg(feature = "spdk")]
@@ -27,7 +28,7 @@ pub struct Engines {
 /// Probe this machine for every engine (CUDA facts merge into the topology); `wants` are the
 /// paths the run measures: an engine of none of them is not probed. The NVMe engine is built
 /// apart (`crate::nvme`), after the drives are gated; it is added with [`Engines::push`].
-pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
+pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool, gds_bytes: u64) -> Engines {
     let wanted = |d: &EngineDecl| d.paths.iter().any(|&p| wants(p));
     let mut e = Engines {
         status: Vec::new(),
@@ -40,25 +41,38 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool) -> Engines {
         hwc_bench_host::streaming_available().map(|()| Box::new(streaming) as Box<dyn Engine>),
     );
     let cuda = hwc_bench_cuda::decl();
+    let cufile = hwc_engine_cufile::decl();
     let libcuda = topo.tools.iter().any(|t| t.name == "libcuda" && t.present);
-    if topo.gpus.is_empty() || !libcuda || !wanted(&cuda) {
-        // The planner waives it from its declaration (no GPU, no libcuda), or nothing asks for it.
-        e.status.push(EngineStatus {
-            decl: cuda,
-            available: Ok(()),
-        });
+    if topo.gpus.is_empty() || !libcuda || !(wanted(&cuda) || wanted(&cufile)) {
+        // The planner waives them from their declarations (no GPU, no libcuda), or nothing
+        // asks for them.
+        for decl in [cuda, cufile] {
+            e.status.push(EngineStatus {
+                decl,
+                available: Ok(()),
+            });
+        }
     } else {
-        let started = hwc_bench_cuda::probe().map(|probe| {
-            merge_cuda_facts(topo, &probe);
-            let gpus: Vec<(String, String)> = topo
-                .gpus
-                .iter()
-                .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
-                .collect();
-            Box::new(hwc_bench_cuda::CudaBackend::new(&probe, &gpus)) as Box<dyn Engine>
-        });
         let hint = "check that nvidia-smi lists the GPU and the driver is loaded".to_string();
-        e.push(cuda, started.map_err(|reason| (reason, Some(hint))));
+        match hwc_bench_cuda::probe() {
+            Ok(probe) => {
+                merge_cuda_facts(topo, &probe);
+                let gpus: Vec<(String, String)> = topo
+                    .gpus
+                    .iter()
+                    .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
+                    .collect();
+                e.push(
+                    cuda,
+                    Ok(Box::new(hwc_bench_cuda::CudaBackend::new(&probe, &gpus))),
+                );
+                e.push(cufile, Ok(Box::new(cufile_engine(topo, gds_bytes))));
+            }
+            Err(reason) => {
+                e.push(cuda, Err((reason.clone(), Some(hint.clone()))));
+                e.push(cufile, Err((reason, Some(hint))));
+            }
+        }
     }
     e.push(
         hwc_engine_null::decl(),
@@ -76,7 +90,7 @@ pub fn statuses(
     wants: &dyn Fn(PathId) -> bool,
     spdk_dir: Option<&std::path::Path>,
 ) -> Vec<EngineStatus> {
-    let mut status = probe(topo, wants).status;
+    let mut status = probe(topo, wants, hwc_engine_cufile::DEFAULT_BYTES_PER_DRIVE).status;
     status.push(EngineStatus {
         decl: hwc_bench_nvme::decl(),
         available: Ok(()),
@@ -111,6 +125,50 @@ impl Engines {
     pub fn declarations(&self) -> Vec<EngineDecl> {
         self.status.iter().map(|s| s.decl.clone()).collect()
     }
+}
+
+/// The cuFile engine over the GPUs CUDA matched (their ordinals) and each drive's first
+/// namespace; libcufile from `HWC_LIBCUFILE`, where the topology found it, or the usual places.
+fn cufile_engine(topo: &Topology, bytes_per_drive: u64) -> hwc_engine_cufile::CufileEngine {
+    let found = topo
+        .tools
+        .iter()
+        .find(|t| t.name == "libcufile" && t.present)
+        .map(|t| std::path::PathBuf::from(&t.evidence))
+        .filter(|p| p.is_absolute() && p.exists());
+    let explicit = std::env::var_os("HWC_LIBCUFILE")
+        .map(std::path::PathBuf::from)
+        .or(found);
+    let lib = hwc_engine_cufile::Cufile::load(&hwc_engine_cufile::candidates(explicit.as_deref()));
+    let gpus = topo
+        .gpus
+        .iter()
+        .filter_map(|g| {
+            Some(hwc_engine_cufile::GpuSlot {
+                name: format!("gpu{}", g.index),
+                ordinal: g.cuda_index?,
+                bdf: g.pci_bdf.clone(),
+            })
+        })
+        .collect();
+    let devices = topo
+        .nvme
+        .iter()
+        .filter_map(|d| {
+            let ns = d.namespaces.first()?;
+            Some((
+                hwc_plan::drive_key(d),
+                std::path::Path::new("/dev").join(&ns.name),
+            ))
+        })
+        .collect();
+    let node_cpus = topo
+        .platform
+        .numa
+        .iter()
+        .map(|n| (n.id, n.cpus.clone()))
+        .collect();
+    hwc_engine_cufile::CufileEngine::new(lib, gpus, devices, node_cpus, bytes_per_drive)
 }
 
 /// CUDA ordinal, model, memory and L2 of every GPU the driver reports, matched by PCI address.

@@ -165,7 +165,10 @@ pub fn prepare(
     let nvme = nvme::prepare(config, &mut topo, true, cancel)?;
     files::ensure_writable(&config.output_dir)?;
     let wants = |p: PathId| config.wants(p);
-    let mut engines = engines::probe(&mut topo, &wants);
+    let gds_bytes = config
+        .nvme_bytes
+        .unwrap_or(hwc_engine_cufile::DEFAULT_BYTES_PER_DRIVE);
+    let mut engines = engines::probe(&mut topo, &wants, gds_bytes);
     engines.push(
         hwc_bench_nvme::decl(),
         nvme.backend

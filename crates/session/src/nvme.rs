@@ -117,7 +117,9 @@ pub fn prepare(
         gc_settle_max_s: a.nvme_gc_settle_max_s,
         ..NvmePlanOptions::default()
     };
-    let wants_nvme = a.wants(PathId::NvmeRead) || a.wants(PathId::NvmeWrite);
+    // Path 6 reads the same drives (or target), chosen the same way.
+    let wants_nvme =
+        a.wants(PathId::NvmeRead) || a.wants(PathId::NvmeWrite) || a.wants(PathId::Gds);
     if !wants_nvme {
         // A drive or target named that is not there is bad input whatever --paths says: the
         // names are resolved and the target checked (reads only: nothing is opened or written).
