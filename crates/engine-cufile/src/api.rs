@@ -337,3 +337,74 @@ pub fn describe(s: Status) -> String {
         format!("libcufile error {}: {what}{cuda}", s.err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_failures_name_their_fix() {
+        let d = |err| describe(Status { err, cu_err: 0 });
+        assert!(
+            d(5027).contains("/run/udev/data/b<major>:<minor>"),
+            "{}",
+            d(5027)
+        );
+        assert!(d(5027).contains("ID_FS_USAGE"));
+        assert!(d(5019).contains("tmpfs"));
+        assert!(d(5004).contains("version does not match"));
+        assert!(d(5036).contains("pinned"));
+        // A code this build does not know is a number, not a guess.
+        assert_eq!(d(5999), "libcufile error 5999");
+        let cuda = describe(Status {
+            err: 5011,
+            cu_err: 700,
+        });
+        assert!(cuda.ends_with("CUDA error 700"), "{cuda}");
+    }
+
+    #[test]
+    fn the_explicit_path_comes_first_then_the_loader_s_own_search() {
+        let c = candidates(Some(Path::new("/opt/x/libcufile.so.0")));
+        assert_eq!(c[0], Path::new("/opt/x/libcufile.so.0"));
+        assert_eq!(c[1], Path::new("libcufile.so.0"));
+        assert!(c[2..]
+            .iter()
+            .all(|p| p.starts_with("/usr/local") && p.ends_with("libcufile.so.0")));
+        assert_eq!(candidates(None)[0], Path::new("libcufile.so.0"));
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_naming_every_place_tried() {
+        let e = match Cufile::load(&[
+            PathBuf::from("/nonexistent/libcufile.so.0"),
+            PathBuf::from("libhwc-no-such-cufile.so.0"),
+        ]) {
+            Ok(_) => panic!("loaded a library that is not there"),
+            Err(e) => e,
+        };
+        assert!(e.starts_with("libcufile could not be loaded"), "{e}");
+        assert!(
+            e.contains("/nonexistent/libcufile.so.0") && e.contains("libhwc-no-such-cufile"),
+            "{e}"
+        );
+        // A library that loads but is not libcufile is refused by its missing calls.
+        let libc_path = PathBuf::from("libc.so.6");
+        let e = match Cufile::load(&[libc_path]) {
+            Ok(_) => panic!("took libc for libcufile"),
+            Err(e) => e,
+        };
+        assert!(e.contains("no symbol cuFileDriverOpen"), "{e}");
+    }
+
+    #[test]
+    fn the_descriptor_and_properties_have_cufile_h_s_layout() {
+        assert_eq!(std::mem::size_of::<Descr>(), 24);
+        assert_eq!(std::mem::offset_of!(Descr, fd), 8);
+        assert_eq!(std::mem::offset_of!(Descr, fs_ops), 16);
+        assert_eq!(std::mem::offset_of!(DriverProps, dstatusflags), 24);
+        assert_eq!(std::mem::offset_of!(DriverProps, dcontrolflags), 28);
+        assert_eq!(std::mem::offset_of!(DriverProps, fflags), 32);
+        assert_eq!(std::mem::size_of::<Status>(), 8);
+    }
+}
