@@ -30,14 +30,7 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
         (&[PathId::Gdrcopy], |o, p| {
             generic(o, p, PathId::Gdrcopy, "Path 5 — GDRCopy CPU ↔ GPU BAR1")
         }),
-        (&[PathId::Gds], |o, p| {
-            generic(
-                o,
-                p,
-                PathId::Gds,
-                "Path 6 — NVMe → GPU through GPUDirect Storage",
-            )
-        }),
+        (&[PathId::Gds], gds),
         (&[PathId::HostRam], host_ram),
         (&[PathId::NvmeBar1], |o, p| {
             generic(o, p, PathId::NvmeBar1, "Path 8 — NVMe DMA → GPU BAR1")
@@ -207,6 +200,71 @@ fn generic(out: &mut String, p: &Profile, path: PathId, title: &str) {
         matrix(out, "Size", ms.iter().copied(), |m| m.key.clone());
     }
     waivers(out, p, path);
+    out.push('\n');
+}
+
+/// Path 6: the mode cuFile ran in first, then per GPU and drive group a table of block size ×
+/// depth with cuFile and the POSIX bounce side by side, and cuFile's share of the bounce.
+fn gds(out: &mut String, p: &Profile) {
+    let _ = writeln!(out, "### Path 6 — NVMe → GPU through GPUDirect Storage\n");
+    let ms: Vec<&Measurement> = p.measurements_of(PathId::Gds).collect();
+    if !ms.is_empty() {
+        let why = p
+            .provenance
+            .environment
+            .get("gds.mode")
+            .and_then(|s| s.about.clone())
+            .unwrap_or_default();
+        let mode = match p.gds.mode.as_deref() {
+            Some("compat") => "**compat** mode: a POSIX bounce inside libcufile, **not \
+                               GPUDirect**; no figure here is a GDS ceiling"
+                .to_string(),
+            Some(m) => format!("**{m}** mode (GPUDirect)"),
+            None => "a mode hwceiling did not record".to_string(),
+        };
+        let _ = writeln!(out, "cuFile ran in {mode}. Evidence: {why}.\n");
+        reps_line(out, &ms);
+        // Cell names end in size/qdN/route: the part before names the GPU and drive group.
+        let group = |m: &Measurement| -> String {
+            let parts: Vec<&str> = m.cell.rsplitn(4, '/').collect();
+            parts.last().copied().unwrap_or_default().to_string()
+        };
+        let groups: BTreeSet<String> = ms.iter().map(|m| group(m)).collect();
+        for g in groups {
+            let mine: Vec<&Measurement> = ms.iter().copied().filter(|m| group(m) == g).collect();
+            let drives = mine
+                .first()
+                .and_then(|m| m.spec.gds())
+                .map(|s| s.drives.join(", "))
+                .unwrap_or_default();
+            let _ = writeln!(out, "#### {g}: {drives}\n");
+            let mut rows: BTreeMap<(u64, u32), [Option<&Measurement>; 2]> = BTreeMap::new();
+            for m in &mine {
+                let Some(s) = m.spec.gds() else { continue };
+                let at = usize::from(s.route == hwc_model::GdsRoute::PosixBounce);
+                rows.entry((s.block_bytes, s.queue_depth)).or_default()[at] = Some(m);
+            }
+            let body: Vec<Vec<String>> = rows
+                .iter()
+                .map(|((size, qd), [c, b])| {
+                    let ratio = match (c, b) {
+                        (Some(c), Some(b)) if b.gbps.median > 0.0 => {
+                            format!("{:.0} %", c.gbps.median / b.gbps.median * 100.0)
+                        }
+                        _ => "—".into(),
+                    };
+                    let f = |m: &Option<&Measurement>| m.map_or("—".into(), |m| flagged(m));
+                    vec![size_label(*size), qd.to_string(), f(c), f(b), ratio]
+                })
+                .collect();
+            table(
+                out,
+                &["Size", "QD", "cuFile", "POSIX bounce", "cuFile / bounce"],
+                &body,
+            );
+        }
+    }
+    waivers(out, p, PathId::Gds);
     out.push('\n');
 }
 

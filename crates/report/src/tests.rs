@@ -1354,3 +1354,55 @@ fn gpu_cross(gpu: &str) -> hwc_model::Covers {
         cross: true,
     }
 }
+
+#[test]
+fn gds_puts_cufile_beside_the_bounce_per_drive_group_and_says_a_compat_mode_is_not_gpudirect() {
+    let gds = |route: hwc_model::GdsRoute, size: u64, qd: u32, median: f64| {
+        let spec = Spec::Gds(hwc_model::GdsSpec {
+            gpu: "gpu0".into(),
+            drives: vec!["/data/f.bin".into()],
+            target: true,
+            block_bytes: size,
+            queue_depth: qd,
+            route,
+            host_node: Some(0),
+        });
+        let key = format!(
+            "gds/cufile/gpu0/target/{}/qd{qd}/{}",
+            size_label(size),
+            route.as_str()
+        );
+        m(&key, PathId::Gds, spec, median, false)
+    };
+    use hwc_model::GdsRoute::{Cufile, PosixBounce};
+    let mut p = profile_with(true, |r| {
+        r.extend([
+            gds(Cufile, 4 * MIB, 16, 1.5),
+            gds(PosixBounce, 4 * MIB, 16, 2.0),
+            gds(Cufile, 16 * MIB, 32, 1.9),
+        ])
+    });
+    p.gds.mode = Some("compat".into());
+    p.provenance.environment.insert(
+        "gds.mode".into(),
+        hwc_model::Setting::about("compat", "nvidia-fs 0.0"),
+    );
+    let r = render(&p);
+    let at = r.find("### Path 6").unwrap();
+    let section = &r[at..at + r[at..].find("\n### ").unwrap_or(r.len() - at)];
+    assert!(section.contains("**compat** mode"), "{section}");
+    assert!(section.contains("**not GPUDirect**"), "{section}");
+    assert!(section.contains("Evidence: nvidia-fs 0.0."), "{section}");
+    assert!(
+        section.contains("#### gpu0/target: /data/f.bin"),
+        "{section}"
+    );
+    assert!(
+        section.contains("| 4MiB | 16 | 1.50 ±1.0 % | 2.00 ±1.0 % | 75 % |"),
+        "{section}"
+    );
+    assert!(
+        section.contains("| 16MiB | 32 | 1.90 ±1.0 % | — | — |"),
+        "{section}"
+    );
+}
