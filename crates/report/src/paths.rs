@@ -253,7 +253,7 @@ fn gds(out: &mut String, p: &Profile) {
                         }
                         _ => "—".into(),
                     };
-                    let f = |m: &Option<&Measurement>| m.map_or("—".into(), |m| flagged(m));
+                    let f = |m: &Option<&Measurement>| m.map_or("—".into(), flagged);
                     vec![size_label(*size), qd.to_string(), f(c), f(b), ratio]
                 })
                 .collect();
