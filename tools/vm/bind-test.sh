@@ -136,4 +136,19 @@ spdk_signal() { # name [twice]
 spdk_signal spdk-term
 # Two signals: perf is stopped, everything put back at once.
 spdk_signal spdk-term2 twice
+# --leave-bound: the drive stays on vfio-pci after the run, journaled; the next profile refuses
+# to start until `hwceiling restore` has put it back.
+{
+  hwceiling profile --paths nvme_read -o /out/spdkleave --spdk-dir /opt/fakespdk \
+    --spdk-drives HWCN0A --leave-bound --nvme-sizes 128KiB --queue-depths 16 --nvme-bytes 8MiB \
+    >spdk-leave.out 2>&1
+  echo "rc=$?"
+  echo "after-run $(state)"
+  hwceiling profile --engines null -o /out/spdkleave-refused >leave-refused.out 2>&1
+  echo "next-rc=$?"
+  cat leave-refused.out
+  hwceiling restore 2>&1
+  echo "restore-rc=$?"
+  echo "after-restore $(state)"
+} >spdk-leave.txt
 sums >bind-sums-after.txt

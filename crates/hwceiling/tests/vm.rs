@@ -776,4 +776,28 @@ fn spdk_engine_binds_for_its_cases_only(res: &Path) {
         read(res, "spdk-term2.txt").contains("restored: 0000:11:00.0 is back on nvme"),
         "the second signal restored at once"
     );
+
+    // --leave-bound: left on vfio-pci and journaled, said in the profile; the next run refuses
+    // until `hwceiling restore`, which puts it back.
+    let t = read(res, "spdk-leave.txt");
+    assert!(t.contains("rc=0\n"), "{t}");
+    assert!(
+        t.contains("after-run drivers vfio-pci nvme journal left"),
+        "left bound:\n{t}"
+    );
+    assert!(
+        t.contains("next-rc=1") && t.contains("run `hwceiling restore` first"),
+        "the next run refuses and names the fix:\n{t}"
+    );
+    assert!(t.contains("restore-rc=0"), "{t}");
+    assert!(t.contains(&format!("after-restore {before}")), "{t}");
+    let p = profile(res, "spdkleave");
+    let end = &p.provenance.environment["spdk.drivers_at_end"];
+    assert_eq!(end.value, format!("{a}=vfio-pci"));
+    assert!(
+        end.about
+            .as_deref()
+            .is_some_and(|s| s.contains("--leave-bound")),
+        "{end:?}"
+    );
 }
