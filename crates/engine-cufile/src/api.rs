@@ -59,6 +59,7 @@ type HandleDeregisterFn = unsafe extern "C" fn(*mut c_void);
 type BufRegisterFn = unsafe extern "C" fn(*const c_void, usize, c_int) -> Status;
 type BufDeregisterFn = unsafe extern "C" fn(*const c_void) -> Status;
 type ReadFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, i64, i64) -> isize;
+type WriteFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize, i64, i64) -> isize;
 type VersionFn = unsafe extern "C" fn(*mut c_int) -> Status;
 type SetBoolFn = unsafe extern "C" fn(c_int, bool) -> Status;
 type GetBoolFn = unsafe extern "C" fn(c_int, *mut bool) -> Status;
@@ -76,6 +77,7 @@ pub struct Cufile {
     buf_register: BufRegisterFn,
     buf_deregister: BufDeregisterFn,
     read: ReadFn,
+    write: WriteFn,
     version: Option<VersionFn>,
     set_bool: Option<SetBoolFn>,
     get_bool: Option<GetBoolFn>,
@@ -169,6 +171,7 @@ impl Cufile {
                 "cuFileBufDeregister",
             )?,
             read: need(get!(ReadFn, b"cuFileRead\0"), "cuFileRead")?,
+            write: need(get!(WriteFn, b"cuFileWrite\0"), "cuFileWrite")?,
             version: get!(VersionFn, b"cuFileGetVersion\0").ok(),
             set_bool: get!(SetBoolFn, b"cuFileSetParameterBool\0").ok(),
             get_bool: get!(GetBoolFn, b"cuFileGetParameterBool\0").ok(),
@@ -261,12 +264,14 @@ impl Cufile {
     }
 
     /// Read `size` bytes at `file_offset` of `h` into `base + buf_offset` (device memory of the
-    /// thread's current context): the bytes read, or the failure.
+    /// thread's current context), or write them from there (`write`): the bytes moved, or the
+    /// failure.
     ///
     /// # Safety
     /// `h` is registered; `[base + buf_offset, + size)` lies in a live device allocation.
-    pub unsafe fn read(
+    pub unsafe fn io(
         &self,
+        write: bool,
         h: *mut c_void,
         base: *mut c_void,
         size: usize,
@@ -274,15 +279,22 @@ impl Cufile {
         buf_offset: i64,
     ) -> Result<usize, String> {
         // SAFETY: as the caller guarantees.
-        let n = unsafe { (self.read)(h, base, size, file_offset, buf_offset) };
+        let n = unsafe {
+            if write {
+                (self.write)(h, base, size, file_offset, buf_offset)
+            } else {
+                (self.read)(h, base, size, file_offset, buf_offset)
+            }
+        };
+        let call = if write { "cuFileWrite" } else { "cuFileRead" };
         match n {
             n if n >= 0 => Ok(n as usize),
             -1 => Err(format!(
-                "cuFileRead failed: {}",
+                "{call} failed: {}",
                 std::io::Error::last_os_error()
             )),
             n => Err(format!(
-                "cuFileRead failed: {}",
+                "{call} failed: {}",
                 describe(Status {
                     err: n.unsigned_abs() as u32,
                     cu_err: 0

@@ -279,9 +279,10 @@ struct Raw<T>(T);
 // repetition, and by the case's thread otherwise.
 unsafe impl<T> Send for Raw<T> {}
 
-fn open_source(key: &str, path: PathBuf) -> Result<Source, BenchError> {
+fn open_source(key: &str, path: PathBuf, write: bool) -> Result<Source, BenchError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
+        .write(write)
         .custom_flags(libc::O_DIRECT)
         .open(&path)
         .map_err(|e| {
@@ -327,7 +328,7 @@ impl<'a> GdsCase<'a> {
                 .get(key)
                 .cloned()
                 .unwrap_or_else(|| PathBuf::from(key));
-            let mut s = open_source(key, path)?;
+            let mut s = open_source(key, path, spec.write)?;
             s.span_bytes -= s.span_bytes % block;
             if s.span_bytes == 0 {
                 return Err(BenchError::unavailable(format!(
@@ -346,9 +347,19 @@ impl<'a> GdsCase<'a> {
         let slots = sources.len() * qd;
         let gpu = DeviceBuffer::new(&ctx, slots * block as usize)
             .map_err(|e| BenchError::unavailable(format!("GPU memory: {e}")))?;
-        // A fill no read leaves in place (checked in verify).
-        gpu.fill_prefix(gpu.len(), 0xee)
-            .map_err(|e| BenchError::failed(e.to_string()))?;
+        if spec.write {
+            // What the writes put on the drive: a pattern that differs from block to block.
+            gpu.write_range(0, gpu.len(), |chunk, at| {
+                for (i, b) in chunk.iter_mut().enumerate() {
+                    let x = (at + i) as u64;
+                    *b = (x.wrapping_mul(0x9e37_79b9) >> 11) as u8 ^ (x >> 20) as u8;
+                }
+            })
+        } else {
+            // A fill no read leaves in place (checked in verify).
+            gpu.fill_prefix(gpu.len(), 0xee)
+        }
+        .map_err(|e| BenchError::failed(e.to_string()))?;
         let mut case = GdsCase {
             _engine: engine,
             ctx: ctx.clone(),
@@ -420,6 +431,63 @@ impl<'a> GdsCase<'a> {
     }
 }
 
+/// One POSIX bounce: O_DIRECT `pread` into `host`, then a copy to the device; or (`write`) a
+/// copy from the device, then O_DIRECT `pwrite`.
+///
+/// # Safety
+/// `host` is `block` bytes of pinned memory and `dev` `block` bytes of device memory, both used
+/// by this thread alone; `stream` is this thread's stream, in the current context.
+unsafe fn bounce(
+    fd: i32,
+    write: bool,
+    host: *mut c_void,
+    dev: sys::CUdeviceptr,
+    block: usize,
+    off: u64,
+    stream: sys::CUstream,
+) -> Result<(), String> {
+    let io_err = |what: &str, n: isize| {
+        format!(
+            "{what} at {off}: {}",
+            if n < 0 {
+                std::io::Error::last_os_error().to_string()
+            } else {
+                format!("{n} bytes")
+            }
+        )
+    };
+    let wait = || {
+        // SAFETY: the caller's stream.
+        unsafe { sys::cuStreamSynchronize(stream) }
+            .result()
+            .map_err(|e| format!("cuStreamSynchronize: {e:?}"))
+    };
+    if write {
+        // SAFETY: as the caller guarantees.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(host, dev, block, stream) }
+            .result()
+            .map_err(|e| format!("cuMemcpyDtoHAsync: {e:?}"))?;
+        wait()?;
+        // SAFETY: host holds `block` bytes.
+        let n = unsafe { libc::pwrite(fd, host, block, off as i64) };
+        if n != block as isize {
+            return Err(io_err("pwrite", n));
+        }
+    } else {
+        // SAFETY: host is `block` writable bytes.
+        let n = unsafe { libc::pread(fd, host, block, off as i64) };
+        if n != block as isize {
+            return Err(io_err("pread", n));
+        }
+        // SAFETY: as the caller guarantees.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dev, host, block, stream) }
+            .result()
+            .map_err(|e| format!("cuMemcpyHtoDAsync: {e:?}"))?;
+        wait()?;
+    }
+    Ok(())
+}
+
 /// Pin this thread to `cpus` (none: leave it); whether it then runs on one of them.
 fn pin(cpus: &[u32]) -> bool {
     if cpus.is_empty() {
@@ -462,6 +530,7 @@ impl Prepared for GdsCase<'_> {
             .collect();
         let lib = self.cufile.as_ref().map(|c| c.0.clone());
         let base = Raw(self.gpu.ptr());
+        let write = self.spec.write;
         let results: Vec<Result<LaneTimes, String>> = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .lanes
@@ -486,7 +555,8 @@ impl Prepared for GdsCase<'_> {
                                 (Some(lib), Some(h), _, _) => {
                                     // SAFETY: h is registered; the slot lies in the buffer.
                                     let n = unsafe {
-                                        lib.read(
+                                        lib.io(
+                                            write,
                                             h,
                                             base.0 as *mut c_void,
                                             block,
@@ -495,37 +565,24 @@ impl Prepared for GdsCase<'_> {
                                         )
                                     }?;
                                     if n != block {
-                                        return Err(format!("cuFileRead at {off} read {n} bytes"));
+                                        return Err(format!("cuFile moved {n} bytes at {off}"));
                                     }
                                 }
                                 (_, _, Some(host), Some(stream)) => {
-                                    // SAFETY: host is this lane's pinned buffer of `block` bytes.
-                                    let n = unsafe { libc::pread(fd, host, block, off as i64) };
-                                    if n != block as isize {
-                                        return Err(format!(
-                                            "pread at {off}: {}",
-                                            if n < 0 {
-                                                std::io::Error::last_os_error().to_string()
-                                            } else {
-                                                format!("{n} bytes")
-                                            }
-                                        ));
-                                    }
-                                    // SAFETY: pinned source, device slot inside the buffer,
-                                    // this lane's stream, synchronised before the next read.
+                                    // SAFETY: host is this lane's pinned buffer of `block` bytes;
+                                    // the device slot lies in the buffer; the lane's own stream,
+                                    // synchronised before the host buffer is used again.
                                     unsafe {
-                                        sys::cuMemcpyHtoDAsync_v2(
-                                            base.0 + slot_offset,
+                                        bounce(
+                                            fd,
+                                            write,
                                             host,
+                                            base.0 + slot_offset,
                                             block,
+                                            off,
                                             stream,
                                         )
-                                        .result()
-                                        .map_err(|e| format!("cuMemcpyHtoDAsync: {e:?}"))?;
-                                        sys::cuStreamSynchronize(stream)
-                                            .result()
-                                            .map_err(|e| format!("cuStreamSynchronize: {e:?}"))?;
-                                    }
+                                    }?;
                                 }
                                 _ => return Err("a lane without its route's resources".into()),
                             }
@@ -562,8 +619,8 @@ impl Prepared for GdsCase<'_> {
         })
     }
 
-    /// Each drive's first lane: its GPU slot holds the block it read last, byte for byte as an
-    /// O_DIRECT read of the same block gives it.
+    /// Each drive's first lane: its GPU slot and the block it read (or wrote) last are byte for
+    /// byte the same, as an O_DIRECT read of the block gives it.
     fn verify(&mut self) -> Result<(), BenchError> {
         let block = self.spec.block_bytes as usize;
         let qd = self.spec.queue_depth.max(1) as usize;
@@ -599,7 +656,7 @@ impl Prepared for GdsCase<'_> {
                 .map_err(|e| BenchError::failed(e.to_string()))?
                 .map_err(|()| {
                     BenchError::failed(format!(
-                        "{}: the GPU's copy of the block at {off} differs from the file's",
+                        "{}: the GPU's copy of the block at {off} differs from the drive's",
                         src.path.display()
                     ))
                 })?;
@@ -650,9 +707,14 @@ impl Prepared for GdsCase<'_> {
             .iter()
             .map(|s| format!("{} ({})", s.key, s.path.display()))
             .collect();
+        let (call, way) = if self.spec.write {
+            ("cuFileWrite", "from")
+        } else {
+            ("cuFileRead", "into")
+        };
         let how = match &self.cufile {
             Some((_, m, _)) => format!(
-                "cuFileRead ({}) of {} into GPU memory{}",
+                "{call} ({}) of {} {way} GPU memory{}",
                 m.label(),
                 size_label(self.spec.block_bytes),
                 match &self.registered {
@@ -661,6 +723,11 @@ impl Prepared for GdsCase<'_> {
                     Err(e) => format!(", the buffer NOT registered ({e})"),
                 }
             ),
+            None if self.spec.write => format!(
+                "POSIX bounce: cuMemcpyDtoHAsync of {} to pinned host memory and a wait, then an \
+                 O_DIRECT pwrite, per write",
+                size_label(self.spec.block_bytes)
+            ),
             None => format!(
                 "POSIX bounce: O_DIRECT pread of {} into pinned host memory, then \
                  cuMemcpyHtoDAsync and a wait, per read",
@@ -668,9 +735,10 @@ impl Prepared for GdsCase<'_> {
             ),
         };
         vec![format!(
-            "{how}; {qd} threads per drive, each with one read in flight (threads, not the batch \
-             API); {} MiB per drive per repetition from {}",
+            "{how}; {qd} threads per drive, each with one I/O in flight (threads, not the batch \
+             API); {} MiB per drive per repetition, {} {}",
             (self.blocks_per_lane * u64::from(qd) * self.spec.block_bytes) >> 20,
+            if self.spec.write { "to" } else { "from" },
             drives.join(", ")
         )]
     }

@@ -56,11 +56,15 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
         BTreeMap::new(),
         32 << 20,
     );
-    let case = |route: GdsRoute| {
+    let case = |route: GdsRoute, write: bool| {
         Case::new(
             PathId::Gds,
             engine.id(),
-            format!("gpu0/target/4MiB/qd4/{}", route.as_str()),
+            format!(
+                "gpu0/{}target/4MiB/qd4/{}",
+                if write { "write/" } else { "" },
+                route.as_str()
+            ),
             Spec::Gds(GdsSpec {
                 gpu: "gpu0".into(),
                 drives: vec![key.clone()],
@@ -68,6 +72,7 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
                 block_bytes: 4 << 20,
                 queue_depth: 4,
                 route,
+                write,
                 host_node: None,
             }),
             Reps {
@@ -77,7 +82,13 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
             },
         )
     };
-    let cases = [case(GdsRoute::Cufile), case(GdsRoute::PosixBounce)];
+    // Reads, then writes of the test's own file (each checked by reading the block back).
+    let cases = [
+        case(GdsRoute::Cufile, false),
+        case(GdsRoute::PosixBounce, false),
+        case(GdsRoute::Cufile, true),
+        case(GdsRoute::PosixBounce, true),
+    ];
     let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(engine)];
     let mut seen = Outcomes(Vec::new());
     let out = run(

@@ -46,7 +46,7 @@ impl GdsRoute {
 
 /// NVMe → GPU (Path 6): on each of `drives` (their keys, or the `--target` path),
 /// `queue_depth` threads each with one read of `block_bytes` in flight, into `gpu`'s memory by
-/// `route`.
+/// `route`; with `write`, GPU → NVMe writes the same way (only where the write gate let them).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GdsSpec {
     /// `gpu0`, … (the topology's GPU names).
@@ -58,6 +58,9 @@ pub struct GdsSpec {
     pub block_bytes: u64,
     pub queue_depth: u32,
     pub route: GdsRoute,
+    /// Writes from GPU memory to the drives instead of reads (destroys their data).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub write: bool,
     /// The node of the reading threads (and of the bounce buffers): the GPU's node; absent
     /// where it is unknown (nothing placed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

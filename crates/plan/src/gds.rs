@@ -7,7 +7,11 @@
 //! root complex, then on its NUMA node), and, where the machine has one, a group of drives on
 //! other root complexes; each cell's name says which (`same-root`, `cross-root` or `mixed-root`,
 //! and `numa-local`, `cross-numa`, `numa-mixed` or `numa-unknown`). A `--target` file or block
-//! device replaces the drives. Reads only: writes through cuFile are not planned.
+//! device replaces the drives.
+//!
+//! Writes (GPU → NVMe, the same matrix, cells under `gpuN/write/…`) only on the drives the write
+//! gate approved (`--allow-destructive-writes` with the drives named), or on a `--target` it lets
+//! be written.
 
 use crate::nvme::{drive_counts, drive_key};
 use crate::{waive, Cell, Matrix, PlanOptions};
@@ -93,7 +97,12 @@ pub(crate) fn plan_gds(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
         .clone()
         .unwrap_or_else(|| GDS_QUEUE_DEPTHS.to_vec());
     let reps = opts.reps(1, 5);
-    let push = |p: &mut Matrix, gpu: &Gpu, label: &str, drives: Vec<String>, target| {
+    let push = |p: &mut Matrix, gpu: &Gpu, label: &str, drives: Vec<String>, target, write| {
+        let label = if write {
+            format!("write/{label}")
+        } else {
+            label.to_string()
+        };
         for &size in &GDS_SIZES {
             for &qd in &qds {
                 for route in GDS_ROUTES {
@@ -104,16 +113,32 @@ pub(crate) fn plan_gds(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
                         block_bytes: size,
                         queue_depth: qd,
                         route,
+                        write,
                         host_node: gpu.numa_node,
                     };
-                    p.cells.push(cell(label, spec, reps));
+                    p.cells.push(cell(&label, spec, reps));
                 }
             }
         }
     };
-    if let Some((key, _)) = &o.target {
+    if let Some((key, writable)) = &o.target {
         for gpu in &topo.gpus {
-            push(p, gpu, "target", vec![key.clone()], true);
+            push(p, gpu, "target", vec![key.clone()], true, false);
+            if *writable {
+                push(p, gpu, "target", vec![key.clone()], true, true);
+            }
+        }
+        if !writable {
+            waive(
+                p,
+                path,
+                Some(format!("writes to {key}")),
+                format!(
+                    "{key} exists and was not created by hwceiling: writes need \
+                     --allow-destructive-writes"
+                ),
+                None,
+            );
         }
         return;
     }
@@ -135,27 +160,43 @@ pub(crate) fn plan_gds(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
             Some("bind the drives to the nvme driver"),
         );
     }
+    let writable: Vec<&NvmeDrive> = match &o.write_drives {
+        Some(w) => usable
+            .iter()
+            .copied()
+            .filter(|d| w.contains(&d.name))
+            .collect(),
+        None => Vec::new(),
+    };
     for gpu in &topo.gpus {
-        for k in drive_counts(&GDS_DRIVE_COUNTS, usable.len().min(4)) {
-            let mut labels = Vec::new();
-            for near in [true, false] {
-                let group: Vec<&NvmeDrive> =
-                    ordered(gpu, &usable, near).into_iter().take(k).collect();
-                let (root, numa) = pairing(gpu, &group);
-                let label = format!("{k}drive/{root}/{numa}");
-                if labels.contains(&label) {
-                    continue;
+        for (drives, write) in [(&usable, false), (&writable, true)] {
+            for k in drive_counts(&GDS_DRIVE_COUNTS, drives.len().min(4)) {
+                let mut labels = Vec::new();
+                for near in [true, false] {
+                    let group: Vec<&NvmeDrive> =
+                        ordered(gpu, drives, near).into_iter().take(k).collect();
+                    let (root, numa) = pairing(gpu, &group);
+                    let label = format!("{k}drive/{root}/{numa}");
+                    if labels.contains(&label) {
+                        continue;
+                    }
+                    labels.push(label.clone());
+                    let keys = group.into_iter().map(drive_key).collect();
+                    push(p, gpu, &label, keys, false, write);
                 }
-                labels.push(label.clone());
-                push(
-                    p,
-                    gpu,
-                    &label,
-                    group.into_iter().map(drive_key).collect(),
-                    false,
-                );
             }
         }
+    }
+    if o.write_drives.is_none() {
+        waive(
+            p,
+            path,
+            Some("writes".into()),
+            "read-only by default: GPU → NVMe writes destroy data, so they run only with \
+             --allow-destructive-writes and each drive named"
+                .into(),
+            Some("--allow-destructive-writes --write-drives SERIAL|/dev/nvmeXnY|BDF"),
+        );
     }
 }
 

@@ -147,3 +147,65 @@ fn no_gpu_or_no_drive_is_one_waiver_saying_which() {
     let w: Vec<_> = p.waivers_of(PathId::Gds).collect();
     assert_eq!(w[0].reason, "no NVMe drives were detected");
 }
+
+#[test]
+fn writes_only_on_the_drives_the_gate_approved_else_one_waiver() {
+    let t = Topology {
+        gpus: vec![gpu_on(0, "pci0000:40", 0)],
+        nvme: vec![drive(2, "pci0000:40", 0), drive(3, "pci0000:80", 1)],
+        ..Topology::default()
+    };
+    let p = plan(&t, &opts());
+    assert!(p.cases.iter().all(|c| !c.spec.gds().unwrap().write));
+    let w: Vec<_> = p.waivers_of(PathId::Gds).collect();
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].reason.starts_with("read-only by default"),
+        "{}",
+        w[0].reason
+    );
+
+    let mut o = opts();
+    o.nvme.write_drives = Some(vec!["nvme3".into()]);
+    let p = plan(&t, &o);
+    let writes: Vec<_> = p
+        .cases
+        .iter()
+        .filter(|c| c.spec.gds().unwrap().write)
+        .collect();
+    // One drive approved: 1 drive, 3 sizes × 2 depths × 2 routes.
+    assert_eq!(writes.len(), 12);
+    assert!(writes.iter().all(|c| c.spec.drives() == ["0000:13:00.0"]
+        && c.cell
+            .starts_with("gpu0/write/1drive/cross-root/cross-numa/")));
+    assert_eq!(p.waivers_of(PathId::Gds).count(), 0);
+    // Reads still cover both drives.
+    assert!(p
+        .cases
+        .iter()
+        .any(|c| !c.spec.gds().unwrap().write && c.spec.drives().len() == 2));
+
+    let mut o = opts();
+    o.nvme.target = Some(("/data/x.bin".into(), false));
+    let p = plan(&t, &o);
+    assert!(p.cases.iter().all(|c| !c.spec.gds().unwrap().write));
+    assert!(p
+        .waivers_of(PathId::Gds)
+        .any(|w| w.reason.contains("writes need --allow-destructive-writes")));
+    o.nvme.target = Some(("/data/x.bin".into(), true));
+    let p = plan(&plan_topo_with_gpu(), &o);
+    assert_eq!(
+        p.cases
+            .iter()
+            .filter(|c| c.spec.gds().unwrap().write && c.cell.starts_with("gpu0/write/target/"))
+            .count(),
+        12
+    );
+}
+
+fn plan_topo_with_gpu() -> Topology {
+    Topology {
+        gpus: vec![gpu_on(0, "pci0000:40", 0)],
+        ..Topology::default()
+    }
+}

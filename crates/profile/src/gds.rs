@@ -1,6 +1,6 @@
 //! The spec's `gds:` section from Path 6's measurements: the mode libcufile ran in (as the
 //! cuFile engine recorded it in the provenance's `gds.mode`) and, only for a direct mode, the
-//! best cuFile figure over one drive and over four. A compat-mode figure stays a measurement:
+//! best cuFile read over one drive and over four. A compat-mode figure stays a measurement:
 //! it is a POSIX bounce, never a GPUDirect ceiling.
 
 use hwc_model::{GdsRoute, Measurement, PathId, Profile};
@@ -13,7 +13,7 @@ pub(crate) fn best_cufile(p: &Profile, drives: usize) -> Option<&Measurement> {
     p.measurements_of(PathId::Gds)
         .filter(|m| {
             m.spec.gds().is_some_and(|s| {
-                s.route == GdsRoute::Cufile && !s.target && s.drives.len() == drives
+                s.route == GdsRoute::Cufile && !s.write && !s.target && s.drives.len() == drives
             })
         })
         .max_by(|a, b| a.gbps.median.total_cmp(&b.gbps.median))

@@ -884,6 +884,7 @@ fn gds_case(drives: &[&str], route: hwc_model::GdsRoute, size_mib: u64, gbps: f6
         block_bytes: size_mib << 20,
         queue_depth: 16,
         route,
+        write: false,
         host_node: Some(0),
     });
     let key = format!(

@@ -1365,6 +1365,7 @@ fn gds_puts_cufile_beside_the_bounce_per_drive_group_and_says_a_compat_mode_is_n
             block_bytes: size,
             queue_depth: qd,
             route,
+            write: false,
             host_node: Some(0),
         });
         let key = format!(

@@ -158,7 +158,7 @@ pub fn prepare(
         write_drives: a.write_drives.clone().unwrap_or_default(),
         allow_destructive_writes: a.allow_destructive_writes && live,
         target: a.target.clone(),
-        wants_write: a.wants(PathId::NvmeWrite) && live,
+        wants_write: (a.wants(PathId::NvmeWrite) || a.wants(PathId::Gds)) && live,
         bytes_per_drive: a.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
     };
     let setup = hwc_bench_nvme::setup(topo, &req, cancel)?;
