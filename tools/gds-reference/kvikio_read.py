@@ -29,7 +29,11 @@ import kvikio.defaults  # noqa: E402
 path, nbytes, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 sizes = [int(s) << 20 for s in sys.argv[4].split(",")]
 depths = [int(q) for q in sys.argv[5].split(",")]
-print(f"# kvikio {kvikio.__version__}, compat_mode {kvikio.defaults.compat_mode()}", file=sys.stderr)
+try:
+    compat = kvikio.defaults.get("compat_mode")
+except Exception as e:  # older and newer kvikio spell it differently
+    compat = f"unknown ({e})"
+print(f"# kvikio {kvikio.__version__}, compat_mode {compat}", file=sys.stderr)
 buf = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
 with kvikio.CuFile(path, "r") as f:
     for block in sizes:

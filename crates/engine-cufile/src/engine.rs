@@ -1,6 +1,6 @@
 //! The engine: NVMe → GPU reads by cuFile, or by the POSIX bounce baseline, on threads.
 
-use crate::api::{self, Cufile, PARAM_ALLOW_COMPAT_MODE, PARAM_USE_PCIP2PDMA};
+use crate::api::{self, Cufile, Status, PARAM_USE_PCIP2PDMA};
 use crate::mode::{self, Evidence, Mode};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use hwc_bench_cuda::{DeviceBuffer, HostBuffer};
@@ -44,7 +44,13 @@ pub struct CufileEngine {
     bytes_per_drive: u64,
     contexts: BTreeMap<u32, Arc<CudaContext>>,
     nvml: Option<nvml_wrapper::Nvml>,
+    strict: StrictOpen,
 }
+
+/// Opens libcufile's driver with compat mode forbidden where that cannot spoil this process's
+/// library (another process: [`crate::strict::in_child`]), given the library's path; `None`
+/// where the check cannot be made.
+pub type StrictOpen = Box<dyn FnMut(&std::path::Path) -> Option<Result<(), Status>> + Send>;
 
 impl CufileEngine {
     /// `lib`: libcufile as loaded (or why not: every cuFile case is then waived with it; the
@@ -55,8 +61,10 @@ impl CufileEngine {
         devices: BTreeMap<String, PathBuf>,
         node_cpus: BTreeMap<u32, Vec<u32>>,
         bytes_per_drive: u64,
+        strict: StrictOpen,
     ) -> Self {
         CufileEngine {
+            strict,
             lib: lib.map(Arc::new),
             opened: None,
             gpus,
@@ -78,8 +86,8 @@ impl CufileEngine {
         Ok(c)
     }
 
-    /// Open the driver once: first with compat mode forbidden (the check of the mode), then
-    /// as configured.
+    /// Open the driver once, as configured, after the check of the mode with compat mode
+    /// forbidden (in another process).
     fn open(&mut self) -> Result<(Arc<Cufile>, Mode, String), BenchError> {
         let lib = self.lib.clone().map_err(|e| BenchError::Unavailable {
             reason: e,
@@ -90,7 +98,8 @@ impl CufileEngine {
             ),
         })?;
         if self.opened.is_none() {
-            self.opened = Some(open_driver(&lib));
+            let strict = (self.strict)(&lib.path);
+            self.opened = Some(open_driver(&lib, strict));
         }
         match self.opened.as_ref().expect("just set") {
             Ok((m, why)) => Ok((lib, *m, why.clone())),
@@ -99,21 +108,11 @@ impl CufileEngine {
     }
 }
 
-fn open_driver(lib: &Cufile) -> Result<(Mode, String), String> {
-    let configured = lib.get_bool(PARAM_ALLOW_COMPAT_MODE);
-    let strict_open = if lib.set_bool(PARAM_ALLOW_COMPAT_MODE, false) {
-        let s = lib.driver_open();
-        let r = if s.err == 0 {
-            lib.driver_close();
-            Ok(())
-        } else {
-            Err(s)
-        };
-        lib.set_bool(PARAM_ALLOW_COMPAT_MODE, configured.unwrap_or(true));
-        Some(r)
-    } else {
-        None
-    };
+/// Open the driver as configured and decide its mode, `strict_open` the check's result.
+fn open_driver(
+    lib: &Cufile,
+    strict_open: Option<Result<(), Status>>,
+) -> Result<(Mode, String), String> {
     let s = lib.driver_open();
     if s.err != 0 {
         return Err(format!("cuFileDriverOpen failed: {}", api::describe(s)));

@@ -6,7 +6,8 @@
 //!   size in flight (threads, not cuFile's batch API), over the drive's blocks in order.
 //! - libcufile runs in one of three modes: GPUDirect through nvidia-fs, through the kernel's
 //!   PCI P2PDMA, or compat mode, a POSIX bounce inside libcufile. The engine opens the driver
-//!   once with compat mode forbidden and once as configured, reads its properties, and labels
+//!   with compat mode forbidden in a child process ([`strict`]) and as configured in its own,
+//!   reads its properties, and labels
 //!   every cuFile figure with the mode ([`mode::decide`]: direct only on positive evidence).
 //! - The GPU buffer is checked once per case, outside the timed region, against an O_DIRECT
 //!   read of the same block; the idle guard refuses a GPU another process computes on.
@@ -14,9 +15,10 @@
 mod api;
 mod engine;
 pub mod mode;
+pub mod strict;
 
 pub use api::{candidates, describe, Cufile, Status};
-pub use engine::{CufileEngine, GpuSlot, DEFAULT_BYTES_PER_DRIVE, ENGINE};
+pub use engine::{CufileEngine, GpuSlot, StrictOpen, DEFAULT_BYTES_PER_DRIVE, ENGINE};
 use hwc_model::{CellKind, EngineDecl, Library, Needs, PathId};
 
 /// The engine's declaration.

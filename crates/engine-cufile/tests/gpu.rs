@@ -55,6 +55,8 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
         BTreeMap::new(),
         BTreeMap::new(),
         32 << 20,
+        // No child to run the check in: the mode comes from the driver's properties alone.
+        Box::new(|_: &std::path::Path| None),
     );
     let case = |route: GdsRoute, write: bool| {
         Case::new(

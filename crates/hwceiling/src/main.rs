@@ -22,6 +22,13 @@ mod serve_cmd;
 mod signals;
 
 fn main() {
+    // The cufile engine's check of libcufile's mode runs as a child of this program.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == hwc_engine_cufile::strict::ARG)
+    {
+        std::process::exit(hwc_engine_cufile::strict::child_main());
+    }
     restore_on_panic();
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,

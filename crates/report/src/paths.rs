@@ -220,9 +220,13 @@ fn gds(out: &mut String, p: &Profile) {
                                GPUDirect**; no figure here is a GDS ceiling"
                 .to_string(),
             Some(m) => format!("**{m}** mode (GPUDirect)"),
-            None => "a mode hwceiling did not record".to_string(),
+            None => String::new(),
         };
-        let _ = writeln!(out, "cuFile ran in {mode}. Evidence: {why}.\n");
+        if mode.is_empty() {
+            let _ = writeln!(out, "cuFile did not run: {why}.\n");
+        } else {
+            let _ = writeln!(out, "cuFile ran in {mode}. Evidence: {why}.\n");
+        }
         reps_line(out, &ms);
         // Cell names end in size/qdN/route: the part before names the GPU and drive group.
         let group = |m: &Measurement| -> String {

@@ -168,7 +168,12 @@ fn cufile_engine(topo: &Topology, bytes_per_drive: u64) -> hwc_engine_cufile::Cu
         .iter()
         .map(|n| (n.id, n.cpus.clone()))
         .collect();
-    hwc_engine_cufile::CufileEngine::new(lib, gpus, devices, node_cpus, bytes_per_drive)
+    // The check of the mode runs in a child: this program again, as `__cufile-strict-open`.
+    let strict: hwc_engine_cufile::StrictOpen = Box::new(|lib: &std::path::Path| {
+        let exe = std::env::current_exe().ok()?;
+        hwc_engine_cufile::strict::in_child(&exe, lib)
+    });
+    hwc_engine_cufile::CufileEngine::new(lib, gpus, devices, node_cpus, bytes_per_drive, strict)
 }
 
 /// CUDA ordinal, model, memory and L2 of every GPU the driver reports, matched by PCI address.
