@@ -29,6 +29,7 @@ with open(path, "wb") as f:
         f.write(mib)
     f.flush(); os.fsync(f.fileno())
 PY
+  sync
 fi
 # libcufile reads the filesystem's type from the udev database; a machine without udevd has
 # none (error 5027). Write the entry only where it is missing and no udevd runs, and say so.
@@ -41,8 +42,9 @@ if [[ ! -e "$udev" ]] && ! pgrep -x systemd-udevd >/dev/null && ! pgrep -x udevd
   echo "no udevd: wrote $udev ($fstype)" | tee -a "$out/machine.txt"
 fi
 if [[ -n "${WHEELS:-}" ]]; then
-  python3 -m pip install -q --no-deps --target "$out/py" "$WHEELS"/*.whl
-  export PYTHONPATH=$out/py${PYTHONPATH:+:$PYTHONPATH}
+  py=$(mktemp -d)
+  python3 -m pip install -q --no-deps --target "$py" "$WHEELS"/*.whl
+  export PYTHONPATH=$py${PYTHONPATH:+:$PYTHONPATH}
 fi
 ref=$out/posix_bounce
 nvcc -O2 -std=c++17 ${NVCC_ARCH:--arch=native} -o "$ref" "$here/posix_bounce.cu"

@@ -45,6 +45,8 @@ pub struct CufileEngine {
     contexts: BTreeMap<u32, Arc<CudaContext>>,
     nvml: Option<nvml_wrapper::Nvml>,
     strict: StrictOpen,
+    /// The driver was closed (`finish`).
+    closed: bool,
 }
 
 /// Opens libcufile's driver with compat mode forbidden where that cannot spoil this process's
@@ -65,6 +67,7 @@ impl CufileEngine {
     ) -> Self {
         CufileEngine {
             strict,
+            closed: false,
             lib: lib.map(Arc::new),
             opened: None,
             gpus,
@@ -225,10 +228,13 @@ impl Engine for CufileEngine {
     }
 
     fn finish(&mut self) {
+        // The mode stays recorded for `environment`, read after this.
         if let (Ok(lib), Some(Ok(_))) = (&self.lib, &self.opened) {
-            lib.driver_close();
+            if !self.closed {
+                lib.driver_close();
+                self.closed = true;
+            }
         }
-        self.opened = None;
     }
 }
 
@@ -793,5 +799,29 @@ impl Drop for GdsCase<'_> {
                 unsafe { lib.handle_deregister(h) };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_is_still_recorded_after_the_engine_finished() {
+        let mut e = CufileEngine::new(
+            Err("no libcufile here".into()),
+            Vec::new(),
+            BTreeMap::new(),
+            BTreeMap::new(),
+            1 << 30,
+            Box::new(|_: &std::path::Path| None),
+        );
+        e.opened = Some(Ok((Mode::Compat, "nvidia-fs 0.0".into())));
+        e.finish();
+        let env = e.environment();
+        assert_eq!(env["gds.mode"].value, "compat");
+        assert_eq!(env["gds.mode"].about.as_deref(), Some("nvidia-fs 0.0"));
+        e.opened = Some(Err("cuFileDriverOpen failed".into()));
+        assert_eq!(e.environment()["gds.mode"].value, "unavailable");
     }
 }
