@@ -156,6 +156,26 @@ if grep -q hwc_mode=spdk /proc/cmdline; then
   echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>spdk.txt
   sleep 2
   state >spdk-after.txt
+  # The native engine (a build with --features spdk) interrupted: SIGTERM while its pollers run
+  # on HWCN0A; the drive must come back as after a whole run.
+  if hwceiling engines 2>/dev/null | grep -q '^spdk-native'; then
+    hwceiling profile --paths nvme_read -o /out/spdk-term --engines spdk-native \
+      --spdk-drives HWCN0A --nvme-sizes 128KiB --queue-depths 16 --nvme-bytes 4GiB \
+      >spdk-native-term.out 2>&1 &
+    pid=$!
+    i=0
+    until [ "$(basename "$(readlink "/sys/bus/pci/devices/$a/driver")")" = vfio-pci ] || [ $i -ge 600 ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    sleep 4
+    at="$(basename "$(readlink "/sys/bus/pci/devices/$a/driver")")"
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    sleep 1
+    { echo "rc=$rc"; echo "at-signal $at"; state; cat spdk-native-term.out; } >spdk-native-term.txt
+  fi
   send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md'
 fi
 
