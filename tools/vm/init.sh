@@ -175,6 +175,33 @@ if grep -q hwc_mode=spdk /proc/cmdline; then
     rc=$?
     sleep 1
     { echo "rc=$rc"; echo "at-signal $at"; state; cat spdk-native-term.out; } >spdk-native-term.txt
+    # Two signals: the process exits at once (it cannot unbind drives it holds) and leaves the
+    # journal; `hwceiling restore` then puts the drive back.
+    hwceiling profile --paths nvme_read -o /out/spdk-term2 --engines spdk-native \
+      --spdk-drives HWCN0A --nvme-sizes 128KiB --queue-depths 16 --nvme-bytes 4GiB \
+      >spdk-native-term2.out 2>&1 &
+    pid=$!
+    i=0
+    until [ "$(basename "$(readlink "/sys/bus/pci/devices/$a/driver")")" = vfio-pci ] || [ $i -ge 600 ]; do
+      sleep 0.1
+      i=$((i + 1))
+    done
+    sleep 4
+    kill -TERM "$pid"
+    sleep 0.2
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    {
+      echo "rc=$rc"
+      echo "after-exit"
+      state
+      hwceiling restore 2>&1
+      echo "restore-rc=$?"
+      echo "after-restore"
+      state
+      cat spdk-native-term2.out
+    } >spdk-native-term2.txt
   fi
   send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md'
 fi

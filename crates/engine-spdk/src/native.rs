@@ -94,6 +94,16 @@ impl TargetMemory for HostRam {
 /// The process's SPDK environment: started once (DPDK cannot start twice in a process).
 static ENV: OnceLock<Result<(), String>> = OnceLock::new();
 
+/// Controllers are attached in this process: DPDK holds their vfio devices until they are
+/// detached, so unbinding them from here would wait for ever.
+static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this process holds drives through SPDK's driver (see [`ATTACHED`]): a path that puts
+/// the drives back at once (a second signal) must leave that to another process.
+pub fn holds_drives() -> bool {
+    ATTACHED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Start the environment on `main_core`, touching only the PCI functions `bdfs`; on `no_huge_mib`
 /// MiB of ordinary memory instead of hugepages where given (then with no PCI at all).
 fn start_env(bdfs: &[String], main_core: u32, no_huge_mib: Option<u32>) -> Result<(), String> {
@@ -244,6 +254,7 @@ impl SpdkNative {
                     sys::spdk_nvme_ns_get_size(ns),
                 )
             };
+            ATTACHED.store(true, std::sync::atomic::Ordering::SeqCst);
             drives.push(Drive {
                 bound: b,
                 ctrlr,
@@ -262,6 +273,7 @@ fn detach_all(drives: &mut Vec<Drive>) {
         // SAFETY: each controller was attached once and is detached once.
         unsafe { sys::spdk_nvme_detach(d.ctrlr) };
     }
+    ATTACHED.store(false, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// A raw pointer handed to a poller thread, which alone uses it while the repetition runs.

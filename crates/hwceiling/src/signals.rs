@@ -38,6 +38,17 @@ fn restore_and_exit(read_fd: libc::c_int) {
             return;
         }
     }
+    // Drives this process holds through SPDK's driver cannot leave vfio-pci while it lives:
+    // the unbind would wait for ever. Exit at once; the journal stays for `hwceiling restore`.
+    #[cfg(feature = "spdk")]
+    if hwc_engine_spdk::native::holds_drives() {
+        eprintln!(
+            "hwceiling: stopped; the native SPDK engine held the drives in this process, so they \
+             are still on vfio-pci: run `hwceiling restore` to put them back"
+        );
+        // SAFETY: ends the process; the kernel releases the devices with it.
+        unsafe { libc::_exit(130) };
+    }
     // An SPDK perf process still holding the drives would keep them from leaving vfio-pci.
     hwc_engine_spdk::perf::stop_running_perf();
     crate::report_restore(hwc_safety::journal::restore_owned());
