@@ -15,6 +15,8 @@ use std::sync::atomic::AtomicBool;
 
 /// Binds the chosen drives through the journal, and puts them back (or leaves them bound).
 pub struct JournalBinder {
+    /// Who binds, as the journal names the change's owner.
+    who: &'static str,
     choice: Choice,
     cfg: bind::BindConfig,
     leave_bound: bool,
@@ -23,8 +25,14 @@ pub struct JournalBinder {
 }
 
 impl JournalBinder {
-    pub fn new(choice: Choice, leave_bound: bool, cancel: &'static AtomicBool) -> Self {
+    pub fn new(
+        who: &'static str,
+        choice: Choice,
+        leave_bound: bool,
+        cancel: &'static AtomicBool,
+    ) -> Self {
         JournalBinder {
+            who,
             choice,
             cfg: bind::BindConfig::default(),
             leave_bound,
@@ -40,14 +48,8 @@ impl Binder for JournalBinder {
             hugepages_bytes_per_node,
             ..self.cfg.clone()
         };
-        let b = bind::bind(
-            &self.choice,
-            &cfg,
-            "hwceiling profile (engine spdk-perf)",
-            &mut |_| {},
-            self.cancel,
-        )
-        .map_err(|e| e.to_string())?;
+        let b = bind::bind(&self.choice, &cfg, self.who, &mut |_| {}, self.cancel)
+            .map_err(|e| e.to_string())?;
         let drives = b
             .drives
             .iter()
@@ -136,7 +138,12 @@ pub fn perf_engine(
     let leave = config.leave_bound && !native_runs(config);
     Ok(Box::new(SpdkPerf::new(
         perf,
-        Box::new(JournalBinder::new(choice, leave, cancel)),
+        Box::new(JournalBinder::new(
+            "hwceiling profile (engine spdk-perf)",
+            choice,
+            leave,
+            cancel,
+        )),
         node_cpus(topo),
         cancel,
     )))
@@ -176,7 +183,12 @@ pub fn native_engine(
         ));
     };
     Ok(Box::new(SpdkNative::new(
-        Box::new(JournalBinder::new(choice, config.leave_bound, cancel)),
+        Box::new(JournalBinder::new(
+            "hwceiling profile (engine spdk-native)",
+            choice,
+            config.leave_bound,
+            cancel,
+        )),
         Box::new(HostRam),
         node_cpus(topo),
         config.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
