@@ -222,7 +222,11 @@ impl Engine for CufileEngine {
             Some(Err(e)) => {
                 env.insert("gds.mode".into(), Setting::about("unavailable", e.clone()));
             }
-            None => {}
+            None => {
+                if let Err(e) = &self.lib {
+                    env.insert("gds.mode".into(), Setting::about("unavailable", e.clone()));
+                }
+            }
         }
         env
     }
@@ -823,5 +827,10 @@ mod tests {
         assert_eq!(env["gds.mode"].about.as_deref(), Some("nvidia-fs 0.0"));
         e.opened = Some(Err("cuFileDriverOpen failed".into()));
         assert_eq!(e.environment()["gds.mode"].value, "unavailable");
+        // No library at all: said too, so the report can say why cuFile did not run.
+        e.opened = None;
+        let env = e.environment();
+        assert_eq!(env["gds.mode"].value, "unavailable");
+        assert_eq!(env["gds.mode"].about.as_deref(), Some("no libcufile here"));
     }
 }
