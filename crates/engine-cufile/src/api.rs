@@ -137,44 +137,37 @@ impl Cufile {
         // RTLD_NODELETE keeps it mapped (its thread-local state outlives any unload).
         let lib = unsafe { Library::open(Some(path), RTLD_NOW | libc::RTLD_NODELETE) }
             .map_err(|e| e.to_string())?;
+        // A symbol by its C name, typed by its signature in cufile.h.
         macro_rules! get {
             ($t:ty, $name:literal) => {{
                 // SAFETY: the symbol's C signature is `$t` per cufile.h.
-                let s: Result<libloading::os::unix::Symbol<$t>, _> = unsafe { lib.get($name) };
+                let s: Result<libloading::os::unix::Symbol<$t>, _> =
+                    unsafe { lib.get(concat!($name, "\0").as_bytes()) };
                 s.map(|s| *s)
             }};
         }
-        let close = get!(OpenFn, b"cuFileDriverClose_v2\0")
-            .or_else(|_| get!(OpenFn, b"cuFileDriverClose\0"));
+        // One this engine cannot do without.
+        macro_rules! need {
+            ($t:ty, $name:literal) => {
+                get!($t, $name).map_err(|_| format!("no symbol {} (libcufile too old?)", $name))?
+            };
+        }
+        let close =
+            get!(OpenFn, "cuFileDriverClose_v2").or_else(|_| get!(OpenFn, "cuFileDriverClose"));
         Ok(Cufile {
             path: path.to_path_buf(),
-            open: need(get!(OpenFn, b"cuFileDriverOpen\0"), "cuFileDriverOpen")?,
-            close: need(close, "cuFileDriverClose")?,
-            props: need(
-                get!(PropsFn, b"cuFileDriverGetProperties\0"),
-                "cuFileDriverGetProperties",
-            )?,
-            handle_register: need(
-                get!(HandleRegisterFn, b"cuFileHandleRegister\0"),
-                "cuFileHandleRegister",
-            )?,
-            handle_deregister: need(
-                get!(HandleDeregisterFn, b"cuFileHandleDeregister\0"),
-                "cuFileHandleDeregister",
-            )?,
-            buf_register: need(
-                get!(BufRegisterFn, b"cuFileBufRegister\0"),
-                "cuFileBufRegister",
-            )?,
-            buf_deregister: need(
-                get!(BufDeregisterFn, b"cuFileBufDeregister\0"),
-                "cuFileBufDeregister",
-            )?,
-            read: need(get!(ReadFn, b"cuFileRead\0"), "cuFileRead")?,
-            write: need(get!(WriteFn, b"cuFileWrite\0"), "cuFileWrite")?,
-            version: get!(VersionFn, b"cuFileGetVersion\0").ok(),
-            set_bool: get!(SetBoolFn, b"cuFileSetParameterBool\0").ok(),
-            get_bool: get!(GetBoolFn, b"cuFileGetParameterBool\0").ok(),
+            open: need!(OpenFn, "cuFileDriverOpen"),
+            close: close.map_err(|_| "no symbol cuFileDriverClose (libcufile too old?)")?,
+            props: need!(PropsFn, "cuFileDriverGetProperties"),
+            handle_register: need!(HandleRegisterFn, "cuFileHandleRegister"),
+            handle_deregister: need!(HandleDeregisterFn, "cuFileHandleDeregister"),
+            buf_register: need!(BufRegisterFn, "cuFileBufRegister"),
+            buf_deregister: need!(BufDeregisterFn, "cuFileBufDeregister"),
+            read: need!(ReadFn, "cuFileRead"),
+            write: need!(WriteFn, "cuFileWrite"),
+            version: get!(VersionFn, "cuFileGetVersion").ok(),
+            set_bool: get!(SetBoolFn, "cuFileSetParameterBool").ok(),
+            get_bool: get!(GetBoolFn, "cuFileGetParameterBool").ok(),
             _lib: lib,
         })
     }
@@ -302,10 +295,6 @@ impl Cufile {
             )),
         }
     }
-}
-
-fn need<T>(r: Result<T, libloading::Error>, name: &str) -> Result<T, String> {
-    r.map_err(|_| format!("no symbol {name} (libcufile too old?)"))
 }
 
 /// A libcufile code in words, with the fix where one is known.

@@ -102,31 +102,40 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
     );
     let env = engines[0].environment();
     let _ = std::fs::remove_file(&path);
-    let bounce = out
-        .results
-        .iter()
-        .find(|r| r.measurement.cell.ends_with("posix-bounce"))
-        .unwrap_or_else(|| {
-            panic!(
-                "the bounce did not run: {:?} {:?}",
-                out.failures, out.waived
-            )
-        });
-    assert!(bounce.measurement.gbps.median > 0.0);
-    assert_eq!(bounce.measurement.bytes_per_rep, 32 << 20);
+    // The cases that ran by route, from their specs: (write, measurement).
+    let ran = |route: GdsRoute| -> Vec<(bool, &hwc_model::Measurement)> {
+        out.results
+            .iter()
+            .map(|r| &r.measurement)
+            .filter_map(|m| {
+                let s = m.spec.gds()?;
+                (s.route == route).then_some((s.write, m))
+            })
+            .collect()
+    };
+    // The bounce needs no libcufile: it reads and writes here, each case's data checked.
+    let bounce = ran(GdsRoute::PosixBounce);
+    assert_eq!(
+        bounce.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+        [false, true],
+        "the bounce did not read and write: {:?} {:?}",
+        out.failures,
+        out.waived
+    );
+    for (_, m) in &bounce {
+        assert!(m.gbps.median > 0.0);
+        assert_eq!(m.bytes_per_rep, 32 << 20);
+    }
     if !has_lib {
         return eprintln!("cuFile part skipped: libcufile not found; the bounce ran");
     }
-    match out
-        .results
-        .iter()
-        .find(|r| r.measurement.cell.ends_with("/cufile"))
-    {
-        Some(r) => {
+    let cufile = ran(GdsRoute::Cufile);
+    match cufile.first() {
+        Some((_, m)) => {
             let mode = &env["gds.mode"];
             eprintln!(
                 "cuFile {:.2} GB/s in mode {} ({:?})",
-                r.measurement.gbps.median, mode.value, mode.about
+                m.gbps.median, mode.value, mode.about
             );
             assert!(["nvfs", "p2pdma", "compat"].contains(&mode.value.as_str()));
             let label = if mode.value == "compat" {
@@ -134,11 +143,8 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
             } else {
                 "GPUDirect Storage"
             };
-            assert!(
-                r.measurement.notes.iter().any(|n| n.contains(label)),
-                "{:?}",
-                r.measurement.notes
-            );
+            assert!(m.notes.iter().any(|n| n.contains(label)), "{:?}", m.notes);
+            assert_eq!(cufile.len(), 2, "reads and writes: {:?}", out.failures);
         }
         None => {
             // A machine whose libcufile cannot register the file says why, in one line.

@@ -306,23 +306,13 @@ impl Spec {
                 if !matches!(path, PathId::NvmeRead | PathId::NvmeWrite) {
                     return Err(wrong());
                 }
-                nonzero(s.block_bytes, "block_bytes")?;
-                nonzero(u64::from(s.queue_depth), "queue_depth")?;
-                if s.drives.is_empty() {
-                    return Err(SpecError::Zero("drives"));
-                }
-                Ok(())
+                drive_io(s.block_bytes, s.queue_depth, &s.drives)
             }
             Spec::Gds(s) => {
                 if path != PathId::Gds {
                     return Err(wrong());
                 }
-                nonzero(s.block_bytes, "block_bytes")?;
-                nonzero(u64::from(s.queue_depth), "queue_depth")?;
-                if s.drives.is_empty() {
-                    return Err(SpecError::Zero("drives"));
-                }
-                Ok(())
+                drive_io(s.block_bytes, s.queue_depth, &s.drives)
             }
         }
     }
@@ -382,6 +372,16 @@ impl Spec {
             _ => &[],
         }
     }
+}
+
+/// I/O of `block_bytes` at `queue_depth` on at least one drive.
+fn drive_io(block_bytes: u64, queue_depth: u32, drives: &[String]) -> Result<(), SpecError> {
+    nonzero(block_bytes, "block_bytes")?;
+    nonzero(u64::from(queue_depth), "queue_depth")?;
+    if drives.is_empty() {
+        return Err(SpecError::Zero("drives"));
+    }
+    Ok(())
 }
 
 fn nonzero(v: u64, what: &'static str) -> Result<(), SpecError> {

@@ -228,20 +228,22 @@ fn gds(out: &mut String, p: &Profile) {
             let _ = writeln!(out, "cuFile ran in {mode}. Evidence: {why}.\n");
         }
         reps_line(out, &ms);
-        // Cell names end in size/qdN/route: the part before names the GPU and drive group.
-        let group = |m: &Measurement| -> String {
-            let parts: Vec<&str> = m.cell.rsplitn(4, '/').collect();
-            parts.last().copied().unwrap_or_default().to_string()
+        // A table per GPU, direction and group of drives (or target), from the specs.
+        let group = |m: &Measurement| {
+            m.spec
+                .gds()
+                .map(|s| (s.gpu.clone(), s.write, s.drives.clone()))
         };
-        let groups: BTreeSet<String> = ms.iter().map(|m| group(m)).collect();
+        let groups: BTreeSet<_> = ms.iter().filter_map(|m| group(m)).collect();
         for g in groups {
-            let mine: Vec<&Measurement> = ms.iter().copied().filter(|m| group(m) == g).collect();
-            let drives = mine
-                .first()
-                .and_then(|m| m.spec.gds())
-                .map(|s| s.drives.join(", "))
-                .unwrap_or_default();
-            let _ = writeln!(out, "#### {g}: {drives}\n");
+            let mine: Vec<&Measurement> = ms
+                .iter()
+                .copied()
+                .filter(|m| group(m).as_ref() == Some(&g))
+                .collect();
+            let (gpu, write, drives) = &g;
+            let way = if *write { "writes to" } else { "reads from" };
+            let _ = writeln!(out, "#### {gpu} {way} {}\n", drives.join(", "));
             let mut rows: BTreeMap<(u64, u32), [Option<&Measurement>; 2]> = BTreeMap::new();
             for m in &mine {
                 let Some(s) = m.spec.gds() else { continue };

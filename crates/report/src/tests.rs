@@ -1395,7 +1395,7 @@ fn gds_puts_cufile_beside_the_bounce_per_drive_group_and_says_a_compat_mode_is_n
     assert!(section.contains("**not GPUDirect**"), "{section}");
     assert!(section.contains("Evidence: nvidia-fs 0.0."), "{section}");
     assert!(
-        section.contains("#### gpu0/target: /data/f.bin"),
+        section.contains("#### gpu0 reads from /data/f.bin"),
         "{section}"
     );
     assert!(
