@@ -1,7 +1,8 @@
 // The plain reference for hwceiling's POSIX bounce baseline (Path 6): QD threads, each with its
 // own pinned host buffer (cudaHostAlloc), CUDA stream and slot of one device buffer, each reading
 // BLOCK bytes with an O_DIRECT pread and copying them to the GPU (cudaMemcpyAsync, then
-// cudaStreamSynchronize), over the file's blocks in order (thread t reads blocks t, t+QD, ...).
+// cudaStreamSynchronize), over the file's blocks in order, each thread taking the next block
+// when it is free (a shared counter, as hwceiling's engine and kvikio's task pool do).
 // A repetition reads BYTES (in whole rounds of QD blocks); its time runs from the first thread's
 // start to the last thread's end. One untimed repetition first.
 //
@@ -54,6 +55,7 @@ int main(int argc, char **argv) {
   }
   for (int rep = 0; rep <= reps; rep++) {
     std::atomic<int> ready{0};
+    std::atomic<size_t> next{0};
     std::vector<Clock::time_point> start(qd), end(qd);
     std::vector<std::thread> threads;
     for (int t = 0; t < qd; t++) {
@@ -63,8 +65,8 @@ int main(int argc, char **argv) {
         while (ready.load() < qd) {
         }
         start[t] = Clock::now();
-        for (size_t k = 0; k < per_thread; k++) {
-          off_t off = (off_t)(((t + k * qd) % blocks) * block);
+        for (size_t k; (k = next.fetch_add(1)) < per_thread * qd;) {
+          off_t off = (off_t)((k % blocks) * block);
           if (pread(fd, host[t], block, off) != (ssize_t)block) { perror("pread"); exit(1); }
           CHECK(cudaMemcpyAsync(dev + t * block, host[t], block, cudaMemcpyHostToDevice, streams[t]));
           CHECK(cudaStreamSynchronize(streams[t]));

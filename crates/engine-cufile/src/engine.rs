@@ -15,6 +15,7 @@ use std::ffi::c_void;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
@@ -256,9 +257,10 @@ struct Source {
 /// One reading thread's things.
 struct Lane {
     source: usize,
-    /// Its first block and its slot in the GPU buffer.
-    first_block: u64,
+    /// Its slot in the GPU buffer.
     slot: usize,
+    /// The file offset of the block it moved last (what its slot holds), for `verify`.
+    last_offset: Option<u64>,
     host: Option<HostBuffer>,
     stream: Option<Arc<CudaStream>>,
 }
@@ -275,7 +277,7 @@ struct GdsCase<'a> {
     registered: Result<bool, String>,
     lanes: Vec<Lane>,
     cpus: Vec<u32>,
-    /// Blocks each lane reads per repetition.
+    /// Blocks per drive per repetition, in lane-sized rounds: `blocks_per_lane` × QD.
     blocks_per_lane: u64,
     /// Every thread of the last repetition ran on one of `cpus`.
     pinned: bool,
@@ -422,8 +424,8 @@ impl<'a> GdsCase<'a> {
                 };
                 case.lanes.push(Lane {
                     source: si,
-                    first_block: t as u64,
                     slot: si * qd + t,
+                    last_offset: None,
                     host,
                     stream,
                 });
@@ -432,11 +434,10 @@ impl<'a> GdsCase<'a> {
         Ok(case)
     }
 
-    /// The file offset of a lane's `k`-th read.
-    fn offset(&self, lane: &Lane, k: u64) -> u64 {
-        let qd = self.spec.queue_depth.max(1) as u64;
-        let blocks = self.sources[lane.source].span_bytes / self.spec.block_bytes;
-        ((lane.first_block + k * qd) % blocks) * self.spec.block_bytes
+    /// The file offset of a drive's `k`-th block in a repetition.
+    fn offset(&self, source: usize, k: u64) -> u64 {
+        let blocks = self.sources[source].span_bytes / self.spec.block_bytes;
+        (k % blocks) * self.spec.block_bytes
     }
 }
 
@@ -518,6 +519,7 @@ struct LaneTimes {
     start: Instant,
     end: Instant,
     pinned: bool,
+    last_offset: Option<u64>,
 }
 
 impl Prepared for GdsCase<'_> {
@@ -528,14 +530,12 @@ impl Prepared for GdsCase<'_> {
     fn run_once(&mut self) -> Result<Rep, BenchError> {
         let barrier = Barrier::new(self.lanes.len());
         let block = self.spec.block_bytes as usize;
-        let plans: Vec<Vec<u64>> = self
-            .lanes
-            .iter()
-            .map(|l| {
-                (0..self.blocks_per_lane)
-                    .map(|k| self.offset(l, k))
-                    .collect()
-            })
+        // Each drive's blocks are handed out one at a time to whichever of its lanes is free,
+        // as kvikio's task pool does, so a slow read delays only itself.
+        let total = self.blocks_per_lane * u64::from(self.spec.queue_depth.max(1));
+        let next: Vec<AtomicU64> = self.sources.iter().map(|_| AtomicU64::new(0)).collect();
+        let offsets: Vec<Vec<u64>> = (0..self.sources.len())
+            .map(|si| (0..total).map(|k| self.offset(si, k)).collect())
             .collect();
         let lib = self.cufile.as_ref().map(|c| c.0.clone());
         let base = Raw(self.gpu.ptr());
@@ -544,9 +544,9 @@ impl Prepared for GdsCase<'_> {
             let handles: Vec<_> = self
                 .lanes
                 .iter_mut()
-                .zip(&plans)
-                .map(|(lane, offsets)| {
+                .map(|lane| {
                     let src = &self.sources[lane.source];
+                    let (next, offsets) = (&next[lane.source], &offsets[lane.source]);
                     let fd = src.fd.as_raw_fd();
                     let handle = Raw(src.handle);
                     let host = Raw(lane.host.as_mut().map(|h| h.as_mut_ptr()));
@@ -559,7 +559,13 @@ impl Prepared for GdsCase<'_> {
                         let pinned = pin(cpus);
                         barrier.wait();
                         let start = Instant::now();
-                        for &off in offsets {
+                        let mut last_offset = None;
+                        loop {
+                            let k = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(&off) = offsets.get(k as usize) else {
+                                break;
+                            };
+                            last_offset = Some(off);
                             match (&lib, handle.0, host.0, stream.0) {
                                 (Some(lib), Some(h), _, _) => {
                                     // SAFETY: h is registered; the slot lies in the buffer.
@@ -600,6 +606,7 @@ impl Prepared for GdsCase<'_> {
                             start,
                             end: Instant::now(),
                             pinned,
+                            last_offset,
                         })
                     })
                 })
@@ -612,8 +619,9 @@ impl Prepared for GdsCase<'_> {
         let mut first: Option<Instant> = None;
         let mut last: Option<Instant> = None;
         let mut pinned = true;
-        for r in results {
+        for (lane, r) in self.lanes.iter_mut().zip(results) {
             let r = r.map_err(BenchError::failed)?;
+            lane.last_offset = r.last_offset;
             first = Some(first.map_or(r.start, |f| f.min(r.start)));
             last = Some(last.map_or(r.end, |l| l.max(r.end)));
             pinned &= r.pinned;
@@ -628,16 +636,23 @@ impl Prepared for GdsCase<'_> {
         })
     }
 
-    /// Each drive's first lane: its GPU slot and the block it read (or wrote) last are byte for
-    /// byte the same, as an O_DIRECT read of the block gives it.
+    /// Each drive's first lane that moved a block: its GPU slot and the block it read (or wrote)
+    /// last are byte for byte the same, as an O_DIRECT read of the block gives it.
     fn verify(&mut self) -> Result<(), BenchError> {
         let block = self.spec.block_bytes as usize;
         let qd = self.spec.queue_depth.max(1) as usize;
         let mut expect = aligned(block)?;
         let mut got = vec![0u8; block];
         for (si, src) in self.sources.iter().enumerate() {
-            let lane = &self.lanes[si * qd];
-            let off = self.offset(lane, self.blocks_per_lane - 1);
+            let Some((lane, off)) = self.lanes[si * qd..(si + 1) * qd]
+                .iter()
+                .find_map(|l| l.last_offset.map(|o| (l, o)))
+            else {
+                return Err(BenchError::failed(format!(
+                    "{}: no block was moved before the check",
+                    src.path.display()
+                )));
+            };
             // SAFETY: expect is `block` writable, 4 KiB-aligned bytes.
             let n = unsafe {
                 libc::pread(
@@ -744,8 +759,8 @@ impl Prepared for GdsCase<'_> {
             ),
         };
         vec![format!(
-            "{how}; {qd} threads per drive, each with one I/O in flight (threads, not the batch \
-             API); {} MiB per drive per repetition, {} {}",
+            "{how}; {qd} threads per drive, each with one I/O in flight, taking the drive's next \
+             block when free (threads, not the batch API); {} MiB per drive per repetition, {} {}",
             (self.blocks_per_lane * u64::from(qd) * self.spec.block_bytes) >> 20,
             if self.spec.write { "to" } else { "from" },
             drives.join(", ")
