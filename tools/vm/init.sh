@@ -127,6 +127,43 @@ if grep -q hwc_mode=compare /proc/cmdline; then
   poweroff -f
 fi
 
+if grep -q hwc_mode=bar /proc/cmdline; then
+  # Developer-run (run.sh's HWC_VM_MODE=bar): NVMe DMA → the ivshmem device's BAR2 (a stand-in
+  # for GPU BAR1) and → host RAM, back to back, on HWCN0A and HWCN0B (same root complex as the
+  # BAR), pollers on node 0 and then on node 1; the drives go back to nvme afterwards.
+  mkdir -p /run /var/run /var/tmp /dev/hugepages
+  mount -t tmpfs tmpfs /tmp
+  iv=""
+  for d in /sys/bus/pci/devices/*; do
+    [ "$(cat "$d/vendor"):$(cat "$d/device")" = "0x1af4:0x1110" ] && iv="$(basename "$d")"
+  done
+  drivers() {
+    for c in /sys/bus/pci/devices/*; do
+      [ -e "$c/class" ] && case "$(cat "$c/class")" in 0x010802) echo "$(basename "$c") $(basename "$(readlink "$c/driver")")" ;; esac
+    done
+  }
+  {
+    echo "ivshmem $iv node $(cat "/sys/bus/pci/devices/$iv/numa_node")"
+    grep . "/sys/bus/pci/devices/$iv/resource" | head -3
+    drivers
+  } >bar-before.txt
+  # The test bed's step, not hwceiling's: the BAR's memory decoding on (the gate asks for it).
+  echo 1 >"/sys/bus/pci/devices/$iv/enable"
+  # The gate refuses a BAR that holds registers (BAR0) and a device that is not enabled.
+  hwceiling profile --paths nvme_bar1 -o /out/bar-refused --spdk-dir /opt/spdk \
+    --spdk-drives HWCN0A --p2p-bar "$iv/0" >bar-refused.txt 2>&1
+  echo "rc=$?" >>bar-refused.txt
+  t0="$(cut -d' ' -f1 /proc/uptime)"
+  hwceiling profile --paths nvme_bar1,nvme_read -o /out/bar --spdk-dir /opt/spdk \
+    --engines spdk-native --spdk-drives HWCN0A,HWCN0B --p2p-bar "$iv/2" --nvme-sizes 128KiB \
+    --queue-depths 16 --nvme-bytes "$(sed -n 's/.*hwc_bytes=\([^ ]*\).*/\1/p' /proc/cmdline)" \
+    >bar.txt 2>&1
+  echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>bar.txt
+  echo 0 >"/sys/bus/pci/devices/$iv/enable"
+  { drivers; echo "journal: $([ -e /run/hwceiling/changes.json ] && echo left || echo none)"; } >bar-after.txt
+  send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md'
+fi
+
 if grep -q hwc_mode=spdk /proc/cmdline; then
   # Developer-run (needs an SPDK build: run.sh's HWC_SPDK_DIR): the kernel engine and spdk-perf
   # side by side on the blank drives, which hwceiling hands to vfio-pci for the SPDK cases and

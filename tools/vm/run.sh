@@ -19,6 +19,10 @@
 # 128KiB; HWC_SPDK_BYTES: --nvme-bytes, default 1GiB); the guest gets 2 GiB for hugepages.
 # HWC_VM_IOMMU=1|0: the emulated IOMMU and `intel_iommu=on` (default 1; 0 in compare mode, whose
 # recorded numbers were measured without it).
+# With HWC_VM_MODE=bar (and HWC_SPDK_DIR, and a hwceiling built with --features spdk), node 0's
+# root complex also holds an ivshmem-plain device whose 64 MiB RAM-backed BAR2 (a file,
+# work/ivshmem.bin) stands in for GPU BAR1, HWCN0A and HWCN0B hold a random pattern instead of
+# zeros, and the VM runs the NVMe → BAR path on them (tools/vm/README.md).
 # Exit: 0 the VM ran to the end; 3 the Debian packages could not be fetched; 1 anything else.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -72,8 +76,8 @@ if [[ "$mode" == compare ]]; then
   cp "$fio" "$ir/bin/fio"
   programs+=("$fio")
 fi
-if [[ "$mode" == spdk ]]; then
-  spdk="${HWC_SPDK_DIR:?run.sh: spdk mode needs HWC_SPDK_DIR (an SPDK build folder)}"
+if [[ "$mode" == spdk || "$mode" == bar ]]; then
+  spdk="${HWC_SPDK_DIR:?run.sh: $mode mode needs HWC_SPDK_DIR (an SPDK build folder)}"
   mkdir -p "$ir/opt/spdk/build/bin"
   cp "$spdk/build/bin/spdk_nvme_perf" "$ir/opt/spdk/build/bin/"
   strip --strip-debug "$ir/opt/spdk/build/bin/spdk_nvme_perf" 2>/dev/null || true
@@ -93,7 +97,7 @@ for p in "${programs[@]}"; do ldd "$p"; done |
   esac
   cp -L "$lib" "$ir$dst" 2>/dev/null || { mkdir -p "$ir$(dirname "$dst")"; cp -L "$lib" "$ir$dst"; }
 done
-[[ "$mode" != spdk ]] || strip --strip-debug "$ir"/lib/x86_64-linux-gnu/libspdk_* 2>/dev/null || true
+[[ "$mode" != spdk && "$mode" != bar ]] || strip --strip-debug "$ir"/lib/x86_64-linux-gnu/libspdk_* 2>/dev/null || true
 cp "$here/init.sh" "$ir/init"
 cp "$here/bind-test.sh" "$ir/bind-test.sh"
 cp "$here/fake-perf.sh" "$ir/fake-perf.sh"
@@ -120,7 +124,7 @@ iommu="${HWC_VM_IOMMU:-$([[ "$mode" == compare ]] && echo 0 || echo 1)}"
 cmdline="console=ttyS0 rdinit=/init panic=-1 quiet loglevel=1 hwc_mode=$mode"
 node_mib=512
 cpu=()
-if [[ "$mode" == spdk ]]; then
+if [[ "$mode" == spdk || "$mode" == bar ]]; then
   node_mib=1024
   cmdline+=" hwc_sizes=${HWC_SPDK_SIZES:-128KiB} hwc_bytes=${HWC_SPDK_BYTES:-1GiB}"
   # The instructions an SPDK built with -march=native uses.
@@ -156,6 +160,19 @@ args+=(
 args+=($(drive n0a HWCN0A 5 rp0) $(drive n0b HWCN0B 6 rp1) $(drive fs HWCFS 7 rp2))
 # shellcheck disable=SC2207
 args+=($(drive n1a HWCN1A 7 rp3) $(drive part HWCPART 5 rp4))
+if [[ "$mode" == bar ]]; then
+  # The drives the BAR path reads hold data that differs from block to block, so that a block
+  # landing in the wrong place is seen.
+  head -c 64M /dev/urandom >"$work/n0a.img"
+  head -c 64M /dev/urandom >"$work/n0b.img"
+  rm -f "$work/ivshmem.bin"
+  truncate -s 64M "$work/ivshmem.bin"
+  args+=(
+    -device pcie-root-port,id=rp5,bus=pxb0,chassis=6,addr=3.0
+    -object memory-backend-file,id=shm0,mem-path=$work/ivshmem.bin,size=64M,share=on
+    -device ivshmem-plain,memdev=shm0,bus=rp5
+  )
+fi
 
 sha256sum "$work/fs.img" "$work/part.img" >"$out/results/host-sums-before.txt"
 start=$(date +%s)

@@ -13,8 +13,8 @@
 
 use crate::perf::{cores_for, Binder, BoundDrive, Finished};
 use hwc_model::{
-    Case, CellKind, EngineDecl, EngineId, Environment, Needs, NvmePattern, NvmeTest, PathId,
-    Placement, Spec,
+    BarDevice, Case, CellKind, DmaTarget, EngineDecl, EngineId, Environment, Needs, NvmePattern,
+    NvmeTest, PathId, Placement, Spec,
 };
 use hwc_runner::{BenchError, Engine, Prepared, Rep};
 use hwc_spdk_sys as sys;
@@ -34,7 +34,7 @@ pub fn decl() -> EngineDecl {
         id: ENGINE,
         title: "SPDK NVMe driver, our own pollers: one pinned thread and queue pair per drive"
             .into(),
-        paths: vec![PathId::NvmeRead, PathId::NvmeWrite],
+        paths: vec![PathId::NvmeRead, PathId::NvmeWrite, PathId::NvmeBar1],
         cells: vec![CellKind::Sweep],
         needs: Needs {
             root: true,
@@ -47,7 +47,7 @@ pub fn decl() -> EngineDecl {
     }
 }
 
-/// DMA-able memory a drive reads into or writes from: host RAM now, a BAR next.
+/// DMA-able memory a drive reads into or writes from: host RAM, or a device's BAR.
 pub trait TargetMemory {
     /// What it is, for the figure's label (`host RAM`).
     fn describe(&self) -> String;
@@ -55,16 +55,29 @@ pub trait TargetMemory {
     fn alloc(&mut self, bytes: u64, node: Option<u32>) -> Result<DmaBuf, String>;
 }
 
-/// A DMA buffer; freed on drop.
+/// A DMA buffer; freed on drop (a slice of a mapped region: handed back to the region).
 pub struct DmaBuf {
     ptr: *mut c_void,
     len: u64,
+    owner: Owner,
+}
+
+enum Owner {
+    /// From `spdk_dma_zmalloc_socket`.
+    Spdk,
+    /// A slice of a [`BarRegion`]: the region's count of slices out.
+    Region(std::sync::Arc<std::sync::atomic::AtomicUsize>),
 }
 
 impl Drop for DmaBuf {
     fn drop(&mut self) {
-        // SAFETY: `ptr` came from spdk_dma_zmalloc_socket and is freed once, here.
-        unsafe { sys::spdk_dma_free(self.ptr) };
+        match &self.owner {
+            // SAFETY: `ptr` came from spdk_dma_zmalloc_socket and is freed once, here.
+            Owner::Spdk => unsafe { sys::spdk_dma_free(self.ptr) },
+            Owner::Region(out) => {
+                out.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
     }
 }
 
@@ -73,7 +86,7 @@ pub struct HostRam;
 
 impl TargetMemory for HostRam {
     fn describe(&self) -> String {
-        "host RAM (SPDK's DMA heap on the drive's node)".into()
+        "host RAM (SPDK's DMA heap on its poller's node)".into()
     }
     fn alloc(&mut self, bytes: u64, node: Option<u32>) -> Result<DmaBuf, String> {
         let socket = node.map_or(-1, |n| n as i32);
@@ -87,8 +100,210 @@ impl TargetMemory for HostRam {
                 bytes >> 20
             ));
         }
-        Ok(DmaBuf { ptr, len: bytes })
+        Ok(DmaBuf {
+            ptr,
+            len: bytes,
+            owner: Owner::Spdk,
+        })
     }
+}
+
+/// SPDK's translations are 2 MiB pages: a region it registers starts and ends on one.
+pub const REGION_ALIGN_BYTES: u64 = 2 << 20;
+
+/// `spdk_vtophys`'s failure value (`SPDK_VTOPHYS_ERROR`).
+const VTOPHYS_ERROR: u64 = u64::MAX;
+
+/// Memory mapped into this process by a provider (a PCI BAR through sysfs, GPU memory through
+/// GDRCopy), registered with SPDK so that drives can DMA into it, and handed out in slices.
+/// The provider's mapping is released after SPDK forgets the region (drop order).
+pub struct BarRegion {
+    ptr: *mut c_void,
+    len: u64,
+    label: String,
+    iova: u64,
+    /// Slices handed out since the last time none was out.
+    next: u64,
+    out: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    _mapping: Box<dyn std::any::Any>,
+}
+
+impl BarRegion {
+    /// Register `len` bytes at `ptr` (both 2 MiB-aligned), which `mapping` keeps mapped, with
+    /// SPDK, and check that SPDK really translates them: v25.09's `spdk_mem_register` returns 0
+    /// even when the translation failed (`../shared/tools/spdk/README.md`).
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` is mapped, readable and writable, for as long as `mapping` lives.
+    pub unsafe fn register(
+        ptr: *mut c_void,
+        len: u64,
+        label: String,
+        mapping: Box<dyn std::any::Any>,
+    ) -> Result<Self, String> {
+        if !(ptr as u64).is_multiple_of(REGION_ALIGN_BYTES)
+            || !len.is_multiple_of(REGION_ALIGN_BYTES)
+            || len == 0
+        {
+            return Err(format!(
+                "{label}: SPDK registers whole 2 MiB pages ({len} bytes at {ptr:?})"
+            ));
+        }
+        // SAFETY: the caller's mapping, 2 MiB-aligned (checked).
+        let rc = unsafe { sys::spdk_mem_register(ptr, len as usize) };
+        if rc != 0 {
+            return Err(format!("{label}: spdk_mem_register failed ({rc})"));
+        }
+        let mut region = BarRegion {
+            ptr,
+            len,
+            label,
+            iova: VTOPHYS_ERROR,
+            next: 0,
+            out: Default::default(),
+            _mapping: mapping,
+        };
+        let mut iova = VTOPHYS_ERROR;
+        for at in [0, len - 4096] {
+            let mut size = 4096u64;
+            // SAFETY: an address inside the registered region; size is valid for writing.
+            let t = unsafe { sys::spdk_vtophys(ptr.add(at as usize), &mut size) };
+            if t == VTOPHYS_ERROR {
+                // Dropping the region unregisters it.
+                return Err(format!(
+                    "{}: registered, but SPDK cannot translate it for DMA (an IOMMU through                      vfio-pci is needed: under uio every command would fail)",
+                    region.label
+                ));
+            }
+            if at == 0 {
+                iova = t;
+            }
+        }
+        region.iova = iova;
+        Ok(region)
+    }
+}
+
+impl Drop for BarRegion {
+    fn drop(&mut self) {
+        // SAFETY: registered once in `register`; nothing is in flight (no slice is out while
+        // its engine holds the region and no case runs).
+        unsafe { sys::spdk_mem_unregister(self.ptr, self.len as usize) };
+    }
+}
+
+impl TargetMemory for BarRegion {
+    fn describe(&self) -> String {
+        format!(
+            "{} ({} MiB registered with SPDK, IOVA {:#x})",
+            self.label,
+            self.len >> 20,
+            self.iova
+        )
+    }
+    fn alloc(&mut self, bytes: u64, _node: Option<u32>) -> Result<DmaBuf, String> {
+        if self.out.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            self.next = 0;
+        }
+        let bytes_aligned = bytes.div_ceil(4096) * 4096;
+        if self.next + bytes_aligned > self.len {
+            return Err(format!(
+                "{}: its {} MiB do not hold the case's buffers (QD × drives × block)",
+                self.label,
+                self.len >> 20
+            ));
+        }
+        // SAFETY: inside the region (checked above).
+        let ptr = unsafe { self.ptr.add(self.next as usize) };
+        self.next += bytes_aligned;
+        self.out.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(DmaBuf {
+            ptr,
+            len: bytes,
+            owner: Owner::Region(self.out.clone()),
+        })
+    }
+}
+
+/// A PCI device's BAR mapped through sysfs (`resourceN`) at a 2 MiB-aligned address.
+pub struct PciBarMapping {
+    reserved: *mut c_void,
+    reserved_len: usize,
+}
+
+impl Drop for PciBarMapping {
+    fn drop(&mut self) {
+        // SAFETY: the reservation (and the BAR mapped over part of it) was made in
+        // `map_pci_bar` and is unmapped once, here.
+        unsafe { libc::munmap(self.reserved, self.reserved_len) };
+    }
+}
+
+/// Map BAR `resource` of `bdf` (under `sysfs`, normally `/sys`), the whole 2 MiB pages of it,
+/// and register them with SPDK. The caller has checked the device (the BAR gate).
+pub fn map_pci_bar(sysfs: &std::path::Path, bdf: &str, resource: u32) -> Result<BarRegion, String> {
+    use std::os::fd::AsRawFd;
+    let path = sysfs.join(format!("bus/pci/devices/{bdf}/resource{resource}"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let size = file
+        .metadata()
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let len = size - size % REGION_ALIGN_BYTES;
+    if len == 0 {
+        return Err(format!(
+            "BAR{resource} of {bdf} is {size} bytes: SPDK needs at least one whole 2 MiB page"
+        ));
+    }
+    let reserved_len = (len + REGION_ALIGN_BYTES) as usize;
+    // SAFETY: an anonymous reservation, no access, anywhere; checked for failure.
+    let reserved = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            reserved_len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if reserved == libc::MAP_FAILED {
+        return Err(format!(
+            "reserving {} MiB of address space failed",
+            len >> 20
+        ));
+    }
+    let mapping = PciBarMapping {
+        reserved,
+        reserved_len,
+    };
+    let want = (reserved as u64).div_ceil(REGION_ALIGN_BYTES) * REGION_ALIGN_BYTES;
+    // SAFETY: `want..want+len` lies inside our reservation, which MAP_FIXED replaces; the file
+    // is the BAR's sysfs resource, mapped shared (the device's memory itself).
+    let bar = unsafe {
+        libc::mmap(
+            want as *mut c_void,
+            len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_FIXED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if bar == libc::MAP_FAILED {
+        return Err(format!(
+            "mapping {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let label = format!("PCI BAR{resource} of {bdf} (not a GPU)");
+    // SAFETY: `bar` maps `len` bytes, read/write, for as long as `mapping` lives.
+    unsafe { BarRegion::register(bar, len, label, Box::new(mapping)) }
 }
 
 /// The process's SPDK environment: started once (DPDK cannot start twice in a process).
@@ -174,7 +389,25 @@ pub struct SpdkNative {
     no_huge_mib: Option<u32>,
     /// The drives attached, or why they could not be; `None` before the first case.
     drives: Option<Result<Vec<Drive>, String>>,
+    /// Maps a device's BAR for the NVMe → BAR cases (after SPDK has started).
+    bar_opener: BarOpener,
+    /// The BARs mapped so far, by [`BarDevice::key`], or why one could not be.
+    bars: BTreeMap<String, Result<BarRegion, String>>,
     finished: Option<Result<Finished, String>>,
+}
+
+/// Maps a device's BAR and registers it with SPDK.
+pub type BarOpener = Box<dyn FnMut(&BarDevice) -> Result<BarRegion, String>>;
+
+/// The BAR opener of a machine: PCI BARs through `sysfs` (normally `/sys`); GPU BAR1 needs
+/// GDRCopy, which this engine does not drive yet.
+pub fn sysfs_bar_opener(sysfs: std::path::PathBuf) -> BarOpener {
+    Box::new(move |d: &BarDevice| match d {
+        BarDevice::PciBar { bdf, resource } => map_pci_bar(&sysfs, bdf, *resource),
+        BarDevice::GpuBar1 { gpu, .. } => Err(format!(
+            "{gpu}: mapping GPU memory through BAR1 (GDRCopy) is not built into spdk-native"
+        )),
+    })
 }
 
 impl SpdkNative {
@@ -192,8 +425,16 @@ impl SpdkNative {
             hugepages_bytes_per_node: crate::perf::MIN_HUGEPAGES_BYTES_PER_NODE,
             no_huge_mib: None,
             drives: None,
+            bar_opener: sysfs_bar_opener("/sys".into()),
+            bars: BTreeMap::new(),
             finished: None,
         }
+    }
+
+    /// Map BARs with `opener` instead of [`sysfs_bar_opener`]'s.
+    pub fn with_bar_opener(mut self, opener: BarOpener) -> Self {
+        self.bar_opener = opener;
+        self
     }
 
     /// Start SPDK on `mib` MiB of ordinary memory, with no PCI device (`--no-huge`): for drives
@@ -282,6 +523,21 @@ struct Ptr<T>(*mut T);
 // drive, during a repetition; the case's thread otherwise.
 unsafe impl<T> Send for Ptr<T> {}
 
+/// What a case asks of the drives, whichever its spec.
+struct Job<'s> {
+    drives: &'s [String],
+    block_bytes: u64,
+    queue_depth: u32,
+    write: bool,
+    random: bool,
+    latency: bool,
+    /// All pollers (and host buffers) on this node (`Some(None)`: nodes unknown); `None`: each
+    /// on its drive's node.
+    poller_node: Option<Option<u32>>,
+    /// Read into this device's BAR instead of host RAM.
+    bar: Option<&'s BarDevice>,
+}
+
 /// One drive of a prepared case.
 struct Lane {
     ctrlr: *mut sys::spdk_nvme_ctrlr,
@@ -295,7 +551,9 @@ struct Lane {
     sector_bytes: u64,
     span_bytes: u64,
     cpu: u32,
+    /// The node its poller (and host buffers) belong on: the drive's, or the case's.
     node: Option<u32>,
+    drive_node: Option<u32>,
     bdf: String,
 }
 
@@ -331,6 +589,10 @@ struct NativeCase<'a> {
     /// Every poller of the last repetition ran on its CPU.
     pinned: bool,
     node_cpus: BTreeMap<u32, Vec<u32>>,
+    /// Per lane and buffer, the block the last repetition left in it.
+    last_blocks: Vec<Vec<Option<u64>>>,
+    /// Host memory for the check's reads.
+    check_memory: HostRam,
 }
 
 /// One drive's repetition as it runs: what its commands' completions read and change. Reached
@@ -360,6 +622,8 @@ struct Slot {
     state: *mut LaneState,
     buffer: *mut c_void,
     submitted_tick: u64,
+    /// The block its last command moved (an index into the span).
+    last_block: Option<u64>,
 }
 
 /// Issue the next command of `slot`'s lane into its buffer.
@@ -381,6 +645,7 @@ unsafe fn submit(slot: *mut Slot) {
     let count = (st.block / st.sector_bytes) as u32;
     st.next += 1;
     st.in_flight += 1;
+    sl.last_block = Some(index);
     // SAFETY: spdk_get_ticks reads the TSC.
     sl.submitted_tick = unsafe { sys::spdk_get_ticks() };
     let arg = slot as *mut c_void;
@@ -444,6 +709,8 @@ struct LaneRun {
     commands: u64,
     /// The poller ran on its CPU.
     pinned: bool,
+    /// Per buffer, the block its last command moved.
+    last_blocks: Vec<Option<u64>>,
 }
 
 /// I/O polls between two of the admin queue, which sends the keep-alives a fabrics target
@@ -484,6 +751,7 @@ fn poll_lane(
             state: st,
             buffer: b.ptr,
             submitted_tick: 0,
+            last_block: None,
         })
         .collect();
     let base = slots.as_mut_ptr();
@@ -517,6 +785,7 @@ fn poll_lane(
         }
     }
     let t1 = Instant::now();
+    let last_blocks = slots.iter().map(|s| s.last_block).collect();
     drop(slots);
     if let Some(e) = state.error {
         return Err(format!("{}: {e}", lane.bdf));
@@ -529,6 +798,7 @@ fn poll_lane(
         latency_sum_s: state.latency_ticks as f64 / hz,
         commands: state.completions,
         pinned,
+        last_blocks,
     })
 }
 
@@ -560,6 +830,63 @@ fn connect(lane: &Lane) -> Result<(), String> {
     }
 }
 
+/// Read block `index` (of `block` bytes) of the lane's drive into `buffer`, waiting for it (10 s
+/// at most).
+fn read_block(lane: &Lane, index: u64, block: u64, buffer: *mut c_void) -> Result<(), String> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const PENDING: u32 = u32::MAX;
+    unsafe extern "C" fn done(arg: *mut c_void, cpl: *const sys::spdk_nvme_cpl) {
+        // SAFETY: arg is the waiting caller's status cell, alive until this runs; cpl is the
+        // driver's completion, its status read as its raw 16 bits.
+        let (cell, raw) = unsafe {
+            (
+                &*(arg as *const AtomicU32),
+                (*cpl).__bindgen_anon_1.status_raw,
+            )
+        };
+        cell.store(u32::from((raw >> 1) & 0x7ff), Ordering::SeqCst);
+    }
+    // Boxed: leaked if the read never completes, so a late completion writes to live memory.
+    let status = Box::new(AtomicU32::new(PENDING));
+    let lba = index * block / lane.sector_bytes;
+    let count = (block / lane.sector_bytes) as u32;
+    // SAFETY: the lane's queue pair, used by this thread alone, nothing in flight; `buffer` is
+    // `block` bytes of registered memory; `status` outlives the command (polled to completion).
+    let rc = unsafe {
+        sys::spdk_nvme_ns_cmd_read(
+            lane.ns,
+            lane.qpair,
+            buffer,
+            lba,
+            count,
+            Some(done),
+            &*status as *const AtomicU32 as *mut c_void,
+            0,
+        )
+    };
+    if rc != 0 {
+        return Err(format!("{}: the check's read was refused ({rc})", lane.bdf));
+    }
+    let deadline = Instant::now() + std::time::Duration::from_secs(10);
+    while status.load(Ordering::SeqCst) == PENDING {
+        // SAFETY: this thread alone polls the lane's group.
+        let rc = unsafe {
+            sys::spdk_nvme_poll_group_process_completions(lane.group, 0, Some(on_disconnect))
+        };
+        if rc < 0 || Instant::now() > deadline {
+            Box::leak(status);
+            return Err(format!("{}: the check's read did not complete", lane.bdf));
+        }
+    }
+    match status.load(Ordering::SeqCst) {
+        0 => Ok(()),
+        s => Err(format!(
+            "{}: the check's read failed (status {s:#x})",
+            lane.bdf
+        )),
+    }
+}
+
 /// Pin this thread to `cpu`; whether it then runs there.
 fn pin(cpu: u32) -> bool {
     // SAFETY: a zeroed cpu_set_t with one CPU set, for this thread; sched_getcpu has no
@@ -583,24 +910,47 @@ impl Engine for SpdkNative {
     }
 
     fn prepare<'a>(&'a mut self, case: &Case) -> Result<Box<dyn Prepared + 'a>, BenchError> {
-        let Spec::Nvme(spec) = &case.spec else {
-            return Err(BenchError::failed(
-                "the spdk-native engine takes NVMe cases",
-            ));
+        let job = match &case.spec {
+            Spec::Nvme(spec) => {
+                if spec.target {
+                    return Err(BenchError::unavailable(
+                        "the SPDK driver drives whole NVMe drives, not a --target",
+                    ));
+                }
+                if !matches!(spec.test, NvmeTest::Sweep | NvmeTest::Latency) {
+                    return Err(BenchError::unavailable(format!(
+                        "spdk-native does not run the {:?} test",
+                        spec.test
+                    )));
+                }
+                Job {
+                    drives: &spec.drives,
+                    block_bytes: spec.block_bytes,
+                    queue_depth: spec.queue_depth,
+                    write: case.path == PathId::NvmeWrite,
+                    random: matches!(spec.pattern, NvmePattern::Random),
+                    latency: spec.test == NvmeTest::Latency,
+                    poller_node: None,
+                    bar: None,
+                }
+            }
+            Spec::NvmeBar(spec) => Job {
+                drives: &spec.drives,
+                block_bytes: spec.block_bytes,
+                queue_depth: spec.queue_depth,
+                write: false,
+                random: false,
+                latency: false,
+                poller_node: Some(spec.poller_node),
+                bar: (spec.memory == DmaTarget::Bar).then_some(&spec.device),
+            },
+            _ => {
+                return Err(BenchError::failed(
+                    "the spdk-native engine takes NVMe and NVMe → BAR cases",
+                ))
+            }
         };
-        if spec.target {
-            return Err(BenchError::unavailable(
-                "the SPDK driver drives whole NVMe drives, not a --target",
-            ));
-        }
-        let write = case.path == PathId::NvmeWrite;
-        let random = matches!(spec.pattern, NvmePattern::Random);
-        if !matches!(spec.test, NvmeTest::Sweep | NvmeTest::Latency) {
-            return Err(BenchError::unavailable(format!(
-                "spdk-native does not run the {:?} test",
-                spec.test
-            )));
-        }
+        let (write, random) = (job.write, job.random);
         if self.drives.is_none() {
             let attached = self.attach();
             self.drives = Some(attached);
@@ -614,33 +964,50 @@ impl Engine for SpdkNative {
             }
         };
         let mut chosen = Vec::new();
-        for key in &spec.drives {
+        for key in job.drives {
             let d = drives.iter().find(|d| &d.bound.bdf == key).ok_or_else(|| {
                 BenchError::unavailable(format!(
                     "{key} is not one of the drives handed to vfio-pci (--spdk-drives)"
                 ))
             })?;
-            if spec.block_bytes % d.sector_bytes != 0 {
+            if job.block_bytes % d.sector_bytes != 0 {
                 return Err(BenchError::unavailable(format!(
                     "{key}: {} is not a whole number of its {}-byte sectors",
-                    spec.block_bytes, d.sector_bytes
+                    job.block_bytes, d.sector_bytes
                 )));
             }
-            if d.max_xfer_bytes > 0 && spec.block_bytes > d.max_xfer_bytes {
+            if d.max_xfer_bytes > 0 && job.block_bytes > d.max_xfer_bytes {
                 return Err(BenchError::unavailable(format!(
                     "{key}: {} KiB commands exceed its largest transfer ({} KiB, MDTS): the driver \
                      would split them",
-                    spec.block_bytes >> 10,
+                    job.block_bytes >> 10,
                     d.max_xfer_bytes >> 10
                 )));
             }
             chosen.push(d);
         }
-        let nodes: Vec<Option<u32>> = chosen.iter().map(|d| d.bound.numa_node).collect();
+        // Each poller on its drive's node, or all on the case's node (NVMe → BAR).
+        let nodes: Vec<Option<u32>> = chosen
+            .iter()
+            .map(|d| job.poller_node.unwrap_or(d.bound.numa_node))
+            .collect();
         let cpus = cores_for(&nodes, &self.node_cpus);
-        let qd = spec.queue_depth.max(1);
+        let qd = job.queue_depth.max(1);
+        if let Some(device) = job.bar {
+            if !self.bars.contains_key(&device.key()) {
+                let opened = (self.bar_opener)(device);
+                self.bars.insert(device.key(), opened);
+            }
+        }
+        let memory: &mut dyn TargetMemory = match job.bar {
+            None => &mut *self.memory,
+            Some(device) => match self.bars.get_mut(&device.key()).expect("just opened") {
+                Ok(region) => region,
+                Err(e) => return Err(BenchError::unavailable(e.clone())),
+            },
+        };
         let mut lanes = Vec::new();
-        for (d, cpu) in chosen.iter().zip(cpus) {
+        for ((d, cpu), node) in chosen.iter().zip(cpus).zip(nodes) {
             let mut o = sys::spdk_nvme_io_qpair_opts::default();
             // SAFETY: o is a valid, sized options struct; ctrlr is attached.
             unsafe {
@@ -679,9 +1046,10 @@ impl Engine for SpdkNative {
                 disconnected,
                 buffers: Vec::new(),
                 sector_bytes: d.sector_bytes,
-                span_bytes: d.size_bytes - d.size_bytes % spec.block_bytes,
+                span_bytes: d.size_bytes - d.size_bytes % job.block_bytes,
                 cpu,
-                node: d.bound.numa_node,
+                node,
+                drive_node: d.bound.numa_node,
                 bdf: d.bound.bdf.clone(),
             };
             // SAFETY: as above.
@@ -700,9 +1068,8 @@ impl Engine for SpdkNative {
             }
             connect(&lane).map_err(BenchError::failed)?;
             for _ in 0..qd {
-                let b = self
-                    .memory
-                    .alloc(spec.block_bytes, d.bound.numa_node)
+                let b = memory
+                    .alloc(job.block_bytes, node)
                     .map_err(BenchError::unavailable)?;
                 // A fill no read leaves in place: the check after the cold repetition.
                 // SAFETY: b is `len` writable bytes.
@@ -711,23 +1078,25 @@ impl Engine for SpdkNative {
             }
             lanes.push(lane);
         }
-        let bytes_per_drive = if spec.test == NvmeTest::Latency {
+        let bytes_per_drive = if job.latency {
             // The probes: enough commands for a steady average, not gigabytes of 4 KiB reads.
-            (20_000 * spec.block_bytes).min(self.bytes_per_drive)
+            (20_000 * job.block_bytes).min(self.bytes_per_drive)
         } else {
             self.bytes_per_drive
         };
-        let bytes_per_drive = (bytes_per_drive / spec.block_bytes).max(1) * spec.block_bytes;
-        let memory = self.memory.describe();
+        let bytes_per_drive = (bytes_per_drive / job.block_bytes).max(1) * job.block_bytes;
+        let memory = memory.describe();
         let node_cpus = self.node_cpus.clone();
         Ok(Box::new(NativeCase {
             pinned: false,
+            last_blocks: Vec::new(),
+            check_memory: HostRam,
             node_cpus,
             _engine: self,
             lanes,
             write,
             random,
-            block_bytes: spec.block_bytes,
+            block_bytes: job.block_bytes,
             bytes_per_drive,
             last_latency_us: None,
             memory,
@@ -735,6 +1104,8 @@ impl Engine for SpdkNative {
     }
 
     fn finish(&mut self) {
+        // SPDK forgets the BARs, then their mappings go.
+        self.bars.clear();
         match &mut self.drives {
             Some(Ok(drives)) => detach_all(drives),
             // Never started, or the binding failed and put itself back.
@@ -809,8 +1180,10 @@ impl Prepared for NativeCase<'_> {
         let mut last: Option<Instant> = None;
         let (mut lat, mut n) = (0.0, 0u64);
         let mut pinned = true;
+        self.last_blocks.clear();
         for r in results {
             let r = r.map_err(BenchError::failed)?;
+            self.last_blocks.push(r.last_blocks);
             first = Some(first.map_or(r.first_submit, |f| f.min(r.first_submit)));
             last = Some(last.map_or(r.last_completion, |f| f.max(r.last_completion)));
             lat += r.latency_sum_s;
@@ -828,23 +1201,41 @@ impl Prepared for NativeCase<'_> {
         })
     }
 
+    /// Every command's status was checked as it completed. Reads: each lane's first buffer
+    /// holds, byte for byte, the block it read last, as a fresh read of that block into host
+    /// RAM gives it (DMA that never landed, or landed elsewhere, differs).
     fn verify(&mut self) -> Result<(), BenchError> {
-        // Every command's status was checked as it completed; a read must also have replaced
-        // each buffer's 0xee fill (DMA that never landed would leave it).
         if self.write {
             return Ok(());
         }
-        for lane in &self.lanes {
-            for b in &lane.buffers {
-                // SAFETY: b is `len` readable bytes, no command in flight.
-                let bytes =
-                    unsafe { std::slice::from_raw_parts(b.ptr as *const u8, b.len as usize) };
-                if bytes.iter().all(|&x| x == 0xee) {
-                    return Err(BenchError::failed(format!(
-                        "{}: a buffer still holds its fill after the reads: the data never arrived",
-                        lane.bdf
-                    )));
-                }
+        for (lane, blocks) in self.lanes.iter().zip(&self.last_blocks) {
+            let (Some(buffer), Some(Some(block))) = (lane.buffers.first(), blocks.first()) else {
+                return Err(BenchError::failed(format!(
+                    "{}: no read landed before the check",
+                    lane.bdf
+                )));
+            };
+            let fresh = self
+                .check_memory
+                .alloc(buffer.len, lane.node)
+                .map_err(BenchError::failed)?;
+            read_block(lane, *block, self.block_bytes, fresh.ptr).map_err(BenchError::failed)?;
+            // SAFETY: both are `len` readable bytes with no command in flight (a BAR's mapping
+            // is read by the CPU, slowly, once per case).
+            let (got, want) = unsafe {
+                (
+                    std::slice::from_raw_parts(buffer.ptr as *const u8, buffer.len as usize),
+                    std::slice::from_raw_parts(fresh.ptr as *const u8, fresh.len as usize),
+                )
+            };
+            if got != want {
+                return Err(BenchError::failed(format!(
+                    "{}: the block at byte {} in {} differs from a fresh read of it: the data \
+                     did not arrive",
+                    lane.bdf,
+                    block * self.block_bytes,
+                    self.memory
+                )));
             }
         }
         Ok(())
@@ -859,7 +1250,8 @@ impl Prepared for NativeCase<'_> {
                     .collect::<Vec<_>>()
                     .join(","),
             ),
-            // Each poller ran on its CPU, and that CPU is on its drive's node.
+            // Each poller ran on its CPU, and that CPU is on its node (the drive's, or the
+            // case's).
             verified: self.pinned
                 && self.lanes.iter().all(|l| {
                     l.node
@@ -869,11 +1261,17 @@ impl Prepared for NativeCase<'_> {
                 .lanes
                 .iter()
                 .map(|l| {
+                    let at = |n: Option<u32>| n.map_or("?".into(), |n| n.to_string());
                     format!(
-                        "{} (node {}) polled from CPU {}{}",
+                        "{} (node {}) polled from CPU {}{}{}",
                         l.bdf,
-                        l.node.map_or("?".into(), |n| n.to_string()),
+                        at(l.drive_node),
                         l.cpu,
+                        if l.node == l.drive_node {
+                            String::new()
+                        } else {
+                            format!(" on node {}", at(l.node))
+                        },
                         if self.pinned { "" } else { " (not pinned)" }
                     )
                 })

@@ -163,6 +163,16 @@ pub struct ProfileArgs {
     /// (`hwceiling restore` puts them back; until then every run refuses to start).
     #[arg(long, requires = "spdk_drives")]
     pub leave_bound: bool,
+    /// NVMe DMA into BAR N of these PCI devices (`BDF/N`), beside GPU BAR1: a stand-in where no
+    /// GPU BAR can be mapped. The BAR's memory is overwritten: only a prefetchable memory BAR of
+    /// a device that no driver holds.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "BDF/N,...",
+        requires = "spdk_drives"
+    )]
+    pub p2p_bar: Option<Vec<String>>,
     /// Plan for the machine whose sysfs/procfs snapshot is under DIR (only with --dry-run).
     #[arg(long, value_name = "DIR", requires = "dry_run")]
     pub fsroot: Option<PathBuf>,
@@ -226,6 +236,7 @@ impl ProfileArgs {
             spdk_drives: self.spdk_drives.clone(),
             spdk_dir: self.spdk_dir.clone(),
             leave_bound: self.leave_bound,
+            p2p_bars: self.p2p_bar.clone(),
         }
     }
 

@@ -215,6 +215,7 @@ mod tests {
                 ..Default::default()
             },
             bar1: Default::default(),
+            pci_bar: Default::default(),
             gdrcopy: GdrcopyProfile::default(),
             gds: GdsProfile::default(),
             host_ram: HostRamProfile::default(),

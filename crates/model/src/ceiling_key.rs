@@ -74,6 +74,22 @@ pub const DISPATCHER_COLD_CROSSOVER: &str = "dispatcher_cold_crossover_drives";
 /// sources, and the report already reads them.
 pub const GDRCOPY_CPU_TO_BAR1: &str = "gdrcopy_cpu_to_bar1_gbps";
 pub const GDRCOPY_BAR1_TO_CPU: &str = "gdrcopy_bar1_to_cpu_gbps";
+/// NVMe DMA → GPU BAR1 over `drives` drives, NUMA-local pollers: the best GPU's
+/// (`p2p_cold_1drive_gbps`).
+pub fn p2p_cold(drives: usize) -> String {
+    format!("p2p_cold_{drives}drive_gbps")
+}
+
+/// The same into `gpu`'s BAR1 (`p2p_cold_4drive_gpu0_gbps`).
+pub fn p2p_cold_gpu(drives: usize, gpu: &str) -> String {
+    format!("p2p_cold_{drives}drive_{gpu}_gbps")
+}
+
+/// The same with the pollers on another node (`p2p_cold_4drive_gpu0_cross_numa_gbps`).
+pub fn p2p_cold_gpu_cross_numa(drives: usize, gpu: &str) -> String {
+    format!("p2p_cold_{drives}drive_{gpu}_cross_numa_gbps")
+}
+
 /// The best GPUDirect (never compat-mode) cuFile read over one drive, and over four.
 pub const GDS_1DRIVE: &str = "gds_1drive_gbps";
 pub const GDS_4DRIVE: &str = "gds_4drive_gbps";
@@ -99,6 +115,12 @@ mod tests {
             "nvme_optimal_write_chunk_bytes"
         );
         assert_eq!(dispatcher_cold(2), "dispatcher_cold_2drive_gbps");
+        assert_eq!(p2p_cold(1), "p2p_cold_1drive_gbps");
+        assert_eq!(p2p_cold_gpu(4, "gpu0"), "p2p_cold_4drive_gpu0_gbps");
+        assert_eq!(
+            p2p_cold_gpu_cross_numa(4, "gpu0"),
+            "p2p_cold_4drive_gpu0_cross_numa_gbps"
+        );
         assert_eq!(GPU_D2D_SUSTAINED, "gpu_d2d_sustained_gbps");
         assert_eq!(
             DISPATCHER_COLD_CROSSOVER,

@@ -32,8 +32,13 @@ pub struct Profile {
     pub gpus: BTreeMap<String, GpuProfile>,
     #[serde(default)]
     pub nvme: NvmeProfile,
+    /// NVMe DMA → GPU BAR1 per GPU (`gpu0`, …): the spec's `dispatcher-p2p` cold path.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bar1: BTreeMap<String, Bar1Profile>,
+    /// NVMe DMA → the BAR of another PCI device named with `--p2p-bar` (a stand-in for BAR1,
+    /// `pci-<bdf>-bar<N>`), in `bar1`'s shape with `bar_` for `bar1_`: never a GPU's figure.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pci_bar: BTreeMap<String, Bar1Profile>,
     #[serde(default)]
     pub gdrcopy: GdrcopyProfile,
     #[serde(default)]
@@ -645,13 +650,26 @@ pub struct NvmeDriveProfile {
     pub power_features: Option<PowerFeatures>,
 }
 
-/// The spec's `bar1.gpuN` entry (NVMe DMA → BAR1).
+/// The spec's `bar1.gpuN` entry (NVMe DMA → BAR1), and a `pci_bar` entry. Figures are medians
+/// in GB/s of the best measurement of each drive count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
 pub struct Bar1Profile {
+    /// The PCI address of the device whose BAR the drives read into.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bdf: Option<String>,
+    /// Pollers on the device's NUMA node: `host_ram_<N>drive_gbps`, `bar1_<N>drive_gbps`
+    /// (`bar_` for a PCI BAR) and `overhead_<N>drive_pct` (how far the BAR figure lies under
+    /// host RAM's, in % of host RAM's).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub numa_local: BTreeMap<String, f64>,
+    /// Pollers on another node: the same figures, and `penalty_vs_local_pct` (how far the BAR
+    /// figure lies under the NUMA-local one of the same drive count, in % of it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub cross_numa: BTreeMap<String, f64>,
+    /// Adding drives gained under 5 % somewhere along the NUMA-local BAR figures: the BAR
+    /// saturates. Absent with fewer than two drive counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturated: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema, Default)]
@@ -886,6 +904,7 @@ mod tests {
             gpus: BTreeMap::new(),
             nvme: NvmeProfile::default(),
             bar1: BTreeMap::new(),
+            pci_bar: BTreeMap::new(),
             gdrcopy: GdrcopyProfile::default(),
             gds: GdsProfile::default(),
             host_ram: HostRamProfile::default(),

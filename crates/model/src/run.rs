@@ -171,6 +171,10 @@ pub struct RunConfig {
     /// Leave `spdk_drives` on vfio-pci when the run ends (`hwceiling restore` puts them back).
     #[serde(default)]
     pub leave_bound: bool,
+    /// PCI BARs (`BDF/N`) the NVMe → BAR path may DMA into, besides GPU BAR1 (their contents
+    /// are overwritten).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2p_bars: Option<Vec<String>>,
 }
 
 impl RunConfig {
@@ -198,6 +202,7 @@ impl RunConfig {
             spdk_drives: None,
             spdk_dir: None,
             leave_bound: false,
+            p2p_bars: None,
         }
     }
 

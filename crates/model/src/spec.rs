@@ -21,6 +21,9 @@ pub enum Spec {
     Nvme(NvmeSpec),
     /// NVMe → GPU reads (GPUDirect Storage and its POSIX bounce baseline).
     Gds(GdsSpec),
+    /// NVMe DMA straight into a device's BAR (GPU BAR1, or a PCI BAR standing in for it), or
+    /// into host RAM as its baseline.
+    NvmeBar(NvmeBarSpec),
 }
 
 /// How an NVMe → GPU read travels.
@@ -65,6 +68,86 @@ pub struct GdsSpec {
     /// where it is unknown (nothing placed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_node: Option<u32>,
+}
+
+/// The device whose BAR an NVMe → BAR case reads into.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BarDevice {
+    /// A GPU's memory mapped through its BAR1 by GDRCopy: the spec's `dispatcher-p2p` cold path.
+    GpuBar1 {
+        /// `gpu0`, … (the topology's GPU names).
+        gpu: String,
+        bdf: String,
+    },
+    /// Memory behind BAR `resource` of another PCI device (sysfs `resourceN`): a stand-in for
+    /// BAR1 where no GPU BAR can be reached. Never a GPU figure.
+    PciBar { bdf: String, resource: u32 },
+}
+
+impl BarDevice {
+    pub fn bdf(&self) -> &str {
+        match self {
+            BarDevice::GpuBar1 { bdf, .. } | BarDevice::PciBar { bdf, .. } => bdf,
+        }
+    }
+
+    /// `gpu0` for a GPU; `pci-0000:00:05.0-bar2` for a PCI BAR (the profile's keys).
+    pub fn key(&self) -> String {
+        match self {
+            BarDevice::GpuBar1 { gpu, .. } => gpu.clone(),
+            BarDevice::PciBar { bdf, resource } => format!("pci-{bdf}-bar{resource}"),
+        }
+    }
+
+    /// For people: `gpu0 BAR1 (0000:…)`, `PCI BAR2 of 0000:… (not a GPU)`.
+    pub fn label(&self) -> String {
+        match self {
+            BarDevice::GpuBar1 { gpu, bdf } => format!("{gpu} BAR1 ({bdf})"),
+            BarDevice::PciBar { bdf, resource } => {
+                format!("PCI BAR{resource} of {bdf} (not a GPU)")
+            }
+        }
+    }
+}
+
+/// Where an NVMe → BAR case's reads land.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DmaTarget {
+    /// Host RAM on the pollers' node: the baseline, measured back to back with `bar`.
+    HostRam,
+    /// The device's BAR.
+    Bar,
+}
+
+impl DmaTarget {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DmaTarget::HostRam => "host-ram",
+            DmaTarget::Bar => "bar",
+        }
+    }
+}
+
+/// NVMe DMA → BAR (the spec's Step 13): each of `drives` read sequentially in `block_bytes`
+/// commands at `queue_depth`, by one poller per drive pinned to `poller_node`, into `memory`
+/// (the BAR of `device`, or host RAM on `poller_node` as the baseline).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NvmeBarSpec {
+    pub device: BarDevice,
+    pub memory: DmaTarget,
+    pub drives: Vec<String>,
+    pub block_bytes: u64,
+    pub queue_depth: u32,
+    /// The node of the pollers (and of host-RAM buffers); absent where nodes are unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poller_node: Option<u32>,
+    /// The pollers run off the device's node: the cross-NUMA penalty run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cross_numa: bool,
 }
 
 /// Host RAM: `threads` pinned threads on `cpu_node` copy `size_bytes` from a buffer on
@@ -254,6 +337,7 @@ impl Spec {
             Spec::GpuCopy(_) => "gpu_copy",
             Spec::Nvme(_) => "nvme",
             Spec::Gds(_) => "gds",
+            Spec::NvmeBar(_) => "nvme_bar",
         }
     }
 
@@ -314,6 +398,12 @@ impl Spec {
                 }
                 drive_io(s.block_bytes, s.queue_depth, &s.drives)
             }
+            Spec::NvmeBar(s) => {
+                if path != PathId::NvmeBar1 {
+                    return Err(wrong());
+                }
+                drive_io(s.block_bytes, s.queue_depth, &s.drives)
+            }
         }
     }
 
@@ -345,11 +435,22 @@ impl Spec {
         }
     }
 
+    pub fn nvme_bar(&self) -> Option<&NvmeBarSpec> {
+        match self {
+            Spec::NvmeBar(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// The GPU the case runs on, where it runs on one.
     pub fn gpu(&self) -> Option<&str> {
         match self {
             Spec::GpuCopy(s) => Some(&s.gpu),
             Spec::Gds(s) => Some(&s.gpu),
+            Spec::NvmeBar(NvmeBarSpec {
+                device: BarDevice::GpuBar1 { gpu, .. },
+                ..
+            }) => Some(gpu),
             _ => None,
         }
     }
@@ -361,6 +462,7 @@ impl Spec {
             Spec::GpuCopy(s) => s.size_bytes,
             Spec::Nvme(s) => s.block_bytes,
             Spec::Gds(s) => s.block_bytes,
+            Spec::NvmeBar(s) => s.block_bytes,
         }
     }
 
@@ -369,6 +471,7 @@ impl Spec {
         match self {
             Spec::Nvme(s) => &s.drives,
             Spec::Gds(s) => &s.drives,
+            Spec::NvmeBar(s) => &s.drives,
             _ => &[],
         }
     }

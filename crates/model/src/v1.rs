@@ -583,6 +583,7 @@ impl V1Profile {
             gpus: self.gpus,
             nvme,
             bar1: self.bar1,
+            pci_bar: BTreeMap::new(),
             gdrcopy: self.gdrcopy,
             gds: self.gds,
             host_ram: self.host_ram.upgrade(),

@@ -50,6 +50,15 @@ pub enum WarningKind {
         #[serde(default, skip_serializing_if = "is_zero")]
         other_errors: usize,
     },
+    /// NVMe → BAR: the 1-drive host-RAM figure lies more than 20 % under spdk_nvme_perf's read
+    /// of the same drive at the same command size (the spec's sanity rule).
+    HarnessOverhead {
+        /// The BAR's device (`gpu0`, `pci-0000:00:05.0-bar2`).
+        device: String,
+        drive: String,
+        host_ram_gbps: f64,
+        perf_gbps: f64,
+    },
     /// The run was interrupted.
     Interrupted,
     /// A warning of a profile written before warnings were typed: its words only.
@@ -191,6 +200,18 @@ impl std::fmt::Display for WarningKind {
                     why.join("; ")
                 )
             }
+            WarningKind::HarnessOverhead {
+                device,
+                drive,
+                host_ram_gbps,
+                perf_gbps,
+            } => write!(
+                f,
+                "NVMe → BAR ({device}): the 1-drive host-RAM figure on {drive} ({host_ram_gbps:.2} \
+                 GB/s) lies more than 20 % under spdk_nvme_perf's ({perf_gbps:.2} GB/s): the \
+                 harness may be adding overhead; host RAM against the BAR still compares, but the \
+                 absolute figures may understate the hardware"
+            ),
             WarningKind::Interrupted => f.write_str(
                 "the run was interrupted: only the cases that finished are in this profile",
             ),

@@ -29,6 +29,17 @@ pub const GDS_ROUTES: [GdsRoute; 2] = [GdsRoute::Cufile, GdsRoute::PosixBounce];
 
 /// How a group of drives sits against a GPU: (root relation, NUMA relation).
 pub fn pairing(gpu: &Gpu, drives: &[&NvmeDrive]) -> (&'static str, &'static str) {
+    pairing_at(gpu.root.as_ref(), gpu.numa_node, drives)
+}
+
+/// How a group of drives sits against a device on root complex `root` and NUMA node `node`:
+/// `same-root`, `cross-root`, `mixed-root` or `root-unknown`, and `numa-local`, `cross-numa`,
+/// `numa-mixed` or `numa-unknown`.
+pub fn pairing_at(
+    root: Option<&String>,
+    node: Option<u32>,
+    drives: &[&NvmeDrive],
+) -> (&'static str, &'static str) {
     let all_or_none = |f: &dyn Fn(&NvmeDrive) -> Option<bool>, yes, no, mixed, unknown| {
         let v: Vec<Option<bool>> = drives.iter().map(|d| f(d)).collect();
         if v.iter().any(Option::is_none) {
@@ -42,14 +53,14 @@ pub fn pairing(gpu: &Gpu, drives: &[&NvmeDrive]) -> (&'static str, &'static str)
         }
     };
     let root = all_or_none(
-        &|d| Some(gpu.root.as_ref()? == d.root.as_ref()?),
+        &|d| Some(root? == d.root.as_ref()?),
         "same-root",
         "cross-root",
         "mixed-root",
         "root-unknown",
     );
     let numa = all_or_none(
-        &|d| Some(gpu.numa_node? == d.numa_node?),
+        &|d| Some(node? == d.numa_node?),
         "numa-local",
         "cross-numa",
         "numa-mixed",

@@ -10,6 +10,7 @@ use hwc_model::{
 };
 use std::collections::BTreeSet;
 
+pub mod bar;
 mod gds;
 pub mod input;
 mod nvme;
@@ -98,6 +99,8 @@ pub struct PlanOptions {
     pub version: String,
     /// NVMe sizes, queue depths, selected drives, write approvals, `--target`.
     pub nvme: NvmePlanOptions,
+    /// NVMe → BAR targets: PCI BARs named, and whether GPU BAR1 can be mapped.
+    pub bar: bar::BarPlanOptions,
 }
 
 impl PlanOptions {
@@ -147,7 +150,8 @@ pub fn matrix(path: PathId, topo: &Topology, opts: &PlanOptions) -> Matrix {
         }
         PathId::NvmeRead | PathId::NvmeWrite => nvme::plan_nvme(path, topo, opts, &mut m),
         PathId::Gds => gds::plan_gds(topo, opts, &mut m),
-        PathId::Gdrcopy | PathId::NvmeBar1 => plan_unmeasured(path, topo, &mut m),
+        PathId::NvmeBar1 => bar::plan_bar(topo, opts, &mut m),
+        PathId::Gdrcopy => plan_unmeasured(path, topo, &mut m),
     }
     m
 }
@@ -341,9 +345,10 @@ fn userspace_cells<'c>(
         return None;
     };
     let (mine, others): (Vec<&Cell>, Vec<&Cell>) = cells.into_iter().partition(|c| {
-        c.spec.nvme().is_some_and(|s| {
-            !s.target && !s.drives.is_empty() && s.drives.iter().all(|d| bindable.contains(d))
-        })
+        let drives = c.spec.drives();
+        !c.spec.nvme().is_some_and(|s| s.target)
+            && !drives.is_empty()
+            && drives.iter().all(|d| bindable.contains(d))
     });
     if !others.is_empty() {
         let target = others
@@ -895,9 +900,6 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
 fn plan_unmeasured(path: PathId, topo: &Topology, p: &mut Matrix) {
     if topo.gpus.is_empty() {
         return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
-    }
-    if path == PathId::NvmeBar1 && topo.nvme.is_empty() {
-        return waive(p, path, None, "no NVMe drives were detected".into(), None);
     }
     waive(
         p,

@@ -15,6 +15,7 @@ use hwc_model::{
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
+mod bar;
 pub mod derive;
 mod gds;
 pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
@@ -89,6 +90,7 @@ pub fn build(
         gpus: BTreeMap::new(),
         nvme: nvme_section(topo),
         bar1: BTreeMap::new(),
+        pci_bar: BTreeMap::new(),
         gdrcopy: Default::default(),
         gds: GdsProfile {
             available: gds_available(topo),
@@ -112,6 +114,7 @@ pub fn build(
     profile.host_ram = derive::host_ram(&profile.measurements);
     nvme::fill(topo, &profile.measurements, &mut profile.nvme);
     gds::fill(&mut profile);
+    bar::fill(&mut profile);
     let c = ceilings_with_sources(&profile);
     (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
@@ -307,6 +310,7 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
         );
     }
     nvme::ceilings(p, &mut c);
+    bar::ceilings(p, &mut c);
     if gds::direct(p) {
         for (key, drives, value) in [
             (ceiling_key::GDS_1DRIVE, 1, p.gds.one_drive_gbps),
@@ -398,6 +402,7 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
     if p.provenance.interrupted {
         w.push(WarningKind::Interrupted.into());
     }
+    w.extend(bar::harness_warnings(p).into_iter().map(Warning::from));
     w
 }
 

@@ -32,9 +32,7 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
         }),
         (&[PathId::Gds], gds),
         (&[PathId::HostRam], host_ram),
-        (&[PathId::NvmeBar1], |o, p| {
-            generic(o, p, PathId::NvmeBar1, "Path 8 — NVMe DMA → GPU BAR1")
-        }),
+        (&[PathId::NvmeBar1], nvme_bar),
     ];
     for (paths, section) in sections {
         let mut body = String::new();
@@ -271,6 +269,95 @@ fn gds(out: &mut String, p: &Profile) {
         }
     }
     waivers(out, p, PathId::Gds);
+    out.push('\n');
+}
+
+/// Path 8: per device whose BAR the drives read into, a row per drive count and poller
+/// placement with host RAM and the BAR back to back, the BAR's overhead, and the drives' BDFs.
+fn nvme_bar(out: &mut String, p: &Profile) {
+    let _ = writeln!(
+        out,
+        "### Path 8 — NVMe DMA → BAR1
+"
+    );
+    let ms: Vec<&Measurement> = p.measurements_of(PathId::NvmeBar1).collect();
+    if !ms.is_empty() {
+        reps_line(out, &ms);
+        let devices: BTreeSet<hwc_model::BarDevice> = ms
+            .iter()
+            .filter_map(|m| m.spec.nvme_bar().map(|s| s.device.clone()))
+            .collect();
+        for d in devices {
+            let _ = writeln!(
+                out,
+                "#### Into {}
+",
+                d.label()
+            );
+            if matches!(d, hwc_model::BarDevice::PciBar { .. }) {
+                out.push_str(
+                    "A PCI BAR standing in for GPU BAR1: it shows the path's mechanics (SPDK DMA \
+                     into another device's BAR through the IOMMU), not a GPU's figures; none of \
+                     them is a `p2p_cold` ceiling.\n\n",
+                );
+            }
+            // (cross-NUMA, drives) → [host RAM, BAR]
+            type Row<'a> = BTreeMap<(bool, usize, Vec<String>), [Option<&'a Measurement>; 2]>;
+            let mut rows: Row = BTreeMap::new();
+            for m in &ms {
+                let Some(s) = m.spec.nvme_bar().filter(|s| s.device == d) else {
+                    continue;
+                };
+                let at = usize::from(s.memory == hwc_model::DmaTarget::Bar);
+                rows.entry((s.cross_numa, s.drives.len(), s.drives.clone()))
+                    .or_default()[at] = Some(m);
+            }
+            let body: Vec<Vec<String>> = rows
+                .iter()
+                .map(|((cross, k, drives), [h, b])| {
+                    let any = h.or(*b).and_then(|m| m.spec.nvme_bar());
+                    let pollers = match (any.and_then(|s| s.poller_node), cross) {
+                        (Some(n), true) => format!("node {n} (cross-NUMA)"),
+                        (Some(n), false) => format!("node {n} (local)"),
+                        (None, _) => "not placed".into(),
+                    };
+                    let overhead = match (h, b) {
+                        (Some(h), Some(b)) if h.gbps.median > 0.0 => format!(
+                            "{:.1} %",
+                            (h.gbps.median - b.gbps.median) / h.gbps.median * 100.0
+                        ),
+                        _ => "—".into(),
+                    };
+                    let f = |m: &Option<&Measurement>| m.map_or("—".into(), flagged);
+                    vec![
+                        k.to_string(),
+                        pollers,
+                        any.map_or("—".into(), |s| {
+                            format!("{} × {}", s.queue_depth, size_label(s.block_bytes))
+                        }),
+                        f(h),
+                        f(b),
+                        overhead,
+                        drives.join(", "),
+                    ]
+                })
+                .collect();
+            table(
+                out,
+                &[
+                    "Drives",
+                    "Pollers",
+                    "QD × command",
+                    "Host RAM",
+                    "BAR",
+                    "BAR overhead",
+                    "Drive BDFs",
+                ],
+                &body,
+            );
+        }
+    }
+    waivers(out, p, PathId::NvmeBar1);
     out.push('\n');
 }
 

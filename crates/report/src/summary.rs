@@ -1,9 +1,10 @@
 //! Section 7: the spec's four summary sub-tables and the crossover comparison.
 
-use crate::{gbps, table};
+use crate::{gbps, table, waiver_text};
 use hwc_model::ceiling_key;
 use hwc_model::Covers;
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// `55.49 (±0.4 %, N=20)` for the measurement of `path` (and `gpu`) whose median is `value`:
@@ -533,21 +534,146 @@ fn cold_paths(out: &mut String, p: &Profile) {
             );
         }
     }
+    p2p_cold_path(out, p);
+    crossover(out, p);
+}
+
+/// Sub-table 4: NVMe DMA → GPU BAR1 per GPU and drive count, with the BAR's overhead against
+/// host RAM; per GPU, why not where it was not measured.
+fn p2p_cold_path(out: &mut String, p: &Profile) {
     out.push_str(
         "### Sub-table 4 — `dispatcher-p2p` cold path\n\nRoute: NVMe ──DMA──▶ BAR1 \
          (GDRCopy-mapped GPU memory). Ceiling = the NVMe → BAR1 measurement.\n\n",
     );
-    if p.bar1.is_empty() {
-        let why = path_waiver(p, PathId::NvmeBar1).unwrap_or_else(|| "not measured".into());
-        let _ = writeln!(out, "Waived: {why}.\n");
+    let mut rows = Vec::new();
+    for (gpu, e) in &p.bar1 {
+        for (figures, cross) in [(&e.numa_local, false), (&e.cross_numa, true)] {
+            let mut counts: Vec<usize> = figures
+                .keys()
+                .filter_map(|k| {
+                    k.strip_prefix("bar1_")?
+                        .strip_suffix("drive_gbps")?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            counts.sort_unstable();
+            let last = counts.last().copied();
+            for k in counts {
+                let v = figures[&format!("bar1_{k}drive_gbps")];
+                let key = if cross {
+                    ceiling_key::p2p_cold_gpu_cross_numa(k, gpu)
+                } else {
+                    ceiling_key::p2p_cold_gpu(k, gpu)
+                };
+                let overhead = figures
+                    .get(&format!("overhead_{k}drive_pct"))
+                    .map_or("—".into(), |o| format!("{o:.1} %"));
+                let mut note = if cross { "cross-NUMA" } else { "NUMA-local" }.to_string();
+                if cross {
+                    if let Some(pen) = figures.get("penalty_vs_local_pct") {
+                        let _ = write!(note, ", {pen:.1} % under NUMA-local");
+                    }
+                } else if Some(k) == last && e.saturated == Some(true) {
+                    note.push_str(", saturated (a step of drives gained < 5 %)");
+                }
+                rows.push(vec![
+                    k.to_string(),
+                    gpu.clone(),
+                    ceiling_cell(p, &key, PathId::NvmeBar1, Some(gpu), v),
+                    overhead,
+                    note,
+                ]);
+            }
+        }
     }
-    out.push_str("### Crossover comparison\n\n");
-    if p.bar1.is_empty() || p.nvme.raw_read_gbps.is_empty() {
-        out.push_str(
-            "Waived: the comparison needs the dispatcher and dispatcher-p2p cold ceilings, \
-             which need NVMe measurements (see sub-tables 3 and 4).\n\n",
+    if !rows.is_empty() {
+        table(
+            out,
+            &[
+                "Drives",
+                "GPU",
+                "BAR1 ceiling GB/s",
+                "BAR1 overhead vs host RAM",
+                "Notes",
+            ],
+            &rows,
         );
     }
+    for name in p.gpus.keys().filter(|g| !p.bar1.contains_key(*g)) {
+        let scope = format!("{name} BAR1");
+        let why = p
+            .waivers_of(PathId::NvmeBar1)
+            .find(|w| w.scope.as_deref() == Some(scope.as_str()))
+            .map(waiver_text)
+            .or_else(|| path_waiver(p, PathId::NvmeBar1))
+            .unwrap_or_else(|| "not measured".into());
+        let _ = writeln!(out, "{name}: waived: {why}.\n");
+    }
+    if p.gpus.is_empty() && p.bar1.is_empty() {
+        let why = path_waiver(p, PathId::NvmeBar1).unwrap_or_else(|| "no GPU".into());
+        let _ = writeln!(out, "Waived: {why}.\n");
+    }
+    if !p.pci_bar.is_empty() {
+        let _ = writeln!(
+            out,
+            "NVMe DMA into a PCI BAR standing in for BAR1 ({}) is in Path 8: it is not a GPU \
+             figure, and no ceiling here comes from it.\n",
+            p.pci_bar.keys().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+/// Figures within this fraction of each other tie.
+const TIE_FRACTION: f64 = 0.02;
+
+/// The crossover comparison: per drive count, the dispatcher cold ceiling (min of NVMe and
+/// H2D) against the dispatcher-p2p cold one (NVMe → BAR1, the best GPU), and which wins.
+fn crossover(out: &mut String, p: &Profile) {
+    out.push_str("### Crossover comparison\n\n");
+    let cold: BTreeMap<usize, f64> = match best_h2d(p) {
+        Some((_, h2d)) => p
+            .drive_ceilings(PathId::NvmeRead)
+            .iter()
+            .map(|&(n, _, nvme)| (n as usize, nvme.min(h2d)))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    let rows: Vec<Vec<String>> = cold
+        .iter()
+        .filter_map(|(&n, &d)| {
+            let p2p = p.ceilings.get(&ceiling_key::p2p_cold(n)).copied()?;
+            let winner = if (d - p2p).abs() <= TIE_FRACTION * d.max(p2p) {
+                "tie (within 2 %)"
+            } else if d > p2p {
+                "dispatcher"
+            } else {
+                "dispatcher-p2p"
+            };
+            Some(vec![n.to_string(), gbps(d), gbps(p2p), winner.into()])
+        })
+        .collect();
+    if rows.is_empty() {
+        out.push_str(
+            "Waived: the comparison needs the dispatcher and dispatcher-p2p cold ceilings of the \
+             same drive count (see sub-tables 3 and 4).\n\n",
+        );
+        return;
+    }
+    table(
+        out,
+        &[
+            "Drive count",
+            "dispatcher cold GB/s",
+            "dispatcher-p2p cold GB/s",
+            "Winner",
+        ],
+        &rows,
+    );
+    out.push_str(
+        "Both columns are ceilings derived from medians measured in this run (sub-tables 3 and \
+         4 give their spreads and sources).\n\n",
+    );
 }
 
 /// Duplex below this fraction of the one-way peaks added counts as the directions interfering.

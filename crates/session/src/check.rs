@@ -62,6 +62,15 @@ pub fn check(c: &RunConfig) -> Result<(), String> {
     if c.leave_bound && c.spdk_drives.is_none() {
         return Err("--leave-bound needs --spdk-drives".into());
     }
+    if let Some(bars) = &c.p2p_bars {
+        if c.spdk_drives.is_none() {
+            return Err("--p2p-bar needs --spdk-drives (SPDK's driver does the DMA)".into());
+        }
+        for b in bars {
+            crate::bar::parse(b).map_err(|e| format!("--p2p-bar: {e}"))?;
+        }
+        flag("p2p-bar", no_repeats(bars, |x| format!("`{x}`")))?;
+    }
     if let Some(s) = &c.nvme_sizes {
         for &b in s {
             each("nvme-sizes", check_nvme_size(b))?;

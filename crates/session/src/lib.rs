@@ -11,6 +11,7 @@
 //! let done = prepared.run(&mut progress_bar, &CANCEL)?;     // measures, writes the files
 //! ```
 
+pub mod bar;
 pub mod bind;
 pub mod check;
 mod choices;
@@ -101,6 +102,7 @@ fn plan_options(
     c: &RunConfig,
     engines: Vec<hwc_model::EngineStatus>,
     nvme: hwc_plan::NvmePlanOptions,
+    bar: hwc_plan::bar::BarPlanOptions,
 ) -> PlanOptions {
     PlanOptions {
         paths: c.paths.as_ref().map(|p| p.iter().copied().collect()),
@@ -112,6 +114,7 @@ fn plan_options(
         reps_divisor: c.quick.then_some(10),
         version: VERSION.to_string(),
         nvme,
+        bar,
     }
 }
 
@@ -143,7 +146,10 @@ pub fn plan_only(
         None => engines::statuses(&mut topo, &wants, config.spdk_dir.as_deref()),
     };
     let nvme = nvme::prepare(config, &mut topo, fsroot.is_none(), cancel)?;
-    let plan = hwc_plan::plan(&topo, &plan_options(config, status, nvme.plan));
+    let sys = fsroot.map_or_else(|| Path::new("/sys").to_path_buf(), |r| r.join("sys"));
+    let bar = bar::options(&sys, &topo, config.p2p_bars.as_deref(), fsroot.is_none())
+        .map_err(SessionError::Refused)?;
+    let plan = hwc_plan::plan(&topo, &plan_options(config, status, nvme.plan, bar));
     Ok((plan, nvme.notes))
 }
 
@@ -163,6 +169,8 @@ pub fn prepare(
         .map_err(|e| SessionError::Refused(e.to_string()))?;
     let mut topo = detect(None)?;
     let nvme = nvme::prepare(config, &mut topo, true, cancel)?;
+    let bar = bar::options(Path::new("/sys"), &topo, config.p2p_bars.as_deref(), true)
+        .map_err(SessionError::Refused)?;
     files::ensure_writable(&config.output_dir)?;
     let wants = |p: PathId| config.wants(p);
     let gds_bytes = config
@@ -186,7 +194,7 @@ pub fn prepare(
         spdk::native_engine(config, &topo, nvme.spdk, cancel),
     );
     let declared = engines.declarations();
-    let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan));
+    let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan, bar));
     Ok(Prepared {
         config: config.clone(),
         topology: topo,
