@@ -155,7 +155,8 @@ if grep -q hwc_mode=bar /proc/cmdline; then
   echo "rc=$?" >>bar-refused.txt
   t0="$(cut -d' ' -f1 /proc/uptime)"
   hwceiling profile --paths nvme_bar1,nvme_read -o /out/bar --spdk-dir /opt/spdk \
-    --engines spdk-native --spdk-drives HWCN0A,HWCN0B --p2p-bar "$iv/2" --nvme-sizes 128KiB \
+    --engines spdk-native,spdk-perf --spdk-drives HWCN0A,HWCN0B --p2p-bar "$iv/2" \
+    --nvme-sizes 128KiB \
     --queue-depths 16 --nvme-bytes "$(sed -n 's/.*hwc_bytes=\([^ ]*\).*/\1/p' /proc/cmdline)" \
     >bar.txt 2>&1
   echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>bar.txt

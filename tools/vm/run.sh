@@ -197,4 +197,22 @@ for f in "$out/results"/*.b64; do
   base64 -d <"$f" >"${f%.b64}" && rm "$f"
 done
 grep -q "===HWC-DONE===" "$out/console.log" || { echo "run.sh: the VM did not finish (see $out/console.log)" >&2; exit 1; }
+if [[ "$mode" == bar ]]; then
+  # From outside the guest: the BAR's backing file must hold, in each 128 KiB slot the last BAR
+  # case used (2 drives × QD 32), a whole block of one of the drives.
+  python3 - "$work/ivshmem.bin" "$work/n0a.img" "$work/n0b.img" >"$out/results/host-check.txt" <<'PY'
+import hashlib, sys
+blk = 128 << 10
+seen = {}
+for name in sys.argv[2:]:
+    data = open(name, "rb").read()
+    for i in range(0, len(data), blk):
+        seen[hashlib.sha256(data[i:i + blk]).digest()] = (name.rsplit("/", 1)[1], i // blk)
+bar = open(sys.argv[1], "rb").read()
+slots = 64
+hits = [seen.get(hashlib.sha256(bar[i * blk:(i + 1) * blk]).digest()) for i in range(slots)]
+print(f"ivshmem slots holding a drive block: {sum(h is not None for h in hits)} of {slots}")
+print("drives: " + ", ".join(sorted({h[0] for h in hits if h})))
+PY
+fi
 echo "$out/results"

@@ -182,3 +182,7 @@ fn ordered<'a>(
     });
     v
 }
+
+#[cfg(test)]
+#[path = "bar_tests.rs"]
+mod tests;

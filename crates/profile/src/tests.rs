@@ -943,3 +943,138 @@ fn a_gds_ceiling_comes_from_a_direct_mode_only_never_from_compat_or_the_bounce()
     assert_eq!(with_mode("compat").gds.mode.as_deref(), Some("compat"));
     assert_eq!(with_mode("unavailable").gds.mode, None);
 }
+
+fn bar_case(
+    device: &hwc_model::BarDevice,
+    k: usize,
+    cross: bool,
+    bar: bool,
+    gbps: f64,
+) -> CaseResult {
+    let memory = if bar {
+        hwc_model::DmaTarget::Bar
+    } else {
+        hwc_model::DmaTarget::HostRam
+    };
+    let spec = Spec::NvmeBar(hwc_model::NvmeBarSpec {
+        device: device.clone(),
+        memory,
+        drives: (0..k)
+            .map(|i| format!("0000:{:02x}:00.0", 0x11 + i))
+            .collect(),
+        block_bytes: 128 << 10,
+        queue_depth: if k == 1 { 16 } else { 32 },
+        poller_node: Some(u32::from(cross)),
+        cross_numa: cross,
+    });
+    let key = format!(
+        "nvme_bar1/spdk-native/{}/{k}drive/x/pollers-{}/{}",
+        device.key(),
+        if cross { "cross-numa" } else { "numa-local" },
+        memory.as_str()
+    );
+    result(&key, PathId::NvmeBar1, spec, gbps)
+}
+
+#[test]
+fn bar1_figures_give_the_specs_fields_and_p2p_ceilings_and_a_pci_bar_gives_none() {
+    use hwc_model::BarDevice;
+    let gpu = BarDevice::GpuBar1 {
+        gpu: "gpu0".into(),
+        bdf: "0000:40:00.0".into(),
+    };
+    let pci = BarDevice::PciBar {
+        bdf: "0000:41:00.0".into(),
+        resource: 2,
+    };
+    // The spec's A30 example: 1 drive no overhead, BAR1 flattening from 4 to 6 drives.
+    let results = [
+        bar_case(&gpu, 1, false, false, 4.3),
+        bar_case(&gpu, 1, false, true, 4.3),
+        bar_case(&gpu, 4, false, false, 24.0),
+        bar_case(&gpu, 4, false, true, 20.0),
+        bar_case(&gpu, 6, false, false, 35.0),
+        bar_case(&gpu, 6, false, true, 20.5),
+        bar_case(&gpu, 4, true, false, 20.0),
+        bar_case(&gpu, 4, true, true, 15.0),
+        bar_case(&pci, 1, false, false, 3.0),
+        bar_case(&pci, 1, false, true, 2.4),
+    ];
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
+    let g = &p.bar1["gpu0"];
+    assert_eq!(g.bdf.as_deref(), Some("0000:40:00.0"));
+    assert_eq!(g.numa_local["bar1_4drive_gbps"], 20.0);
+    assert_eq!(g.numa_local["host_ram_6drive_gbps"], 35.0);
+    assert!((g.numa_local["overhead_4drive_pct"] - 100.0 / 6.0).abs() < 1e-9);
+    assert_eq!(g.numa_local["overhead_1drive_pct"], 0.0);
+    assert_eq!(g.cross_numa["bar1_4drive_gbps"], 15.0);
+    assert_eq!(g.cross_numa["penalty_vs_local_pct"], 25.0);
+    assert_eq!(g.saturated, Some(true), "20.0 → 20.5 gains 2.5 %");
+    assert_eq!(p.ceilings["p2p_cold_1drive_gbps"], 4.3);
+    assert_eq!(p.ceilings["p2p_cold_4drive_gpu0_gbps"], 20.0);
+    assert_eq!(p.ceilings["p2p_cold_6drive_gbps"], 20.5);
+    assert_eq!(p.ceilings["p2p_cold_4drive_gpu0_cross_numa_gbps"], 15.0);
+    let r = &p.ceiling_records["p2p_cold_4drive_gpu0_cross_numa_gbps"];
+    assert!(format!("{r:?}").contains("pollers-cross-numa/bar"), "{r:?}");
+    // The stand-in: its own section, `bar_` keys, and no ceiling at all.
+    let s = &p.pci_bar["pci-0000:41:00.0-bar2"];
+    assert_eq!(s.numa_local["bar_1drive_gbps"], 2.4);
+    assert!((s.numa_local["overhead_1drive_pct"] - 20.0).abs() < 1e-9);
+    assert!(!s.numa_local.keys().any(|k| k.starts_with("bar1_")));
+    assert_eq!(s.saturated, None);
+    let p2p: Vec<&String> = p.ceilings.keys().filter(|k| k.starts_with("p2p")).collect();
+    assert_eq!(p2p.len(), 7, "{p2p:?}");
+    // It reads back.
+    let back = crate::from_yaml(&crate::to_yaml(&p).unwrap()).unwrap();
+    assert_eq!(back.bar1, p.bar1);
+    assert_eq!(back.pci_bar, p.pci_bar);
+}
+
+#[test]
+fn a_host_ram_figure_far_under_spdk_perf_warns_that_the_harness_may_add_overhead() {
+    let pci = hwc_model::BarDevice::PciBar {
+        bdf: "0000:41:00.0".into(),
+        resource: 2,
+    };
+    let perf = |gbps: f64| {
+        let spec = Spec::Nvme(hwc_model::NvmeSpec {
+            test: hwc_model::NvmeTest::Sweep,
+            block_bytes: 128 << 10,
+            queue_depth: 16,
+            drives: vec!["0000:11:00.0".into()],
+            target: false,
+            pattern: hwc_model::NvmePattern::Sequential,
+        });
+        result(
+            "nvme_read/spdk-perf/1drive/128KiB/qd16",
+            PathId::NvmeRead,
+            spec,
+            gbps,
+        )
+    };
+    let warned = |perf_gbps: f64| {
+        let results = [bar_case(&pci, 1, false, false, 3.0), perf(perf_gbps)];
+        build(
+            &Topology::default(),
+            &Plan::default(),
+            &results,
+            &[],
+            &[],
+            &[],
+            provenance(),
+        )
+        .warnings
+        .iter()
+        .any(|w| matches!(w.kind, hwc_model::WarningKind::HarnessOverhead { .. }))
+    };
+    assert!(!warned(3.5), "3.0 is 14 % under 3.5");
+    assert!(warned(4.0), "3.0 is 25 % under 4.0");
+}

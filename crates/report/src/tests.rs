@@ -1407,3 +1407,111 @@ fn gds_puts_cufile_beside_the_bounce_per_drive_group_and_says_a_compat_mode_is_n
         "{section}"
     );
 }
+
+#[test]
+fn path_8_sub_table_4_and_the_crossover_render_from_bar_figures_and_a_pci_bar_is_no_gpu_ceiling() {
+    use hwc_model::{BarDevice, DmaTarget, NvmeBarSpec};
+    let drives = |k: usize| -> Vec<String> {
+        (0..k)
+            .map(|i| format!("0000:{:02x}:00.0", 0x11 + i))
+            .collect()
+    };
+    let bar = |device: &BarDevice, k: usize, cross: bool, memory: DmaTarget, median: f64| {
+        let spec = Spec::NvmeBar(NvmeBarSpec {
+            device: device.clone(),
+            memory,
+            drives: drives(k),
+            block_bytes: 128 << 10,
+            queue_depth: if k == 1 { 16 } else { 32 },
+            poller_node: Some(0),
+            cross_numa: cross,
+        });
+        let key = format!(
+            "nvme_bar1/spdk-native/{}/{k}drive/{}/{}",
+            device.key(),
+            if cross { "cross" } else { "local" },
+            memory.as_str()
+        );
+        m(&key, PathId::NvmeBar1, spec, median, false)
+    };
+    let read = |k: usize, median: f64| {
+        let spec = Spec::Nvme(NvmeSpec {
+            test: NvmeTest::Sweep,
+            block_bytes: 128 << 10,
+            queue_depth: 32,
+            drives: drives(k),
+            target: false,
+            pattern: NvmePattern::Sequential,
+        });
+        m(
+            &format!("nvme_read/io-uring/{k}drive/128KiB/qd32"),
+            PathId::NvmeRead,
+            spec,
+            median,
+            false,
+        )
+    };
+    let gpu = BarDevice::GpuBar1 {
+        gpu: "gpu0".into(),
+        bdf: "0000:40:00.0".into(),
+    };
+    let pci = BarDevice::PciBar {
+        bdf: "0000:41:00.0".into(),
+        resource: 2,
+    };
+    let p = profile_with(true, |r| {
+        r.extend([
+            read(1, 6.0),
+            read(4, 24.0),
+            bar(&gpu, 1, false, DmaTarget::HostRam, 6.0),
+            bar(&gpu, 1, false, DmaTarget::Bar, 6.0),
+            bar(&gpu, 4, false, DmaTarget::HostRam, 24.0),
+            bar(&gpu, 4, false, DmaTarget::Bar, 20.0),
+            bar(&gpu, 4, true, DmaTarget::Bar, 15.0),
+            bar(&pci, 1, false, DmaTarget::HostRam, 3.0),
+            bar(&pci, 1, false, DmaTarget::Bar, 99.0),
+        ])
+    });
+    let r = render(&p);
+    let path8 = &r[r.find("### Path 8").unwrap()..];
+    let path8 = &path8[..path8.find("\n## ").unwrap()];
+    assert!(
+        path8.contains("#### Into gpu0 BAR1 (0000:40:00.0)"),
+        "{path8}"
+    );
+    assert!(
+        path8.contains("#### Into PCI BAR2 of 0000:41:00.0 (not a GPU)"),
+        "{path8}"
+    );
+    assert!(path8.contains("not a GPU's figures"), "{path8}");
+    let row = line_starting(path8, "| 4 | node 0 (local) |");
+    assert!(row.contains("| 32 × 128KiB |"), "{row}");
+    assert!(
+        row.contains("| 16.7 % | 0000:11:00.0, 0000:12:00.0, 0000:13:00.0, 0000:14:00.0 |"),
+        "{row}"
+    );
+    let sub4 = &r[r.find("### Sub-table 4").unwrap()..r.find("### Crossover").unwrap()];
+    assert!(
+        line_starting(sub4, "| 4 | gpu0 | 20.00").ends_with("| 16.7 % | NUMA-local |"),
+        "{sub4}"
+    );
+    assert!(
+        line_starting(sub4, "| 4 | gpu0 | 15.00").contains("cross-NUMA, 25.0 % under NUMA-local"),
+        "{sub4}"
+    );
+    assert!(
+        !sub4.contains("99.00"),
+        "the stand-in is no GPU row: {sub4}"
+    );
+    assert!(sub4.contains("not a GPU figure"), "{sub4}");
+    let cross = &r[r.find("### Crossover").unwrap()..];
+    let cross = &cross[..cross.find("\n## ").unwrap()];
+    assert!(
+        cross.contains("| 1 | 6.00 | 6.00 | tie (within 2 %) |"),
+        "{cross}"
+    );
+    assert!(
+        cross.contains("| 4 | 24.00 | 20.00 | dispatcher |"),
+        "{cross}"
+    );
+}
