@@ -51,6 +51,7 @@ mod pool;
 mod probe;
 mod timing;
 
+pub use affinity::AffinityGuard;
 pub use backend::{decl, CudaBackend, BUSY_UTILISATION_PCT, ENGINE};
 pub use bdf::normalize_bdf;
 pub use driver::{DeviceBuffer, HostBuffer};

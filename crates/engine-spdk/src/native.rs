@@ -1262,15 +1262,22 @@ impl Prepared for NativeCase<'_> {
                 .iter()
                 .map(|l| {
                     let at = |n: Option<u32>| n.map_or("?".into(), |n| n.to_string());
+                    let cpu_node = self
+                        .node_cpus
+                        .iter()
+                        .find(|(_, c)| c.contains(&l.cpu))
+                        .map(|(n, _)| *n);
                     format!(
-                        "{} (node {}) polled from CPU {}{}{}",
+                        "{} (node {}) polled from CPU {} (node {}){}{}",
                         l.bdf,
                         at(l.drive_node),
                         l.cpu,
-                        if l.node == l.drive_node {
-                            String::new()
-                        } else {
-                            format!(" on node {}", at(l.node))
+                        at(cpu_node),
+                        match l.node {
+                            Some(n) if cpu_node != Some(n) => {
+                                format!(", not node {n}: it has too few CPUs")
+                            }
+                            _ => String::new(),
                         },
                         if self.pinned { "" } else { " (not pinned)" }
                     )

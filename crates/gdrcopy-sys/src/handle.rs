@@ -392,9 +392,24 @@ impl<'g> Pinned<'g> {
         })?;
         Ok(Mapping {
             pinned: self,
-            ptr,
-            len_bytes,
+            core: MapCore { ptr, len_bytes },
         })
+    }
+
+    /// Map `len_bytes` of the buffer and keep the pin and the mapping together (see
+    /// [`Mapped`]).
+    pub fn into_mapped(self, len_bytes: usize) -> Result<Mapped<'g>> {
+        let core = {
+            let m = self.map(len_bytes)?;
+            let core = MapCore {
+                ptr: m.core.ptr,
+                len_bytes: m.core.len_bytes,
+            };
+            // Ownership of the mapping moves to the `Mapped`, which unmaps it.
+            std::mem::forget(m);
+            core
+        };
+        Ok(Mapped { core, pinned: self })
     }
 
     /// `gdr_unpin_buffer` now, with its result (drop does the same and ignores it).
@@ -423,6 +438,19 @@ impl Drop for Pinned<'_> {
 /// [`Self::as_ptr`]. Unmapped on drop.
 pub struct Mapping<'p> {
     pinned: &'p Pinned<'p>,
+    core: MapCore,
+}
+
+/// A pinned buffer and its CPU mapping in one value, borrowing only the [`Gdr`]
+/// ([`Pinned::into_mapped`]): for holders that cannot keep a [`Pinned`] and a [`Mapping`] of it
+/// side by side. Drop unmaps, then unpins.
+pub struct Mapped<'g> {
+    core: MapCore,
+    pinned: Pinned<'g>,
+}
+
+/// What `gdr_map` returned.
+struct MapCore {
     ptr: NonNull<u8>,
     len_bytes: usize,
 }
@@ -430,25 +458,13 @@ pub struct Mapping<'p> {
 impl fmt::Debug for Mapping<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mapping")
-            .field("ptr", &self.ptr)
-            .field("len_bytes", &self.len_bytes)
+            .field("ptr", &self.core.ptr)
+            .field("len_bytes", &self.core.len_bytes)
             .finish_non_exhaustive()
     }
 }
 
-impl Mapping<'_> {
-    /// The CPU address of the pinned region's start. Reads and writes through it reach GPU
-    /// memory (write-combined, usually): prefer [`Self::copy_to`]/[`Self::copy_from`], which
-    /// use libgdrapi's tuned copies.
-    pub fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-
-    /// The mapped length.
-    pub fn len_bytes(&self) -> usize {
-        self.len_bytes
-    }
-
+impl MapCore {
     fn range(&self, call: &'static str, offset_bytes: usize, len_bytes: usize) -> Result<()> {
         match offset_bytes.checked_add(len_bytes) {
             Some(end) if end <= self.len_bytes => Ok(()),
@@ -461,16 +477,15 @@ impl Mapping<'_> {
         }
     }
 
-    /// `gdr_copy_to_mapping`: write `src` into GPU memory at `offset_bytes` into the mapping.
-    pub fn copy_to(&self, src: &[u8], offset_bytes: usize) -> Result<()> {
+    fn copy_to(&self, pinned: &Pinned<'_>, src: &[u8], offset_bytes: usize) -> Result<()> {
         const CALL: &str = "gdr_copy_to_mapping";
         self.range(CALL, offset_bytes, src.len())?;
         // SAFETY: `[offset_bytes, + src.len())` lies inside the live mapping (checked above),
         // so the destination pointer is in bounds; `src` is a live host slice of that length;
         // the two cannot overlap (one is device memory mapped by gdrdrv).
         let code = unsafe {
-            (self.pinned.gdr.api.fns.copy_to_mapping)(
-                self.pinned.mh,
+            (pinned.gdr.api.fns.copy_to_mapping)(
+                pinned.mh,
                 self.ptr.as_ptr().add(offset_bytes).cast(),
                 src.as_ptr().cast(),
                 src.len(),
@@ -479,14 +494,13 @@ impl Mapping<'_> {
         check(CALL, code)
     }
 
-    /// `gdr_copy_from_mapping`: read GPU memory at `offset_bytes` into the mapping into `dst`.
-    pub fn copy_from(&self, dst: &mut [u8], offset_bytes: usize) -> Result<()> {
+    fn copy_from(&self, pinned: &Pinned<'_>, dst: &mut [u8], offset_bytes: usize) -> Result<()> {
         const CALL: &str = "gdr_copy_from_mapping";
         self.range(CALL, offset_bytes, dst.len())?;
         // SAFETY: as in `copy_to`, with `dst` a live, exclusively borrowed host slice.
         let code = unsafe {
-            (self.pinned.gdr.api.fns.copy_from_mapping)(
-                self.pinned.mh,
+            (pinned.gdr.api.fns.copy_from_mapping)(
+                pinned.mh,
                 dst.as_mut_ptr().cast(),
                 self.ptr.as_ptr().add(offset_bytes).cast_const().cast(),
                 dst.len(),
@@ -495,20 +509,14 @@ impl Mapping<'_> {
         check(CALL, code)
     }
 
-    /// `gdr_unmap` now, with its result (drop does the same and ignores it).
-    pub fn unmap(self) -> Result<()> {
-        let r = self.unmap_inner();
-        std::mem::forget(self);
-        r
-    }
-
-    fn unmap_inner(&self) -> Result<()> {
+    fn unmap(&self, pinned: &Pinned<'_>) -> Result<()> {
         // SAFETY: `ptr`/`len_bytes` are what gdr_map returned and was given for this handle,
-        // unmapped exactly once; no reference into the mapping outlives `self`.
+        // unmapped exactly once (by the one owner of this core); no reference into the
+        // mapping outlives that owner.
         check("gdr_unmap", unsafe {
-            (self.pinned.gdr.api.fns.unmap)(
-                self.pinned.gdr.raw(),
-                self.pinned.mh,
+            (pinned.gdr.api.fns.unmap)(
+                pinned.gdr.raw(),
+                pinned.mh,
                 self.ptr.as_ptr().cast(),
                 self.len_bytes,
             )
@@ -516,9 +524,74 @@ impl Mapping<'_> {
     }
 }
 
+impl Mapping<'_> {
+    /// The CPU address of the pinned region's start. Reads and writes through it reach GPU
+    /// memory (write-combined, usually): prefer [`Self::copy_to`]/[`Self::copy_from`], which
+    /// use libgdrapi's tuned copies.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.core.ptr.as_ptr()
+    }
+
+    /// The mapped length.
+    pub fn len_bytes(&self) -> usize {
+        self.core.len_bytes
+    }
+
+    /// `gdr_copy_to_mapping`: write `src` into GPU memory at `offset_bytes` into the mapping.
+    pub fn copy_to(&self, src: &[u8], offset_bytes: usize) -> Result<()> {
+        self.core.copy_to(self.pinned, src, offset_bytes)
+    }
+
+    /// `gdr_copy_from_mapping`: read GPU memory at `offset_bytes` into the mapping into `dst`.
+    pub fn copy_from(&self, dst: &mut [u8], offset_bytes: usize) -> Result<()> {
+        self.core.copy_from(self.pinned, dst, offset_bytes)
+    }
+
+    /// `gdr_unmap` now, with its result (drop does the same and ignores it).
+    pub fn unmap(self) -> Result<()> {
+        let r = self.core.unmap(self.pinned);
+        std::mem::forget(self);
+        r
+    }
+}
+
 impl Drop for Mapping<'_> {
     fn drop(&mut self) {
-        let _ = self.unmap_inner();
+        let _ = self.core.unmap(self.pinned);
+    }
+}
+
+impl<'g> Mapped<'g> {
+    /// The pinned buffer (its address, length and [`Pinned::info`]).
+    pub fn pinned(&self) -> &Pinned<'g> {
+        &self.pinned
+    }
+
+    /// As [`Mapping::as_ptr`].
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.core.ptr.as_ptr()
+    }
+
+    /// The mapped length.
+    pub fn len_bytes(&self) -> usize {
+        self.core.len_bytes
+    }
+
+    /// As [`Mapping::copy_to`].
+    pub fn copy_to(&self, src: &[u8], offset_bytes: usize) -> Result<()> {
+        self.core.copy_to(&self.pinned, src, offset_bytes)
+    }
+
+    /// As [`Mapping::copy_from`].
+    pub fn copy_from(&self, dst: &mut [u8], offset_bytes: usize) -> Result<()> {
+        self.core.copy_from(&self.pinned, dst, offset_bytes)
+    }
+}
+
+impl Drop for Mapped<'_> {
+    fn drop(&mut self) {
+        // Unmapped here; `pinned` is unpinned after, when its own drop runs.
+        let _ = self.core.unmap(&self.pinned);
     }
 }
 

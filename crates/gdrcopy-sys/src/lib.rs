@@ -30,7 +30,7 @@ mod load;
 mod pages;
 
 pub use handle::{
-    check_gdrdrv, Gdr, GdrError, Info, Mapping, MappingType, OpenError, Pinned, Result,
+    check_gdrdrv, Gdr, GdrError, Info, Mapped, Mapping, MappingType, OpenError, Pinned, Result,
     DEFAULT_DEV_DIR, DRIVER_INSTALL_HINT,
 };
 pub use load::{

@@ -69,9 +69,7 @@ pub fn dispatcher_cold(drives: usize) -> String {
 /// The drive count from which H2D caps the cold path.
 pub const DISPATCHER_COLD_CROSSOVER: &str = "dispatcher_cold_crossover_drives";
 
-/// Reserved for the GDRCopy engine, which is not built (the path is always waived today),
-/// named after its profile fields: when it is measured, the builder writes these with their
-/// sources, and the report already reads them.
+/// GDRCopy's best NUMA-local CPU → BAR1 stores and BAR1 → CPU loads (the `gdrcopy:` fields).
 pub const GDRCOPY_CPU_TO_BAR1: &str = "gdrcopy_cpu_to_bar1_gbps";
 pub const GDRCOPY_BAR1_TO_CPU: &str = "gdrcopy_bar1_to_cpu_gbps";
 /// NVMe DMA → GPU BAR1 over `drives` drives, NUMA-local pollers: the best GPU's

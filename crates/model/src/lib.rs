@@ -35,8 +35,8 @@ pub use sched::{
 };
 pub use setting::{Environment, LinkState, Setting};
 pub use spec::{
-    BarDevice, CopyDirection, DmaTarget, GdsRoute, GdsSpec, GpuCopySpec, HostCopySpec, HostMemory,
-    NvmeBarSpec, NvmePattern, NvmeSpec, NvmeTest, Spec, SpecError,
+    BarDevice, CopyDirection, DmaTarget, GdrcopySpec, GdsRoute, GdsSpec, GpuCopySpec, HostCopySpec,
+    HostMemory, NvmeBarSpec, NvmePattern, NvmeSpec, NvmeTest, Spec, SpecError,
 };
 pub use topology::Topology;
 pub use warning::{Busy, ErrorCount, Warning, WarningKind};

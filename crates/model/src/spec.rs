@@ -24,6 +24,8 @@ pub enum Spec {
     /// NVMe DMA straight into a device's BAR (GPU BAR1, or a PCI BAR standing in for it), or
     /// into host RAM as its baseline.
     NvmeBar(NvmeBarSpec),
+    /// CPU loads and stores to GPU memory through a GDRCopy BAR1 mapping.
+    Gdrcopy(GdrcopySpec),
 }
 
 /// How an NVMe → GPU read travels.
@@ -68,6 +70,26 @@ pub struct GdsSpec {
     /// where it is unknown (nothing placed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_node: Option<u32>,
+}
+
+/// GDRCopy (Path 5): one thread on `cpu_node` copies `size_bytes` between host memory on that
+/// node and `gpu`'s memory mapped through BAR1 (`gdr_copy_to_mapping` for `h2d`, CPU → BAR1
+/// writes; `gdr_copy_from_mapping` for `d2h`, BAR1 → CPU reads), over and over; `latency`:
+/// small copies whose mean time is the figure of interest (gdrcopy's copylat).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GdrcopySpec {
+    /// `gpu0`, … (the topology's GPU names).
+    pub gpu: String,
+    pub direction: CopyDirection,
+    pub size_bytes: u64,
+    /// The copying thread's node (and the host buffer's); absent where nodes are unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_node: Option<u32>,
+    /// That node is not the GPU's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cross_numa: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency: bool,
 }
 
 /// The device whose BAR an NVMe → BAR case reads into.
@@ -338,6 +360,7 @@ impl Spec {
             Spec::Nvme(_) => "nvme",
             Spec::Gds(_) => "gds",
             Spec::NvmeBar(_) => "nvme_bar",
+            Spec::Gdrcopy(_) => "gdrcopy",
         }
     }
 
@@ -404,6 +427,12 @@ impl Spec {
                 }
                 drive_io(s.block_bytes, s.queue_depth, &s.drives)
             }
+            Spec::Gdrcopy(s) => {
+                if path != PathId::Gdrcopy {
+                    return Err(wrong());
+                }
+                nonzero(s.size_bytes, "size_bytes")
+            }
         }
     }
 
@@ -435,6 +464,13 @@ impl Spec {
         }
     }
 
+    pub fn gdrcopy(&self) -> Option<&GdrcopySpec> {
+        match self {
+            Spec::Gdrcopy(s) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn nvme_bar(&self) -> Option<&NvmeBarSpec> {
         match self {
             Spec::NvmeBar(s) => Some(s),
@@ -447,6 +483,7 @@ impl Spec {
         match self {
             Spec::GpuCopy(s) => Some(&s.gpu),
             Spec::Gds(s) => Some(&s.gpu),
+            Spec::Gdrcopy(s) => Some(&s.gpu),
             Spec::NvmeBar(NvmeBarSpec {
                 device: BarDevice::GpuBar1 { gpu, .. },
                 ..
@@ -463,6 +500,7 @@ impl Spec {
             Spec::Nvme(s) => s.block_bytes,
             Spec::Gds(s) => s.block_bytes,
             Spec::NvmeBar(s) => s.block_bytes,
+            Spec::Gdrcopy(s) => s.size_bytes,
         }
     }
 

@@ -11,6 +11,7 @@ use hwc_model::{
 use std::collections::BTreeSet;
 
 pub mod bar;
+pub mod gdrcopy;
 mod gds;
 pub mod input;
 mod nvme;
@@ -151,7 +152,7 @@ pub fn matrix(path: PathId, topo: &Topology, opts: &PlanOptions) -> Matrix {
         PathId::NvmeRead | PathId::NvmeWrite => nvme::plan_nvme(path, topo, opts, &mut m),
         PathId::Gds => gds::plan_gds(topo, opts, &mut m),
         PathId::NvmeBar1 => bar::plan_bar(topo, opts, &mut m),
-        PathId::Gdrcopy => plan_unmeasured(path, topo, &mut m),
+        PathId::Gdrcopy => gdrcopy::plan_gdrcopy(topo, opts, &mut m),
     }
     m
 }
@@ -893,21 +894,6 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
             _ => unreachable!("plan_gpu_copies is called for GPU copy paths only"),
         }
     }
-}
-
-/// A path this build has no matrix for: waived with what the machine lacks for it, or as
-/// measured by no engine of this build.
-fn plan_unmeasured(path: PathId, topo: &Topology, p: &mut Matrix) {
-    if topo.gpus.is_empty() {
-        return waive(p, path, None, "no NVIDIA GPU was detected".into(), None);
-    }
-    waive(
-        p,
-        path,
-        None,
-        format!("no engine of this build of hwceiling measures {path}"),
-        Some("`hwceiling engines` lists this build's engines and what they measure"),
-    );
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod bar;
 pub mod derive;
+mod gdrcopy;
 mod gds;
 pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
 mod file;
@@ -115,6 +116,7 @@ pub fn build(
     nvme::fill(topo, &profile.measurements, &mut profile.nvme);
     gds::fill(&mut profile);
     bar::fill(&mut profile);
+    gdrcopy::fill(&mut profile);
     let c = ceilings_with_sources(&profile);
     (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
@@ -311,6 +313,7 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
     }
     nvme::ceilings(p, &mut c);
     bar::ceilings(p, &mut c);
+    gdrcopy::ceilings(p, &mut c);
     if gds::direct(p) {
         for (key, drives, value) in [
             (ceiling_key::GDS_1DRIVE, 1, p.gds.one_drive_gbps),

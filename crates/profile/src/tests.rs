@@ -1078,3 +1078,41 @@ fn a_host_ram_figure_far_under_spdk_perf_warns_that_the_harness_may_add_overhead
     assert!(!warned(3.5), "3.0 is 14 % under 3.5");
     assert!(warned(4.0), "3.0 is 25 % under 4.0");
 }
+
+#[test]
+fn gdrcopy_fields_are_the_best_local_bandwidth_each_way_never_a_cross_numa_or_latency_case() {
+    use hwc_model::CopyDirection::{D2h, H2d};
+    let case = |direction, size: u64, cross: bool, latency: bool, gbps: f64| {
+        let spec = Spec::Gdrcopy(hwc_model::GdrcopySpec {
+            gpu: "gpu0".into(),
+            direction,
+            size_bytes: size,
+            cpu_node: Some(u32::from(cross)),
+            cross_numa: cross,
+            latency,
+        });
+        let key = format!("gdrcopy/gdrcopy/gpu0/{direction:?}/{size}/{cross}/{latency}");
+        result(&key, PathId::Gdrcopy, spec, gbps)
+    };
+    let results = [
+        case(H2d, 64 << 20, false, false, 12.0),
+        case(H2d, 16 << 20, false, false, 13.0),
+        case(H2d, 16 << 20, true, false, 20.0),
+        case(H2d, 8, false, true, 30.0),
+        case(D2h, 16 << 20, false, false, 1.5),
+    ];
+    let p = build(
+        &Topology::default(),
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
+    assert_eq!(p.gdrcopy.cpu_to_bar1_gbps, Some(13.0));
+    assert_eq!(p.gdrcopy.bar1_to_cpu_gbps, Some(1.5));
+    assert_eq!(p.ceilings["gdrcopy_cpu_to_bar1_gbps"], 13.0);
+    let r = &p.ceiling_records["gdrcopy_bar1_to_cpu_gbps"];
+    assert_eq!(r.meta.gpu.as_deref(), Some("gpu0"));
+}

@@ -11,6 +11,7 @@ pub fn declarations() -> Vec<EngineDecl> {
         hwc_bench_host::streaming_decl(),
         hwc_bench_cuda::decl(),
         hwc_engine_cufile::decl(),
+        hwc_engine_gdrcopy::decl(),
         hwc_bench_nvme::decl(),
         hwc_engine_spdk::decl(),
         #[cfg(feature = "spdk")]
@@ -42,11 +43,12 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool, gds_bytes: u64
     );
     let cuda = hwc_bench_cuda::decl();
     let cufile = hwc_engine_cufile::decl();
+    let gdrcopy = hwc_engine_gdrcopy::decl();
     let libcuda = topo.tools.iter().any(|t| t.name == "libcuda" && t.present);
-    if topo.gpus.is_empty() || !libcuda || !(wanted(&cuda) || wanted(&cufile)) {
+    if topo.gpus.is_empty() || !libcuda || ![&cuda, &cufile, &gdrcopy].into_iter().any(wanted) {
         // The planner waives them from their declarations (no GPU, no libcuda), or nothing
         // asks for them.
-        for decl in [cuda, cufile] {
+        for decl in [cuda, cufile, gdrcopy] {
             e.status.push(EngineStatus {
                 decl,
                 available: Ok(()),
@@ -67,10 +69,12 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool, gds_bytes: u64
                     Ok(Box::new(hwc_bench_cuda::CudaBackend::new(&probe, &gpus))),
                 );
                 e.push(cufile, Ok(Box::new(cufile_engine(topo, gds_bytes))));
+                e.push(gdrcopy, gdrcopy_engine(topo));
             }
             Err(reason) => {
                 e.push(cuda, Err((reason.clone(), Some(hint.clone()))));
-                e.push(cufile, Err((reason, Some(hint))));
+                e.push(cufile, Err((reason.clone(), Some(hint.clone()))));
+                e.push(gdrcopy, Err((reason, Some(hint))));
             }
         }
     }
@@ -162,18 +166,46 @@ fn cufile_engine(topo: &Topology, bytes_per_drive: u64) -> hwc_engine_cufile::Cu
             ))
         })
         .collect();
-    let node_cpus = topo
-        .platform
-        .numa
-        .iter()
-        .map(|n| (n.id, n.cpus.clone()))
-        .collect();
+    let node_cpus = node_cpus(topo);
     // The check of the mode runs in a child: this program again, as `__cufile-strict-open`.
     let strict: hwc_engine_cufile::StrictOpen = Box::new(|lib: &std::path::Path| {
         let exe = std::env::current_exe().ok()?;
         hwc_engine_cufile::strict::in_child(&exe, lib)
     });
     hwc_engine_cufile::CufileEngine::new(lib, gpus, devices, node_cpus, bytes_per_drive, strict)
+}
+
+/// The GDRCopy engine over the GPUs CUDA matched, or why it cannot run (no libgdrapi, no
+/// gdrdrv) with the install hint.
+fn gdrcopy_engine(topo: &Topology) -> Result<Box<dyn Engine>, (String, Option<String>)> {
+    let gdr = hwc_engine_gdrcopy::probe(std::path::Path::new("/dev"))
+        .map_err(|(reason, hint)| (reason, Some(hint)))?;
+    let gpus = topo
+        .gpus
+        .iter()
+        .filter_map(|g| {
+            Some(hwc_engine_gdrcopy::GpuSlot {
+                name: format!("gpu{}", g.index),
+                ordinal: g.cuda_index?,
+            })
+        })
+        .collect();
+    let peermem = hwc_engine_gdrcopy::nvidia_peermem_loaded(std::path::Path::new("/sys"));
+    Ok(Box::new(hwc_engine_gdrcopy::GdrcopyEngine::new(
+        gdr,
+        gpus,
+        node_cpus(topo),
+        peermem,
+    )))
+}
+
+/// Each node's CPUs.
+fn node_cpus(topo: &Topology) -> std::collections::BTreeMap<u32, Vec<u32>> {
+    topo.platform
+        .numa
+        .iter()
+        .map(|n| (n.id, n.cpus.clone()))
+        .collect()
 }
 
 /// CUDA ordinal, model, memory and L2 of every GPU the driver reports, matched by PCI address.
