@@ -372,3 +372,81 @@ impl Prepared for GdrCase<'_> {
         )]
     }
 }
+
+/// SPDK registers memory in 2 MiB pages.
+const WINDOW_ALIGN_BYTES: u64 = 2 << 20;
+
+/// GPU memory mapped into this process through BAR1, for DMA from other devices (NVMe → BAR1):
+/// `len` bytes at a 2 MiB-aligned CPU address ([`Self::ptr`]), inside a mapping 2 MiB larger
+/// (gdrdrv picks the mapping's address, which need not be aligned). Unmapped, unpinned and
+/// freed on drop, in that order.
+pub struct Bar1Window {
+    ptr: *mut u8,
+    len: u64,
+    label: String,
+    _mapped: Mapped<'static>,
+    _gpu: DeviceBuffer,
+}
+
+impl Bar1Window {
+    /// Map `len` bytes (a multiple of 2 MiB) of CUDA device `ordinal`'s memory through BAR1.
+    pub fn new(
+        gdr: &'static Gdr<'static>,
+        ordinal: u32,
+        len: u64,
+        label: String,
+    ) -> Result<Self, String> {
+        if len == 0 || !len.is_multiple_of(WINDOW_ALIGN_BYTES) {
+            return Err(format!(
+                "{label}: {len} bytes is not a whole number of 2 MiB pages"
+            ));
+        }
+        let ctx = CudaContext::new(ordinal as usize)
+            .map_err(|e| format!("CUDA device {ordinal}: {e:?}"))?;
+        let span = len + WINDOW_ALIGN_BYTES;
+        let gpu = DeviceBuffer::new(&ctx, (span + GPU_PAGE_BYTES) as usize)
+            .map_err(|e| format!("{label}: GPU memory: {e}"))?;
+        let flag: u32 = 1;
+        // SAFETY: the attribute takes a pointer to an unsigned int; `gpu` is a live allocation.
+        unsafe {
+            sys::cuPointerSetAttribute(
+                (&flag as *const u32).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                gpu.ptr(),
+            )
+        }
+        .result()
+        .map_err(|e| format!("{label}: cuPointerSetAttribute(SYNC_MEMOPS): {e:?}"))?;
+        let start = gpu.ptr().div_ceil(GPU_PAGE_BYTES) * GPU_PAGE_BYTES;
+        let mapped = gdr
+            .pin(start, span)
+            .and_then(|p| p.into_mapped(span as usize))
+            .map_err(|e| format!("{label}: {e}"))?;
+        let base = mapped.as_ptr() as u64;
+        let aligned = base.div_ceil(WINDOW_ALIGN_BYTES) * WINDOW_ALIGN_BYTES;
+        Ok(Bar1Window {
+            ptr: aligned as *mut u8,
+            len,
+            label,
+            _mapped: mapped,
+            _gpu: gpu,
+        })
+    }
+
+    /// The window's CPU address (2 MiB-aligned); `len` bytes from there are mapped.
+    pub fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+}

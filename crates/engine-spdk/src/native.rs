@@ -399,13 +399,13 @@ pub struct SpdkNative {
 /// Maps a device's BAR and registers it with SPDK.
 pub type BarOpener = Box<dyn FnMut(&BarDevice) -> Result<BarRegion, String>>;
 
-/// The BAR opener of a machine: PCI BARs through `sysfs` (normally `/sys`); GPU BAR1 needs
-/// GDRCopy, which this engine does not drive yet.
+/// PCI BARs through `sysfs` (normally `/sys`); GPU BAR1 needs GDRCopy, which the caller's
+/// opener adds (`with_bar_opener`).
 pub fn sysfs_bar_opener(sysfs: std::path::PathBuf) -> BarOpener {
     Box::new(move |d: &BarDevice| match d {
         BarDevice::PciBar { bdf, resource } => map_pci_bar(&sysfs, bdf, *resource),
         BarDevice::GpuBar1 { gpu, .. } => Err(format!(
-            "{gpu}: mapping GPU memory through BAR1 (GDRCopy) is not built into spdk-native"
+            "{gpu}: this engine was given no GPU BAR1 mapper (GDRCopy; with_bar_opener)"
         )),
     })
 }

@@ -27,9 +27,7 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
         }),
         (&[PathId::H2d, PathId::D2h, PathId::Duplex], gpu_copies),
         (&[PathId::D2d], d2d),
-        (&[PathId::Gdrcopy], |o, p| {
-            generic(o, p, PathId::Gdrcopy, "Path 5 — GDRCopy CPU ↔ GPU BAR1")
-        }),
+        (&[PathId::Gdrcopy], gdrcopy),
         (&[PathId::Gds], gds),
         (&[PathId::HostRam], host_ram),
         (&[PathId::NvmeBar1], nvme_bar),
@@ -190,17 +188,6 @@ fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
     );
 }
 
-fn generic(out: &mut String, p: &Profile, path: PathId, title: &str) {
-    let _ = writeln!(out, "### {title}\n");
-    let ms: Vec<&Measurement> = p.measurements_of(path).collect();
-    if !ms.is_empty() {
-        reps_line(out, &ms);
-        matrix(out, "Size", ms.iter().copied(), |m| m.key.clone());
-    }
-    waivers(out, p, path);
-    out.push('\n');
-}
-
 /// Path 6: the mode cuFile ran in first, then per GPU and drive group a table of block size ×
 /// depth with cuFile and the POSIX bounce side by side, and cuFile's share of the bounce.
 fn gds(out: &mut String, p: &Profile) {
@@ -269,6 +256,104 @@ fn gds(out: &mut String, p: &Profile) {
         }
     }
     waivers(out, p, PathId::Gds);
+    out.push('\n');
+}
+
+/// Path 5: per GPU and direction, bandwidth by size with a column per copying thread's node
+/// (the GPU's first), then the small copies' mean latency.
+fn gdrcopy(out: &mut String, p: &Profile) {
+    let _ = writeln!(out, "### Path 5 — GDRCopy CPU ↔ GPU BAR1\n");
+    let ms: Vec<&Measurement> = p.measurements_of(PathId::Gdrcopy).collect();
+    if !ms.is_empty() {
+        reps_line(out, &ms);
+        for key in [
+            "gdrcopy.libgdrapi",
+            "gdrcopy.gdrdrv",
+            "gdrcopy.nvidia_peermem",
+        ] {
+            if let Some(s) = p.provenance.environment.get(key) {
+                let _ = writeln!(out, "- {key}: {}", s.value);
+            }
+        }
+        out.push('\n');
+        let groups: BTreeSet<(String, CopyDirection)> = ms
+            .iter()
+            .filter_map(|m| m.spec.gdrcopy().map(|s| (s.gpu.clone(), s.direction)))
+            .collect();
+        for (gpu, dir) in groups {
+            let of = |m: &&&Measurement| {
+                m.spec
+                    .gdrcopy()
+                    .is_some_and(|s| s.gpu == gpu && s.direction == dir)
+            };
+            let way = match dir {
+                CopyDirection::H2d => "CPU → BAR1 stores",
+                CopyDirection::D2h => "BAR1 → CPU loads",
+            };
+            let _ = writeln!(out, "#### {gpu}: {way}\n");
+            let place = |m: &Measurement| {
+                m.spec
+                    .gdrcopy()
+                    .map_or(String::new(), |s| match (s.cpu_node, s.cross_numa) {
+                        (Some(n), true) => format!("thread on n{n} (cross-NUMA)"),
+                        (Some(n), false) => format!("thread on n{n} (local)"),
+                        (None, _) => "thread not placed".into(),
+                    })
+            };
+            let bw: Vec<&Measurement> = ms
+                .iter()
+                .filter(of)
+                .filter(|m| m.spec.gdrcopy().is_some_and(|s| !s.latency))
+                .copied()
+                .collect();
+            let cols: Vec<String> = bw
+                .iter()
+                .map(|m| (m.spec.gdrcopy().is_some_and(|s| s.cross_numa), place(m)))
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .map(|(_, c)| c)
+                .collect();
+            let mut rows: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+            for m in &bw {
+                let col = cols.iter().position(|c| *c == place(m)).unwrap_or(0);
+                let row = rows
+                    .entry(m.spec.size_bytes())
+                    .or_insert_with(|| vec!["—".into(); cols.len()]);
+                row[col] = flagged(m);
+            }
+            if !rows.is_empty() {
+                let mut head = vec!["Size"];
+                head.extend(cols.iter().map(String::as_str));
+                let body: Vec<Vec<String>> = rows
+                    .into_iter()
+                    .map(|(size, cells)| {
+                        let mut r = vec![size_label(size)];
+                        r.extend(cells);
+                        r
+                    })
+                    .collect();
+                table(out, &head, &body);
+            }
+            let lat: Vec<Vec<String>> = ms
+                .iter()
+                .filter(of)
+                .filter_map(|m| {
+                    let s = m.spec.gdrcopy().filter(|s| s.latency)?;
+                    Some(vec![
+                        format!("{} B", s.size_bytes),
+                        m.latency_us.as_ref().map_or("—".into(), |u| {
+                            format!("{:.2} ±{:.1} %", u.median, u.spread_pct)
+                        }),
+                        place(m),
+                    ])
+                })
+                .collect();
+            if !lat.is_empty() {
+                table(out, &["Copy", "Mean latency µs", "Thread"], &lat);
+            }
+        }
+    }
+    waivers(out, p, PathId::Gdrcopy);
     out.push('\n');
 }
 

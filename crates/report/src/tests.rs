@@ -1515,3 +1515,55 @@ fn path_8_sub_table_4_and_the_crossover_render_from_bar_figures_and_a_pci_bar_is
         "{cross}"
     );
 }
+
+#[test]
+fn gdrcopy_shows_each_direction_by_size_and_thread_node_and_the_small_copies_latency() {
+    use hwc_model::CopyDirection::{D2h, H2d};
+    let case = |dir, size: u64, node: u32, cross: bool, latency: bool, median: f64| {
+        let spec = Spec::Gdrcopy(hwc_model::GdrcopySpec {
+            gpu: "gpu0".into(),
+            direction: dir,
+            size_bytes: size,
+            cpu_node: Some(node),
+            cross_numa: cross,
+            latency,
+        });
+        let mut r = m(
+            &format!("gdrcopy/gdrcopy/gpu0/{dir:?}/{size}/{node}/{latency}"),
+            PathId::Gdrcopy,
+            spec,
+            median,
+            false,
+        );
+        if latency {
+            r.measurement.latency_us = Some(hwc_model::Stats {
+                median: 0.25,
+                ..r.measurement.gbps
+            });
+        }
+        r
+    };
+    let p = profile_with(true, |r| {
+        r.extend([
+            case(H2d, MIB, 0, false, false, 12.0),
+            case(H2d, MIB, 1, true, false, 9.0),
+            case(H2d, 64, 0, false, true, 0.3),
+            case(D2h, MIB, 0, false, false, 1.2),
+        ])
+    });
+    let r = render(&p);
+    let s = &r[r.find("### Path 5").unwrap()..r.find("### Path 6").unwrap()];
+    assert!(s.contains("#### gpu0: CPU → BAR1 stores"), "{s}");
+    assert!(
+        s.contains("| Size | thread on n0 (local) | thread on n1 (cross-NUMA) |"),
+        "{s}"
+    );
+    assert!(s.contains("| 1MiB | 12.00 ±1.0 % | 9.00 ±1.0 % |"), "{s}");
+    assert!(
+        s.contains("| 64 B | 0.25 ±1.0 % | thread on n0 (local) |"),
+        "{s}"
+    );
+    assert!(s.contains("#### gpu0: BAR1 → CPU loads"), "{s}");
+    // The summary's GDRCopy rows are filled from the same figures.
+    assert!(line_starting(&r, "| GDRCopy CPU→BAR1 write |").contains("12.00"));
+}

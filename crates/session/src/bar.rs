@@ -110,29 +110,12 @@ pub fn gate(sys: &Path, topo: &Topology, spec: &str) -> Result<PciBarTarget, Str
     })
 }
 
-/// Why no GPU's BAR1 can be mapped on this machine, with the fix.
+/// Why no GPU's BAR1 can be mapped on this machine (GDRCopy: libgdrapi and gdrdrv), with the
+/// fix; `None` where it can.
 pub fn gpu_bar1_blocked(dev: &Path) -> Option<(String, Option<String>)> {
-    use hwc_gdrcopy_sys as gdr;
-    let api = match gdr::Gdrapi::load() {
-        Ok(api) => api,
-        Err(e) => {
-            return Some((
-                format!("GDRCopy's user library could not be loaded ({e})"),
-                Some(gdr::LIBRARY_INSTALL_HINT.into()),
-            ))
-        }
-    };
-    if let Err(e) = gdr::check_gdrdrv(dev) {
-        return Some((e.to_string(), Some(gdr::DRIVER_INSTALL_HINT.into())));
-    }
-    let (major, minor) = api.runtime_version();
-    Some((
-        format!(
-            "GDRCopy {major}.{minor} and gdrdrv are here, but spdk-native does not map GPU \
-             memory through BAR1 yet"
-        ),
-        None,
-    ))
+    hwc_engine_gdrcopy::probe(dev)
+        .err()
+        .map(|(reason, hint)| (reason, Some(hint)))
 }
 
 /// The plan's NVMe → BAR options: every `--p2p-bar` through the gate (the first refused ends

@@ -182,17 +182,71 @@ pub fn native_engine(
             Some("--spdk-drives DRIVE,...".into()),
         ));
     };
-    Ok(Box::new(SpdkNative::new(
-        Box::new(JournalBinder::new(
-            "hwceiling profile (engine spdk-native)",
-            choice,
-            config.leave_bound,
-            cancel,
-        )),
-        Box::new(HostRam),
-        node_cpus(topo),
-        config.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
-    )))
+    let choice_drives = choice.chosen.len();
+    Ok(Box::new(
+        SpdkNative::new(
+            Box::new(JournalBinder::new(
+                "hwceiling profile (engine spdk-native)",
+                choice,
+                config.leave_bound,
+                cancel,
+            )),
+            Box::new(HostRam),
+            node_cpus(topo),
+            config.nvme_bytes.unwrap_or(DEFAULT_BYTES_PER_DRIVE),
+        )
+        .with_bar_opener(bar_opener(topo, choice_drives)),
+    ))
+}
+
+/// Bytes of GPU memory mapped for NVMe → BAR1: the deepest case's buffers (every drive × QD 32
+/// × 128 KiB), in whole 2 MiB pages.
+#[cfg(feature = "spdk")]
+fn bar1_window_bytes(drives: usize) -> u64 {
+    let two_mib = 2u64 << 20;
+    let need = drives.max(1) as u64 * 32 * hwc_plan::bar::BAR_BLOCK_BYTES;
+    need.div_ceil(two_mib) * two_mib
+}
+
+/// PCI BARs through sysfs; a GPU's BAR1 through GDRCopy (gdrdrv opened once, for the process).
+#[cfg(feature = "spdk")]
+fn bar_opener(topo: &Topology, drives: usize) -> hwc_engine_spdk::native::BarOpener {
+    use hwc_engine_spdk::native::{sysfs_bar_opener, BarRegion};
+    use hwc_model::BarDevice;
+    let mut pci = sysfs_bar_opener("/sys".into());
+    let ordinals: std::collections::BTreeMap<String, u32> = topo
+        .gpus
+        .iter()
+        .filter_map(|g| Some((format!("gpu{}", g.index), g.cuda_index?)))
+        .collect();
+    let mut gdr: Option<Result<&'static hwc_gdrcopy_sys::Gdr<'static>, String>> = None;
+    let window = bar1_window_bytes(drives);
+    Box::new(move |d: &BarDevice| {
+        let BarDevice::GpuBar1 { gpu, bdf } = d else {
+            return pci(d);
+        };
+        let g = *gdr
+            .get_or_insert_with(|| {
+                hwc_engine_gdrcopy::probe(Path::new("/dev"))
+                    .map(|g| &*Box::leak(Box::new(g)))
+                    .map_err(|(reason, hint)| format!("{reason} ({hint})"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let ordinal = *ordinals
+            .get(gpu)
+            .ok_or_else(|| format!("{gpu} has no CUDA device"))?;
+        let w = hwc_engine_gdrcopy::Bar1Window::new(
+            g,
+            ordinal,
+            window,
+            format!("{gpu} BAR1 ({bdf}) through GDRCopy"),
+        )?;
+        let (ptr, len, label) = (w.ptr(), w.len(), w.label().to_string());
+        // SAFETY: the window maps `len` bytes at `ptr`, read/write, for as long as `w` lives,
+        // which the region keeps.
+        unsafe { BarRegion::register(ptr.cast(), len, label, Box::new(w)) }
+    })
 }
 
 fn locate(spdk_dir: Option<&Path>) -> Result<std::path::PathBuf, (String, Option<String>)> {
