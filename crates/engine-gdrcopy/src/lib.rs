@@ -65,10 +65,24 @@ pub struct GpuSlot {
 pub fn probe(dev: &Path) -> Result<Gdr<'static>, (String, String)> {
     let api: &'static Gdrapi = match Gdrapi::load() {
         Ok(a) => Box::leak(Box::new(a)),
+        Err(e) if e.is_not_found() => {
+            return Err((
+                "GDRCopy's user library (libgdrapi.so.2) was not found".into(),
+                gdr::LIBRARY_INSTALL_HINT.into(),
+            ))
+        }
         Err(e) => return Err((e.to_string(), gdr::LIBRARY_INSTALL_HINT.into())),
     };
-    api.open_in(dev)
-        .map_err(|e| (e.to_string(), gdr::DRIVER_INSTALL_HINT.into()))
+    api.open_in(dev).map_err(|e| match e {
+        gdr::OpenError::NoGdrdrv { node } => (
+            format!(
+                "the gdrdrv kernel module is not loaded ({} absent)",
+                node.display()
+            ),
+            gdr::DRIVER_INSTALL_HINT.into(),
+        ),
+        other => (other.to_string(), gdr::DRIVER_INSTALL_HINT.into()),
+    })
 }
 
 /// Whether the kernel's `nvidia_peermem` module is loaded (some stacks need it beside gdrdrv),

@@ -68,7 +68,7 @@ pub(crate) fn plan_bar(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
                 p,
                 path,
                 Some(format!("{name} BAR1")),
-                format!("{name}: {reason}"),
+                reason.clone(),
                 hint.as_deref(),
             ),
             None => targets.push(Target {

@@ -608,7 +608,7 @@ fn p2p_cold_path(out: &mut String, p: &Profile) {
             .map(waiver_text)
             .or_else(|| path_waiver(p, PathId::NvmeBar1))
             .unwrap_or_else(|| "not measured".into());
-        let _ = writeln!(out, "{name}: waived: {why}.\n");
+        let _ = writeln!(out, "Waived: {why}.\n");
     }
     if p.gpus.is_empty() && p.bar1.is_empty() {
         let why = path_waiver(p, PathId::NvmeBar1).unwrap_or_else(|| "no GPU".into());
