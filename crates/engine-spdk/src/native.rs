@@ -593,6 +593,11 @@ struct NativeCase<'a> {
     last_blocks: Vec<Vec<Option<u64>>>,
     /// Host memory for the check's reads.
     check_memory: HostRam,
+    /// Per lane, the node its host-RAM buffers are on, as the kernel says (`None`: a BAR, or
+    /// the kernel could not say).
+    buffer_nodes: Vec<Option<u32>>,
+    /// The buffers are a BAR's, not host RAM.
+    into_bar: bool,
 }
 
 /// One drive's repetition as it runs: what its commands' completions read and change. Reached
@@ -1086,11 +1091,25 @@ impl Engine for SpdkNative {
         };
         let bytes_per_drive = (bytes_per_drive / job.block_bytes).max(1) * job.block_bytes;
         let memory = memory.describe();
+        let buffer_nodes = lanes
+            .iter()
+            .map(|l| {
+                let b = l.buffers.first()?;
+                if job.bar.is_some() {
+                    return None;
+                }
+                hwc_numa::node_of(b.ptr as usize)
+                    .ok()
+                    .and_then(|n| u32::try_from(n).ok())
+            })
+            .collect();
         let node_cpus = self.node_cpus.clone();
         Ok(Box::new(NativeCase {
             pinned: false,
             last_blocks: Vec::new(),
             check_memory: HostRam,
+            buffer_nodes,
+            into_bar: job.bar.is_some(),
             node_cpus,
             _engine: self,
             lanes,
@@ -1252,15 +1271,19 @@ impl Prepared for NativeCase<'_> {
             ),
             // Each poller ran on its CPU, and that CPU is on its node (the drive's, or the
             // case's).
+            // Each poller ran on its CPU, that CPU is on its node, and host-RAM buffers are there.
             verified: self.pinned
-                && self.lanes.iter().all(|l| {
-                    l.node
-                        .is_none_or(|n| self.node_cpus.get(&n).is_some_and(|c| c.contains(&l.cpu)))
+                && self.lanes.iter().zip(&self.buffer_nodes).all(|(l, b)| {
+                    l.node.is_none_or(|n| {
+                        self.node_cpus.get(&n).is_some_and(|c| c.contains(&l.cpu))
+                            && (self.into_bar || *b == Some(n))
+                    })
                 }),
             detail: self
                 .lanes
                 .iter()
-                .map(|l| {
+                .zip(&self.buffer_nodes)
+                .map(|(l, b)| {
                     let at = |n: Option<u32>| n.map_or("?".into(), |n| n.to_string());
                     let cpu_node = self
                         .node_cpus
@@ -1268,11 +1291,16 @@ impl Prepared for NativeCase<'_> {
                         .find(|(_, c)| c.contains(&l.cpu))
                         .map(|(n, _)| *n);
                     format!(
-                        "{} (node {}) polled from CPU {} (node {}){}{}",
+                        "{} (node {}) polled from CPU {} (node {}){}{}{}",
                         l.bdf,
                         at(l.drive_node),
                         l.cpu,
                         at(cpu_node),
+                        if self.into_bar {
+                            String::new()
+                        } else {
+                            format!(", buffers on node {}", at(*b))
+                        },
                         match l.node {
                             Some(n) if cpu_node != Some(n) => {
                                 format!(", not node {n}: it has too few CPUs")
