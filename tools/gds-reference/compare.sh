@@ -60,7 +60,10 @@ nvcc -O2 -std=c++17 ${NVCC_ARCH:--arch=native} -o "$ref" "$here/posix_bounce.cu"
 } >>"$out/machine.txt" 2>&1
 drop() { sync; if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then echo dropped; else echo "not dropped"; fi; }
 run_hwc() {
-  "$hwc" profile --paths gds --target "$file" --nvme-bytes "$bytes" -o "$out/hwc-r$1" >"$out/hwc-r$1.log" 2>&1
+  local s
+  s=$(sed 's/\([0-9]\+\)/\1MiB/g' <<<"$sizes")
+  "$hwc" profile --paths gds --target "$file" --nvme-bytes "$bytes" --nvme-sizes "$s" \
+    --queue-depths "$depths" -o "$out/hwc-r$1" >"$out/hwc-r$1.log" 2>&1
 }
 run_kvikio() {
   python3 "$here/kvikio_read.py" "$file" "$bytes" "$reps" "$sizes" "$depths" \

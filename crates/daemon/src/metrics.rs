@@ -117,7 +117,7 @@ pub(crate) fn render(state: &AppState) -> String {
     let served = serving.ceilings();
 
     use hwc_model::Unit;
-    let by_unit: [(Option<Unit>, &str, &str); 4] = [
+    let by_unit: [(Option<Unit>, &str, &str); 5] = [
         (
             Some(Unit::Gbps),
             "gbps",
@@ -134,6 +134,11 @@ pub(crate) fn render(state: &AppState) -> String {
             Some(Unit::Drives),
             "drives",
             "Drive-count-valued ceiling field (e.g. the crossover)",
+        ),
+        (
+            Some(Unit::Pct),
+            "pct",
+            "Percentage-valued ceiling (e.g. a cross-NUMA penalty), %",
         ),
         (
             None,

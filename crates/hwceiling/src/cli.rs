@@ -116,8 +116,8 @@ pub struct ProfileArgs {
     /// is created, filled, and removed (its name at once).
     #[arg(long, value_name = "PATH")]
     pub target: Option<PathBuf>,
-    /// NVMe block sizes instead of 4KiB,16KiB,…,8MiB (e.g. `128KiB,1MiB`; multiples of 512
-    /// bytes up to 256MiB).
+    /// NVMe block sizes instead of 4KiB,16KiB,…,8MiB, and GDS's instead of 4MiB,8MiB,16MiB (e.g.
+    /// `128KiB,1MiB`; multiples of 512 bytes up to 256MiB).
     #[arg(long, value_delimiter = ',', value_name = "SIZE,...", value_parser = parse_nvme_size)]
     pub nvme_sizes: Option<Vec<u64>>,
     /// NVMe queue depths instead of 16,32 (1 to 4096).

@@ -30,6 +30,8 @@ pub enum Unit {
     Bytes,
     /// A count of drives (the cold path's crossover).
     Drives,
+    /// A percentage (a penalty of one figure against another).
+    Pct,
 }
 
 impl Unit {
@@ -38,6 +40,7 @@ impl Unit {
             Unit::Gbps => "gbps",
             Unit::Bytes => "bytes",
             Unit::Drives => "drives",
+            Unit::Pct => "pct",
         }
     }
 }
@@ -161,6 +164,14 @@ impl CeilingMeta {
     /// A bandwidth lost (lower is better).
     pub fn penalty_gbps(path: Option<PathId>) -> Self {
         CeilingMeta {
+            better: Better::Lower,
+            ..Self::gbps(path)
+        }
+    }
+    /// A share lost, in % (lower is better).
+    pub fn penalty_pct(path: Option<PathId>) -> Self {
+        CeilingMeta {
+            unit: Unit::Pct,
             better: Better::Lower,
             ..Self::gbps(path)
         }

@@ -88,6 +88,12 @@ pub fn p2p_cold_gpu_cross_numa(drives: usize, gpu: &str) -> String {
     format!("p2p_cold_{drives}drive_{gpu}_cross_numa_gbps")
 }
 
+/// How far `gpu`'s cross-NUMA BAR1 figure lies under its NUMA-local one of the same drive
+/// count, in % (`p2p_cold_gpu0_cross_numa_penalty_pct`).
+pub fn p2p_cold_cross_numa_penalty(gpu: &str) -> String {
+    format!("p2p_cold_{gpu}_cross_numa_penalty_pct")
+}
+
 /// The best GPUDirect (never compat-mode) cuFile read over one drive, and over four.
 pub const GDS_1DRIVE: &str = "gds_1drive_gbps";
 pub const GDS_4DRIVE: &str = "gds_4drive_gbps";

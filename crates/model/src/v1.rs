@@ -386,6 +386,7 @@ pub fn ceiling_meta(key: &str, measured: Option<PathId>) -> CeilingMeta {
     let unit = match tokens.last().copied() {
         Some("bytes") => Unit::Bytes,
         Some("drives") => Unit::Drives,
+        Some("pct") => Unit::Pct,
         _ => Unit::Gbps,
     };
     let better = if key.contains("penalty") {

@@ -107,6 +107,7 @@ pub(crate) fn plan_gds(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
         .queue_depths
         .clone()
         .unwrap_or_else(|| GDS_QUEUE_DEPTHS.to_vec());
+    let sizes = o.sizes.clone().unwrap_or_else(|| GDS_SIZES.to_vec());
     let reps = opts.reps(1, 5);
     let push = |p: &mut Matrix, gpu: &Gpu, label: &str, drives: Vec<String>, target, write| {
         let label = if write {
@@ -114,7 +115,7 @@ pub(crate) fn plan_gds(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
         } else {
             label.to_string()
         };
-        for &size in &GDS_SIZES {
+        for &size in &sizes {
             for &qd in &qds {
                 for route in GDS_ROUTES {
                     let spec = GdsSpec {

@@ -101,11 +101,12 @@ fn each_gpu_reads_its_nearest_drives_and_a_cross_root_group_by_both_routes() {
 }
 
 #[test]
-fn a_target_replaces_the_drives_and_selections_and_depths_apply() {
+fn a_target_replaces_the_drives_and_selections_sizes_and_depths_apply() {
     let mut o = opts();
     o.nvme = NvmePlanOptions {
         target: Some(("/data/big.bin".into(), false)),
         queue_depths: Some(vec![16]),
+        sizes: Some(vec![4 * MIB, 16 * MIB]),
         ..NvmePlanOptions::default()
     };
     let t = Topology {
@@ -114,8 +115,9 @@ fn a_target_replaces_the_drives_and_selections_and_depths_apply() {
     };
     let p = plan(&t, &o);
     let n = names(&p);
-    assert_eq!(n.len(), 3 * 2, "{n:?}");
+    assert_eq!(n.len(), 2 * 2, "{n:?}");
     assert!(n.contains(&"gpu0/target/4MiB/qd16/cufile".to_string()));
+    assert!(n.contains(&"gpu0/target/16MiB/qd16/posix-bounce".to_string()));
     let s = p.cases[0].spec.gds().unwrap();
     assert!(s.target);
     assert_eq!(s.drives, ["/data/big.bin"]);

@@ -132,6 +132,24 @@ pub(crate) fn ceilings(p: &Profile, c: &mut Ceilings) {
         let BarDevice::GpuBar1 { gpu, .. } = &device else {
             continue;
         };
+        for &k in &cross {
+            let l = best(p, &device, DmaTarget::Bar, k, false);
+            let x = best(p, &device, DmaTarget::Bar, k, true);
+            if let (Some(l), Some(x)) = (l, x) {
+                c.derived(
+                    ceiling_key::p2p_cold_cross_numa_penalty(gpu),
+                    CeilingMeta::penalty_pct(Some(PathId::NvmeBar1))
+                        .gpu(gpu)
+                        .drives(k as u32),
+                    under_pct(l.gbps.median, x.gbps.median),
+                    format!(
+                        "(NUMA-local − cross-NUMA) / NUMA-local × 100, NVMe → {gpu} BAR1 over {k} \
+                         drives"
+                    ),
+                    &[l, x],
+                );
+            }
+        }
         for (counts, x) in [(&local, false), (&cross, true)] {
             for &k in counts {
                 let Some(m) = best(p, &device, DmaTarget::Bar, k, x) else {

@@ -1031,7 +1031,11 @@ fn bar1_figures_give_the_specs_fields_and_p2p_ceilings_and_a_pci_bar_gives_none(
     assert!(!s.numa_local.keys().any(|k| k.starts_with("bar1_")));
     assert_eq!(s.saturated, None);
     let p2p: Vec<&String> = p.ceilings.keys().filter(|k| k.starts_with("p2p")).collect();
-    assert_eq!(p2p.len(), 7, "{p2p:?}");
+    assert_eq!(p2p.len(), 8, "{p2p:?}");
+    assert_eq!(p.ceilings["p2p_cold_gpu0_cross_numa_penalty_pct"], 25.0);
+    let r = &p.ceiling_records["p2p_cold_gpu0_cross_numa_penalty_pct"];
+    assert_eq!(r.meta.unit, hwc_model::Unit::Pct);
+    assert_eq!(r.meta.better, hwc_model::Better::Lower);
     // It reads back.
     let back = crate::from_yaml(&crate::to_yaml(&p).unwrap()).unwrap();
     assert_eq!(back.bar1, p.bar1);
