@@ -2,7 +2,6 @@
 //! measurement, deltas, regressions beyond a tolerance), or a fleet of three or more (per path the
 //! median and the nodes that stray from it).
 
-use crate::efficiency;
 use crate::method;
 use crate::settings::{self, SettingDiff};
 use crate::source::Source;
@@ -94,49 +93,6 @@ struct Value {
 enum Rank {
     Ceiling(Option<PathId>, Option<String>, Option<u32>, Option<Numa>),
     Measurement(usize),
-}
-
-/// Why a profile cannot be compared or qualified, if it cannot: figures no run writes (a
-/// hand-edited or damaged file). A ceiling that is not a finite number, or a bandwidth ceiling
-/// (a GB/s figure where higher is better) that is not above zero (penalties, sizes and counts
-/// may be zero or negative); a measurement whose median, min or max is negative or not finite,
-/// or two measurements under one key (which would a reader take?); a PCIe link whose
-/// theoretical bandwidth is negative or not finite.
-pub fn damaged(p: &Profile) -> Option<String> {
-    let why = |what: String| {
-        Some(format!(
-            "{what}, which no run writes: the profile is damaged"
-        ))
-    };
-    if let Some((k, v)) = p.ceilings.iter().find(|(k, &v)| {
-        !v.is_finite() || (p.is_bandwidth_ceiling(k) && !efficiency::usable_ceiling(v))
-    }) {
-        return why(format!("ceiling `{k}` is {v}"));
-    }
-    let mut seen = BTreeSet::new();
-    for m in &p.measurements {
-        if !seen.insert(m.key.as_str()) {
-            return why(format!("measurement `{}` is listed twice", m.key));
-        }
-        let g = &m.gbps;
-        if let Some(v) = [g.median, g.min, g.max]
-            .into_iter()
-            .find(|v| !v.is_finite() || *v < 0.0)
-        {
-            return why(format!("measurement `{}` has a figure of {v}", m.key));
-        }
-    }
-    p.topology.links.iter().find_map(|l| {
-        let t = [Some(l.theoretical_gbps), l.max_theoretical_gbps];
-        let v = t
-            .into_iter()
-            .flatten()
-            .find(|v| !v.is_finite() || *v < 0.0)?;
-        why(format!(
-            "the PCIe link of `{}` has a theoretical {v} GB/s",
-            l.device
-        ))
-    })
 }
 
 /// The distinct keys of `maps`, by section, then by the [`Rank`] of the first profile that has

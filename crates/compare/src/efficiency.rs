@@ -36,12 +36,7 @@ pub enum EfficiencyError {
     UnusableCeiling { path: String, value: f64 },
 }
 
-/// Whether a GB/s ceiling can be divided by: normal and positive. Zero, NaN, infinities and
-/// subnormals (1e-320: a quotient by it overflows) divide nothing; `damaged` holds a profile
-/// to the same test.
-pub fn usable_ceiling(gbps: f64) -> bool {
-    gbps.is_normal() && gbps > 0.0
-}
+pub use hwc_profile::usable_ceiling;
 
 /// Parse a measured figure in GB/s: finite and ≥ 0.
 pub fn parse_measured(s: &str) -> Result<f64, EfficiencyError> {

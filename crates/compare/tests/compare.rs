@@ -630,7 +630,7 @@ fn settings_that_differ_are_listed_beside_the_deltas_without_changing_verdicts()
 
 #[test]
 fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
-    use hwc_compare::compare::damaged;
+    use hwc_profile::damaged;
     let ok = profile(
         "n",
         &[

@@ -118,6 +118,25 @@ fn compare_flags_a_regression_with_exit_1_and_passes_within_tolerance() {
         1,
         "ceiling `warm_gpu0_gbps` is -5, which no run writes: the profile is damaged",
     );
+    // Every reader refuses it the same way: `report` and `efficiency` too.
+    for args in [
+        vec!["report", s(&bad)],
+        vec![
+            "efficiency",
+            "--profile",
+            s(&bad),
+            "--path",
+            "warm_gpu0_gbps",
+            "--measured-gbps",
+            "1",
+        ],
+    ] {
+        one_line_error(
+            &run(&args),
+            1,
+            "ceiling `warm_gpu0_gbps` is -5, which no run writes: the profile is damaged",
+        );
+    }
 }
 
 #[test]

@@ -23,10 +23,12 @@ pub use derive::{gpu_fields, gpu_picks, host_ram_pairs, GpuPicks};
 mod file;
 pub mod names;
 pub mod nvme;
+mod validate;
 pub use file::{
     read_profile, read_profile_with_text, read_text_capped, yaml_options, ReadError,
     MAX_PROFILE_BYTES,
 };
+pub use validate::{damaged, usable_ceiling};
 
 /// Everything one run saw and measured, with every raw sample: the JSON record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +67,9 @@ pub enum ProfileError {
          was truncated, or not written whole)"
     )]
     CutShort,
+    /// Figures no run writes ([`damaged`]).
+    #[error("{0}")]
+    Damaged(String),
 }
 
 /// Assemble the profile. `waived` and `failures` are the run-time ones; the plan's waivers are
@@ -471,9 +476,16 @@ pub fn from_yaml(text: &str) -> Result<Profile, ProfileError> {
         // Version 1: read as written, then upgraded (`hwc_model::v1`).
         let old: hwc_model::v1::V1Profile =
             serde_saphyr::from_str_with_options(text, yaml_options()).map_err(yaml)?;
-        return Ok(old.upgrade());
+        return intact(old.upgrade());
     }
-    serde_saphyr::from_str_with_options(text, yaml_options()).map_err(yaml)
+    intact(serde_saphyr::from_str_with_options(text, yaml_options()).map_err(yaml)?)
+}
+
+fn intact(p: Profile) -> Result<Profile, ProfileError> {
+    match damaged(&p) {
+        Some(why) => Err(ProfileError::Damaged(why)),
+        None => Ok(p),
+    }
 }
 
 /// The oldest profile schema this build reads (and upgrades to [`SCHEMA_VERSION`]).
