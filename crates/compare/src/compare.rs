@@ -6,6 +6,7 @@ use crate::method;
 use crate::settings::{self, SettingDiff};
 use crate::source::Source;
 use crate::tolerance::Tolerance;
+use hwc_model::text::fixed;
 use hwc_model::Profile;
 use hwc_model::{Better, Numa, PathId};
 use serde::Serialize;
@@ -504,7 +505,7 @@ pub fn compare_fleet(nodes: &[Node], opts: &Options) -> FleetReport {
 }
 
 fn num(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "—".into())
+    v.map(|x| fixed(x, 2)).unwrap_or_else(|| "—".into())
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -712,7 +713,7 @@ fn fleet_sources(sources: &[NodeSource]) -> String {
         } else {
             format!("N={n_min}–{n_max}")
         };
-        parts.push(format!("≤±{sp:.1}% {n}"));
+        parts.push(format!("≤±{}% {n}", fixed(sp, 1)));
     }
     let all = sources.len();
     match derived {

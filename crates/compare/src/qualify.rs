@@ -5,6 +5,7 @@
 
 use crate::method;
 use crate::source::Source;
+use hwc_model::text::fixed;
 use hwc_model::topology::LinkTheory;
 use hwc_model::Profile;
 use serde::de::{self, Deserializer, Visitor};
@@ -31,6 +32,24 @@ pub struct Spec {
     pub rules: Vec<Rule>,
     #[serde(default)]
     pub links: Vec<LinkRule>,
+}
+
+impl Spec {
+    /// The spec with each of its strings (names, paths, devices) passed through `f`: made inert
+    /// for a terminal before a report of it is rendered.
+    pub fn map_strings(mut self, f: impl Fn(&str) -> std::borrow::Cow<'_, str>) -> Spec {
+        let g = |s: &mut String| *s = f(s).into_owned();
+        self.name
+            .iter_mut()
+            .chain(self.baseline.iter_mut())
+            .for_each(g);
+        for r in &mut self.rules {
+            r.name.iter_mut().chain(r.link.iter_mut()).for_each(g);
+            g(&mut r.path);
+        }
+        self.links.iter_mut().for_each(|l| g(&mut l.device));
+        self
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -142,9 +161,8 @@ pub enum SpecError {
 pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
     let spec: Spec = serde_saphyr::from_str_with_options(text, hwc_profile::yaml_options())
         .map_err(|e| {
-            let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or(&msg);
-            SpecError::Yaml(first.trim_start_matches("error: ").to_string())
+            // The reader's words for a duplicate key or an oversized file, not the parser's.
+            SpecError::Yaml(hwc_profile::yaml_message(&e))
         })?;
     if spec.spec_version != SPEC_VERSION {
         return Err(SpecError::Version {
@@ -505,7 +523,7 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 }
 
 fn fmt_gbps(v: f64) -> String {
-    format!("{v:.2} GB/s")
+    format!("{} GB/s", fixed(v, 2))
 }
 
 fn link_basis(l: &LinkTheory) -> (f64, String) {

@@ -3,6 +3,7 @@
 //! `derived` label. Ceilings are looked up by key in the profile's `ceiling_records`
 //! ([`Profile::ceiling_source`]), never by matching their value.
 
+use hwc_model::text::fixed;
 use hwc_model::{CeilingOrigin, Measurement, Profile};
 use serde::Serialize;
 
@@ -57,7 +58,7 @@ impl Source {
     /// The table cell: `±1.2% N=12`, `derived` or `unknown`.
     pub fn cell(&self) -> String {
         match self {
-            Source::Measured { spread_pct, n, .. } => format!("±{spread_pct:.1}% N={n}"),
+            Source::Measured { spread_pct, n, .. } => format!("±{}% N={n}", fixed(*spread_pct, 1)),
             Source::Derived { .. } => "derived".into(),
             Source::Unknown => "unknown".into(),
         }
@@ -70,7 +71,10 @@ impl Source {
                 measurement,
                 spread_pct,
                 n,
-            } => format!("median of `{measurement}`, ±{spread_pct:.1} %, N={n}"),
+            } => format!(
+                "median of `{measurement}`, ±{} %, N={n}",
+                fixed(*spread_pct, 1)
+            ),
             Source::Derived { how: Some(how), .. } => format!("derived: {how}"),
             Source::Derived { how: None, .. } => "derived from measured medians".into(),
             Source::Unknown => "source unknown: the profile's ceiling_records do not say".into(),

@@ -17,6 +17,7 @@ pub mod run;
 pub mod sched;
 pub mod setting;
 pub mod spec;
+pub mod text;
 pub mod topology;
 pub mod v1;
 pub mod warning;

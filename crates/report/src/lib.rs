@@ -3,8 +3,13 @@
 //!
 //! Every number printed comes from the profile's measurements, with its spread and count close
 //! by; a path that did not run shows why (its waiver), never a number.
+//!
+//! Every string of the profile (a hostname, a drive's model, a note, a key) is escaped for
+//! markdown once, before rendering ([`hwc_model::text::escape_markdown`]), so a hostile or odd
+//! one cannot break a table or a heading, or reach a terminal as an escape sequence.
 
 use hwc_model::profile::HostRamPair;
+use hwc_model::text::fixed;
 use hwc_model::topology::Relation;
 use hwc_model::{size_label, EngineId, Measurement, PathId, Profile, Spec, Stats, Waiver};
 use std::collections::{BTreeMap, BTreeSet};
@@ -16,6 +21,19 @@ mod summary;
 
 /// Render the whole report.
 pub fn render(p: &Profile) -> String {
+    use hwc_model::text::{escape_control, escape_markdown, escape_strings};
+    match escape_strings(p, escape_markdown) {
+        Ok(safe) => render_escaped(&safe),
+        // Not reached for a profile hwceiling reads (its types all round-trip); should one
+        // not, no control character still reaches the reader.
+        Err(_) => render_escaped(p)
+            .split('\n')
+            .map(|l| escape_control(l).into_owned() + "\n")
+            .collect(),
+    }
+}
+
+fn render_escaped(p: &Profile) -> String {
     let mut out = String::new();
     header(&mut out, p);
     platform(&mut out, p);
@@ -104,12 +122,12 @@ fn engines(out: &mut String, p: &Profile) {
 
 /// `55.49`.
 pub(crate) fn gbps(v: f64) -> String {
-    format!("{v:.2}")
+    fixed(v, 2)
 }
 
 /// `55.49 ±0.4 %`.
 pub(crate) fn cell(s: &Stats) -> String {
-    format!("{} ±{:.1} %", gbps(s.median), s.spread_pct)
+    format!("{} ±{} %", gbps(s.median), fixed(s.spread_pct, 1))
 }
 
 /// A waiver in one line: `scope: reason — hint`.
@@ -394,7 +412,7 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
                 opt(&d.serial.as_deref().map(str::trim)),
                 opt(&d.firmware_rev),
                 d.capacity_tb
-                    .map(|t| format!("{t:.3}"))
+                    .map(|t| fixed(t, 3))
                     .unwrap_or_else(|| "—".into()),
                 opt(&d.block_size),
                 match (&d.mdts_bytes, &d.mdts_source) {
@@ -439,12 +457,18 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
             .and_then(|m| m.latency_us)
             .filter(|s| s.median == a);
         let (spread, n) = probe
-            .map(|s| (format!(" ±{:.1} %", s.spread_pct), format!(" (N={})", s.n)))
+            .map(|s| {
+                (
+                    format!(" ±{} %", fixed(s.spread_pct, 1)),
+                    format!(" (N={})", s.n),
+                )
+            })
             .unwrap_or_default();
         format!(
-            "{a:.0}{spread} / {} / {}{n}",
-            p50.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into()),
-            p99.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into())
+            "{}{spread} / {} / {}{n}",
+            fixed(a, 0),
+            p50.map(|x| fixed(x, 0)).unwrap_or_else(|| "—".into()),
+            p99.map(|x| fixed(x, 0)).unwrap_or_else(|| "—".into())
         )
     };
     let rows: Vec<Vec<String>> = p
@@ -612,9 +636,9 @@ fn observations(out: &mut String, p: &Profile) {
     }
     if let (Some(same), Some(cross)) = (p.host_ram.same_numa_gbps, p.host_ram.cross_numa_gbps) {
         items.push(format!(
-            "Host RAM cross-NUMA reaches {} GB/s, {:.1} % of same-NUMA ({} GB/s).",
+            "Host RAM cross-NUMA reaches {} GB/s, {} % of same-NUMA ({} GB/s).",
             gbps(cross),
-            cross / same * 100.0,
+            fixed(cross / same * 100.0, 1),
             gbps(same)
         ));
     }
@@ -659,7 +683,13 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
                                 == (pair.src_node, pair.dst_node, pair.cpu_node)
                     })
             })
-            .map(|m| format!(" (median, ±{:.1} %, N={})", m.gbps.spread_pct, m.gbps.n))
+            .map(|m| {
+                format!(
+                    " (median, ±{} %, N={})",
+                    fixed(m.gbps.spread_pct, 1),
+                    m.gbps.n
+                )
+            })
             .unwrap_or_default()
     };
     let several = pair.engine_sweeps_gbps.len() > 1;
@@ -679,11 +709,11 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
     if let Some(one) = one.filter(|_| pair.best_threads != 1) {
         let _ = write!(
             s,
-            "; one thread reaches {} GB/s{} ({:.0} % of best, a ratio of medians) — one thread is \
+            "; one thread reaches {} GB/s{} ({} % of best, a ratio of medians) — one thread is \
              not the ceiling",
             gbps(one),
             stats_at(1, best_engine),
-            one / pair.best_gbps * 100.0
+            fixed(one / pair.best_gbps * 100.0, 0)
         );
     }
     // What the other engines reach (software that calls the C library's memcpy gets that
@@ -696,11 +726,11 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
         if let Some((&t, &g)) = sweep.iter().max_by(|a, b| a.1.total_cmp(b.1)) {
             let _ = write!(
                 s,
-                "; `{engine}` reaches {} GB/s{} at {t} thread(s) ({:.0} % of it, a ratio of \
+                "; `{engine}` reaches {} GB/s{} at {t} thread(s) ({} % of it, a ratio of \
                  medians)",
                 gbps(g),
                 stats_at(t, engine),
-                g / pair.best_gbps * 100.0
+                fixed(g / pair.best_gbps * 100.0, 0)
             );
         }
     }
@@ -737,7 +767,7 @@ fn appendix(out: &mut String, p: &Profile) {
                     gbps(m.gbps.median),
                     gbps(m.gbps.min),
                     gbps(m.gbps.max),
-                    format!("{:.1}", m.gbps.spread_pct),
+                    fixed(m.gbps.spread_pct, 1),
                     m.gbps.n.to_string(),
                     m.warmup.to_string(),
                     m.cold_gbps.map(gbps).unwrap_or_else(|| "—".into()),

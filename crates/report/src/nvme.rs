@@ -5,6 +5,7 @@
 
 use crate::{cell, table, waiver_text, waivers};
 use hwc_model::long_tests::{GcSettleResult, NvmeLongTests, PowerStatesResult, ReadCacheResult};
+use hwc_model::text::fixed;
 use hwc_model::{size_label, Measurement, NvmeTest, PathId, Profile, Stats};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -164,7 +165,12 @@ fn sweep(out: &mut String, ms: &[&Measurement]) {
 
 /// `86.8 µs ±12.0 % (N=5)`.
 fn us_cell(s: &Stats) -> String {
-    format!("{:.1} µs ±{:.1} % (N={})", s.median, s.spread_pct, s.n)
+    format!(
+        "{} µs ±{} % (N={})",
+        fixed(s.median, 1),
+        fixed(s.spread_pct, 1),
+        s.n
+    )
 }
 
 /// `nvme0 (0000:10:00.0)` for a drive's key, the path for a `--target`.
@@ -200,7 +206,7 @@ pub(crate) fn power_states(out: &mut String, p: &Profile) {
             rows.push(vec![
                 d.name.clone(),
                 format!("PS{}", s.state),
-                format!("{:.4}", s.max_power_w),
+                fixed(s.max_power_w, 4),
                 if s.non_operational { "no" } else { "yes" }.into(),
                 s.entry_latency_us.to_string(),
                 s.exit_latency_us.to_string(),
@@ -331,7 +337,7 @@ fn read_cache(out: &mut String, p: &Profile, caches: &[(&str, &ReadCacheResult)]
                 device_label(p, device),
                 us_cell(&r.hot_latency_us),
                 us_cell(&r.cold_latency_us),
-                format!("{:.2}×", r.cache_speedup),
+                format!("{}×", fixed(r.cache_speedup, 2)),
                 if r.has_read_cache { "yes" } else { "no" }.into(),
             ]
         })
@@ -348,8 +354,9 @@ fn power_transitions(out: &mut String, label: &str, ps: &PowerStatesResult) {
     let step = ps.latency_step_at_s.or(ps.power_state_transition_at_s);
     let rule = match ps.min_excess_us {
         Some(us) => format!(
-            "more than {}× the baseline and at least {us:.0} µs more",
-            ps.transition_factor
+            "more than {}× the baseline and at least {} µs more",
+            ps.transition_factor,
+            fixed(us, 0)
         ),
         None => format!("more than {}× the baseline", ps.transition_factor),
     };
@@ -394,7 +401,7 @@ fn power_transitions(out: &mut String, label: &str, ps: &PowerStatesResult) {
             vec![
                 format!("{} s", g.idle_s),
                 us_cell(&g.latency_us),
-                format!("{:.2}×", g.vs_baseline),
+                format!("{}×", fixed(g.vs_baseline, 2)),
             ]
         })
         .collect();
@@ -410,22 +417,25 @@ fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
     let s = &g.sustained_write_mbps;
     let verdict = match (g.settled_at_s, g.recommended_gc_settle_s) {
         (Some(t), Some(r)) => {
-            format!("reads settled {t:.2} s after the last write: recommended settle **{r} s**")
+            format!(
+                "reads settled {} s after the last write: recommended settle **{r} s**",
+                fixed(t, 2)
+            )
         }
         _ => format!("reads did **not** settle within {} s", g.settle_max_s),
     };
     let _ = writeln!(
         out,
         "**GC settle — {label}.** {} one-second intervals of sequential {} writes at QD {} \
-         ({} bytes); sustained write **{:.1} MB/s** ±{:.1} % (median of the last {} intervals; \
+         ({} bytes); sustained write **{} MB/s** ±{} % (median of the last {} intervals; \
          MB/s = 10⁶ B/s). 4 KiB QD 1 read probes of {} reads: baseline {} before writing; {verdict} \
          (rule: the first probe whose median is within 10 % of the baseline's).\n",
         g.write_intervals_mbps.len(),
         size_label(g.write_block_bytes),
         g.write_queue_depth,
         g.bytes_written,
-        s.median,
-        s.spread_pct,
+        fixed(s.median, 1),
+        fixed(s.spread_pct, 1),
         s.n,
         g.probe_reads,
         us_cell(&g.baseline_latency_us),
@@ -433,7 +443,7 @@ fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
     let intervals: Vec<String> = g
         .write_intervals_mbps
         .iter()
-        .map(|m| format!("{m:.1}"))
+        .map(|m| fixed(*m, 1))
         .collect();
     let shown = if intervals.len() > 2 * SERIES_ROWS {
         format!(
@@ -453,9 +463,12 @@ fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
     let mut rows: Vec<Vec<String>> = Vec::new();
     let row = |p: &hwc_model::long_tests::SettleProbe| {
         vec![
-            format!("{:.2} s", p.at_s),
+            format!("{} s", fixed(p.at_s, 2)),
             us_cell(&p.latency_us),
-            format!("{:.2}×", p.latency_us.median / g.baseline_latency_us.median),
+            format!(
+                "{}×",
+                fixed(p.latency_us.median / g.baseline_latency_us.median, 2)
+            ),
         ]
     };
     if probes.len() > 2 * SERIES_ROWS {
@@ -475,9 +488,9 @@ fn gc_settle(out: &mut String, label: &str, g: &GcSettleResult) {
 /// `avg ±spread / p50 / p99 (N=n)`: the average's median over the repetitions with its spread,
 /// and the percentiles' medians over the same repetitions.
 fn latency_cell(m: &Measurement) -> String {
-    let f = |v: Option<f64>| v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "—".into());
+    let f = |v: Option<f64>| v.map(|x| fixed(x, 0)).unwrap_or_else(|| "—".into());
     let avg = match m.latency_us {
-        Some(s) => format!("{:.0} ±{:.1} %", s.median, s.spread_pct),
+        Some(s) => format!("{} ±{} %", fixed(s.median, 0), fixed(s.spread_pct, 1)),
         None => "—".into(),
     };
     let n = m

@@ -1,6 +1,7 @@
 //! Section 5: one matrix per data path (spec Paths 1–8), or the path's waivers.
 
 use crate::{cell, gbps, table, waivers};
+use hwc_model::text::fixed;
 use hwc_model::{size_label, CopyDirection, Measurement, PathId, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -240,7 +241,7 @@ fn gds(out: &mut String, p: &Profile) {
                 .map(|((size, qd), [c, b])| {
                     let ratio = match (c, b) {
                         (Some(c), Some(b)) if b.gbps.median > 0.0 => {
-                            format!("{:.0} %", c.gbps.median / b.gbps.median * 100.0)
+                            format!("{} %", fixed(c.gbps.median / b.gbps.median * 100.0, 0))
                         }
                         _ => "—".into(),
                     };
@@ -342,7 +343,7 @@ fn gdrcopy(out: &mut String, p: &Profile) {
                     Some(vec![
                         format!("{} B", s.size_bytes),
                         m.latency_us.as_ref().map_or("—".into(), |u| {
-                            format!("{:.2} ±{:.1} %", u.median, u.spread_pct)
+                            format!("{} ±{} %", fixed(u.median, 2), fixed(u.spread_pct, 1))
                         }),
                         place(m),
                     ])
@@ -408,8 +409,8 @@ fn nvme_bar(out: &mut String, p: &Profile) {
                     };
                     let overhead = match (h, b) {
                         (Some(h), Some(b)) if h.gbps.median > 0.0 => format!(
-                            "{:.1} %",
-                            (h.gbps.median - b.gbps.median) / h.gbps.median * 100.0
+                            "{} %",
+                            fixed((h.gbps.median - b.gbps.median) / h.gbps.median * 100.0, 1)
                         ),
                         _ => "—".into(),
                     };
@@ -592,7 +593,9 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
             };
             let (h, d) = (get(CopyDirection::H2d), get(CopyDirection::D2h));
             let penalty = |m: Option<&Measurement>, dir| match (m, one_way(dir, size)) {
-                (Some(m), Some(one)) => format!("{:.1} %", (one - m.gbps.median) / one * 100.0),
+                (Some(m), Some(one)) => {
+                    format!("{} %", fixed((one - m.gbps.median) / one * 100.0, 1))
+                }
                 _ => "—".into(),
             };
             vec![
@@ -766,7 +769,11 @@ fn host_ram(out: &mut String, p: &Profile) {
                 },
                 pair.key,
                 p.measurement(&pair.key)
-                    .map(|m| format!(": median, ±{:.1} %, N={}", m.gbps.spread_pct, m.gbps.n))
+                    .map(|m| format!(
+                        ": median, ±{} %, N={}",
+                        fixed(m.gbps.spread_pct, 1),
+                        m.gbps.n
+                    ))
                     .unwrap_or_default()
             );
         } else {

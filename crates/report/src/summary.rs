@@ -2,6 +2,7 @@
 
 use crate::{gbps, table, waiver_text};
 use hwc_model::ceiling_key;
+use hwc_model::text::fixed;
 use hwc_model::Covers;
 use hwc_model::{size_label, CeilingOrigin, Measurement, PathId, Profile};
 use std::collections::BTreeMap;
@@ -89,9 +90,9 @@ fn cross_numa_cell(p: &Profile, gpu: &str, numa_node: Option<u32>, v: f64) -> St
 
 fn spread_of(m: &Measurement) -> String {
     format!(
-        "{} (±{:.1} %, N={})",
+        "{} (±{} %, N={})",
         gbps(m.gbps.median),
-        m.gbps.spread_pct,
+        fixed(m.gbps.spread_pct, 1),
         m.gbps.n
     )
 }
@@ -515,8 +516,8 @@ fn cold_paths(out: &mut String, p: &Profile) {
             if let Some(&(_, key, one)) = reads.iter().find(|r| r.0 == 1 && r.2 > 0.0) {
                 let _ = writeln!(
                     out,
-                    "Crossover: H2D caps the cold path from **{:.1} drives** (derived from measured medians, GB/s: {h2d_cell} H2D / {} per drive).\n",
-                    h2d / one,
+                    "Crossover: H2D caps the cold path from **{} drives** (derived from measured medians, GB/s: {h2d_cell} H2D / {} per drive).\n",
+                    fixed(h2d / one, 1),
                     ceiling_cell(p, key, PathId::NvmeRead, None, one)
                 );
             }
@@ -568,11 +569,11 @@ fn p2p_cold_path(out: &mut String, p: &Profile) {
                 };
                 let overhead = figures
                     .get(&format!("overhead_{k}drive_pct"))
-                    .map_or("—".into(), |o| format!("{o:.1} %"));
+                    .map_or("—".into(), |o| format!("{} %", fixed(*o, 1)));
                 let mut note = if cross { "cross-NUMA" } else { "NUMA-local" }.to_string();
                 if cross {
                     if let Some(pen) = figures.get("penalty_vs_local_pct") {
-                        let _ = write!(note, ", {pen:.1} % under NUMA-local");
+                        let _ = write!(note, ", {} % under NUMA-local", fixed(*pen, 1));
                     }
                 } else if Some(k) == last && e.saturated == Some(true) {
                     note.push_str(", saturated (a step of drives gained < 5 %)");
@@ -709,7 +710,7 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
         let link = p.topology.links.iter().find(|l| &l.device == name);
         if let (Some(peak), Some(l)) = (g.h2d_peak_numa_local_gbps, link) {
             v.push(format!(
-                "{name} H2D peaks at {} GB/s, {:.1} % of its Gen{} x{} link's theoretical {} GB/s \
+                "{name} H2D peaks at {} GB/s, {} % of its Gen{} x{} link's theoretical {} GB/s \
                  (computed from the link, not measured).",
                 ceiling_cell(
                     p,
@@ -718,7 +719,7 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
                     Some(name),
                     peak
                 ),
-                peak / l.theoretical_gbps * 100.0,
+                fixed(peak / l.theoretical_gbps * 100.0, 1),
                 l.gen,
                 l.width,
                 gbps(l.theoretical_gbps)
