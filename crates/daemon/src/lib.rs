@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod client;
+mod guard;
 pub mod load;
 mod metrics;
 mod routes;
@@ -35,7 +36,9 @@ mod store;
 
 pub use routes::completeness_fields;
 pub use runner::{Launch, RunRequest, RunStatus};
-pub use socket::{bind_unix, check_listen_addr, default_socket_path, is_local_peer};
+pub use socket::{
+    bind_unix, check_listen_addr, default_socket_path, is_local_peer, resolve_listen,
+};
 pub use store::profile_sort_key;
 
 /// Where the daemon listens.
@@ -63,9 +66,16 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Connections served at once; more wait in the listen backlog.
     pub max_connections: usize,
-    /// A client must send a request's headers within this time, or its connection is closed
-    /// (idle and slow clients cannot hold connections forever).
+    /// A client must send a request's headers within this time, and its body within this time
+    /// after them, or its connection is closed (idle, slow and stalled clients cannot hold
+    /// connections forever).
     pub header_read_timeout: Duration,
+    /// Names the daemon answers to over TCP besides loopback names and addresses and the
+    /// address a connection came in on (the name given to `--listen`): a request with another
+    /// `Host` is refused (403), as a DNS-rebinding web page's would be.
+    pub host_names: Vec<String>,
+    /// This machine's hostname: a profile of another host is not served. `None`: not checked.
+    pub hostname: Option<String>,
     /// How `POST /v1/profile/run` starts a profile.
     pub run: Launch,
 }
@@ -79,9 +89,19 @@ impl Config {
             max_body_bytes: 64 << 10,
             max_connections: 512,
             header_read_timeout: Duration::from_secs(10),
+            host_names: Vec::new(),
+            hostname: this_hostname(),
             run: Launch::new(program),
         }
     }
+}
+
+/// This machine's hostname, as the kernel has it (`None` where it cannot be read).
+pub fn this_hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +110,10 @@ pub enum DaemonError {
     Io { what: String, cause: std::io::Error },
     #[error("refusing to listen on {0}: not a loopback address (pass --listen-public to serve other hosts)")]
     NotLoopback(SocketAddr),
+    #[error("`{0}` is not an address to listen on: give ADDRESS:PORT, [IPv6]:PORT or NAME:PORT (localhost:9187)")]
+    BadListen(String),
+    #[error("cannot resolve `{spec}` to an address to listen on: {cause}")]
+    Resolve { spec: String, cause: std::io::Error },
     #[error("{0} is in use by a running daemon")]
     SocketInUse(PathBuf),
     #[error("{0} exists and is not a socket: refusing to replace it")]
@@ -127,7 +151,7 @@ pub async fn run(
         Listener::Tcp(_) => None,
     };
     let state = Arc::new(AppState {
-        store: store::Store::new(config.output_dir.clone()),
+        store: store::Store::new(config.output_dir.clone(), config.hostname.clone()),
         runner: Arc::new(runner::Runner::new(
             config.run.clone(),
             config.output_dir.clone(),
@@ -150,9 +174,11 @@ pub async fn run(
     let app = routes::router(state.clone());
     let limits = serve::Limits {
         max_connections: state.config.max_connections.max(1),
-        header_read_timeout: state.config.header_read_timeout,
+        read_timeout: state.config.header_read_timeout,
+        max_body_bytes: state.config.max_body_bytes,
+        host_names: state.config.host_names.clone(),
     };
-    serve::serve(listener, app, limits, on_shutdown).await;
+    serve::serve(listener, app, limits, stop_rx, on_shutdown).await;
     state.runner.close();
     state.runner.wait().await;
     let _ = watcher.await;

@@ -3,6 +3,14 @@
 //! on a write ceiling served from an older write run, see `store`), plus the profile's age,
 //! whether it is complete (and a newer incomplete one passed over), and the daemon's own
 //! counters. The registry is built per scrape, so a reload never leaves stale series behind.
+//!
+//! Values are in Prometheus base units: bandwidth in bytes per second, shares as ratios. The
+//! names in GB/s and percent of the release before (`hwceiling_ceiling_gbps`,
+//! `hwceiling_ceiling_pct`, `hwceiling_ceiling_source_spread_pct`) are still written beside
+//! them, marked deprecated, for one more release.
+//!
+//! The text is OpenMetrics 1.0 when the scraper asks for it (`Accept`), else the Prometheus
+//! text format 0.0.4 ([`prometheus_text`]), which `promtool check metrics` reads.
 
 use crate::store::ServedCeiling;
 use crate::AppState;
@@ -15,7 +23,13 @@ use std::sync::atomic::AtomicU64;
 type Labels = Vec<(String, String)>;
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Said in the HELP of a name kept one release after its rename.
+fn deprecated(new: &str) -> String {
+    format!("Deprecated, removed in the next release: use {new} (the same in base units)")
+}
 
 /// A ceiling's labels: its key, what its record says it concerns (GPU, drive count, host
 /// memory locality, engine), and `carried_from` for an older write run's.
@@ -53,6 +67,7 @@ fn ceiling_labels(
 fn register_sources(reg: &mut Registry, served: &[ServedCeiling<'_>]) {
     use hwc_model::CeilingOrigin;
     let spread: Family<Labels, FloatGauge> = Family::default();
+    let spread_pct: Family<Labels, FloatGauge> = Family::default();
     let runs: Family<Labels, FloatGauge> = Family::default();
     let derived: Family<Labels, FloatGauge> = Family::default();
     let unknown: Family<Labels, FloatGauge> = Family::default();
@@ -65,7 +80,8 @@ fn register_sources(reg: &mut Registry, served: &[ServedCeiling<'_>]) {
                     ("path".to_string(), c.key.to_string()),
                     ("measurement".to_string(), m.key.clone()),
                 ];
-                spread.get_or_create(&labels).set(m.gbps.spread_pct);
+                spread.get_or_create(&labels).set(m.gbps.spread_pct / 100.0);
+                spread_pct.get_or_create(&labels).set(m.gbps.spread_pct);
                 runs.get_or_create(&labels).set(f64::from(m.gbps.n));
                 any_measured = true;
             }
@@ -81,9 +97,14 @@ fn register_sources(reg: &mut Registry, served: &[ServedCeiling<'_>]) {
     }
     if any_measured {
         reg.register(
-            "hwceiling_ceiling_source_spread_pct",
-            "Spread (max - min) / median x 100 of the measurement whose median the ceiling is",
+            "hwceiling_ceiling_source_spread_ratio",
+            "Spread (max - min) / median of the measurement whose median the ceiling is",
             spread,
+        );
+        reg.register(
+            "hwceiling_ceiling_source_spread_pct",
+            deprecated("hwceiling_ceiling_source_spread_ratio"),
+            spread_pct,
         );
         reg.register(
             "hwceiling_ceiling_source_repetitions",
@@ -117,36 +138,51 @@ pub(crate) fn render(state: &AppState) -> String {
     let served = serving.ceilings();
 
     use hwc_model::Unit;
-    let by_unit: [(Option<Unit>, &str, &str); 5] = [
+    // The unit a ceiling's record gives, its gauge's name, the factor to the gauge's unit, and
+    // its HELP.
+    let gbps_help = "Bandwidth ceiling of a data path, bytes per second: a measurement's median \
+                     (see hwceiling_ceiling_source_*) or derived from measured medians \
+                     (hwceiling_ceiling_derived)";
+    let by_unit: [(Option<Unit>, &str, f64, String); 7] = [
+        (Some(Unit::Gbps), "bytes_per_second", 1e9, gbps_help.into()),
         (
             Some(Unit::Gbps),
             "gbps",
-            "Bandwidth ceiling of a data path, GB/s (10^9 bytes/s): a measurement's median \
-             (see hwceiling_ceiling_source_*) or derived from measured medians \
-             (hwceiling_ceiling_derived)",
+            1.0,
+            deprecated("hwceiling_ceiling_bytes_per_second"),
         ),
         (
             Some(Unit::Bytes),
             "bytes",
-            "Size-valued ceiling (e.g. the optimal NVMe chunk), bytes",
+            1.0,
+            "Size-valued ceiling (e.g. the optimal NVMe chunk), bytes".into(),
         ),
         (
             Some(Unit::Drives),
             "drives",
-            "Drive-count-valued ceiling field (e.g. the crossover)",
+            1.0,
+            "Drive-count-valued ceiling field (e.g. the crossover)".into(),
+        ),
+        (
+            Some(Unit::Pct),
+            "ratio",
+            0.01,
+            "Ratio-valued ceiling (e.g. a cross-NUMA penalty: 0.1 for 10 %)".into(),
         ),
         (
             Some(Unit::Pct),
             "pct",
-            "Percentage-valued ceiling (e.g. a cross-NUMA penalty), %",
+            1.0,
+            deprecated("hwceiling_ceiling_ratio"),
         ),
         (
             None,
             "value",
-            "Ceiling without a record of its unit (added to the profile by hand)",
+            1.0,
+            "Ceiling without a record of its unit (added to the profile by hand)".into(),
         ),
     ];
-    for (unit, name, help) in by_unit {
+    for (unit, name, factor, help) in by_unit {
         let family: Family<Labels, FloatGauge> = Family::default();
         let mut any = false;
         for c in &served {
@@ -155,7 +191,7 @@ pub(crate) fn render(state: &AppState) -> String {
                 let from = c.carried_from.map(|w| w.loaded.file_name());
                 family
                     .get_or_create(&ceiling_labels(c.key, record, from.as_deref()))
-                    .set(c.value);
+                    .set(c.value * factor);
                 any = true;
             }
         }
@@ -294,6 +330,28 @@ pub(crate) fn render(state: &AppState) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = encode(&mut out, &reg);
+    out
+}
+
+/// OpenMetrics text from `render` in the Prometheus text format 0.0.4: a counter's HELP and
+/// TYPE name its samples (`x_total`, where OpenMetrics names the family `x`), and no `# EOF`.
+/// (`render` writes no UNIT lines, histograms or exemplars.)
+pub(crate) fn prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines().filter(|l| *l != "# EOF") {
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let (name, rest) = line.strip_prefix(prefix)?.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{prefix}{name}_total {rest}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
     out
 }
 

@@ -30,7 +30,6 @@ const ENDPOINTS: [&str; 8] = [
 ];
 
 pub(crate) fn router(state: Arc<AppState>) -> Router {
-    let limit = state.config.max_body_bytes;
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics_text))
@@ -43,11 +42,12 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(limit))
+        // `serve` reads bodies, within `max_body_bytes` and a deadline.
+        .layer(DefaultBodyLimit::disable())
         .with_state(state)
 }
 
-fn error(status: StatusCode, msg: impl Into<String>) -> Response {
+pub(crate) fn error(status: StatusCode, msg: impl Into<String>) -> Response {
     (status, Json(json!({ "error": msg.into() }))).into_response()
 }
 
@@ -211,9 +211,21 @@ async fn healthz(State(state): AppStateRef) -> Response {
     .into_response()
 }
 
-async fn metrics_text(State(state): AppStateRef) -> Response {
-    let body = metrics::render(&state);
-    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response()
+async fn metrics_text(State(state): AppStateRef, headers: HeaderMap) -> Response {
+    let text = metrics::render(&state);
+    // OpenMetrics when preferred; else, and for an `Accept` that takes neither, the
+    // Prometheus text format (what a scraper falls back to).
+    let ranges = accept_ranges(&headers);
+    let open = quality(&ranges, &["application/openmetrics-text"]);
+    if ranges.is_some() && open > quality(&ranges, &["text/plain"]) {
+        ([(header::CONTENT_TYPE, metrics::OPENMETRICS)], text).into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, metrics::PROMETHEUS_TEXT)],
+            metrics::prometheus_text(&text),
+        )
+            .into_response()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,7 +234,70 @@ enum Format {
     Json,
 }
 
-/// `?format=` wins; then the first type of `Accept` we can give; no `Accept` means YAML.
+/// The media ranges of `Accept`, lower-cased, with their q-values (1 when not given, 0 when
+/// not a number from 0 to 1); `None` without the header.
+fn accept_ranges(headers: &HeaderMap) -> Option<Vec<(String, f32)>> {
+    let accept = headers.get(header::ACCEPT)?.to_str().unwrap_or("");
+    let ranges = accept.split(',').filter_map(|part| {
+        let mut params = part.split(';');
+        let range = params.next()?.trim().to_ascii_lowercase();
+        let q = params
+            .filter_map(|p| {
+                let (k, v) = p.split_once('=')?;
+                k.trim().eq_ignore_ascii_case("q").then(|| v.trim())
+            })
+            .next()
+            .map_or(1.0, |v| {
+                v.parse::<f32>()
+                    .ok()
+                    .filter(|q| (0.0..=1.0).contains(q))
+                    .unwrap_or(0.0)
+            });
+        (!range.is_empty()).then_some((range, q))
+    });
+    Some(ranges.collect())
+}
+
+/// How much `Accept` wants any of `types` (one format's names): the q-value of the most
+/// specific range that matches one (`type/subtype` over `type/*` over `*/*`); 0 when none does;
+/// 1 without the header.
+fn quality(ranges: &Option<Vec<(String, f32)>>, types: &[&str]) -> f32 {
+    let Some(ranges) = ranges else {
+        return 1.0;
+    };
+    let mut best: Option<(u8, f32)> = None;
+    for (range, q) in ranges {
+        for t in types {
+            let specificity = if range == t {
+                2
+            } else if range == "*/*" {
+                0
+            } else if range
+                .strip_suffix("/*")
+                .is_some_and(|main| t.split('/').next() == Some(main))
+            {
+                1
+            } else {
+                continue;
+            };
+            if best.is_none_or(|(s, bq)| specificity > s || (specificity == s && *q > bq)) {
+                best = Some((specificity, *q));
+            }
+        }
+    }
+    best.map_or(0.0, |(_, q)| q)
+}
+
+const YAML_TYPES: [&str; 5] = [
+    "application/yaml",
+    "application/x-yaml",
+    "text/yaml",
+    "text/x-yaml",
+    "text/plain",
+];
+
+/// `?format=` wins; then `Accept` by q-value (YAML, the file as written, on a tie and without
+/// the header); nothing acceptable is an error (406).
 fn negotiate(headers: &HeaderMap, query: &BTreeMap<String, String>) -> Result<Format, String> {
     if let Some(f) = query.get("format") {
         return match f.as_str() {
@@ -231,36 +306,47 @@ fn negotiate(headers: &HeaderMap, query: &BTreeMap<String, String>) -> Result<Fo
             other => Err(format!("format `{other}`: use yaml or json")),
         };
     }
-    let Some(accept) = headers.get(header::ACCEPT) else {
-        return Ok(Format::Yaml);
-    };
-    let accept = accept.to_str().unwrap_or("");
-    for part in accept.split(',') {
-        let mime = part
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        match mime.as_str() {
-            "application/json" => return Ok(Format::Json),
-            "application/yaml" | "application/x-yaml" | "text/yaml" | "text/x-yaml"
-            | "text/plain" | "application/*" | "text/*" | "*/*" => return Ok(Format::Yaml),
-            _ => {}
-        }
+    let ranges = accept_ranges(headers);
+    let yaml = quality(&ranges, &YAML_TYPES);
+    let json = quality(&ranges, &["application/json"]);
+    if json > yaml {
+        Ok(Format::Json)
+    } else if yaml > 0.0 {
+        Ok(Format::Yaml)
+    } else {
+        let accept = headers
+            .get(header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .unwrap_or("");
+        Err(format!(
+            "cannot answer `Accept: {accept}`: the profile is application/yaml or application/json"
+        ))
     }
-    Err(format!(
-        "cannot answer `Accept: {accept}`: the profile is application/yaml or application/json"
-    ))
 }
 
-async fn profile(
-    State(state): AppStateRef,
-    headers: HeaderMap,
-    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
-) -> Response {
-    let Ok(Query(query)) = query else {
-        return error(StatusCode::BAD_REQUEST, "malformed query string");
+type RawQuery = Result<Query<Vec<(String, String)>>, QueryRejection>;
+
+/// The query's parameters; one given twice is ambiguous, and refused (400) by name.
+fn query_params(query: RawQuery) -> Result<BTreeMap<String, String>, String> {
+    let Ok(Query(pairs)) = query else {
+        return Err("malformed query string".into());
+    };
+    let mut map = BTreeMap::new();
+    for (k, v) in pairs {
+        if map.contains_key(&k) {
+            return Err(format!(
+                "`{k}` is given more than once in the query: give it once"
+            ));
+        }
+        map.insert(k, v);
+    }
+    Ok(map)
+}
+
+async fn profile(State(state): AppStateRef, headers: HeaderMap, query: RawQuery) -> Response {
+    let query = match query_params(query) {
+        Ok(q) => q,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     let format = match negotiate(&headers, &query) {
         Ok(f) => f,
@@ -300,12 +386,10 @@ async fn ceilings(State(state): AppStateRef) -> Response {
     resp
 }
 
-async fn efficiency(
-    State(state): AppStateRef,
-    query: Result<Query<BTreeMap<String, String>>, QueryRejection>,
-) -> Response {
-    let Ok(Query(q)) = query else {
-        return error(StatusCode::BAD_REQUEST, "malformed query string");
+async fn efficiency(State(state): AppStateRef, query: RawQuery) -> Response {
+    let q = match query_params(query) {
+        Ok(q) => q,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e),
     };
     let Some(path) = q.get("path").filter(|p| !p.is_empty()) else {
         return error(
@@ -449,18 +533,17 @@ async fn run_start(
         RunRequest::default()
     } else {
         // An object only: serde would also read a struct from an array, field by field in
-        // order, so `[["host_ram"],[1]]` would quietly mean paths and threads.
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(v @ Value::Object(_)) => match serde_json::from_value(v) {
-                Ok(r) => r,
-                Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
-            },
-            Ok(_) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "bad run request: the body is a JSON object of options (or empty)",
-                )
-            }
+        // order, so `[["host_ram"],[1]]` would quietly mean paths and threads. Read straight
+        // into the request, not through a map, so a key given twice is refused by name
+        // (`duplicate field `quick``), not taken at its last value.
+        if body.trim_ascii_start().first() != Some(&b'{') {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad run request: the body is a JSON object of options (or empty)",
+            );
+        }
+        match serde_json::from_slice(&body) {
+            Ok(r) => r,
             Err(e) => return error(StatusCode::BAD_REQUEST, format!("bad run request: {e}")),
         }
     };

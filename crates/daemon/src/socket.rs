@@ -25,6 +25,40 @@ pub fn check_listen_addr(addr: SocketAddr, public: bool) -> Result<(), DaemonErr
     }
 }
 
+/// A `--listen` address: `ADDRESS:PORT`, `[IPv6]:PORT`, or `NAME:PORT` resolved (`localhost`
+/// is 127.0.0.1, whatever the resolver says; another name's first IPv4 address, else its first).
+/// The name comes back too, as one the daemon answers to (`Config::host_names`).
+pub fn resolve_listen(spec: &str) -> Result<(SocketAddr, Option<String>), DaemonError> {
+    use std::net::{Ipv4Addr, ToSocketAddrs};
+    if let Ok(addr) = spec.parse::<SocketAddr>() {
+        return Ok((addr, None));
+    }
+    let bad = || DaemonError::BadListen(spec.to_string());
+    let (name, port) = spec.rsplit_once(':').ok_or_else(bad)?;
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    if name.is_empty() || name.contains(':') {
+        return Err(bad());
+    }
+    if name.eq_ignore_ascii_case("localhost") {
+        return Ok((
+            SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            Some(name.into()),
+        ));
+    }
+    let resolve = |cause| DaemonError::Resolve {
+        spec: spec.to_string(),
+        cause,
+    };
+    let addrs: Vec<SocketAddr> = (name, port).to_socket_addrs().map_err(resolve)?.collect();
+    let addr = addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| resolve(std::io::ErrorKind::NotFound.into()))?;
+    Ok((addr, Some(name.to_string())))
+}
+
 /// A caller on this machine: any Unix-socket peer, or a TCP peer from a loopback address.
 pub fn is_local_peer(peer: &Peer) -> bool {
     match peer {
@@ -112,6 +146,30 @@ mod tests {
         assert!(e.contains("--listen-public"), "{e}");
         assert!(check_listen_addr(lan, false).is_err());
         assert!(check_listen_addr(any, true).is_ok());
+    }
+
+    #[test]
+    fn listen_names_resolve_and_localhost_is_loopback() {
+        let (a, name) = resolve_listen("localhost:9187").unwrap();
+        assert_eq!(
+            (a, name.as_deref()),
+            ("127.0.0.1:9187".parse().unwrap(), Some("localhost"))
+        );
+        assert!(check_listen_addr(a, false).is_ok());
+        assert_eq!(
+            resolve_listen("[::1]:80").unwrap(),
+            ("[::1]:80".parse().unwrap(), None)
+        );
+        for bad in [
+            "localhost",
+            "localhost:http",
+            ":80",
+            "::1:80",
+            "localhost:70000",
+        ] {
+            let e = resolve_listen(bad).unwrap_err().to_string();
+            assert!(e.contains("NAME:PORT"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -22,9 +22,17 @@
 //! broken) are remembered as such, so it too parses each version of a file once; old files that
 //! do not read are not load errors (they are not the profile to serve).
 //!
-//! "Newest" is by file name: the date, then the `-N` suffix a second run of the same day gets.
-//! hwceiling writes profiles atomically (a temp file hard-linked into place), so a profile file
-//! is never seen half-written.
+//! "Newest" is by the time the profile records its run finished (`provenance.finished_at`),
+//! not by its file name (a file copied in under a newer date is not newer); on a tie, by name:
+//! the date, then the `-N` suffix a second run of the same day gets. A file whose time cannot be
+//! read (it does not parse) is placed by its modification time. Each version of a file is read
+//! for its time once. hwceiling writes profiles atomically (a temp file hard-linked into place),
+//! so a profile file is never seen half-written.
+//!
+//! A profile of another host (`platform.hostname`, else `provenance.hostname`, against this
+//! machine's) is refused as a file that does not read is: it does not describe this machine.
+//! A load error is reported while its file is still there, and not after it is removed or
+//! loads.
 
 use crate::AppState;
 use hwc_model::carry::{has_write_ceilings, write_carry, WriteCarry};
@@ -63,7 +71,7 @@ pub(crate) struct Loaded {
     pub profile: Profile,
     pub completeness: Completeness,
     fingerprint: Fingerprint,
-    key: (String, u32),
+    key: SortKey,
     pub loaded_at: SystemTime,
 }
 
@@ -253,9 +261,14 @@ enum Loud {
 
 pub(crate) struct Store {
     dir: PathBuf,
+    /// This machine's hostname; `None`: profiles of any host are served.
+    hostname: Option<String>,
     serving: RwLock<Serving>,
     known: Mutex<HashMap<PathBuf, (Fingerprint, Known)>>,
-    last_error: Mutex<Option<String>>,
+    /// The time each version of a file records, read once.
+    recorded: Mutex<HashMap<PathBuf, (Fingerprint, Option<Time>)>>,
+    /// The file that last failed to load, and why.
+    last_error: Mutex<Option<(PathBuf, String)>>,
     pub reloads: Counter,
     pub reload_errors: Counter,
 }
@@ -269,32 +282,20 @@ pub fn profile_sort_key(name: &str) -> Option<(String, u32)> {
     }
 }
 
-struct Candidate {
-    key: (String, u32),
-    path: PathBuf,
-    fingerprint: Fingerprint,
+type Time = chrono::DateTime<chrono::Utc>;
+
+/// Where a profile stands in time: the time its run finished as it records it (a file that
+/// does not parse: its modification time), then its name's date and run number.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SortKey {
+    time: Time,
+    name: (String, u32),
 }
 
-/// Profile files of `dir`, newest first.
-fn candidates(dir: &Path) -> Vec<Candidate> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<Candidate> = entries
-        .flatten()
-        .filter_map(|e| {
-            let key = profile_sort_key(e.file_name().to_str()?)?;
-            let path = e.path();
-            let m = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
-            Some(Candidate {
-                key,
-                path,
-                fingerprint: Fingerprint::of(&m),
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| b.key.cmp(&a.key));
-    out
+struct Candidate {
+    key: SortKey,
+    path: PathBuf,
+    fingerprint: Fingerprint,
 }
 
 /// A profile file's contents.
@@ -365,11 +366,13 @@ impl Pick<'_> {
 }
 
 impl Store {
-    pub fn new(dir: PathBuf) -> Self {
+    pub fn new(dir: PathBuf, hostname: Option<String>) -> Self {
         Store {
             dir,
+            hostname,
             serving: RwLock::new(Serving::default()),
             known: Mutex::new(HashMap::new()),
+            recorded: Mutex::new(HashMap::new()),
             last_error: Mutex::new(None),
             reloads: Counter::default(),
             reload_errors: Counter::default(),
@@ -390,10 +393,60 @@ impl Store {
     }
 
     pub fn last_error(&self) -> Option<String> {
-        self.last_error
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        lock(&self.last_error).as_ref().map(|(_, e)| e.clone())
+    }
+
+    /// Profile files of the folder, newest first.
+    fn candidates(&self) -> Vec<Candidate> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Candidate> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = profile_sort_key(e.file_name().to_str()?)?;
+                let path = e.path();
+                let m = std::fs::metadata(&path).ok().filter(|m| m.is_file())?;
+                let fingerprint = Fingerprint::of(&m);
+                let time = self
+                    .recorded_time(&path, fingerprint)
+                    .unwrap_or_else(|| m.modified().map(Time::from).unwrap_or_default());
+                Some(Candidate {
+                    key: SortKey { time, name },
+                    path,
+                    fingerprint,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| b.key.cmp(&a.key));
+        out
+    }
+
+    /// When the run of this version of `path` finished, as the profile records it.
+    fn recorded_time(&self, path: &Path, fingerprint: Fingerprint) -> Option<Time> {
+        if let Some((fp, time)) = lock(&self.recorded).get(path) {
+            if *fp == fingerprint {
+                return *time;
+            }
+        }
+        let time = hwc_profile::read_profile(path).ok().and_then(|p| {
+            chrono::DateTime::parse_from_rfc3339(&p.provenance.finished_at)
+                .ok()
+                .map(|t| t.to_utc())
+        });
+        lock(&self.recorded).insert(path.to_path_buf(), (fingerprint, time));
+        time
+    }
+
+    /// Why `p` is not to be served here: it is of another host.
+    fn other_host(&self, p: &Profile) -> Option<String> {
+        let me = self.hostname.as_deref()?;
+        let host = p
+            .platform
+            .hostname
+            .as_deref()
+            .or(p.provenance.hostname.as_deref())?;
+        (host != me).then(|| format!("a profile of host `{host}`, not of this machine (`{me}`)"))
     }
 
     pub fn dir(&self) -> &Path {
@@ -419,13 +472,22 @@ impl Store {
     /// Parse `c`; a failure is logged (counted, when `loud`) and remembered until the file
     /// changes.
     fn parse(&self, c: &Candidate, loud: Loud) -> Option<Box<Parsed>> {
-        match hwc_profile::read_profile_with_text(&c.path) {
+        let read = hwc_profile::read_profile_with_text(&c.path)
+            .map_err(|e| e.to_string())
+            .and_then(|(profile, text)| match self.other_host(&profile) {
+                Some(why) => Err(format!("{}: {why}: not served", c.path.display())),
+                None => Ok((profile, text)),
+            });
+        match read {
             Ok((profile, text)) => {
                 self.remember(c, None);
+                let mut last = lock(&self.last_error);
+                if last.as_ref().is_some_and(|(f, _)| *f == c.path) {
+                    *last = None;
+                }
                 Some(Box::new(Parsed { profile, text }))
             }
-            Err(e) => {
-                let msg = e.to_string();
+            Err(msg) => {
                 self.remember(
                     c,
                     Some(Known::Bad {
@@ -434,7 +496,7 @@ impl Store {
                 );
                 if loud == Loud::Yes {
                     tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
-                    *lock(&self.last_error) = Some(msg);
+                    *lock(&self.last_error) = Some((c.path.clone(), msg));
                     self.reload_errors.inc();
                 } else {
                     tracing::debug!(error = %msg, "an older profile does not read");
@@ -564,7 +626,7 @@ impl Store {
     /// thread.
     pub fn refresh_blocking(&self) {
         let served = self.current();
-        let files = candidates(&self.dir);
+        let files = self.candidates();
         self.forget_gone(&files);
         let mut chosen: Option<Pick> = None;
         let mut fallback: Option<Pick> = None;
@@ -634,11 +696,19 @@ impl Store {
         *serving = next;
     }
 
-    /// Forget what was remembered about files no longer in the folder.
+    /// Forget what was remembered about files no longer in the folder, a load error too.
     fn forget_gone(&self, files: &[Candidate]) {
         let present: std::collections::HashSet<&Path> =
             files.iter().map(|c| c.path.as_path()).collect();
         lock(&self.known).retain(|p, _| present.contains(p.as_path()));
+        lock(&self.recorded).retain(|p, _| present.contains(p.as_path()));
+        let mut last = lock(&self.last_error);
+        if last
+            .as_ref()
+            .is_some_and(|(f, _)| !present.contains(f.as_path()))
+        {
+            *last = None;
+        }
     }
 }
 
@@ -756,6 +826,20 @@ mod tests {
         }
     }
 
+    /// 10:00 UTC of the day `name` is of: the time its run finished, as the profile records it.
+    fn finished_at(name: &str) -> String {
+        format!("{}T10:00:00+00:00", profile_sort_key(name).unwrap().0)
+    }
+
+    /// Write text that does not parse to `dir/name`, modified at the time `name` says.
+    fn put_broken(dir: &Path, name: &str) {
+        let path = dir.join(name);
+        std::fs::write(&path, "schema_version: 1\nplatform: [oops\n").unwrap();
+        let t = chrono::DateTime::parse_from_rfc3339(&finished_at(name)).unwrap();
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(t.into()).unwrap();
+    }
+
     /// Write a profile of a quick, interrupted or complete run to `dir/name`, with one ceiling
     /// of `gbps`; its quick mark is the option `profile --quick` records.
     fn put(dir: &Path, name: &str, run: Completeness, gbps: f64) {
@@ -769,7 +853,7 @@ mod tests {
     fn put_run(dir: &Path, name: &str, options: &[(&str, &str)], interrupted: bool, gbps: f64) {
         let p = hwc_testkit::ceilings_profile(
             "node1",
-            "2026-11-28T10:00:00+00:00",
+            &finished_at(name),
             &[("warm_gpu0_peak_gbps", gbps)],
         );
         let mut p = hwc_testkit::with_options(p, options);
@@ -790,7 +874,7 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, Store) {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::new(d.path().to_path_buf());
+        let s = Store::new(d.path().to_path_buf(), None);
         (d, s)
     }
 
@@ -874,7 +958,7 @@ mod tests {
         // Only interrupted ones: the newest, marked so.
         std::fs::remove_file(d.path().join(DAY2)).unwrap();
         std::fs::remove_file(d.path().join(DAY3)).unwrap();
-        let store = Store::new(d.path().to_path_buf());
+        let store = Store::new(d.path().to_path_buf(), None);
         assert_eq!(refresh(&store), ((DAY1.into(), INTERRUPTED), None));
         assert!(store
             .serving()
@@ -1044,7 +1128,7 @@ mod tests {
     fn put_nvme(dir: &Path, name: &str, serials: &[&str], write_gbps: Option<f64>) {
         let p = hwc_testkit::ceilings_profile(
             "node1",
-            "2026-11-28T10:00:00+00:00",
+            &finished_at(name),
             &[("warm_gpu0_peak_gbps", 55.0)],
         );
         let p = hwc_testkit::with_nvme(p, serials, write_gbps);
@@ -1170,7 +1254,7 @@ mod tests {
     fn an_older_file_that_does_not_read_is_named_by_the_search_not_a_load_error() {
         let (d, store) = store();
         put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
-        std::fs::write(d.path().join(DAY2), "schema_version: 1\nplatform: [oops\n").unwrap();
+        put_broken(d.path(), DAY2);
         put_nvme(d.path(), DAY3, &["S1"], None);
         assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
         assert_eq!(writes(&store), Some((DAY1.into(), carried())));
@@ -1188,7 +1272,7 @@ mod tests {
             refresh(&store),
             ((DAY1.into(), COMPLETE), Some((DAY3.into(), QUICK)))
         );
-        let fresh = Store::new(d.path().to_path_buf());
+        let fresh = Store::new(d.path().to_path_buf(), None);
         refresh(&fresh);
         for s in [&store, &fresh] {
             assert!(s.last_error().is_some_and(|e| !e.is_empty()));

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 const DAY1: &str = "hardware_profile_2026-11-28.yaml";
 const DAY2: &str = "hardware_profile_2026-11-29.yaml";
+/// What Prometheus 2.x sends when it scrapes.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 fn with_day1(dir: &std::path::Path, _: &mut hwc_daemon::Config) {
     write_profile(
@@ -289,7 +291,15 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
 #[test]
 fn metrics_carry_one_labelled_gauge_per_ceiling_and_the_age() {
     let d = Daemon::tcp(with_day1);
-    let r = d.get("/metrics");
+    let r = client::request(
+        &d.target,
+        "GET",
+        "/metrics",
+        &[("Accept", PROMETHEUS_ACCEPT)],
+        b"",
+        TIMEOUT,
+    )
+    .unwrap();
     assert_eq!(r.status, 200);
     assert!(r
         .header("content-type")
@@ -377,11 +387,12 @@ fn a_newer_profile_is_picked_up_and_a_broken_one_never_replaces_a_good_one() {
 /// A profile of a run that recorded these options (`quick: "true"` for `profile --quick`,
 /// `paths: "h2d"` for `--paths h2d`), with one ceiling.
 fn run_profile_yaml(options: &[(&str, &str)], gbps: f64) -> String {
-    let p = hwc_testkit::ceilings_profile(
-        "node1",
-        "2026-11-29T10:00:00+00:00",
-        &[("warm_gpu0_peak_gbps", gbps)],
-    );
+    run_profile_yaml_at("2026-11-29T10:00:00+00:00", options, gbps)
+}
+
+/// `run_profile_yaml` of a run that finished at `finished_at`.
+fn run_profile_yaml_at(finished_at: &str, options: &[(&str, &str)], gbps: f64) -> String {
+    let p = hwc_testkit::ceilings_profile("node1", finished_at, &[("warm_gpu0_peak_gbps", gbps)]);
     hwc_profile::to_yaml(&hwc_testkit::with_options(p, options)).unwrap()
 }
 
@@ -392,7 +403,10 @@ fn quick_profile_yaml(gbps: f64) -> String {
 #[test]
 fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_over() {
     // Only a quick profile: served, and marked everywhere.
-    let d = Daemon::tcp(|dir, _| write_profile(dir, DAY1, &quick_profile_yaml(40.0)));
+    let d = Daemon::tcp(|dir, _| {
+        let quick = run_profile_yaml_at("2026-11-28T10:00:00+00:00", &[("quick", "true")], 40.0);
+        write_profile(dir, DAY1, &quick)
+    });
     let (_, h) = d.json("/healthz");
     let p = &h["profile"];
     assert_eq!(
@@ -420,7 +434,7 @@ fn every_answer_says_when_the_profile_served_is_quick_or_a_newer_one_was_passed_
         DAY2,
         &profile_yaml(
             "node1",
-            "2026-11-29T12:00:00+00:00",
+            "2026-11-29T09:00:00+00:00",
             &[("warm_gpu0_peak_gbps", 55.0)],
         ),
     );
@@ -813,5 +827,536 @@ proptest! {
             prop_assert_eq!(d.json("/healthz").0, 200);
             Ok(())
         })?;
+    }
+}
+
+/// Send `request` as it is (headers and all) and read the answer.
+fn raw(target: &Target, request: &[u8]) -> client::Response {
+    let mut buf = Vec::new();
+    match target {
+        Target::Tcp(a) => {
+            let mut s = std::net::TcpStream::connect(a).unwrap();
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            s.write_all(request).unwrap();
+            s.read_to_end(&mut buf).unwrap();
+        }
+        Target::Unix(p) => {
+            let mut s = std::os::unix::net::UnixStream::connect(p).unwrap();
+            s.set_read_timeout(Some(TIMEOUT)).unwrap();
+            s.write_all(request).unwrap();
+            s.read_to_end(&mut buf).unwrap();
+        }
+    }
+    client::parse_response(&buf)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&buf)))
+}
+
+/// `GET path` with these header lines (no `Host` unless given).
+fn get_with(target: &Target, path: &str, headers: &[&str]) -> client::Response {
+    let mut req = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    raw(target, req.as_bytes())
+}
+
+/// The `error` of a JSON error answer (and that it is one).
+fn json_error(r: &client::Response) -> String {
+    assert_eq!(r.header("content-type"), Some("application/json"), "{r:?}");
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["error"].as_str().unwrap().to_string()
+}
+
+fn tcp_addr(d: &Daemon) -> std::net::SocketAddr {
+    match d.target {
+        Target::Tcp(a) => a,
+        Target::Unix(_) => unreachable!(),
+    }
+}
+
+/// Connect and send a request's headers that promise 100 bytes of body, then one byte.
+fn stalled_body(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(
+        b"POST /v1/profile/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+    )
+    .unwrap();
+    s.set_read_timeout(Some(TIMEOUT)).unwrap();
+    s
+}
+
+fn answer_of(mut s: std::net::TcpStream) -> client::Response {
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    client::parse_response(&buf)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&buf)))
+}
+
+#[test]
+fn clients_stalled_in_their_body_get_408_and_do_not_hold_their_connections() {
+    let d = Daemon::tcp(|dir, config| {
+        with_day1(dir, config);
+        config.max_connections = 8;
+    });
+    let addr = tcp_addr(&d);
+    let stalled: Vec<_> = (0..10).map(|_| stalled_body(addr)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    // Ten stalled bodies on eight connections: a request still gets in, once the body deadline
+    // (the header timeout, 500 ms in these tests) has closed them.
+    let t = std::time::Instant::now();
+    assert_eq!(d.json("/healthz").0, 200);
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    for s in stalled {
+        let r = answer_of(s);
+        assert_eq!(r.status, 408, "{}", r.text());
+        assert!(json_error(&r).contains("did not arrive"), "{}", r.text());
+        assert_eq!(r.header("connection"), Some("close"));
+    }
+}
+
+#[test]
+fn shutdown_does_not_wait_for_clients_stalled_in_their_body() {
+    let d = Daemon::tcp(|dir, config| {
+        with_day1(dir, config);
+        config.header_read_timeout = Duration::from_secs(60);
+    });
+    let addr = tcp_addr(&d);
+    let stalled: Vec<_> = (0..3).map(|_| stalled_body(addr)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let t = std::time::Instant::now();
+    d.stop().0.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    for s in stalled {
+        let r = answer_of(s);
+        assert_eq!(r.status, 503, "{}", r.text());
+        assert!(json_error(&r).contains("shutting down"));
+    }
+}
+
+#[test]
+fn a_post_without_a_json_content_type_is_refused_with_415() {
+    let d = Daemon::tcp(with_day1);
+    let post = |content_type: Option<&str>, body: &str| {
+        let mut req = format!(
+            "POST /v1/profile/run HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        if let Some(t) = content_type {
+            req.push_str(&format!("Content-Type: {t}\r\n"));
+        }
+        req.push_str("\r\n");
+        req.push_str(body);
+        raw(&d.target, req.as_bytes())
+    };
+    // What a web page can send without a CORS preflight.
+    for t in [
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let r = post(t, "{}");
+        assert_eq!(r.status, 415, "{t:?}: {}", r.text());
+        assert!(json_error(&r).contains("Content-Type: application/json"));
+    }
+    // JSON passes (and is then read: this one is refused for its option).
+    let r = post(
+        Some("Application/JSON; charset=utf-8"),
+        r#"{"paths":["warp"]}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(json_error(&r).contains("unknown path `warp`"));
+    assert_eq!(d.json("/v1/profile/run").1["state"], "idle");
+}
+
+#[test]
+fn a_request_from_another_origin_is_refused_with_403() {
+    let d = Daemon::tcp(with_day1);
+    let host = format!("Host: {}", tcp_addr(&d));
+    for origin in ["http://evil.example", "null", "https://localhost"] {
+        let r = get_with(
+            &d.target,
+            "/v1/profile",
+            &[&host, &format!("Origin: {origin}")],
+        );
+        assert_eq!(r.status, 403, "{origin}: {}", r.text());
+        assert!(json_error(&r).contains("Origin"), "{}", r.text());
+    }
+    let r = raw(
+        &d.target,
+        format!("POST /v1/profile/run HTTP/1.1\r\n{host}\r\nOrigin: http://evil.example\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}").as_bytes(),
+    );
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(d.json("/v1/profile/run").1["state"], "idle");
+    // Its own origin passes.
+    let own = format!("Origin: http://{}", tcp_addr(&d));
+    assert_eq!(get_with(&d.target, "/healthz", &[&host, &own]).status, 200);
+}
+
+#[test]
+fn a_host_that_is_not_loopback_or_the_listen_name_is_refused_with_403() {
+    let d = Daemon::tcp(|dir, config| {
+        with_day1(dir, config);
+        config.host_names = vec!["node1.example".into()];
+    });
+    let port = tcp_addr(&d).port();
+    for host in [
+        "evil.example",
+        "evil.example:80",
+        "localhost.evil.example",
+        "192.0.2.1",
+    ] {
+        let r = get_with(&d.target, "/v1/profile", &[&format!("Host: {host}")]);
+        assert_eq!(r.status, 403, "{host}: {}", r.text());
+        assert!(
+            json_error(&r).contains(&format!("Host `{host}`")),
+            "{}",
+            r.text()
+        );
+    }
+    for host in [
+        format!("localhost:{port}"),
+        "127.0.0.1".into(),
+        format!("127.0.0.1:{port}"),
+        "[::1]".into(),
+        "node1.example".into(),
+    ] {
+        let r = get_with(&d.target, "/v1/profile", &[&format!("Host: {host}")]);
+        assert_eq!(r.status, 200, "{host}: {}", r.text());
+    }
+    // No Host at all (HTTP/1.0 style) is not a browser's.
+    assert_eq!(get_with(&d.target, "/healthz", &[]).status, 200);
+}
+
+#[test]
+fn on_the_unix_socket_origin_and_content_type_are_checked_but_not_host() {
+    let sockdir = unix_socket_dir();
+    let d = Daemon::start(Bind::Unix(sockdir.path().join("s.sock")), with_day1);
+    let r = get_with(&d.target, "/healthz", &["Host: anything.example"]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = get_with(
+        &d.target,
+        "/healthz",
+        &["Host: localhost", "Origin: http://localhost"],
+    );
+    assert_eq!(r.status, 403, "a socket has no origin: {}", r.text());
+    let r = raw(
+        &d.target,
+        b"POST /v1/profile/run HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+    );
+    assert_eq!(r.status, 415, "{}", r.text());
+}
+
+#[test]
+fn a_load_error_is_forgotten_once_its_file_is_gone() {
+    let d = Daemon::tcp(with_day1);
+    write_profile(d.dir(), DAY2, "schema_version: 1\nplatform: [oops\n");
+    d.wait_for("/healthz", |h| h["last_load_error"].is_string());
+    std::fs::remove_file(d.dir().join(DAY2)).unwrap();
+    let h = d.wait_for("/healthz", |h| h["last_load_error"].is_null());
+    assert_eq!(h["profile"]["file"], DAY1);
+}
+
+#[test]
+fn the_profile_served_is_the_newest_by_its_recorded_time_not_its_file_name() {
+    let d = Daemon::tcp(with_day1);
+    // Copied in under a newer date, of a run that finished before DAY1's.
+    let copied = "hardware_profile_2026-12-06.yaml";
+    write_profile(
+        d.dir(),
+        copied,
+        &profile_yaml(
+            "node1",
+            "2026-11-01T10:00:00+00:00",
+            &[("warm_gpu0_gbps", 1.0)],
+        ),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(d.json("/healthz").1["profile"]["file"], DAY1);
+    // A run that finished later is served, whatever its name.
+    let later = "hardware_profile_2026-01-01.yaml";
+    write_profile(
+        d.dir(),
+        later,
+        &profile_yaml(
+            "node1",
+            "2026-11-30T10:00:00+00:00",
+            &[("warm_gpu0_gbps", 2.0)],
+        ),
+    );
+    d.wait_for("/healthz", |h| h["profile"]["file"] == later);
+}
+
+#[test]
+fn a_profile_of_another_host_is_not_served() {
+    let d = Daemon::tcp(|dir, config| {
+        with_day1(dir, config);
+        config.hostname = Some("node1".into());
+    });
+    write_profile(
+        d.dir(),
+        DAY2,
+        &profile_yaml(
+            "node9",
+            "2026-11-29T10:00:00+00:00",
+            &[("warm_gpu0_gbps", 1.0)],
+        ),
+    );
+    let h = d.wait_for("/healthz", |h| h["last_load_error"].is_string());
+    let e = h["last_load_error"].as_str().unwrap();
+    assert!(
+        e.contains(DAY2) && e.contains("host `node9`, not of this machine (`node1`)"),
+        "{e}"
+    );
+    assert_eq!(h["profile"]["file"], DAY1);
+    assert_eq!(
+        d.json("/v1/efficiency?path=warm_gpu0_gbps&measured_gbps=1")
+            .1["profile"]["file"],
+        DAY1
+    );
+}
+
+#[test]
+fn a_repeated_query_parameter_or_json_key_is_refused_by_name() {
+    let d = Daemon::tcp(with_day1);
+    let (status, e) = d.json("/v1/efficiency?path=warm_gpu0_gbps&measured_gbps=1&measured_gbps=2");
+    assert_eq!(status, 400, "{e}");
+    assert!(e["error"]
+        .as_str()
+        .unwrap()
+        .contains("`measured_gbps` is given more than once"));
+    let (status, e) = d.json("/v1/profile?format=json&format=yaml");
+    assert_eq!(status, 400, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("`format`"));
+    let r = d.send(
+        "POST",
+        "/v1/profile/run",
+        br#"{"paths":["h2d"],"quick":true,"quick":false}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        json_error(&r).contains("duplicate field `quick`"),
+        "{}",
+        r.text()
+    );
+    assert_eq!(d.json("/v1/profile/run").1["state"], "idle");
+}
+
+#[test]
+fn accept_q_values_are_honoured_and_nothing_acceptable_is_406() {
+    let d = Daemon::tcp(with_day1);
+    let host = "Host: localhost";
+    let kind = |accept: &str| {
+        let r = get_with(
+            &d.target,
+            "/v1/profile",
+            &[host, &format!("Accept: {accept}")],
+        );
+        (r.status, r.header("content-type").map(str::to_string))
+    };
+    let json = Some("application/json".to_string());
+    let yaml = Some("application/yaml".to_string());
+    assert_eq!(kind("application/json;q=0"), (406, json.clone()));
+    assert_eq!(
+        kind("application/json; q=0, */*;q=0.1"),
+        (200, yaml.clone())
+    );
+    assert_eq!(
+        kind("application/yaml;q=0.5, application/json"),
+        (200, json.clone())
+    );
+    assert_eq!(
+        kind("application/json;q=0.4, text/yaml;q=0.6"),
+        (200, yaml.clone())
+    );
+    assert_eq!(kind("*/*;q=0"), (406, json.clone()));
+    assert_eq!(kind("application/*"), (200, yaml));
+    assert_eq!(kind("text/html, application/json;q=0.9"), (200, json));
+    let r = get_with(
+        &d.target,
+        "/v1/profile",
+        &[host, "Accept: application/json;q=0"],
+    );
+    assert!(json_error(&r).contains("cannot answer"), "{}", r.text());
+}
+
+#[test]
+fn errors_hyper_answers_itself_are_json_too() {
+    let d = Daemon::tcp(with_day1);
+    let long = format!(
+        "GET /v1/efficiency?path={} HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "a".repeat(70_000)
+    );
+    let many: String = (0..150).map(|i| format!("X-{i}: y\r\n")).collect();
+    let many = format!("GET /healthz HTTP/1.1\r\nHost: localhost\r\n{many}\r\n");
+    for (req, status, needle) in [
+        (long.as_bytes(), 414, "over 65534 bytes"),
+        (many.as_bytes(), 431, "at most 100 fields"),
+        (
+            &b"GET /healthz HTTP/9.9\r\n\r\n"[..],
+            400,
+            "malformed request",
+        ),
+        (
+            &b"\x00\x01\x02garbage\r\n\r\n"[..],
+            400,
+            "malformed request",
+        ),
+        (
+            &b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n"[..],
+            400,
+            "malformed request",
+        ),
+    ] {
+        let r = raw(&d.target, req);
+        assert_eq!(r.status, status, "{}", r.text());
+        assert!(json_error(&r).contains(needle), "{}", r.text());
+    }
+    // Over the body limit, on TCP: 413, JSON.
+    let big = vec![b' '; 65 * 1024 + 1];
+    let r = d.send("POST", "/v1/profile/run", &big);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(json_error(&r).contains("max_body_bytes"));
+    assert_eq!(d.json("/healthz").0, 200);
+}
+
+/// The rules `promtool check metrics` (promlint) applies to the Prometheus text format: every
+/// family has one HELP and one TYPE, before its samples, named as the samples are; a counter's
+/// name ends in `_total`, no other's does; no type in a name; no camelCase or colons; units in
+/// base units, not abbreviated.
+fn promtool_problems(text: &str) -> Vec<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut problems = Vec::new();
+    let mut help: BTreeSet<&str> = BTreeSet::new();
+    let mut types: BTreeMap<&str, &str> = BTreeMap::new();
+    let prefixes = [
+        "pico", "nano", "micro", "milli", "centi", "deci", "deca", "hecto", "kilo", "kibi", "mega",
+        "mebi", "giga", "gibi", "tera", "tebi", "peta", "pebi",
+    ];
+    let units = [
+        "seconds", "bytes", "meters", "grams", "joules", "volts", "amperes", "celsius",
+    ];
+    let abbreviations = [
+        "s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb", "tb", "pb", "m", "h", "d",
+    ];
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap_or("");
+            if !help.insert(name) {
+                problems.push(format!("second HELP for {name}"));
+            }
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            if types.insert(name, kind).is_some() {
+                problems.push(format!("second TYPE for {name}"));
+            }
+            if !help.contains(name) {
+                problems.push(format!("{name}: no help text"));
+            }
+            if kind == "counter" && !name.ends_with("_total") {
+                problems.push(format!(
+                    "{name}: counter metrics should have \"_total\" suffix"
+                ));
+            }
+            if kind != "counter" && name.ends_with("_total") {
+                problems.push(format!(
+                    "{name}: non-counter metrics should not have \"_total\" suffix"
+                ));
+            }
+            let tokens: Vec<&str> = name.split('_').collect();
+            for t in &tokens {
+                if ["gauge", "counter", "summary", "histogram"].contains(t) {
+                    problems.push(format!("{name}: metric name should not include type '{t}'"));
+                }
+                if abbreviations.contains(t) {
+                    problems.push(format!(
+                        "{name}: metric names should not contain abbreviated units"
+                    ));
+                }
+                if *t == "percent" {
+                    problems.push(format!(
+                        "{name}: use base unit \"ratio\" instead of \"percent\""
+                    ));
+                }
+                for p in prefixes {
+                    if units.iter().any(|u| *t == format!("{p}{u}")) {
+                        problems.push(format!("{name}: use base unit instead of \"{t}\""));
+                    }
+                }
+            }
+            if name.contains(':') || name.chars().any(|c| c.is_ascii_uppercase()) {
+                problems.push(format!("{name}: colons or camelCase"));
+            }
+        } else if line.starts_with('#') {
+            problems.push(format!("not a HELP or TYPE line: {line}"));
+        } else if !line.is_empty() {
+            let name = line.split(['{', ' ']).next().unwrap_or("");
+            if !types.contains_key(name) {
+                problems.push(format!(
+                    "{name}: a sample of no family (its TYPE names another)"
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn metrics_pass_promtools_checks_in_base_units_with_the_old_names_deprecated() {
+    let d = Daemon::tcp(|dir, _| {
+        let mut p = hwc_testkit::ceilings_profile(
+            "node1",
+            "2026-11-28T10:00:00+00:00",
+            &[
+                ("warm_gpu0_peak_gbps", 55.5),
+                ("warm_gpu0_cross_numa_penalty_pct", 12.5),
+            ],
+        );
+        p.measurements.push(hwc_testkit::h2d_measurement(
+            "h2d/cuda-copy/gpu0/local/256MiB/s1",
+            55.5,
+            2.5,
+            20,
+        ));
+        write_profile(dir, DAY1, &hwc_profile::to_yaml(&p).unwrap());
+    });
+    // What `curl URL | promtool check metrics` sends; and no Accept at all.
+    for headers in [
+        &["Host: localhost", "Accept: */*"][..],
+        &["Host: localhost"],
+    ] {
+        let r = get_with(&d.target, "/metrics", headers);
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("content-type"),
+            Some("text/plain; version=0.0.4; charset=utf-8")
+        );
+        let m = r.text();
+        assert_eq!(promtool_problems(&m), Vec::<String>::new(), "{m}");
+        for line in [
+            "# HELP hwceiling_profile_reloads_total Profiles loaded since the daemon started.",
+            "# TYPE hwceiling_profile_reloads_total counter",
+            "hwceiling_profile_reloads_total 1",
+            r#"hwceiling_ceiling_bytes_per_second{path="warm_gpu0_peak_gbps",gpu="gpu0",numa="local"} 55500000000.0"#,
+            r#"hwceiling_ceiling_gbps{path="warm_gpu0_peak_gbps",gpu="gpu0",numa="local"} 55.5"#,
+            r#"hwceiling_ceiling_ratio{path="warm_gpu0_cross_numa_penalty_pct",gpu="gpu0",numa="cross"} 0.125"#,
+            r#"hwceiling_ceiling_pct{path="warm_gpu0_cross_numa_penalty_pct",gpu="gpu0",numa="cross"} 12.5"#,
+            r#"hwceiling_ceiling_source_spread_ratio{path="warm_gpu0_peak_gbps",measurement="h2d/cuda-copy/gpu0/local/256MiB/s1"} 0.025"#,
+        ] {
+            assert!(m.lines().any(|l| l == line), "missing `{line}` in\n{m}");
+        }
+        for old in [
+            "hwceiling_ceiling_gbps",
+            "hwceiling_ceiling_pct",
+            "hwceiling_ceiling_source_spread_pct",
+        ] {
+            assert!(
+                m.lines()
+                    .any(|l| l.starts_with(&format!("# HELP {old} Deprecated"))),
+                "{old}: {m}"
+            );
+        }
     }
 }

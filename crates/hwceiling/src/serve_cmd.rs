@@ -20,9 +20,10 @@ pub struct ServeArgs {
     /// /run/hwceiling/hwceiling.sock].
     #[arg(long, value_name = "PATH", conflicts_with = "listen")]
     pub socket: Option<PathBuf>,
-    /// Listen on TCP instead, e.g. 127.0.0.1:9187 (loopback only without --listen-public).
+    /// Listen on TCP instead, e.g. 127.0.0.1:9187 or localhost:9187 (loopback only without
+    /// --listen-public; a name given here is one requests may name in their Host header).
     #[arg(long, value_name = "ADDR")]
-    pub listen: Option<SocketAddr>,
+    pub listen: Option<String>,
     /// Allow a non-loopback --listen address. Profile runs stay limited to local callers.
     #[arg(long)]
     pub listen_public: bool,
@@ -55,7 +56,7 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 struct FileConfig {
     output_dir: Option<PathBuf>,
     socket: Option<PathBuf>,
-    listen: Option<SocketAddr>,
+    listen: Option<String>,
     listen_public: Option<bool>,
     poll_interval_s: Option<f64>,
     run_grace_s: Option<f64>,
@@ -114,22 +115,29 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         );
     }
     let public = a.listen_public || file.listen_public.unwrap_or(false);
-    let bind = match (&a.socket, a.listen, &file.socket, file.listen) {
-        (Some(s), _, _, _) => Bind::Unix(s.clone()),
-        (None, Some(l), _, _) => Bind::Tcp(l),
-        (None, None, Some(s), _) => Bind::Unix(s.clone()),
-        (None, None, None, Some(l)) => Bind::Tcp(l),
-        (None, None, None, None) => Bind::Unix(hwc_daemon::default_socket_path()),
+    // The TCP address as given (a name is resolved below), or the socket.
+    let listen = match (&a.socket, &a.listen, &file.socket, &file.listen) {
+        (Some(s), _, _, _) => Err(s.clone()),
+        (None, Some(l), _, _) => Ok(l.clone()),
+        (None, None, Some(s), _) => Err(s.clone()),
+        (None, None, None, Some(l)) => Ok(l.clone()),
+        (None, None, None, None) => Err(hwc_daemon::default_socket_path()),
     };
-    match &bind {
-        Bind::Tcp(addr) => hwc_daemon::check_listen_addr(*addr, public)?,
+    let mut host_names = Vec::new();
+    let bind = match listen {
+        Ok(spec) => {
+            let (addr, name) = hwc_daemon::resolve_listen(&spec)?;
+            hwc_daemon::check_listen_addr(addr, public)?;
+            host_names.extend(name);
+            Bind::Tcp(addr)
+        }
         // Said and then ignored, it would read as if a public address were served.
-        Bind::Unix(path) if public => bail!(
+        Err(path) if public => bail!(
             "listen_public applies to a TCP address (--listen), not to the socket {}",
             path.display()
         ),
-        Bind::Unix(_) => {}
-    }
+        Err(path) => Bind::Unix(path),
+    };
     let program = std::env::current_exe().context("cannot find this executable to run profiles")?;
     let mut config = Config::new(&output_dir, program);
     let seconds = |cli: Option<f64>, file: Option<f64>, default: Duration| {
@@ -141,6 +149,7 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         seconds(None, file.header_read_timeout_s, config.header_read_timeout);
     config.max_connections = file.max_connections.unwrap_or(config.max_connections);
     config.max_body_bytes = file.max_body_bytes.unwrap_or(config.max_body_bytes);
+    config.host_names = host_names;
 
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -42,6 +42,8 @@ impl Daemon {
         let mut config = Config::new(dir.path(), "/bin/false");
         config.poll_interval = Duration::from_millis(50);
         config.header_read_timeout = Duration::from_millis(500);
+        // The fixtures are of made-up hosts: the tests of the hostname check set their own.
+        config.hostname = None;
         setup(dir.path(), &mut config);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (target_tx, target_rx) = std::sync::mpsc::channel();
