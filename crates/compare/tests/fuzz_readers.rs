@@ -2,7 +2,7 @@
 //! hostile cases we know (a negative median, a key twice, an escape-laden hostname, 1e308, -0,
 //! deep nesting, aliases), are read and then rendered by every consumer — report, compare,
 //! efficiency, qualify (text and JUnit) — and none may panic. CI runs a bounded count;
-//! `HWC_FUZZ_CASES=N` runs more (docs/testing.md says how long the local run was).
+//! `HWC_FUZZ_CASES=N` runs more.
 
 use hwc_compare::compare::{self, Node, Options};
 use hwc_compare::{efficiency, junit, qualify, Tolerance};
