@@ -37,6 +37,62 @@ pub fn yaml_options() -> serde_saphyr::Options {
     }
 }
 
+/// A YAML reader's error as one line in the words of someone editing the file: where it is and
+/// what is wrong, never the parser's own option names (`DuplicateKeyPolicy`) or debug output
+/// (`Nodes { nodes: 250001 }`).
+pub fn yaml_message(e: &serde_saphyr::Error) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    use serde_saphyr::Error as E;
+    let mut inner = e;
+    while let E::WithSnippet { error, .. } | E::AliasError { error, .. } = inner {
+        inner = error;
+    }
+    let at = inner
+        .location()
+        .filter(|l| l.line() > 0)
+        .map(|l| format!("line {} column {}: ", l.line(), l.column()))
+        .unwrap_or_default();
+    let too = |what: &str| {
+        format!("{at}too {what} for an hwceiling file (a profile or spec this large is not one)")
+    };
+    match inner {
+        E::DuplicateMappingKey { key: Some(k), .. } => {
+            format!("{at}the key `{k}` appears twice in one mapping: keep one of them")
+        }
+        E::DuplicateMappingKey { key: None, .. } => {
+            format!("{at}a key appears twice in one mapping: keep one of them")
+        }
+        E::Budget { breach, .. } => match breach {
+            // The count is the one that went past the limit.
+            B::Nodes { nodes } => too(&format!("many values (over {})", nodes.saturating_sub(1))),
+            B::Events { events } => too(&format!(
+                "many YAML elements (over {})",
+                events.saturating_sub(1)
+            )),
+            B::Depth { depth } => too(&format!("deeply nested ({depth} levels)")),
+            B::Aliases { .. } | B::AliasAnchorRatio { .. } => {
+                format!("{at}too many aliases (`*name`): hwceiling files use none")
+            }
+            B::Anchors { .. } => {
+                format!("{at}too many anchors (`&name`): hwceiling files use none")
+            }
+            B::Documents { .. } => format!("{at}more than one YAML document (`---`): keep one"),
+            B::ScalarBytes { .. } => too("much text"),
+            B::MergeKeys { .. } => {
+                format!("{at}too many merge keys (`<<`): hwceiling files use none")
+            }
+            _ => format!(
+                "{at}not a well-formed hwceiling file (its structure is unbalanced or too large)"
+            ),
+        },
+        _ => {
+            let msg = e.to_string();
+            let line = msg.lines().next().unwrap_or(&msg);
+            line.trim_start_matches("error: ").to_string()
+        }
+    }
+}
+
 /// The text of `path`, refusing more than `max_bytes` (checked while reading, so a file that
 /// grows or a FIFO cannot get past it).
 pub fn read_text_capped(path: &Path, max_bytes: u64) -> Result<String, ReadError> {
@@ -104,6 +160,33 @@ mod tests {
             "{:?}",
             t.elapsed()
         );
+    }
+
+    #[test]
+    fn parser_words_do_not_reach_the_user() {
+        let e = from_yaml("schema_version: 1\nschema_version: 1\nwarnings: []\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "not a valid hwceiling profile: line 2 column 1: the key `schema_version` appears \
+             twice in one mapping: keep one of them"
+        );
+        let mut big = String::from("schema_version: 1\nwarnings: []\nx:\n");
+        big.push_str(&" - 1\n".repeat(260_000));
+        let e = from_yaml(&big).unwrap_err().to_string();
+        assert!(
+            e.contains("line 249997 column 4: too many values (over 250000) for an hwceiling file"),
+            "{e}"
+        );
+        let deep = format!(
+            "schema_version: 1\nwarnings: []\nx: {}{}",
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        let e = from_yaml(&deep).unwrap_err().to_string();
+        assert!(e.contains("too deeply nested"), "{e}");
+        assert!(!e.contains("budget") && !e.contains('{'), "{e}");
     }
 
     #[test]

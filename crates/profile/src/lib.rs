@@ -25,7 +25,7 @@ pub mod names;
 pub mod nvme;
 mod validate;
 pub use file::{
-    read_profile, read_profile_with_text, read_text_capped, yaml_options, ReadError,
+    read_profile, read_profile_with_text, read_text_capped, yaml_message, yaml_options, ReadError,
     MAX_PROFILE_BYTES,
 };
 pub use validate::{damaged, usable_ceiling};
@@ -461,7 +461,7 @@ struct VersionProbe {
 /// Read a profile, refusing other schema versions with a clear message.
 pub fn from_yaml(text: &str) -> Result<Profile, ProfileError> {
     let probe: VersionProbe = serde_saphyr::from_str_with_options(text, yaml_options())
-        .map_err(|e| ProfileError::Yaml(first_line(&e.to_string())))?;
+        .map_err(|e| ProfileError::Yaml(yaml_message(&e)))?;
     let version = match probe.schema_version {
         None => return Err(ProfileError::NoVersion),
         Some(v) if v > SCHEMA_VERSION => return Err(ProfileError::Newer { found: v }),
@@ -471,7 +471,7 @@ pub fn from_yaml(text: &str) -> Result<Profile, ProfileError> {
     if probe.warnings.is_none() {
         return Err(ProfileError::CutShort);
     }
-    let yaml = |e: serde_saphyr::Error| ProfileError::Yaml(first_line(&e.to_string()));
+    let yaml = |e: serde_saphyr::Error| ProfileError::Yaml(yaml_message(&e));
     if version == 1 {
         // Version 1: read as written, then upgraded (`hwc_model::v1`).
         let old: hwc_model::v1::V1Profile =
@@ -490,11 +490,6 @@ fn intact(p: Profile) -> Result<Profile, ProfileError> {
 
 /// The oldest profile schema this build reads (and upgrades to [`SCHEMA_VERSION`]).
 pub const OLDEST_SCHEMA_VERSION: u32 = 1;
-
-fn first_line(s: &str) -> String {
-    let line = s.lines().next().unwrap_or(s);
-    line.trim_start_matches("error: ").to_string()
-}
 
 #[cfg(test)]
 mod tests;
