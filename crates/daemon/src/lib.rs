@@ -10,13 +10,16 @@
 //! | endpoint | answer |
 //! |---|---|
 //! | `GET /healthz` | liveness, the loaded profile's file (and whether it is complete, and a newer incomplete one passed over), the run state |
-//! | `GET /v1/profile` | the profile, YAML (as written) or JSON by `Accept` or `?format=` |
+//! | `GET /v1/profile` | the profile, YAML (as written) or JSON by `Accept` (q-values; 406 for nothing acceptable) or `?format=` |
 //! | `GET /v1/ceilings` | the flat `ceilings:` map (JSON) |
 //! | `GET /v1/efficiency?path=KEY&measured_gbps=X` | measured / ceiling, the ceiling, the profile |
-//! | `GET /metrics` | Prometheus/OpenMetrics text: one gauge per ceiling, the profile's age |
+//! | `GET /metrics` | Prometheus text 0.0.4, or OpenMetrics by `Accept`: one gauge per ceiling (base units), the profile's age |
 //! | `POST /v1/profile/run` | start `hwceiling profile` in a child process (local callers) |
 //! | `GET /v1/profile/run` | the run's state and progress |
 //! | `DELETE /v1/profile/run` | stop the run: its case in flight stops at its next repetition (local callers) |
+//!
+//! Every request passes the `guard` module first (a foreign `Host` or `Origin`: 403; a POST that is not
+//! JSON: 415), and every error is JSON, hyper's own (400, 414, 431) too.
 
 use std::future::Future;
 use std::net::SocketAddr;

@@ -194,6 +194,8 @@ where
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(read_timeout)
+        // A client that shuts its sending side after its request still gets the answer.
+        .half_close(true)
         .max_headers(MAX_HEADERS)
         .max_buf_size(MAX_HEAD_BYTES)
         .serve_connection(TokioIo::new(JsonErrors::new(io)), service);
