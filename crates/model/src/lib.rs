@@ -10,6 +10,7 @@ pub mod ceiling_key;
 pub mod cpulist;
 pub mod engine;
 pub mod long_tests;
+pub mod pcie;
 pub mod plan;
 pub mod profile;
 pub mod results;

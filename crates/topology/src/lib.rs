@@ -13,6 +13,7 @@ mod numa;
 mod nvme;
 mod parse;
 mod pci;
+pub mod pcie_config;
 mod routing;
 mod tools;
 
