@@ -441,11 +441,7 @@ impl Store {
     /// Why `p` is not to be served here: it is of another host.
     fn other_host(&self, p: &Profile) -> Option<String> {
         let me = self.hostname.as_deref()?;
-        let host = p
-            .platform
-            .hostname
-            .as_deref()
-            .or(p.provenance.hostname.as_deref())?;
+        let host = hwc_model::carry::host_of(p)?;
         (host != me).then(|| format!("a profile of host `{host}`, not of this machine (`{me}`)"))
     }
 
@@ -475,8 +471,12 @@ impl Store {
         let read = hwc_profile::read_profile_with_text(&c.path)
             .map_err(|e| e.to_string())
             .and_then(|(profile, text)| match self.other_host(&profile) {
-                Some(why) => Err(format!("{}: {why}: not served", c.path.display())),
-                None => Ok((profile, text)),
+                // The quiet search for write ceilings takes it as it is: the rule refuses
+                // another host's write ceilings, and says so.
+                Some(why) if loud == Loud::Yes => {
+                    Err(format!("{}: {why}: not served", c.path.display()))
+                }
+                _ => Ok((profile, text)),
             });
         match read {
             Ok((profile, text)) => {
@@ -1345,6 +1345,40 @@ mod tests {
         put_nvme(d.path(), DAY2, &["S1"], None);
         refresh(&store);
         assert_eq!(writes(&store), Some((DAY1.into(), carried())));
+    }
+
+    #[test]
+    fn another_hosts_profile_is_not_served_and_its_write_run_is_named_as_such() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(d.path().to_path_buf(), Some("node1".into()));
+        put_nvme(d.path(), DAY2, &["S1"], None);
+        // Another host's write run, older: passed by the search, with the rule's reason.
+        let p = hwc_testkit::ceilings_profile("node9", &finished_at(DAY1), &[]);
+        let p = hwc_testkit::with_nvme(p, &["S1"], Some(5.0));
+        std::fs::write(d.path().join(DAY1), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        assert_eq!(
+            writes(&store),
+            Some((
+                DAY1.into(),
+                WriteCarry::Refused {
+                    reason: "its run was on host node9, this one on node1".into()
+                }
+            ))
+        );
+        assert_eq!(store.last_error(), None);
+        // Another host's newer profile: refused, said, and forgotten once removed.
+        let p = hwc_testkit::ceilings_profile("node9", &finished_at(DAY3), &[]);
+        std::fs::write(d.path().join(DAY3), hwc_profile::to_yaml(&p).unwrap()).unwrap();
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        let e = store.last_error().unwrap();
+        assert!(
+            e.contains("a profile of host `node9`, not of this machine (`node1`)"),
+            "{e}"
+        );
+        std::fs::remove_file(d.path().join(DAY3)).unwrap();
+        refresh(&store);
+        assert_eq!(store.last_error(), None);
     }
 
     #[test]
