@@ -4,6 +4,7 @@
 //! the command and puts everything back when it ends; without one it leaves the drives bound
 //! until `hwceiling restore`.
 
+use crate::out::{println_or_warn, say};
 use crate::signals;
 use anyhow::{anyhow, Result};
 use clap::Args;
@@ -63,12 +64,12 @@ pub fn run(a: &BindArgs) -> Result<i32> {
         &command_line,
         &mut |p| {
             match p {
-                Progress::Hugepages { node, bytes } => eprintln!(
+                Progress::Hugepages { node, bytes } => say!(
                     "hwceiling: hugepages: {} MiB free{}",
                     bytes >> 20,
                     node.map(|n| format!(" on node {n}")).unwrap_or_default()
                 ),
-                Progress::Drive { bdf, step } => eprintln!("hwceiling: {bdf}: {}", step.as_str()),
+                Progress::Drive { bdf, step } => say!("hwceiling: {bdf}: {}", step.as_str()),
             }
             if let Some(d) = delay {
                 std::thread::sleep(d);
@@ -79,29 +80,31 @@ pub fn run(a: &BindArgs) -> Result<i32> {
         Ok(b) => b,
         // Interrupted while binding: what was done is already put back.
         Err(e) if signals::CANCEL.load(Ordering::SeqCst) => {
-            eprintln!("hwceiling: {e}");
+            say!("hwceiling: {e}");
             return Ok(130);
         }
         Err(e) => return Err(e.into()),
     };
+    // What is printed from here on must not stop the command: the drives are bound, and a
+    // failed print (said on stderr) neither undoes that nor leaves it half done.
     for (c, from) in &bound.drives {
-        match from {
-            None => println!("{} ({}) already was on {}", c.name, c.bdf, cfg.driver),
-            Some(from) => println!(
+        println_or_warn(&match from {
+            None => format!("{} ({}) already was on {}", c.name, c.bdf, cfg.driver),
+            Some(from) => format!(
                 "{} ({}) moved from {} to {}",
                 c.name,
                 c.bdf,
                 from.as_deref().unwrap_or("no driver"),
                 cfg.driver
             ),
-        }
+        });
     }
     let Some((program, args)) = a.command.split_first() else {
         let kept = bound.journal.leave();
-        println!(
+        println_or_warn(&format!(
             "{} change(s) left in place; `hwceiling restore` puts them back",
             kept.len()
-        );
+        ));
         return Ok(0);
     };
     let status = run_child(program, args);

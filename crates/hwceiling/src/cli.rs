@@ -138,11 +138,11 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "SECONDS", value_parser = parse_idle_max, requires = "nvme_long_tests")]
     pub nvme_idle_max_s: Option<f64>,
     /// The gc-settle test's sustained writes, seconds (default 600, at least 3).
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(3..=86_400), requires = "nvme_long_tests")]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_gc_write_s, requires = "nvme_long_tests")]
     pub nvme_gc_write_s: Option<u64>,
     /// The longest the gc-settle test waits for reads to settle after its writes, seconds
     /// (default 600).
-    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(0..=86_400), requires = "nvme_long_tests")]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_gc_settle_max_s, requires = "nvme_long_tests")]
     pub nvme_gc_settle_max_s: Option<u64>,
     /// NVMe drives the SPDK engines may hand to vfio-pci for their cases (named as --drives;
     /// each refused unless nothing on it can be lost: not mounted, partitioned, held, signed or
@@ -207,6 +207,30 @@ pub fn parse_idle_max(s: &str) -> Result<f64, String> {
         )),
         Err(_) => Err(format!(
             "`{s}` is not a number of seconds (examples: 0.5, 60)"
+        )),
+    }
+}
+
+/// Seconds for `--nvme-gc-write-s`: 3 (enough writes for the drive to start collecting) to a day.
+pub fn parse_gc_write_s(s: &str) -> Result<u64, String> {
+    whole_seconds(s, 3, "the gc-settle test's writes")
+}
+
+/// Seconds for `--nvme-gc-settle-max-s`: 0 to a day.
+pub fn parse_gc_settle_max_s(s: &str) -> Result<u64, String> {
+    whole_seconds(s, 0, "the gc-settle test's wait for reads to settle")
+}
+
+/// Whole seconds from `min` to a day (86400); `what` names what lasts that long, in the user's
+/// terms (clap's own range message, `1 is not in 3..=86400`, says neither).
+fn whole_seconds(s: &str, min: u64, what: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(v) if (min..=86_400).contains(&v) => Ok(v),
+        Ok(_) => Err(format!(
+            "{what} must last from {min} to 86400 seconds (a day)"
+        )),
+        Err(_) => Err(format!(
+            "`{s}` is not a whole number of seconds (examples: 60, 600)"
         )),
     }
 }

@@ -71,7 +71,7 @@ pub fn run(a: &CompareArgs) -> Result<i32> {
         }
         (render(a.format, &r, compare::render_fleet)?, r.regressions)
     };
-    print!("{text}");
+    crate::out::print(&text)?;
     Ok(if regressions > 0 { 1 } else { 0 })
 }
 

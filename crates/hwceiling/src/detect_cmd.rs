@@ -12,7 +12,7 @@ pub fn run(a: &DetectArgs) -> Result<i32> {
         Format::Yaml => serde_saphyr::to_string(&t).context("serialising to YAML")?,
         Format::Text => summary(&t),
     };
-    print!("{text}");
+    crate::out::print(&text)?;
     Ok(0)
 }
 

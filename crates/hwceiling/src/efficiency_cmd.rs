@@ -101,7 +101,7 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
         Format::Yaml => serde_saphyr::to_string(&v).context("serialising to YAML")?,
         Format::Text => render_text(&v),
     };
-    print!("{text}");
+    crate::out::print(&text)?;
     Ok(0)
 }
 

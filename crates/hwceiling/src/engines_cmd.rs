@@ -36,11 +36,12 @@ pub fn run(a: &EnginesArgs) -> Result<i32> {
             }),
         })
         .collect();
-    match a.format {
-        Format::Text => print!("{}", render(&listed)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&listed)?),
-        Format::Yaml => print!("{}", serde_saphyr::to_string(&listed)?),
-    }
+    let text = match a.format {
+        Format::Text => render(&listed),
+        Format::Json => serde_json::to_string_pretty(&listed)? + "\n",
+        Format::Yaml => serde_saphyr::to_string(&listed)?,
+    };
+    crate::out::print(&text)?;
     Ok(0)
 }
 

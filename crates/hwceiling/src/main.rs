@@ -4,9 +4,15 @@
 //! Data flows one way: detect → plan → run → render. This binary owns the command line,
 //! progress, signals and exit codes; a run is `hwc_session`'s, everything else lives in the
 //! library crates.
+//!
+//! Nothing here prints with `println!`/`eprintln!`, which panic when the write fails: output
+//! goes through [`out`] (a closed pipe ends output quietly, another write error is one line and
+//! exit 1).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use anyhow::Result;
 use clap::Parser;
+use out::say;
 
 mod bind_cmd;
 mod cli;
@@ -14,6 +20,7 @@ mod compare_cmd;
 mod detect_cmd;
 mod efficiency_cmd;
 mod engines_cmd;
+mod out;
 mod profile_cmd;
 mod progress;
 mod qualify_cmd;
@@ -30,6 +37,7 @@ fn main() {
         std::process::exit(hwc_engine_cufile::strict::child_main());
     }
     restore_on_panic();
+    ignore_file_size_signal();
     let args = match cli::Cli::try_parse() {
         Ok(a) => a,
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -51,11 +59,21 @@ fn main() {
     let code = match run(args) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("hwceiling: error: {}", one_line(&e));
+            say!("hwceiling: error: {}", one_line(&e));
             1
         }
     };
     std::process::exit(code);
+}
+
+/// A write past the file-size limit (`ulimit -f`) fails with EFBIG, which every write reports
+/// (and whose temp file is removed), instead of SIGXFSZ killing the process mid-write and leaving
+/// the temp file behind. Children this process starts (SPDK's perf, the cufile check) inherit
+/// it across exec: in them too a write past the limit fails with EFBIG rather than killing.
+fn ignore_file_size_signal() {
+    // SAFETY: sets the disposition of one signal to SIG_IGN; no handler runs, and no other
+    // thread exists yet.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
 }
 
 /// A panic restores the system changes this process made (drives bound to a userspace driver,
@@ -77,10 +95,10 @@ pub(crate) fn report_restore(
         None => {}
         Some(Ok(restored)) => {
             for x in restored.iter().filter(|x| x.acted) {
-                eprintln!("hwceiling: restored: {x}");
+                say!("hwceiling: restored: {x}");
             }
         }
-        Some(Err(e)) => eprintln!("hwceiling: error: {e}"),
+        Some(Err(e)) => say!("hwceiling: error: {e}"),
     }
 }
 
@@ -101,7 +119,7 @@ fn run(args: cli::Cli) -> Result<i32> {
 
 /// Bad input: one line on stderr, exit 2 (clap's usage block is one `--help` away).
 fn bad_command_line(msg: &str) -> ! {
-    eprintln!("hwceiling: {msg} (see `hwceiling --help`)");
+    say!("hwceiling: {msg} (see `hwceiling --help`)");
     std::process::exit(2);
 }
 

@@ -3,6 +3,7 @@
 //! closing summary. And `hwceiling report`.
 
 use crate::cli::{ProfileArgs, ReportArgs};
+use crate::out::{self, say};
 use crate::progress::Progress;
 use crate::signals;
 use anyhow::{Context, Result};
@@ -32,14 +33,14 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     if a.dry_run {
         let (plan, notes) = hwc_session::plan_only(&config, a.fsroot.as_deref(), &signals::CANCEL)?;
         for n in notes {
-            eprintln!("note: {n}");
+            say!("note: {n}");
         }
-        print!("{}", render_plan(&plan));
+        out::print(&render_plan(&plan))?;
         return Ok(0);
     }
     let prepared = hwc_session::prepare(&config, GIT_REVISION, &signals::CANCEL)?;
     for n in &prepared.notes {
-        eprintln!("note: {n}");
+        say!("note: {n}");
     }
     signals::install();
     let mut progress = Progress::new(prepared.plan.cases.len());
@@ -50,7 +51,13 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
         files::replace(path, &json)
             .with_context(|| format!("the run's files are written, but not {}", path.display()))?;
     }
-    println!("{}", closing_summary(&done.profile, &done.files));
+    // The files are written: a summary that cannot be printed is said, not a failed run.
+    if let Err(e) = out::println(&closing_summary(&done.profile, &done.files)) {
+        say!(
+            "hwceiling: warning: {e}; the run's files are written: {}",
+            done.files.profile.display()
+        );
+    }
     Ok(if done.profile.provenance.interrupted {
         130
     } else {
@@ -168,7 +175,7 @@ pub fn report(a: &ReportArgs) -> Result<i32> {
     let md = hwc_report::render(&profile);
     match &a.output {
         Some(path) => write_report(path, &md)?,
-        None => print!("{md}"),
+        None => out::print(&md)?,
     }
     Ok(0)
 }

@@ -68,6 +68,6 @@ pub fn run(a: &QualifyArgs) -> Result<i32> {
         }
         Format::Yaml => serde_saphyr::to_string(&report).context("serialising to YAML")?,
     };
-    print!("{out}");
+    crate::out::print(&out)?;
     Ok(if report.ok() { 0 } else { 1 })
 }

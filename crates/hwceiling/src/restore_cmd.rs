@@ -17,14 +17,18 @@ pub struct RestoreArgs {
 pub fn run(a: &RestoreArgs) -> Result<i32> {
     let dir = a.journal_dir.clone().unwrap_or_else(journal::dir);
     match journal::restore_left_over(&dir, &hwc_safety::Live::default())? {
-        None => println!("nothing to restore: no journal in {}", dir.display()),
+        // The journal is acted on before anything is printed: a failed print loses no change.
+        None => crate::out::println_or_warn(&format!(
+            "nothing to restore: no journal in {}",
+            dir.display()
+        )),
         Some((file, restored)) => {
-            println!(
+            crate::out::println_or_warn(&format!(
                 "restored what pid {} ({}) changed, newest first:",
                 file.pid, file.command
-            );
+            ));
             for r in restored {
-                println!("  {r}");
+                crate::out::println_or_warn(&format!("  {r}"));
             }
         }
     }

@@ -42,7 +42,7 @@ fn restore_and_exit(read_fd: libc::c_int) {
     // the unbind would wait for ever. Exit at once; the journal stays for `hwceiling restore`.
     #[cfg(feature = "spdk")]
     if hwc_engine_spdk::native::holds_drives() {
-        eprintln!(
+        crate::out::say!(
             "hwceiling: stopped; the native SPDK engine held the drives in this process, so they \
              are still on vfio-pci: run `hwceiling restore` to put them back"
         );

@@ -3,8 +3,10 @@
 //! work and nothing is created; a write that fails leaves no temp file behind.
 //!
 //! Failed writes are forced without root or a mount: the child runs under a small
-//! `RLIMIT_FSIZE` with `SIGXFSZ` ignored, so a write past the limit fails with EFBIG ("File too
-//! large") exactly where a full disk would fail with ENOSPC.
+//! `RLIMIT_FSIZE`, so a write past the limit fails with EFBIG ("File too large") exactly where a
+//! full disk would fail with ENOSPC. The binary ignores `SIGXFSZ` itself (the default would kill
+//! it mid-write); the child is started both with it ignored and with the default. Where the
+//! tests run as root, a small tmpfs stands in for a full disk.
 
 use hwc_testkit::{mkfifo, names_in};
 use std::os::unix::process::CommandExt;
@@ -21,6 +23,13 @@ fn run(args: &[&str]) -> Output {
 
 /// Run with every regular file the child writes capped at `max_bytes`.
 fn run_with_file_size_limit(args: &[&str], max_bytes: u64) -> Output {
+    limited(args, max_bytes, true)
+}
+
+/// Run with every regular file the child writes capped at `max_bytes`; `SIGXFSZ` ignored as the
+/// child starts, or left at its default (which kills a process writing past the limit, as
+/// `ulimit -f` in a shell does, unless the process ignores it itself).
+fn limited(args: &[&str], max_bytes: u64, ignore_sigxfsz: bool) -> Output {
     let mut cmd = bin();
     cmd.args(args);
     // SAFETY: between fork and exec the closure only calls `signal` and `setrlimit`, both
@@ -28,7 +37,12 @@ fn run_with_file_size_limit(args: &[&str], max_bytes: u64) -> Output {
     // the binary gets EFBIG from a write past the limit instead of being killed by SIGXFSZ.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR {
+            let disposition = if ignore_sigxfsz {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            if libc::signal(libc::SIGXFSZ, disposition) == libc::SIG_ERR {
                 return Err(std::io::Error::last_os_error());
             }
             let limit = libc::rlimit {
@@ -55,6 +69,24 @@ fn one_line_error(o: &Output, needle: &str) -> String {
     assert!(e.starts_with("hwceiling: error: "), "{e}");
     assert!(e.contains(needle), "{e}");
     e
+}
+
+/// A failed run's last line is its error; the lines before it are its progress (`[i/N] …`) and
+/// warnings.
+fn last_line_error(o: &Output, needle: &str) -> String {
+    assert_eq!(o.status.code(), Some(1), "stderr: {}", stderr(o));
+    let e = stderr(o);
+    let lines: Vec<&str> = e.lines().collect();
+    let (last, before) = lines.split_last().expect("an error line");
+    assert!(last.starts_with("hwceiling: error: "), "{e}");
+    assert!(last.contains(needle), "{e}");
+    for l in before {
+        assert!(
+            l.starts_with('[') || l.starts_with("hwceiling: warning: "),
+            "not progress or a warning: {l}\n{e}"
+        );
+    }
+    last.to_string()
 }
 
 fn s(p: &Path) -> &str {
@@ -263,9 +295,13 @@ fn a_profile_whose_files_cannot_be_written_leaves_no_temp_file() {
     // The probe passes; every running record and the raw JSON (each far over 512 bytes) fail,
     // as on a full disk. The run ends with the raw record's error, and no temp file is left.
     let o = run_with_file_size_limit(&args, 512);
-    let e = one_line_error(&o, "File too large");
+    let e = last_line_error(&o, "File too large");
     assert!(
         e.contains("cannot write ") && e.contains("hardware_raw_") && !e.contains(".tmp-"),
+        "{e}"
+    );
+    assert!(
+        e.ends_with("its figures are only in the lines printed above"),
         "{e}"
     );
     assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
@@ -303,4 +339,179 @@ fn a_profile_folder_named_in_bytes_that_are_not_utf8_is_written() {
         "{}",
         p.provenance.command_line
     );
+}
+
+#[test]
+fn a_file_size_limit_fails_report_o_in_one_line_instead_of_killing_it() {
+    // `ulimit -f` in a shell: SIGXFSZ at its default would kill the process mid-write, leaving
+    // `.r.md.tmp-<pid>`. The binary ignores it, so the write fails, is said, and is cleaned up.
+    let d = tempfile::tempdir().unwrap();
+    let (profile, _) = profile_and_spec(d.path());
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let md = out.join("r.md");
+    let o = limited(&["report", s(&profile), "-o", s(&md)], 100, false);
+    let e = one_line_error(&o, "File too large");
+    assert!(e.contains(&format!("cannot write {}", s(&md))), "{e}");
+    assert!(names_in(&out).is_empty(), "{:?}", names_in(&out));
+}
+
+/// The cases a running (or raw) record holds.
+fn cases_in_record(path: &Path) -> usize {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    ["results", "waived", "failures"]
+        .iter()
+        .map(|k| v[k].as_array().map_or(0, Vec::len))
+        .sum()
+}
+
+/// The number after `prefix` in `s`.
+fn number_after(s: &str, prefix: &str) -> usize {
+    let at = s
+        .find(prefix)
+        .unwrap_or_else(|| panic!("no `{prefix}` in {s}"))
+        + prefix.len();
+    s[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number after `{prefix}` in {s}"))
+}
+
+#[test]
+fn a_failed_save_of_the_running_record_is_told_at_once_and_the_error_counts_what_is_on_disk() {
+    let d = tempfile::tempdir().unwrap();
+    // How large the whole record of a null run is here (its topology is this machine's).
+    let full = d.path().join("full");
+    let o = run(&["profile", "--engines", "null", "-o", s(&full)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let raw = names_in(&full)
+        .into_iter()
+        .find(|n| n.starts_with("hardware_raw_"))
+        .unwrap();
+    let planned = cases_in_record(&full.join(&raw));
+    let limit = std::fs::metadata(full.join(&raw)).unwrap().len() / 2;
+
+    // Capped at half of that, the running record saves while it is small, then fails: as a disk
+    // that fills during the run.
+    let dir = d.path().join("p");
+    let o = limited(
+        &["profile", "--engines", "null", "-o", s(&dir)],
+        limit,
+        false,
+    );
+    let last = last_line_error(&o, "File too large");
+    let e = stderr(&o);
+    let lines: Vec<&str> = e.lines().collect();
+    let warned = lines
+        .iter()
+        .position(|l| l.starts_with("hwceiling: warning: the running record was not saved"))
+        .unwrap_or_else(|| panic!("no warning:\n{e}"));
+    let warning = lines[warned];
+    let after = number_after(warning, "after case ");
+    assert!(after > 1 && after < planned, "{warning}");
+    // At once: right after the case whose save failed, before the next case's line.
+    assert!(
+        lines[warned - 1].starts_with(&format!("[{after}/{planned}] ")),
+        "{e}"
+    );
+    assert!(
+        lines[warned + 1].starts_with(&format!("[{}/{planned}] ", after + 1)),
+        "{e}"
+    );
+    assert!(
+        warning.contains("File too large (os error 27)"),
+        "{warning}"
+    );
+    let held = number_after(warning, "on disk holds ");
+    assert_eq!(held, after - 1, "{warning}");
+    // Said once for one cause, not after every case.
+    assert_eq!(e.matches("hwceiling: warning:").count(), 1, "{e}");
+
+    // The end says how many cases the record on disk holds, and it does hold them.
+    let partial = raw.replace(".json", ".partial.json");
+    assert!(
+        last.contains(&format!(
+            "no profile written: {} holds only {held} of the {planned} cases that finished",
+            s(&dir.join(&partial))
+        )),
+        "{last}"
+    );
+    assert_eq!(names_in(&dir), std::slice::from_ref(&partial));
+    assert_eq!(cases_in_record(&dir.join(&partial)), held);
+}
+
+/// A tmpfs of `size` mounted at a new folder of `parent`, unmounted when dropped; None (with the
+/// reason printed) where this process cannot mount one.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(parent: &Path, size: &str) -> Option<Tmpfs> {
+        use std::ffi::CString;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            println!("SKIPPED: mounting a small tmpfs needs root");
+            return None;
+        }
+        let dir = parent.join(format!("tmpfs-{size}"));
+        std::fs::create_dir(&dir).unwrap();
+        let target = CString::new(s(&dir)).unwrap();
+        let options = CString::new(format!("size={size}")).unwrap();
+        // SAFETY: every pointer is a NUL-terminated string that outlives the call.
+        let r = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                target.as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                options.as_ptr().cast(),
+            )
+        };
+        if r != 0 {
+            println!(
+                "SKIPPED: cannot mount a tmpfs: {}",
+                std::io::Error::last_os_error()
+            );
+            return None;
+        }
+        Some(Tmpfs(dir))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let target = std::ffi::CString::new(s(&self.0)).unwrap();
+        // SAFETY: a NUL-terminated path that outlives the call; MNT_DETACH cannot block on a
+        // busy mount.
+        unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+#[test]
+fn a_run_whose_files_cannot_fit_is_refused_before_it_measures() {
+    let d = tempfile::tempdir().unwrap();
+    // 10 cases whose files and running record take about 130 KiB at their peak: 128 KiB
+    // cannot hold them.
+    let Some(small) = Tmpfs::mount(d.path(), "128k") else {
+        return;
+    };
+    let dir = small.0.join("p");
+    let o = run(&["profile", "--engines", "null", "-o", s(&dir)]);
+    let e = one_line_error(&o, "not enough room in ");
+    assert!(
+        e.contains(&format!("not enough room in {}: ", s(&dir)))
+            && e.contains("this run of 10 case(s) writes up to about")
+            && e.contains("-o DIR"),
+        "{e}"
+    );
+    assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
+    drop(small);
+    // With room for it, the same run is not refused: the estimate is not wildly high.
+    let Some(roomy) = Tmpfs::mount(d.path(), "1m") else {
+        return;
+    };
+    let dir = roomy.0.join("p");
+    let o = run(&["profile", "--engines", "null", "-o", s(&dir)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(names_in(&dir).len(), 3, "{:?}", names_in(&dir));
 }

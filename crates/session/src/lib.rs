@@ -20,6 +20,7 @@ pub mod engines;
 pub mod files;
 mod nvme;
 mod record;
+pub mod room;
 pub mod spdk;
 
 pub use check::check;
@@ -55,13 +56,72 @@ pub enum SessionError {
     Profile(#[from] hwc_profile::ProfileError),
     #[error("serialising the raw record: {0}")]
     Json(serde_json::Error),
-    /// The run's files could not be written; what it measured is in the running record.
-    #[error("no profile written; the cases measured are in {}", partial.display())]
+    /// The run's files could not be written (`cause`: why, with its own cause); what the
+    /// running record on disk holds is said, not presumed.
+    #[error("{cause}; no profile written: {}", held_text(partial, *held, *finished, *planned))]
     NotWritten {
+        cause: String,
         partial: PathBuf,
-        #[source]
-        source: FileError,
+        /// Cases in the running record on disk; None where there is none.
+        held: Option<usize>,
+        /// Cases that finished, and that the plan has.
+        finished: usize,
+        planned: usize,
     },
+}
+
+/// What the running record on disk holds, after the run's files could not be written.
+fn held_text(partial: &Path, held: Option<usize>, finished: usize, planned: usize) -> String {
+    match held {
+        Some(n) if n >= finished => format!(
+            "every case that finished ({n} of {planned}) is in {}",
+            partial.display()
+        ),
+        Some(n) if n > 0 => format!(
+            "{} holds only {n} of the {finished} cases that finished ({planned} planned); the \
+             others' figures are only in the lines printed above",
+            partial.display()
+        ),
+        _ => format!(
+            "nothing of this run is on disk ({} could not be saved either); its figures are \
+             only in the lines printed above",
+            partial.display()
+        ),
+    }
+}
+
+/// A file error and its cause on one line (`cannot write X: No space left on device …`).
+fn with_cause(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(c) = source {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        source = c.source();
+    }
+    s
+}
+
+/// What a run tells its caller as it goes, besides the runner's case events.
+pub trait RunObserver: Observer {
+    /// The running record could not be saved after a case (`error` set: the first failure, or
+    /// one of another cause), or was saved again after failing (`error` None).
+    fn record_save(&mut self, _save: &RecordSave) {}
+}
+
+impl RunObserver for hwc_runner::NoObserver {}
+
+/// A change in whether the running record is being saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordSave {
+    pub path: PathBuf,
+    /// Why the save failed, on one line with its cause; None: saved again.
+    pub error: Option<String>,
+    /// Cases in the record as it is on disk now (0: none).
+    pub on_disk: usize,
+    /// Cases finished so far, and planned.
+    pub finished: usize,
+    pub planned: usize,
 }
 
 /// A run probed and planned, with every refusal of its request behind it: nothing has been
@@ -195,6 +255,8 @@ pub fn prepare(
     );
     let declared = engines.declarations();
     let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan, bar));
+    // A run whose files cannot fit is refused now, not lost at its end.
+    room::check_room(&config.output_dir, &plan, &topo).map_err(SessionError::Refused)?;
     Ok(Prepared {
         config: config.clone(),
         topology: topo,
@@ -215,7 +277,7 @@ impl Prepared {
     /// (the run then writes what finished, marked interrupted).
     pub fn run(
         self,
-        observer: &mut dyn Observer,
+        observer: &mut dyn RunObserver,
         cancel: &'static AtomicBool,
     ) -> Result<RunDone, SessionError> {
         let Prepared {
@@ -264,13 +326,18 @@ impl Prepared {
                 waived,
                 Vec::new(),
             );
-            if let Ok(json) = serde_json::to_vec_pretty(&record) {
-                // Best effort: the final files are what matter; a failed update is retried
-                // next case.
-                let _ = files::replace(&files.partial, &json);
-            }
+            let json = serde_json::to_vec_pretty(&record)
+                .map_err(|e| format!("cannot serialise the running record: {e}"))?;
+            // A failure is told to the observer (the run goes on; the next case tries again).
+            files::replace(&files.partial, &json).map_err(|e| with_cause(&e))
         };
-        let mut recorder = record::Recorder::new(Box::new(save_partial), observer);
+        let planned = plan.cases.len();
+        let mut recorder = record::Recorder::new(
+            Box::new(save_partial),
+            observer,
+            files.partial.clone(),
+            planned,
+        );
         let options = RunOptions {
             allow_contended: config.allow_contended,
             wall_tolerance: Some(0.02),
@@ -289,6 +356,7 @@ impl Prepared {
             &mut recorder,
             cancel,
         );
+        let on_disk = recorder.on_disk();
         drop(recorder);
 
         provenance.finished_at = chrono::Local::now().to_rfc3339();
@@ -317,6 +385,7 @@ impl Prepared {
             .map(GcSettleRunner::take_records)
             .unwrap_or_default();
         hwc_profile::nvme::merge_long_tests(&mut profile.nvme, &gc_records);
+        let finished = outcome.results.len() + outcome.waived.len() + outcome.failures.len();
         let raw = record(
             &provenance,
             &topo,
@@ -329,19 +398,27 @@ impl Prepared {
         let yaml = hwc_profile::to_yaml(&profile)?;
         let markdown = hwc_report::render(&profile);
         let json = serde_json::to_vec_pretty(&raw).map_err(SessionError::Json)?;
-        // All three or none; what was measured stays in the running record then, if it is there.
-        files::write_all_new(&[
+        // All three or none. When they cannot be written, the whole record goes to the running
+        // record's name (the files that were written are gone again, which may have made room);
+        // failing that, the running record keeps what its last save held, and the error says
+        // how much that is.
+        if let Err(e) = files::write_all_new(&[
             (&files.raw, &json),
             (&files.profile, yaml.as_bytes()),
             (&files.report, markdown.as_bytes()),
-        ])
-        .map_err(|e| match files.partial.is_file() {
-            true => SessionError::NotWritten {
+        ]) {
+            let held = match files::replace(&files.partial, &json) {
+                Ok(()) => Some(finished),
+                Err(_) => on_disk.filter(|_| files.partial.is_file()),
+            };
+            return Err(SessionError::NotWritten {
+                cause: with_cause(&e),
                 partial: files.partial.clone(),
-                source: e,
-            },
-            false => SessionError::Files(e),
-        })?;
+                held,
+                finished,
+                planned,
+            });
+        }
         std::fs::remove_file(&files.partial).ok();
         Ok(RunDone { profile, files })
     }

@@ -1,18 +1,29 @@
 //! The running record: every outcome so far, saved after each case (the partial raw record, so
 //! an interrupted or crashed run keeps what it measured), with each event passed on to the
-//! caller's observer (a progress display).
+//! caller's observer (a progress display). A save that fails is told to the observer at once,
+//! with its cause and how many cases the record on disk still holds, and again when it succeeds
+//! once more; never dropped silently.
 
+use crate::{RecordSave, RunObserver};
 use hwc_model::Case;
 use hwc_runner::{CaseOutcome, Observer};
 use std::collections::HashMap;
+use std::path::PathBuf;
 
-/// Called with every outcome so far after each case.
-pub(crate) type SaveFn<'a> = Box<dyn FnMut(&[CaseOutcome]) + 'a>;
+/// Called with every outcome so far after each case; an error is one line, with its cause.
+pub(crate) type SaveFn<'a> = Box<dyn FnMut(&[CaseOutcome]) -> Result<(), String> + 'a>;
 
 pub(crate) struct Recorder<'a> {
     outcomes: Vec<CaseOutcome>,
     save: SaveFn<'a>,
-    then: &'a mut dyn Observer,
+    then: &'a mut dyn RunObserver,
+    /// Where the running record is saved, and the plan's case count (for what is told).
+    path: PathBuf,
+    planned: usize,
+    /// Cases in the record as it is on disk (its last save that succeeded); None: never saved.
+    on_disk: Option<usize>,
+    /// The cause of the last save's failure, while saves fail.
+    failing: Option<String>,
     /// The plan index of the case started last, until it finishes.
     started: Option<usize>,
     /// Where each finished case's outcome is in `outcomes`, by plan index.
@@ -20,14 +31,58 @@ pub(crate) struct Recorder<'a> {
 }
 
 impl<'a> Recorder<'a> {
-    pub(crate) fn new(save: SaveFn<'a>, then: &'a mut dyn Observer) -> Self {
+    pub(crate) fn new(
+        save: SaveFn<'a>,
+        then: &'a mut dyn RunObserver,
+        path: PathBuf,
+        planned: usize,
+    ) -> Self {
         Recorder {
             outcomes: Vec::new(),
             save,
             then,
+            path,
+            planned,
+            on_disk: None,
+            failing: None,
             started: None,
             filed: HashMap::new(),
         }
+    }
+
+    /// Cases in the running record as it is on disk; None where no save succeeded.
+    pub(crate) fn on_disk(&self) -> Option<usize> {
+        self.on_disk
+    }
+
+    /// Save every outcome so far; tell the observer when a save fails (the first time, or for
+    /// another cause) and when one succeeds again.
+    fn save(&mut self) {
+        match (self.save)(&self.outcomes) {
+            Ok(()) => {
+                self.on_disk = Some(self.outcomes.len());
+                if self.failing.take().is_some() {
+                    self.tell(None);
+                }
+            }
+            Err(cause) => {
+                if self.failing.as_deref() != Some(cause.as_str()) {
+                    self.tell(Some(cause.clone()));
+                }
+                self.failing = Some(cause);
+            }
+        }
+    }
+
+    fn tell(&mut self, error: Option<String>) {
+        let save = RecordSave {
+            path: self.path.clone(),
+            error,
+            on_disk: self.on_disk.unwrap_or(0),
+            finished: self.outcomes.len(),
+            planned: self.planned,
+        };
+        self.then.record_save(&save);
     }
 }
 
@@ -42,8 +97,9 @@ impl Observer for Recorder<'_> {
             self.filed.insert(index, self.outcomes.len());
         }
         self.outcomes.push(outcome.clone());
-        (self.save)(&self.outcomes);
+        // The case's own line first, then what became of its save.
         self.then.case_finished(outcome);
+        self.save();
     }
 
     fn case_retimed(&mut self, index: usize, outcome: &CaseOutcome, timed_again: bool) {
@@ -51,8 +107,8 @@ impl Observer for Recorder<'_> {
             Some(&at) => self.outcomes[at] = outcome.clone(),
             None => self.outcomes.push(outcome.clone()),
         }
-        (self.save)(&self.outcomes);
         self.then.case_retimed(index, outcome, timed_again);
+        self.save();
     }
 }
 
@@ -72,9 +128,14 @@ mod tests {
         }))
     }
 
-    /// Counts the events passed on.
+    /// Counts the events passed on, and keeps what it is told of saves.
     #[derive(Default)]
-    struct Count(usize, usize, usize);
+    struct Count(usize, usize, usize, Vec<RecordSave>);
+    impl RunObserver for Count {
+        fn record_save(&mut self, save: &RecordSave) {
+            self.3.push(save.clone());
+        }
+    }
     impl Observer for Count {
         fn case_started(&mut self, _: usize, _: usize, _: &Case) {
             self.0 += 1;
@@ -101,8 +162,11 @@ mod tests {
                     })
                     .collect();
                 saved.borrow_mut().push(medians);
+                Ok(())
             }),
             &mut count,
+            PathBuf::from("r.partial.json"),
+            2,
         );
         let case = hwc_model::Case::new(
             hwc_model::PathId::HostRam,
@@ -137,5 +201,68 @@ mod tests {
             (2, 2, 1),
             "every event passed on"
         );
+    }
+
+    fn host_case() -> Case {
+        hwc_model::Case::new(
+            hwc_model::PathId::HostRam,
+            hwc_model::EngineId::new("host-memcpy"),
+            "a",
+            hwc_model::Spec::HostCopy(hwc_model::HostCopySpec {
+                size_bytes: 1,
+                threads: 1,
+                cpu_node: 0,
+                src_node: 0,
+                dst_node: 0,
+            }),
+            hwc_model::Reps {
+                warmup: 1,
+                timed: 12,
+                retry_above_spread_pct: Some(1),
+            },
+        )
+    }
+
+    #[test]
+    fn a_failed_save_is_told_at_once_with_what_the_record_on_disk_holds() {
+        // Saves 1 and 2 succeed, 3 and 4 fail (the disk full), 5 succeeds again.
+        let mut n = 0;
+        let mut count = Count::default();
+        let mut recorder = Recorder::new(
+            Box::new(|_: &[CaseOutcome]| {
+                n += 1;
+                match n {
+                    3 | 4 => Err("cannot write r.partial.json: No space left on device".into()),
+                    _ => Ok(()),
+                }
+            }),
+            &mut count,
+            PathBuf::from("r.partial.json"),
+            6,
+        );
+        let case = host_case();
+        let mut told = Vec::new();
+        for i in 0..5 {
+            recorder.case_started(i, 6, &case);
+            recorder.case_finished(&measured("a", 10.0));
+            told.push(recorder.on_disk());
+        }
+        drop(recorder);
+        assert_eq!(told, [Some(1), Some(2), Some(2), Some(2), Some(5)]);
+        // Told once when saves start failing (not again for the same cause), and once when
+        // they succeed again.
+        let saves = &count.3;
+        assert_eq!(saves.len(), 2, "{saves:?}");
+        assert_eq!(
+            saves[0],
+            RecordSave {
+                path: PathBuf::from("r.partial.json"),
+                error: Some("cannot write r.partial.json: No space left on device".into()),
+                on_disk: 2,
+                finished: 3,
+                planned: 6,
+            }
+        );
+        assert_eq!((saves[1].error.as_deref(), saves[1].on_disk), (None, 5));
     }
 }
