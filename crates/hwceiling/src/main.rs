@@ -44,7 +44,14 @@ fn main() {
             bad_command_line(&no_subcommand())
         }
         Err(e) if e.use_stderr() => bad_command_line(&clap_one_line(&e)),
-        Err(e) => e.exit(),
+        // --help and --version, through `out`: a closed pipe is quiet, a full stdout is said.
+        Err(e) => std::process::exit(match out::print(&e.render().to_string()) {
+            Ok(()) => e.exit_code(),
+            Err(err) => {
+                say!("hwceiling: error: {err}");
+                1
+            }
+        }),
     };
     if let cli::Command::Profile(p) = &args.command {
         if let Err(e) = p.validate() {

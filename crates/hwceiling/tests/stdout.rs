@@ -85,6 +85,8 @@ fn files(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 fn every_printing_command_ends_quietly_with_its_own_status_when_its_reader_is_gone() {
     let d = tempfile::tempdir().unwrap();
     let (profile, pass, fail) = files(d.path());
+    quiet(&["--version"], 0);
+    quiet(&["profile", "--help"], 0);
     quiet(&["detect"], 0);
     quiet(&["detect", "--format", "json"], 0);
     quiet(&["engines"], 0);
@@ -112,6 +114,7 @@ fn every_printing_command_ends_quietly_with_its_own_status_when_its_reader_is_go
 fn every_printing_command_says_a_failed_write_to_standard_output_in_one_line() {
     let d = tempfile::tempdir().unwrap();
     let (profile, pass, _) = files(d.path());
+    one_line(&["--help"]);
     one_line(&["detect"]);
     one_line(&["engines", "--format", "yaml"]);
     one_line(&["report", s(&profile)]);
