@@ -77,7 +77,8 @@ pub struct Config {
     /// address a connection came in on (the name given to `--listen`): a request with another
     /// `Host` is refused (403), as a DNS-rebinding web page's would be.
     pub host_names: Vec<String>,
-    /// This machine's hostname: a profile of another host is not served. `None`: not checked.
+    /// This machine's hostname: a profile of another host is not served (names compare by
+    /// their first label, `node1` for `node1.example.com`). `None`: not checked.
     pub hostname: Option<String>,
     /// How `POST /v1/profile/run` starts a profile.
     pub run: Launch,

@@ -319,7 +319,7 @@ enum Read {
 }
 
 /// The profiles to choose from, newest first: the files, with the profile in memory standing in
-/// for its own file when that is unchanged, or at its place by name when its file is gone.
+/// for its own file when that is unchanged, or at its place (by its run's time) when its file is gone.
 enum Entry<'a> {
     Served(&'a Arc<Loaded>),
     File(&'a Candidate),
@@ -442,7 +442,10 @@ impl Store {
     fn other_host(&self, p: &Profile) -> Option<String> {
         let me = self.hostname.as_deref()?;
         let host = hwc_model::carry::host_of(p)?;
-        (host != me).then(|| format!("a profile of host `{host}`, not of this machine (`{me}`)"))
+        // As profiles record it: the short name (`node1`, not `node1.example.com`).
+        let short = |h: &str| h.split('.').next().unwrap_or(h).to_ascii_lowercase();
+        (short(host) != short(me))
+            .then(|| format!("a profile of host `{host}`, not of this machine (`{me}`)"))
     }
 
     pub fn dir(&self) -> &Path {

@@ -24,6 +24,10 @@ pub struct ServeArgs {
     /// --listen-public; a name given here is one requests may name in their Host header).
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Serve the profiles of this host [default: this machine's hostname]; a profile of
+    /// another host is refused (set it after renaming the machine, say).
+    #[arg(long, value_name = "NAME")]
+    pub hostname: Option<String>,
     /// Allow a non-loopback --listen address. Profile runs stay limited to local callers.
     #[arg(long)]
     pub listen_public: bool,
@@ -58,6 +62,7 @@ struct FileConfig {
     socket: Option<PathBuf>,
     listen: Option<String>,
     listen_public: Option<bool>,
+    hostname: Option<String>,
     poll_interval_s: Option<f64>,
     run_grace_s: Option<f64>,
     max_connections: Option<usize>,
@@ -150,6 +155,9 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
     config.max_connections = file.max_connections.unwrap_or(config.max_connections);
     config.max_body_bytes = file.max_body_bytes.unwrap_or(config.max_body_bytes);
     config.host_names = host_names;
+    if let Some(h) = a.hostname.clone().or(file.hostname) {
+        config.hostname = Some(h);
+    }
 
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

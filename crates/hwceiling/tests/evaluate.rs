@@ -643,7 +643,8 @@ fn serve_answers_the_client_and_stops_cleanly_on_sigterm() {
         &profile("node9", &[("warm_gpu0_peak_gbps", 55.0)]),
     );
     let sock = d.path().join("h.sock");
-    let served = Served::start(&["--output-dir", s(&out)], &sock);
+    // The fixture is of host node9.
+    let served = Served::start(&["--output-dir", s(&out), "--hostname", "node9"], &sock);
     let o = run(&[
         "efficiency",
         "--path",
@@ -695,7 +696,7 @@ fn serve_runs_a_real_profile_on_request() {
         &served.target(),
         "POST",
         "/v1/profile/run",
-        &[],
+        &[("Content-Type", "application/json")],
         body,
         Duration::from_secs(5),
     )
