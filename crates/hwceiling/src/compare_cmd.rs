@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use hwc_compare::compare::{self, Node, Options};
 use hwc_compare::Tolerance;
+use hwc_model::text::{escape_control, escape_strings};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -33,12 +34,19 @@ pub fn run(a: &CompareArgs) -> Result<i32> {
     let profiles = a
         .profiles
         .iter()
-        .map(|p| hwc_profile::read_profile(p).map_err(anyhow::Error::from))
+        .map(|p| {
+            let profile = hwc_profile::read_profile(p)?;
+            // Text goes to a terminal: the profiles' strings (a hostname, a key) made inert.
+            Ok(match a.format {
+                Format::Text => escape_strings(&profile, escape_control)?,
+                _ => profile,
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     let labelled: Vec<(String, &hwc_model::Profile)> = a
         .profiles
         .iter()
-        .map(|p| p.display().to_string())
+        .map(|p| escape_control(&p.display().to_string()).into_owned())
         .zip(profiles.iter())
         .collect();
     let names = compare::node_names(&labelled);

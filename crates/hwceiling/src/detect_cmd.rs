@@ -10,7 +10,11 @@ pub fn run(a: &DetectArgs) -> Result<i32> {
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&t).context("serialising to JSON")? + "\n",
         Format::Yaml => serde_saphyr::to_string(&t).context("serialising to YAML")?,
-        Format::Text => summary(&t),
+        // The machine's strings (a hostname, a drive's model) made inert for a terminal.
+        Format::Text => summary(&hwc_model::text::escape_strings(
+            &t,
+            hwc_model::text::escape_control,
+        )?),
     };
     crate::out::print(&text)?;
     Ok(0)

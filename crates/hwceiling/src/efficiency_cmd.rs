@@ -5,6 +5,7 @@ use crate::cli::Format;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use hwc_daemon::client::{self, Target};
+use hwc_model::text::{escape_control, escape_strings, fixed};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -99,7 +100,8 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
     let text = match a.format {
         Format::Json => serde_json::to_string_pretty(&v)? + "\n",
         Format::Yaml => serde_saphyr::to_string(&v).context("serialising to YAML")?,
-        Format::Text => render_text(&v),
+        // Strings from a profile or a daemon may hold anything: made inert for a terminal.
+        Format::Text => render_text(&escape_strings(&v, escape_control)?),
     };
     crate::out::print(&text)?;
     Ok(0)
@@ -122,7 +124,10 @@ fn render_text(v: &serde_json::Value) -> String {
             measurement,
             spread_pct,
             n,
-        }) => format!("median of {measurement}, ±{spread_pct:.1} %, N={n}"),
+        }) => format!(
+            "median of {measurement}, ±{} %, N={n}",
+            fixed(spread_pct, 1)
+        ),
         Some(Source::Derived { how: Some(how), .. }) => format!("derived: {how}"),
         Some(Source::Derived { how: None, .. }) => "derived from measured medians".into(),
         Some(Source::Unknown) => "unknown: the profile's ceiling_records do not say".into(),
@@ -134,10 +139,10 @@ fn render_text(v: &serde_json::Value) -> String {
         None => source,
     };
     let mut s = format!(
-        "efficiency  {:.3}  ({:.2} GB/s of the {:.2} GB/s ceiling)\npath        {}\nceiling     {}\nprofile     {} ({}, finished {})\n",
-        num("efficiency"),
-        num("measured_gbps"),
-        num("ceiling_gbps"),
+        "efficiency  {}  ({} GB/s of the {} GB/s ceiling)\npath        {}\nceiling     {}\nprofile     {} ({}, finished {})\n",
+        fixed(num("efficiency"), 3),
+        fixed(num("measured_gbps"), 2),
+        fixed(num("ceiling_gbps"), 2),
         v["path"].as_str().unwrap_or(""),
         source,
         p["file"].as_str().unwrap_or("?"),

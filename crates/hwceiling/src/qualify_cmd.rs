@@ -5,6 +5,7 @@ use crate::cli::Format;
 use anyhow::{Context, Result};
 use clap::Args;
 use hwc_compare::qualify;
+use hwc_model::text::{escape_control, escape_strings};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -41,14 +42,32 @@ pub fn run(a: &QualifyArgs) -> Result<i32> {
     // A damaged file (figures no run writes) is refused by the reader, as by every reader: a
     // negative link or ceiling would make floors no figure can miss.
     let profile = hwc_profile::read_profile(&a.profile)?;
+    // Text goes to a terminal: the strings of the profile and spec (a hostname, a key, a
+    // check's name) made inert. JSON, YAML and JUnit escape in their own syntax.
+    let text = a.format == Format::Text && a.junit.is_none();
+    let inert = |p: hwc_model::Profile| -> Result<hwc_model::Profile> {
+        Ok(if text {
+            escape_strings(&p, escape_control)?
+        } else {
+            p
+        })
+    };
+    let profile = inert(profile)?;
     let baseline_path = a.baseline.clone().or_else(|| {
         spec.baseline
             .as_ref()
             .map(|b| a.spec.parent().unwrap_or(Path::new(".")).join(b))
     });
     let baseline = match &baseline_path {
-        Some(p) => Some(hwc_profile::read_profile(p).context("reading the baseline profile")?),
+        Some(p) => Some(inert(
+            hwc_profile::read_profile(p).context("reading the baseline profile")?,
+        )?),
         None => None,
+    };
+    let spec = if text {
+        spec.map_strings(escape_control)
+    } else {
+        spec
     };
     let report = qualify::qualify(
         &spec,

@@ -980,3 +980,108 @@ fn hostile_files_get_a_one_line_error_from_every_command() {
         );
     }
 }
+
+const HOSTILE: &str = "n\u{1b}]0;pwned\u{7}\u{0}\u{1b}[2J\n# pwned | x";
+
+/// Nothing a profile or spec holds reaches the terminal as a control character or a line of
+/// its own.
+fn inert(out: &str) {
+    for line in out.lines() {
+        assert!(
+            !line.chars().any(char::is_control),
+            "a control character reached the terminal: {line:?}"
+        );
+        assert!(!line.starts_with("# pwned"), "an injected line: {out}");
+    }
+}
+
+#[test]
+fn hostile_strings_reach_the_terminal_inert() {
+    let d = tempfile::tempdir().unwrap();
+    let key = format!("warm_gpu0_gbps{HOSTILE}");
+    let a = write(
+        d.path(),
+        "a.yaml",
+        &profile(HOSTILE, &[("warm_gpu0_peak_gbps", 50.0), (&key, 40.0)]),
+    );
+    let b = write(
+        d.path(),
+        "b.yaml",
+        &profile("b", &[("warm_gpu0_peak_gbps", 50.0), (&key, 20.0)]),
+    );
+    let o = run(&["compare", s(&a), s(&b)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("pwned"),
+        "{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    inert(&stdout(&o));
+
+    let o = run(&[
+        "efficiency",
+        "--profile",
+        s(&a),
+        "--path",
+        "warm_gpu0_peak_gbps",
+        "--measured-gbps",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("pwned"), "{}", stdout(&o));
+    inert(&stdout(&o));
+
+    let spec = d.path().join("spec.yaml");
+    // YAML's own escapes, in double quotes.
+    let rule = HOSTILE
+        .replace('\u{1b}', "\\e")
+        .replace('\u{7}', "\\a")
+        .replace('\0', "\\0")
+        .replace('\n', "\\n");
+    std::fs::write(
+        &spec,
+        format!(
+            "spec_version: 1\nname: \"{rule}\"\nrules:\n  - path: \"{rule}\"\n    min_gbps: 1\n  - path: warm_gpu0_peak_gbps\n    min_gbps: 1\n"
+        ),
+    )
+    .unwrap();
+    let o = run(&["qualify", s(&a), "--spec", s(&spec)]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("pwned"), "{}", stdout(&o));
+    inert(&stdout(&o));
+}
+
+#[test]
+fn figures_print_in_a_bounded_width_and_never_as_negative_zero() {
+    let d = tempfile::tempdir().unwrap();
+    let a = write(
+        d.path(),
+        "a.yaml",
+        &profile("n", &[("warm_gpu0_peak_gbps", 50.0)]),
+    );
+    let eff = |measured: &str| {
+        let o = run(&[
+            "efficiency",
+            "--profile",
+            s(&a),
+            "--path",
+            "warm_gpu0_peak_gbps",
+            "--measured-gbps",
+            measured,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let big = eff("1e308");
+    assert!(
+        big.starts_with("efficiency  2.000e306  (1.00e308 GB/s of the 50.00 GB/s ceiling)"),
+        "{big}"
+    );
+    assert!(big.lines().all(|l| l.len() < 200), "{big}");
+    let zero = eff("-0");
+    assert!(
+        zero.starts_with("efficiency  0.000  (0.00 GB/s of the 50.00 GB/s ceiling)"),
+        "{zero}"
+    );
+}

@@ -444,7 +444,9 @@ pub fn to_yaml(p: &Profile) -> Result<String, ProfileError> {
         p.provenance.version,
         p.provenance.git_revision,
         p.provenance.date,
-        p.platform.hostname.as_deref().unwrap_or("unknown"),
+        // A comment holds one line of printable text: the hostname is escaped there (the
+        // field itself keeps it exactly, quoted by the serializer).
+        hwc_model::text::escape_control(p.platform.hostname.as_deref().unwrap_or("unknown")),
         p.schema_version,
     ))
 }
