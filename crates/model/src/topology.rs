@@ -157,7 +157,7 @@ pub enum NumaSource {
     SingleNode,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PciFunction {
     /// `0000:00:06.0` form.
     pub bdf: String,
@@ -176,6 +176,17 @@ pub struct PciFunction {
     pub link: Option<PcieLink>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// The bridge above it (its parent in the sysfs device tree), where that is a PCI function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Its config space's facts (MPS, MRRS, tags, link, port type, ACS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<crate::pcie::PcieConfig>,
+    /// Its IOMMU group and the group's domain type (`identity`, `DMA`, `DMA-FQ`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iommu_group: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iommu_domain: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -418,6 +429,34 @@ pub struct LinkTheory {
     pub max_theoretical_gbps: Option<f64>,
     /// Running below its maximum generation or width (idle GPUs downtrain: read under load).
     pub degraded: bool,
+    /// The smallest Max Payload Size set on the way from the device to its root port (from
+    /// config space; absent where it could not be read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_mps_bytes: Option<u32>,
+    /// The TLP-adjusted limit per direction at the current link and `min_mps_bytes`: for the
+    /// device's DMA writes (posted, 4-DW headers) and for data returned to its DMA reads
+    /// (completions, 3-DW headers). A model of the wire (docs/pcie.md), not a measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlp_write_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlp_read_gbps: Option<f64>,
+}
+
+/// One function on a device's way to its root port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PcieHop {
+    pub bdf: String,
+    pub config: crate::pcie::PcieConfig,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iommu_domain: Option<String>,
+}
+
+/// A GPU's or drive's PCIe path: the device first, then each bridge up to the root port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PciePath {
+    /// `gpu0`, `nvme0`, …
+    pub device: String,
+    pub hops: Vec<PcieHop>,
 }
 
 /// The spec's `topology:` section: routing between every GPU and every NVMe drive.
@@ -430,4 +469,7 @@ pub struct Routing {
     pub routes: Vec<Route>,
     #[serde(default)]
     pub links: Vec<LinkTheory>,
+    /// Each GPU's and drive's PCIe path with its config-space settings per hop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pcie_paths: Vec<PciePath>,
 }

@@ -149,6 +149,9 @@ fn topo_with_gpu() -> Topology {
         theoretical_gbps: 63.015,
         max_theoretical_gbps: Some(63.015),
         degraded: false,
+        min_mps_bytes: None,
+        tlp_write_gbps: None,
+        tlp_read_gbps: None,
     });
     t
 }
@@ -502,6 +505,17 @@ fn yaml_round_trips_and_carries_the_header() {
     assert!(y.contains("h2d_4m_1stream_numa_local_gbps: 53.4"));
     let back = from_yaml(&y).unwrap();
     assert_eq!(back, p);
+    // Any hostname (escape sequences, BEL, NUL, a newline) is written so that it reads back
+    // exactly: escaped in the header comment, quoted in the field.
+    let mut odd = p.clone();
+    let host = "n\u{1b}]0;x\u{7}\u{0}\u{1b}[2J\n# pwned | x\u{9b}";
+    odd.platform.hostname = Some(host.into());
+    let y = to_yaml(&odd).unwrap();
+    assert!(
+        y.contains("# Node: n\\e]0;x\\u{7}\\u{0}\\e[2J\\n# pwned | x\\u{9b}\n"),
+        "{y}"
+    );
+    assert_eq!(from_yaml(&y).unwrap(), odd);
 }
 
 #[test]

@@ -538,6 +538,13 @@ fn pcie_table(out: &mut String, p: &Profile) {
                 l.max_theoretical_gbps
                     .map(gbps)
                     .unwrap_or_else(|| "—".into()),
+                l.min_mps_bytes
+                    .map(|m| format!("{m} B"))
+                    .unwrap_or_else(|| "—".into()),
+                match (l.tlp_write_gbps, l.tlp_read_gbps) {
+                    (Some(w), Some(r)) => format!("{} / {}", gbps(w), gbps(r)),
+                    _ => "—".into(),
+                },
                 if l.degraded {
                     "below max".into()
                 } else {
@@ -555,7 +562,81 @@ fn pcie_table(out: &mut String, p: &Profile) {
             "Max link",
             "GB/s now",
             "GB/s at max",
+            "Smallest MPS",
+            "TLP-adjusted GB/s (DMA writes / reads)",
             "Note",
+        ],
+        &rows,
+    );
+    out.push_str(
+        "TLP-adjusted: the link's GB/s × MPS / (MPS + 24) for DMA writes, / (MPS + 20) for the \
+         completions that carry DMA reads' data, at the smallest MPS on the path; a model of \
+         the wire, not a measurement (docs/pcie.md).\n\n",
+    );
+    pcie_paths(out, p);
+}
+
+/// Each device's path to its root port, hop by hop, with what config space says.
+fn pcie_paths(out: &mut String, p: &Profile) {
+    if p.topology.pcie_paths.is_empty() {
+        return;
+    }
+    let yes = |b: Option<bool>| match b {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "—",
+    };
+    let bytes = |b: Option<u32>| b.map(|v| format!("{v}")).unwrap_or_else(|| "—".into());
+    let mut rows = Vec::new();
+    for path in &p.topology.pcie_paths {
+        for (i, h) in path.hops.iter().enumerate() {
+            let c = &h.config;
+            let link = |l: Option<hwc_model::LinkState>| {
+                l.map(|l| format!("Gen{} x{}", l.gen, l.width))
+                    .unwrap_or_else(|| "—".into())
+            };
+            rows.push(vec![
+                if i == 0 {
+                    path.device.clone()
+                } else {
+                    String::new()
+                },
+                h.bdf.clone(),
+                c.port
+                    .map(|t| format!("{t:?}"))
+                    .unwrap_or_else(|| "—".into()),
+                format!("{} / {}", bytes(c.mps_bytes), bytes(c.mps_capable_bytes)),
+                bytes(c.mrrs_bytes),
+                yes(c.relaxed_ordering).into(),
+                format!("{} / {}", yes(c.extended_tags), yes(c.tag10_requester)),
+                format!("{} / {}", link(c.link_current), link(c.link_capable)),
+                match c.acs {
+                    Some(a) if a.p2p_request_redirect => "**redirect**".into(),
+                    Some(_) => "no redirect".into(),
+                    None => "—".into(),
+                },
+                h.iommu_domain.clone().unwrap_or_else(|| "—".into()),
+                c.unreadable.clone().unwrap_or_default(),
+            ]);
+        }
+    }
+    out.push_str(
+        "**PCIe path settings** (config space, from each device up to its root port):\n\n",
+    );
+    table(
+        out,
+        &[
+            "Device",
+            "Hop",
+            "Port",
+            "MPS set / capable (B)",
+            "MRRS (B)",
+            "Relaxed ordering",
+            "Ext / 10-bit tags",
+            "Link now / capable",
+            "ACS P2P",
+            "IOMMU",
+            "Not read",
         ],
         &rows,
     );

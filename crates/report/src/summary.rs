@@ -724,6 +724,14 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
                 l.width,
                 gbps(l.theoretical_gbps)
             ));
+            if let (Some(tlp), Some(mps)) = (l.tlp_read_gbps, l.min_mps_bytes) {
+                v.push(format!(
+                    "{name} H2D is {} % of its TLP-adjusted limit for DMA reads, {} GB/s at an \
+                     MPS of {mps} bytes (a model of the wire: docs/pcie.md).",
+                    fixed(peak / tlp * 100.0, 1),
+                    gbps(tlp)
+                ));
+            }
         }
         if let (Some(total), Some(h), Some(d)) = (
             g.duplex_total_gbps,

@@ -248,7 +248,36 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
             theoretical_gbps: 63.015_384_615_384_62,
             max_theoretical_gbps: Some(63.015_384_615_384_62),
             degraded: false,
+            min_mps_bytes: Some(256),
+            tlp_write_gbps: Some(57.614_066_153_846_51),
+            tlp_read_gbps: Some(58.449_168_338_907_47),
         });
+        // The H200 test machine's GPU, as its config space reads (topology's fixture).
+        let gen5 = hwc_model::LinkState { gen: 5, width: 16 };
+        topo.topology
+            .pcie_paths
+            .push(hwc_model::topology::PciePath {
+                device: "gpu0".into(),
+                hops: vec![hwc_model::topology::PcieHop {
+                    bdf: "0000:00:06.0".into(),
+                    config: hwc_model::pcie::PcieConfig {
+                        readable_bytes: 4096,
+                        port: Some(hwc_model::pcie::PortType::Endpoint),
+                        mps_bytes: Some(256),
+                        mps_capable_bytes: Some(256),
+                        mrrs_bytes: Some(4096),
+                        relaxed_ordering: Some(true),
+                        extended_tags: Some(true),
+                        tag10_requester: Some(false),
+                        link_capable: Some(gen5),
+                        link_current: Some(gen5),
+                        acs: None,
+                        aer: false,
+                        unreadable: None,
+                    },
+                    iommu_domain: None,
+                }],
+            });
         results.extend([
             copy(PathId::H2d, 4 * MIB, 1, 53.4),
             copy(PathId::H2d, 256 * MIB, 1, 55.49),

@@ -49,6 +49,9 @@ pub fn gen5_x16_link(device: &str, bdf: &str) -> LinkTheory {
         theoretical_gbps: gbps,
         max_theoretical_gbps: Some(gbps),
         degraded: false,
+        min_mps_bytes: None,
+        tlp_write_gbps: None,
+        tlp_read_gbps: None,
     }
 }
 

@@ -78,6 +78,18 @@ impl FsRoot {
         fs::read_to_string(self.resolved_host(path)?).ok()
     }
 
+    /// The whole file's bytes (at most `max`); `None` when missing or unreadable.
+    pub(crate) fn bytes(&self, path: impl AsRef<Path>, max: u64) -> Option<Vec<u8>> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        fs::File::open(self.resolved_host(path)?)
+            .ok()?
+            .take(max)
+            .read_to_end(&mut out)
+            .ok()?;
+        Some(out)
+    }
+
     /// The file's text, trimmed; `None` when missing or blank.
     pub(crate) fn text(&self, path: impl AsRef<Path>) -> Option<String> {
         let text = self.read(path)?;

@@ -81,8 +81,7 @@ mod tests {
             numa_node: None,
             numa_source: None,
             root: None,
-            link: None,
-            driver: None,
+            ..PciFunction::default()
         }
     }
 

@@ -7,6 +7,7 @@ use hwc_model::topology::{NumaNode, PciFunction, PcieLink};
 use crate::fsroot::FsRoot;
 use crate::numa::device_locality;
 use crate::parse::{parse_cpulist, parse_cpumask, parse_link_speed};
+use crate::pcie_config::parse_config;
 
 const PCI_DEVICES: &str = "/sys/bus/pci/devices";
 
@@ -45,9 +46,32 @@ fn read_function(fs: &FsRoot, bdf: String, nodes: &[NumaNode]) -> Option<PciDev>
         root: host_bridge(&dir),
         link: link(fs, &dir),
         driver: fs.link_name(dir.join("driver")),
+        parent: dir
+            .parent()
+            .and_then(|d| d.file_name()?.to_str())
+            .filter(|n| is_bdf(n))
+            .map(str::to_string),
+        config: fs.bytes(dir.join("config"), 4096).map(|b| parse_config(&b)),
+        iommu_group: fs
+            .link_name(dir.join("iommu_group"))
+            .and_then(|g| g.parse().ok()),
+        iommu_domain: None,
         bdf,
     };
+    let func = PciFunction {
+        iommu_domain: func
+            .iommu_group
+            .and_then(|g| fs.text(format!("/sys/kernel/iommu_groups/{g}/type"))),
+        ..func
+    };
     Some(PciDev { dir, func })
+}
+
+/// `0000:00:06.0` form: domain, bus, device and function in hex.
+fn is_bdf(s: &str) -> bool {
+    let hex = |p: &str, n: usize| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit());
+    let parts: Vec<&str> = s.split([':', '.']).collect();
+    matches!(parts[..], [d, b, dev, f] if hex(d, 4) && hex(b, 2) && hex(dev, 2) && hex(f, 1))
 }
 
 /// The host bridge a resolved device path hangs under: `…/pci0000:40/…` → `0000:40`.

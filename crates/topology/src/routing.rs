@@ -3,18 +3,28 @@
 
 use std::collections::BTreeMap;
 
-use hwc_model::topology::{Gpu, LinkTheory, NvmeDrive, PciFunction, Relation, Route, Routing};
+use hwc_model::pcie::{tlp_limit_gbps, COMPLETION_OVERHEAD_BYTES, POSTED_OVERHEAD_BYTES};
+use hwc_model::topology::{
+    Gpu, LinkTheory, NvmeDrive, PciFunction, PcieHop, PciePath, Relation, Route, Routing,
+};
 use hwc_model::{pcie_gen_from_speed, pcie_theoretical_gbps};
 
 /// Routing between `gpus` and `drives`; `pci` supplies their links.
 pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -> Routing {
     let function = |bdf: Option<&str>| pci.iter().find(|f| Some(f.bdf.as_str()) == bdf);
-    let gpu_links = gpus
+    let devices: Vec<(String, Option<&str>)> = gpus
         .iter()
-        .filter_map(|g| link_theory(&gpu_name(g), function(Some(&g.pci_bdf))?));
-    let drive_links = drives
+        .map(|g| (gpu_name(g), Some(g.pci_bdf.as_str())))
+        .chain(drives.iter().map(|d| (d.name.clone(), d.bdf.as_deref())))
+        .collect();
+    let pcie_paths: Vec<PciePath> = devices
         .iter()
-        .filter_map(|d| link_theory(&d.name, function(d.bdf.as_deref())?));
+        .filter_map(|(name, bdf)| pcie_path(name, (*bdf)?, pci))
+        .collect();
+    let links = devices.iter().filter_map(|(name, bdf)| {
+        let path = pcie_paths.iter().find(|p| &p.device == name);
+        link_theory(name, function(*bdf)?, path)
+    });
     let mut routes = Vec::new();
     let mut same_root_drives = BTreeMap::new();
     for gpu in gpus {
@@ -38,7 +48,8 @@ pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -
     Routing {
         same_root_drives,
         routes,
-        links: gpu_links.chain(drive_links).collect(),
+        links: links.collect(),
+        pcie_paths,
     }
 }
 
@@ -63,13 +74,49 @@ pub fn relation(a: (Option<&str>, Option<u32>), b: (Option<&str>, Option<u32>)) 
     }
 }
 
-/// Theoretical bandwidth of a device's link, when its current speed and width are known.
-fn link_theory(device: &str, func: &PciFunction) -> Option<LinkTheory> {
+/// `device`'s way up: its function, then each bridge above it, up to and including its root
+/// port (at most 16 hops). Functions whose config space was not read are left out.
+fn pcie_path(device: &str, bdf: &str, pci: &[PciFunction]) -> Option<PciePath> {
+    let mut hops = Vec::new();
+    let mut at = Some(bdf);
+    while let Some(f) = at.and_then(|b| pci.iter().find(|f| f.bdf == b)) {
+        let Some(config) = &f.config else { break };
+        hops.push(PcieHop {
+            bdf: f.bdf.clone(),
+            config: config.clone(),
+            iommu_domain: f.iommu_domain.clone(),
+        });
+        if hops.len() >= 16 || config.port == Some(hwc_model::pcie::PortType::RootPort) {
+            break;
+        }
+        at = f.parent.as_deref();
+    }
+    (!hops.is_empty()).then(|| PciePath {
+        device: device.to_string(),
+        hops,
+    })
+}
+
+/// The smallest MPS set along `path`, when every hop's could be read.
+pub fn min_mps_bytes(path: &PciePath) -> Option<u32> {
+    path.hops
+        .iter()
+        .map(|h| h.config.mps_bytes)
+        .collect::<Option<Vec<u32>>>()?
+        .into_iter()
+        .min()
+}
+
+/// Theoretical bandwidth of a device's link, when its current speed and width are known; with
+/// its path's smallest MPS, the TLP-adjusted limits.
+fn link_theory(device: &str, func: &PciFunction, path: Option<&PciePath>) -> Option<LinkTheory> {
     let link = func.link?;
     let (speed, width) = (link.current_speed_gts?, link.current_width?);
     let gen = pcie_gen_from_speed(speed)?;
     let max_gen = link.max_speed_gts.and_then(pcie_gen_from_speed);
     let below = |current: u32, max: Option<u32>| max.is_some_and(|m| current < m);
+    let theoretical = pcie_theoretical_gbps(speed, width);
+    let mps = path.and_then(min_mps_bytes);
     Some(LinkTheory {
         device: device.to_string(),
         bdf: func.bdf.clone(),
@@ -77,12 +124,15 @@ fn link_theory(device: &str, func: &PciFunction) -> Option<LinkTheory> {
         width,
         max_gen,
         max_width: link.max_width,
-        theoretical_gbps: pcie_theoretical_gbps(speed, width),
+        theoretical_gbps: theoretical,
         max_theoretical_gbps: link
             .max_speed_gts
             .zip(link.max_width)
             .map(|(s, w)| pcie_theoretical_gbps(s, w)),
         degraded: below(gen, max_gen) || below(width, link.max_width),
+        min_mps_bytes: mps,
+        tlp_write_gbps: mps.map(|m| tlp_limit_gbps(theoretical, m, POSTED_OVERHEAD_BYTES)),
+        tlp_read_gbps: mps.map(|m| tlp_limit_gbps(theoretical, m, COMPLETION_OVERHEAD_BYTES)),
     })
 }
 
@@ -134,9 +184,9 @@ mod tests {
                 max_speed_gts: Some(16.0),
                 max_width: Some(4),
             }),
-            driver: None,
+            ..PciFunction::default()
         };
-        let t = link_theory("nvme0", &func).expect("link known");
+        let t = link_theory("nvme0", &func, None).expect("link known");
         assert_eq!(
             (t.gen, t.width, t.max_gen, t.max_width),
             (3, 4, Some(4), Some(4))
@@ -145,6 +195,72 @@ mod tests {
         assert!((t.theoretical_gbps - 3.938).abs() < 1e-3);
         assert!((t.max_theoretical_gbps.expect("max known") - 7.877).abs() < 1e-3);
         let unknown = PciFunction { link: None, ..func };
-        assert!(link_theory("nvme0", &unknown).is_none());
+        assert!(link_theory("nvme0", &unknown, None).is_none());
+    }
+
+    #[test]
+    fn a_drive_behind_a_switch_has_four_hops_and_the_smallest_mps_sets_the_tlp_limit() {
+        use hwc_model::pcie::{PcieConfig, PortType};
+        let f = |bdf: &str, parent: Option<&str>, port, mps| PciFunction {
+            bdf: bdf.into(),
+            parent: parent.map(Into::into),
+            config: Some(PcieConfig {
+                readable_bytes: 4096,
+                port: Some(port),
+                mps_bytes: Some(mps),
+                ..PcieConfig::default()
+            }),
+            iommu_domain: Some("DMA-FQ".into()),
+            link: Some(PcieLink {
+                current_speed_gts: Some(16.0),
+                current_width: Some(4),
+                max_speed_gts: Some(16.0),
+                max_width: Some(4),
+            }),
+            ..PciFunction::default()
+        };
+        let pci = vec![
+            f("0000:00:01.0", None, PortType::RootPort, 512),
+            f(
+                "0000:01:00.0",
+                Some("0000:00:01.0"),
+                PortType::SwitchUpstream,
+                512,
+            ),
+            f(
+                "0000:02:03.0",
+                Some("0000:01:00.0"),
+                PortType::SwitchDownstream,
+                128,
+            ),
+            f(
+                "0000:03:00.0",
+                Some("0000:02:03.0"),
+                PortType::Endpoint,
+                256,
+            ),
+        ];
+        let p = pcie_path("nvme0", "0000:03:00.0", &pci).unwrap();
+        let bdfs: Vec<&str> = p.hops.iter().map(|h| h.bdf.as_str()).collect();
+        assert_eq!(
+            bdfs,
+            [
+                "0000:03:00.0",
+                "0000:02:03.0",
+                "0000:01:00.0",
+                "0000:00:01.0"
+            ]
+        );
+        assert_eq!(p.hops[0].iommu_domain.as_deref(), Some("DMA-FQ"));
+        assert_eq!(min_mps_bytes(&p), Some(128));
+        let t = link_theory("nvme0", &pci[3], Some(&p)).unwrap();
+        // Gen4 x4: 7.877 GB/s encoded; 128 / (128 + 24) of it written, 128 / 148 read.
+        assert!((t.tlp_write_gbps.unwrap() - 7.877 * 128.0 / 152.0).abs() < 1e-3);
+        assert!((t.tlp_read_gbps.unwrap() - 7.877 * 128.0 / 148.0).abs() < 1e-3);
+        // A hop whose config space could not be read leaves the smallest MPS unknown.
+        let mut blind = pci.clone();
+        blind[1].config.as_mut().unwrap().mps_bytes = None;
+        let p = pcie_path("nvme0", "0000:03:00.0", &blind).unwrap();
+        assert_eq!(min_mps_bytes(&p), None);
     }
 }
