@@ -66,6 +66,16 @@ echo "===HWC-BOOTED==="
   echo "hugetlbfs_in_kernel: $(grep -q hugetlbfs /proc/filesystems && echo yes || echo no)"
   dmesg | grep -iE 'DMAR|IOMMU|remapping' | head -n 40 | sed 's/^/dmesg: /'
 } >/out/iommu.txt 2>&1
+# Each drive's config space and its bridges' up to the root bus, read as root: the test data of
+# hwc-topology's config-space parser (crates/topology/tests/fixtures).
+mkdir -p /out/pcie
+for c in /sys/class/nvme/nvme*; do
+  d="$(readlink -f "$c/device")"
+  while [ -e "$d/config" ]; do
+    cat "$d/config" >"/out/pcie/$(basename "$d").config"
+    d="$(dirname "$d")"
+  done
+done
 
 # The kernel numbers controllers in probe order: find each drive by its serial.
 dev_of() {
@@ -162,7 +172,7 @@ if grep -q hwc_mode=bar /proc/cmdline; then
   echo "rc=$? seconds=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN{print b-a}')" >>bar.txt
   echo 0 >"/sys/bus/pci/devices/$iv/enable"
   { drivers; echo "journal: $([ -e /run/hwceiling/changes.json ] && echo left || echo none)"; } >bar-after.txt
-  send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md'
+  send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*.config'
 fi
 
 if grep -q hwc_mode=spdk /proc/cmdline; then
@@ -241,7 +251,7 @@ if grep -q hwc_mode=spdk /proc/cmdline; then
       cat spdk-native-term2.out
     } >spdk-native-term2.txt
   fi
-  send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md'
+  send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*.config'
 fi
 
 FS="$(dev_of HWCFS)"
@@ -339,4 +349,5 @@ su hwc -c 'hwceiling profile --paths nvme_read -o /out/nonroot --drives HWCN0A \
   --nvme-long-tests read-cache,power-states --nvme-idle-max-s 0.01' >nonroot.txt 2>&1
 echo "rc=$?" >>nonroot.txt
 
-send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*detect.*'
+send_and_power_off -name '*.txt' -o -name '*.yaml' -o -name '*.md' -o -name '*detect.*' \
+  -o -name '*.config'

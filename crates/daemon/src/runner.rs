@@ -373,7 +373,10 @@ impl Runner {
             request: request.clone(),
             cancel: cancel_tx,
         };
-        tracing::info!(id, pid = ?active.pid, "profile run started");
+        match active.pid {
+            Some(pid) => tracing::info!(id, pid, "profile run started"),
+            None => tracing::info!(id, "profile run started (its process id is not known)"),
+        }
         let status = RunStatus::Running {
             id,
             started_at: active.started_at.clone(),

@@ -776,6 +776,15 @@ fn serve_runs_a_real_profile_on_request() {
     }
     let (code, err) = served.stop();
     assert_eq!(code, Some(0), "{err}");
+    // The log names the run's process by its number, not in Rust's words.
+    let started = err
+        .lines()
+        .find(|l| l.contains("profile run started"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        started.contains(" pid=") && !started.contains("Some("),
+        "{started}"
+    );
 }
 
 #[test]

@@ -123,6 +123,37 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         let bdf = d.bdf.clone().unwrap();
         // Behind the expander: bus 0x11.. on node 0's root, 0x21.. on node 1's.
         assert!(bdf.starts_with(&format!("0000:{}", &e.root[5..6])), "{bdf}");
+        // Read as root: each drive's PCIe path from its function up to its root port, every
+        // hop's MPS, MRRS and link, and the smallest MPS with the TLP-adjusted limits.
+        let path = topo
+            .topology
+            .pcie_paths
+            .iter()
+            .find(|p| p.device == d.name)
+            .unwrap_or_else(|| panic!("no PCIe path for {}", d.name));
+        assert_eq!(path.hops[0].bdf, bdf);
+        assert!(path.hops.len() >= 2, "{path:#?}");
+        assert_eq!(
+            path.hops.last().unwrap().config.port,
+            Some(hwc_model::pcie::PortType::RootPort),
+            "{path:#?}"
+        );
+        for h in &path.hops {
+            let c = &h.config;
+            assert!(c.unreadable.is_none(), "{path:#?}");
+            assert!(c.mps_bytes.is_some() && c.mrrs_bytes.is_some(), "{path:#?}");
+            assert!(c.link_current.is_some(), "{path:#?}");
+        }
+        let link = topo
+            .topology
+            .links
+            .iter()
+            .find(|l| l.device == d.name)
+            .unwrap();
+        assert!(
+            link.min_mps_bytes.is_some() && link.tlp_write_gbps.is_some(),
+            "{link:?}"
+        );
         bdf_of.insert(e.serial, bdf);
     }
     // What SPDK's userspace driver needs, as the guest had it before any test step: the
@@ -569,6 +600,16 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
         .nvme
         .iter()
         .all(|d| d.serial.is_some() && d.numa_node.is_some()));
+    // Without root only the config header is readable: each hop says so and guesses nothing.
+    for path in &nt.topology.pcie_paths {
+        for h in &path.hops {
+            assert!(
+                h.config.unreadable.is_some() && h.config.mps_bytes.is_none(),
+                "{path:#?}"
+            );
+        }
+    }
+    assert!(nt.topology.links.iter().all(|l| l.min_mps_bytes.is_none()));
     let text = read(&res, "nonroot.txt");
     assert!(
         text.contains("rc=0") && text.contains("0 measured"),
