@@ -34,11 +34,19 @@ pub enum WarningKind {
         max_gen: u32,
         max_width: u32,
     },
-    /// A GPU copy faster than its link can carry: a measurement bug.
+    /// A GPU copy faster than its link can carry: a measurement bug. (Profiles of earlier
+    /// builds; such a case now fails, with the same words.)
     AboveLink {
         key: String,
         gbps: f64,
         link_gbps: f64,
+    },
+    /// A GPU copy above its link's TLP-adjusted limit (but not above the link): suspect.
+    AboveTlpLimit {
+        key: String,
+        gbps: f64,
+        tlp_gbps: f64,
+        mps_bytes: u32,
     },
     /// Cases that failed; `errors` the commonest errors first, each with its count, and
     /// `other_cases` that failed with `other_errors` errors not listed.
@@ -179,6 +187,19 @@ impl std::fmt::Display for WarningKind {
                 f,
                 "{key} measured {gbps:.2} GB/s, above the link's theoretical {link_gbps:.2} \
                  GB/s: this is a measurement bug, do not use this figure"
+            ),
+            WarningKind::AboveTlpLimit {
+                key,
+                gbps,
+                tlp_gbps,
+                mps_bytes,
+            } => write!(
+                f,
+                "{key} measured {} GB/s, above its link's TLP-adjusted limit of {} GB/s at an \
+                 MPS of {mps_bytes} bytes (a model of the wire, docs/pcie.md): suspect; check \
+                 the MPS read and the figure's timing",
+                crate::text::fixed(*gbps, 2),
+                crate::text::fixed(*tlp_gbps, 2)
             ),
             WarningKind::CasesFailed {
                 count,

@@ -2,7 +2,7 @@
 
 use hwc_model::profile::{GpuProfile, HostRamPair, HostRamProfile};
 use hwc_model::topology::{Gpu, LinkTheory};
-use hwc_model::{CopyDirection, EngineId, GpuCopySpec, Measurement, PathId, MIB};
+use hwc_model::{CopyDirection, EngineId, Failure, GpuCopySpec, Measurement, PathId, MIB};
 use std::collections::BTreeMap;
 
 fn median(m: &Measurement) -> f64 {
@@ -253,26 +253,64 @@ pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
     }
 }
 
-/// A GPU copy faster than its link can carry is a measurement bug: say so loudly.
-pub fn link_excess(g: &Gpu, links: &[LinkTheory], ms: &[Measurement]) -> Vec<hwc_model::Warning> {
-    let name = format!("gpu{}", g.index);
-    let Some(link) = links.iter().find(|l| l.device == name) else {
-        return Vec::new();
-    };
-    let limit = link.max_theoretical_gbps.unwrap_or(link.theoretical_gbps);
-    ms.iter()
+/// Each GPU copy against its link: one faster than the link can carry is a measurement bug,
+/// and its case fails with that reason (a [`Failure`], so no ceiling comes from it); one above
+/// the link's TLP-adjusted limit (H2D against the limit for DMA reads, D2H for DMA writes) is
+/// kept and flagged suspect. Returns the measurements kept and the failures.
+pub fn over_the_wire(
+    gpus: &[Gpu],
+    links: &[LinkTheory],
+    ms: Vec<Measurement>,
+    warnings: &mut Vec<hwc_model::Warning>,
+) -> (Vec<Measurement>, Vec<Failure>) {
+    let mut failed = Vec::new();
+    let kept = ms
+        .into_iter()
         .filter(|m| {
-            matches!(m.path, PathId::H2d | PathId::D2h | PathId::Duplex)
-                && m.spec.gpu() == Some(name.as_str())
-                && m.gbps.median > limit
-        })
-        .map(|m| {
-            hwc_model::WarningKind::AboveLink {
-                key: m.key.clone(),
-                gbps: m.gbps.median,
-                link_gbps: limit,
+            let copy = matches!(m.path, PathId::H2d | PathId::D2h | PathId::Duplex);
+            let Some(link) = gpus
+                .iter()
+                .map(|g| format!("gpu{}", g.index))
+                .find(|n| copy && m.spec.gpu() == Some(n.as_str()))
+                .and_then(|n| links.iter().find(|l| l.device == n))
+            else {
+                return true;
+            };
+            let limit = link.max_theoretical_gbps.unwrap_or(link.theoretical_gbps);
+            if m.gbps.median > limit {
+                failed.push(Failure {
+                    key: m.key.clone(),
+                    path: m.path,
+                    engine: Some(m.engine.clone()),
+                    error: hwc_model::WarningKind::AboveLink {
+                        key: m.key.clone(),
+                        gbps: m.gbps.median,
+                        link_gbps: limit,
+                    }
+                    .to_string(),
+                });
+                return false;
             }
-            .into()
+            let tlp = match m.path {
+                PathId::H2d => link.tlp_read_gbps,
+                PathId::D2h => link.tlp_write_gbps,
+                _ => None,
+            };
+            if let (Some(tlp), Some(mps)) = (tlp, link.min_mps_bytes) {
+                if m.gbps.median > tlp {
+                    warnings.push(
+                        hwc_model::WarningKind::AboveTlpLimit {
+                            key: m.key.clone(),
+                            gbps: m.gbps.median,
+                            tlp_gbps: tlp,
+                            mps_bytes: mps,
+                        }
+                        .into(),
+                    );
+                }
+            }
+            true
         })
-        .collect()
+        .collect();
+    (kept, failed)
 }

@@ -88,6 +88,16 @@ pub fn build(
     // engine's, which measures the tool itself); `measurements` lists every figure.
     let hardware = |m: &&Measurement| engines.iter().all(|e| e.id != m.engine || e.hardware);
     let measurements: Vec<Measurement> = all.iter().filter(hardware).cloned().collect();
+    // A copy faster than its link fails its case; one above the TLP-adjusted limit is suspect.
+    let mut wire_warnings = Vec::new();
+    let (measurements, over_link) = derive::over_the_wire(
+        &topo.gpus,
+        &topo.topology.links,
+        measurements,
+        &mut wire_warnings,
+    );
+    let failed: BTreeSet<String> = over_link.iter().map(|f| f.key.clone()).collect();
+    let failures: Vec<Failure> = failures.iter().cloned().chain(over_link).collect();
     let mut profile = Profile {
         schema_version: SCHEMA_VERSION,
         provenance,
@@ -108,7 +118,7 @@ pub fn build(
         ceilings: BTreeMap::new(),
         ceiling_records: BTreeMap::new(),
         measurements,
-        failures: failures.to_vec(),
+        failures,
         waived: plan.waived.iter().chain(runtime_waived).cloned().collect(),
         tools: topo.tools.clone(),
         warnings: Vec::new(),
@@ -125,8 +135,12 @@ pub fn build(
     let c = ceilings_with_sources(&profile);
     (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
-    profile.warnings = warnings(topo, &profile);
-    profile.measurements = all;
+    profile.warnings = wire_warnings;
+    profile.warnings.extend(warnings(topo, &profile));
+    profile.measurements = all
+        .into_iter()
+        .filter(|m| !failed.contains(&m.key))
+        .collect();
     profile
 }
 
@@ -396,13 +410,6 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
             }
             .into(),
         );
-    }
-    for g in &topo.gpus {
-        w.extend(derive::link_excess(
-            g,
-            &topo.topology.links,
-            &p.measurements,
-        ));
     }
     if !p.failures.is_empty() {
         w.push(failures_warning(&p.failures).into());

@@ -1134,3 +1134,59 @@ fn gdrcopy_fields_are_the_best_local_bandwidth_each_way_never_a_cross_numa_or_la
     let r = &p.ceiling_records["gdrcopy_bar1_to_cpu_gbps"];
     assert_eq!(r.meta.gpu.as_deref(), Some("gpu0"));
 }
+
+#[test]
+fn a_copy_above_its_link_fails_and_one_above_the_tlp_limit_is_suspect() {
+    let mut t = topo_with_gpu();
+    let l = &mut t.topology.links[0];
+    l.min_mps_bytes = Some(256);
+    l.tlp_write_gbps = Some(57.61);
+    l.tlp_read_gbps = Some(58.45);
+    let results = [
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 70.0),
+        gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 58.6),
+        gpu_copy(PathId::D2h, Some(0), 256 * MIB, 1, 57.0),
+    ];
+    let p = build(&t, &Plan::default(), &results, &[], &[], &[], provenance());
+    // Above the link: a failure with the reason, and no figure or ceiling from it.
+    let over = &results[0].measurement.key;
+    assert!(p.measurement(over).is_none());
+    let f = p.failures.iter().find(|f| &f.key == over).unwrap();
+    assert!(
+        f.error
+            .contains("above the link's theoretical 63.02 GB/s: this is a measurement bug"),
+        "{}",
+        f.error
+    );
+    assert_eq!(p.gpus["gpu0"].h2d_peak_numa_local_gbps, Some(58.6));
+    // Above the TLP-adjusted limit for reads: kept, and flagged suspect.
+    let suspect: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| matches!(w.kind, hwc_model::WarningKind::AboveTlpLimit { .. }))
+        .collect();
+    assert_eq!(suspect.len(), 1, "{:?}", p.warnings);
+    assert!(
+        suspect[0]
+            .message
+            .contains("58.60 GB/s, above its link's TLP-adjusted limit of 58.45"),
+        "{}",
+        suspect[0].message
+    );
+    // D2H under its write limit: nothing said. Without an MPS read, no TLP verdict at all.
+    let mut t = topo_with_gpu();
+    t.topology.links[0].tlp_read_gbps = Some(58.45);
+    let p = build(
+        &t,
+        &Plan::default(),
+        &results[1..],
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
+    assert!(!p
+        .warnings
+        .iter()
+        .any(|w| matches!(w.kind, hwc_model::WarningKind::AboveTlpLimit { .. })));
+}
