@@ -11,6 +11,7 @@
 
 use hwc_model::{Profile, Setting};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The `provenance.environment` keys that change how figures are taken.
 pub const KEYS: &[&str] = &[
@@ -124,6 +125,86 @@ pub fn differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
             (recorded && values.len() > 1).then(|| SettingDiff {
                 key: key.to_string(),
                 values: values.into_iter().map(|g| g.value).collect(),
+            })
+        })
+        .chain(pcie_differences(nodes))
+        .collect()
+}
+
+/// The PCIe facts of each GPU's and drive's path that shape its figures, by key
+/// (`pcie.gpu0.mps_bytes`: the smallest MPS on the path; `mrrs_bytes`, `relaxed_ordering`,
+/// `link` of the device; `acs_p2p_redirect`: on at which bridges; `iommu_domain`).
+pub fn pcie_facts(p: &Profile) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let known = |v: Option<String>| v.unwrap_or_else(|| "unreadable".into());
+    for path in &p.topology.pcie_paths {
+        let Some(dev) = path.hops.first() else {
+            continue;
+        };
+        let c = &dev.config;
+        let d = &path.device;
+        let mps = path
+            .hops
+            .iter()
+            .map(|h| h.config.mps_bytes)
+            .collect::<Option<Vec<u32>>>()
+            .and_then(|v| v.into_iter().min());
+        let redirect: Vec<&str> = path
+            .hops
+            .iter()
+            .filter(|h| h.config.acs.is_some_and(|a| a.p2p_request_redirect))
+            .map(|h| h.bdf.as_str())
+            .collect();
+        let acs = if path.hops.iter().any(|h| h.config.unreadable.is_some()) {
+            None
+        } else if redirect.is_empty() {
+            Some("off".to_string())
+        } else {
+            Some(format!("on at {}", redirect.join(", ")))
+        };
+        for (key, value) in [
+            ("mps_bytes", mps.map(|v| v.to_string())),
+            ("mrrs_bytes", c.mrrs_bytes.map(|v| v.to_string())),
+            (
+                "relaxed_ordering",
+                c.relaxed_ordering.map(|v| v.to_string()),
+            ),
+            ("link", c.link_current.map(|l| l.to_string())),
+            ("acs_p2p_redirect", acs),
+            (
+                "iommu_domain",
+                Some(dev.iommu_domain.clone().unwrap_or_else(|| "none".into())),
+            ),
+        ] {
+            out.insert(format!("pcie.{d}.{key}"), known(value));
+        }
+    }
+    out
+}
+
+/// [`pcie_facts`] that differ between `nodes`, with the nodes that hold each value.
+fn pcie_differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
+    let facts: Vec<(&str, BTreeMap<String, String>)> =
+        nodes.iter().map(|(n, p)| (*n, pcie_facts(p))).collect();
+    let keys: BTreeSet<&String> = facts.iter().flat_map(|(_, f)| f.keys()).collect();
+    keys.into_iter()
+        .filter_map(|key| {
+            let mut values: Vec<SettingValue> = Vec::new();
+            for (name, f) in &facts {
+                let v = f.get(key).map_or(NOT_RECORDED, String::as_str);
+                match values.iter_mut().find(|x| x.value == v) {
+                    Some(x) => x.nodes.push(name.to_string()),
+                    None => values.push(SettingValue {
+                        value: v.to_string(),
+                        about: None,
+                        nodes: vec![name.to_string()],
+                        as_text: false,
+                    }),
+                }
+            }
+            (values.len() > 1).then(|| SettingDiff {
+                key: key.clone(),
+                values,
             })
         })
         .collect()

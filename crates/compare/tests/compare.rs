@@ -697,3 +697,52 @@ fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
         .unwrap()
         .contains("`gpu0` has a theoretical -5 GB/s"));
 }
+
+#[test]
+fn pcie_settings_that_differ_between_nodes_are_listed() {
+    use hwc_model::pcie::{Acs, PcieConfig, PortType};
+    use hwc_model::topology::{PcieHop, PciePath};
+    let hop = |bdf: &str, port, mps, acs: Option<Acs>| PcieHop {
+        bdf: bdf.into(),
+        config: PcieConfig {
+            readable_bytes: 4096,
+            port: Some(port),
+            mps_bytes: Some(mps),
+            mrrs_bytes: Some(512),
+            relaxed_ordering: Some(true),
+            link_current: Some(hwc_model::LinkState { gen: 5, width: 16 }),
+            acs,
+            ..PcieConfig::default()
+        },
+        iommu_domain: Some("DMA-FQ".into()),
+    };
+    let path = |mps_root, redirect| PciePath {
+        device: "gpu0".into(),
+        hops: vec![
+            hop("0000:41:00.0", PortType::Endpoint, 256, None),
+            hop(
+                "0000:40:01.1",
+                PortType::RootPort,
+                mps_root,
+                Some(Acs::new(0x5f, if redirect { 0x1d } else { 0x01 })),
+            ),
+        ],
+    };
+    let mut a = profile("a", &[("warm_gpu0_gbps", 53.4)]);
+    let mut b = profile("b", &[("warm_gpu0_gbps", 53.3)]);
+    a.topology.pcie_paths.push(path(256, false));
+    b.topology.pcie_paths.push(path(128, true));
+    let r = pair(("a", &a), ("b", &b), &opts("5%"));
+    let keys: Vec<&str> = r.settings.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["pcie.gpu0.acs_p2p_redirect", "pcie.gpu0.mps_bytes"],
+        "{:?}",
+        r.settings
+    );
+    let text = render_pair(&r);
+    assert!(text.contains("on at 0000:40:01.1"), "{text}");
+    // The same path on both: nothing listed.
+    b.topology.pcie_paths[0] = path(256, false);
+    assert!(pair(("a", &a), ("b", &b), &opts("5%")).settings.is_empty());
+}
