@@ -48,6 +48,14 @@ pub struct Platform {
     pub memory_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// Whether an IOMMU is active (`/sys/class/iommu` has a unit); absent when sysfs does not
+    /// tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iommu_present: Option<bool>,
+    /// The kernel command line's options that set the IOMMU up (`intel_iommu=on`,
+    /// `iommu=pt`, `iommu.strict=0`, …), in their order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iommu_options: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os: Option<String>,
     /// Logical CPUs with their package/core ids, in id order.

@@ -252,6 +252,18 @@ fn platform(out: &mut String, p: &Profile) {
         ],
         vec!["NUMA nodes".into(), pl.numa_nodes.to_string()],
         vec!["Kernel".into(), opt(&pl.kernel)],
+        vec![
+            "IOMMU".into(),
+            match (pl.iommu_present, pl.iommu_options.is_empty()) {
+                (Some(on), true) => (if on { "on" } else { "off" }).into(),
+                (Some(on), false) => format!(
+                    "{} (kernel command line: `{}`)",
+                    if on { "on" } else { "off" },
+                    pl.iommu_options.join(" ")
+                ),
+                (None, _) => "—".into(),
+            },
+        ],
         vec!["OS".into(), opt(&pl.os)],
     ];
     table(out, &["Item", "Value"], &rows);

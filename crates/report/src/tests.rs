@@ -170,6 +170,8 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
             }],
             memory_bytes: Some(24 << 30),
             kernel: Some("6.1.0".into()),
+            iommu_present: Some(true),
+            iommu_options: vec!["intel_iommu=on".into(), "iommu=pt".into()],
             os: Some("Debian GNU/Linux 12 (bookworm)".into()),
             cpus: vec![],
         },

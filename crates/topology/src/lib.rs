@@ -98,6 +98,13 @@ pub fn detect(src: &Sources) -> Topology {
             numa,
             memory_bytes: mem_total,
             kernel: fs.text("/proc/sys/kernel/osrelease"),
+            iommu_present: fs
+                .exists("/sys/class/iommu")
+                .then(|| !fs.names("/sys/class/iommu").is_empty()),
+            iommu_options: fs
+                .read("/proc/cmdline")
+                .map(|c| iommu_options(&c))
+                .unwrap_or_default(),
             os: ["/etc/os-release", "/usr/lib/os-release"]
                 .iter()
                 .find_map(|p| os_pretty_name(&fs.read(p)?)),
@@ -116,4 +123,36 @@ fn hostname(fs: &FsRoot) -> Option<String> {
     ["/proc/sys/kernel/hostname", "/etc/hostname"]
         .iter()
         .find_map(|p| short_hostname(&fs.read(p)?))
+}
+
+/// The kernel command line's IOMMU options: `iommu=`, `iommu.*=`, `intel_iommu=`,
+/// `amd_iommu=` and the like.
+pub fn iommu_options(cmdline: &str) -> Vec<String> {
+    cmdline
+        .split_whitespace()
+        .filter(|t| {
+            let name = t.split('=').next().unwrap_or(t);
+            name == "iommu" || name.starts_with("iommu.") || name.ends_with("_iommu")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn iommu_options_of_the_kernel_command_line() {
+        let c = "BOOT_IMAGE=/vmlinuz root=/dev/vda1 intel_iommu=on iommu=pt iommu.strict=0 \
+                 amd_iommu=off quiet noiommu_like=1";
+        assert_eq!(
+            super::iommu_options(c),
+            [
+                "intel_iommu=on",
+                "iommu=pt",
+                "iommu.strict=0",
+                "amd_iommu=off"
+            ]
+        );
+        assert!(super::iommu_options("quiet splash").is_empty());
+    }
 }
