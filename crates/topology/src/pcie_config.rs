@@ -133,6 +133,26 @@ mod tests {
     }
 
     #[test]
+    fn the_vm_test_beds_root_port_and_drive() {
+        // Read as root in the QEMU test bed (tools/vm): an emulated NVMe drive behind a
+        // pcie-root-port, with the emulated IOMMU on (the kernel then enables ACS redirect).
+        let port = parse_config(include_bytes!("../tests/fixtures/vm-root-port-config.bin"));
+        assert_eq!(port.port, Some(PortType::RootPort));
+        assert_eq!((port.mps_bytes, port.mrrs_bytes), (Some(128), Some(128)));
+        assert_eq!(port.link_capable, Some(LinkState { gen: 4, width: 32 }));
+        assert_eq!(port.link_current, Some(LinkState { gen: 1, width: 1 }));
+        assert!(port.aer);
+        let acs = port.acs.unwrap();
+        assert_eq!((acs.capability, acs.control), (0x5f, 0x1d));
+        assert!(acs.p2p_request_redirect && acs.upstream_forwarding);
+        let drive = parse_config(include_bytes!("../tests/fixtures/vm-nvme-config.bin"));
+        assert_eq!(drive.port, Some(PortType::Endpoint));
+        assert_eq!(drive.mps_bytes, Some(128));
+        assert_eq!(drive.relaxed_ordering, Some(false));
+        assert_eq!(drive.acs, None);
+    }
+
+    #[test]
     fn without_root_only_the_header_is_read_and_that_is_said() {
         let c = parse_config(&H200_GPU[..64]);
         assert_eq!(c.mps_bytes, None);
