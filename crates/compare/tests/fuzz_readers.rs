@@ -10,6 +10,10 @@ use proptest::prelude::*;
 
 const H200: &str = include_str!("../../profile/tests/fixtures/v1-h200-a.yaml");
 
+/// The real profile, read once.
+static PARSED: std::sync::LazyLock<hwc_model::Profile> =
+    std::sync::LazyLock::new(|| hwc_profile::from_yaml(H200).unwrap());
+
 fn cases(default: u32) -> u32 {
     std::env::var("HWC_FUZZ_CASES")
         .ok()
@@ -137,10 +141,10 @@ proptest! {
         let good = "spec_version: 1\nname: \"a \\e[31m|\\n# x\"\nbaseline: b.yaml\nrules:\n  - path: warm_gpu0_gbps\n    min_gbps: 1e308\n  - path: warm_gpu0_peak_gbps\n    min_pct_of_link: -0\n  - path: host_ram_same_numa_gbps\n    min_pct_of_baseline: 90\n    required: false\nlinks:\n  - device: \"gpu*\"\n    gen: max\n    width: 16\n";
         prop_assert!(qualify::parse_spec(good).is_ok());
         let text = if how == 4 { Some(good.to_string()) } else { damage(good, how, at, cut, byte, &insert, line) };
-        let p = hwc_profile::from_yaml(H200).unwrap();
+        let p = &*PARSED;
         if let Some(text) = text {
             if let Ok(spec) = qualify::parse_spec(&text) {
-                if let Ok(q) = qualify::qualify(&spec, "s.yaml", &p, "p.yaml", Some(&p)) {
+                if let Ok(q) = qualify::qualify(&spec, "s.yaml", p, "p.yaml", Some(p)) {
                     let _ = qualify::render(&q);
                     let _ = junit::render(&q);
                 }
