@@ -1,10 +1,10 @@
 //! The settings a figure was taken under, where two profiles of one machine can differ and the
 //! figures move with them: the driver, the CUDA hardware work queues
-//! (`CUDA_DEVICE_MAX_CONNECTIONS`: 32 from 2026-11-30 unless the user set it, the driver's 8
-//! before, moving 128 KiB–1 MiB copies by 1–3 %), transparent huge pages, the timing and
+//! (`CUDA_DEVICE_MAX_CONNECTIONS`: 32 unless the user set it, in older builds the driver's 8,
+//! moving 128 KiB–1 MiB copies by 1–3 %), transparent huge pages, the timing and
 //! buffer methods of the GPU and NVMe backends, and where small duplex and D2H copies lie in
-//! their buffers (searched from 2026-11-30; where they lie moves 512 KiB duplex by several per
-//! cent).
+//! their buffers (searched in later builds; where they lie moves 512 KiB duplex by several
+//! per cent).
 //! `compare` lists the ones that differ under the table, so a delta is read with its cause
 //! beside it; it does not change a verdict (a real regression under a new setting is still a
 //! regression).
@@ -49,7 +49,7 @@ pub struct SettingValue {
     pub about: Option<String>,
     /// In node order.
     pub nodes: Vec<String>,
-    /// `value` is a whole line of text, as profiles before 2026-12-04 recorded a setting, value
+    /// `value` is a whole line of text, as profiles of older builds recorded a setting, value
     /// and description in the words of the build that wrote it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub as_text: bool,
@@ -211,8 +211,8 @@ fn pcie_differences(nodes: &[(&str, &Profile)]) -> Vec<SettingDiff> {
 }
 
 /// Whether `p` measured a path the setting `key` shapes. A profile records the paths a setting
-/// shapes with it (`shapes`, those its engine measured); one without them (written before
-/// 2026-12-04) is read by the rule of its time: the NVMe engine shapes NVMe paths, the driver
+/// shapes with it (`shapes`, those its engine measured); one without them (written by an older
+/// build) is read by the rule of its time: the NVMe engine shapes NVMe paths, the driver
 /// and CUDA settings GPU paths, glibc's non-temporal threshold host RAM's `memcpy`, and
 /// transparent huge pages every host buffer. A profile without measurements (its `ceilings:`
 /// only) cannot tell, and counts.

@@ -53,9 +53,9 @@ pub const GPU_COPY_SIZES: [u64; 10] = [
 /// D2D 1–8 % on the H200 machine) and are timed once.
 pub const STEADY_MIN_BYTES: u64 = 4 * MIB;
 /// The spread, in per cent, above which a copy of [`STEADY_MIN_BYTES`] or more is timed again.
-/// On a quiet H200 machine (2026-12-01) every pinned H2D and D2H case of 4 MiB or more spread
-/// 0.07–0.69 % and duplex ones up to 2.1 %; in a busier hour of the same day 256 MiB H2D
-/// spread up to 13.6 % and duplex H2D 19 %, the plain-CUDA reference as much.
+/// On a quiet H200 machine every pinned H2D and D2H case of 4 MiB or more spreads well under
+/// 1 % and duplex ones up to about 2 %; on a busy host the plain-CUDA reference spreads as much
+/// as we do (the figures: docs/gpu-method.md).
 pub const STEADY_SPREAD_PCT: u32 = 1;
 /// Concurrent streams for H2D/D2H (spec Path 3).
 pub const GPU_COPY_STREAMS: [u32; 4] = [1, 2, 4, 8];
