@@ -57,6 +57,7 @@ pub fn render(r: &QualifyReport) -> String {
         let class = match c.group {
             Group::Rule => "hwceiling.qualify.rule",
             Group::Link => "hwceiling.qualify.link",
+            Group::Pcie => "hwceiling.qualify.pcie",
         };
         let open = format!(
             r#"    <testcase classname="{class}" name="{}" time="0""#,

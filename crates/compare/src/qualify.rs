@@ -6,7 +6,7 @@
 use crate::method;
 use crate::source::Source;
 use hwc_model::text::fixed;
-use hwc_model::topology::LinkTheory;
+use hwc_model::topology::{LinkTheory, PciePath};
 use hwc_model::Profile;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,31 @@ pub struct Spec {
     pub rules: Vec<Rule>,
     #[serde(default)]
     pub links: Vec<LinkRule>,
+    #[serde(default)]
+    pub pcie: Vec<PcieRule>,
+}
+
+/// Settings of the PCIe path of each device matching `device`, as config space read them
+/// (`topology.pcie_paths`; docs/pcie.md).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PcieRule {
+    /// A device of `topology.pcie_paths` (`gpu0`, `nvme1`), `*` matching any run of characters.
+    pub device: String,
+    /// The smallest Max Payload Size set on the device's path, at least this many bytes.
+    #[serde(default)]
+    pub min_mps_bytes: Option<u32>,
+    /// `false`: no bridge on the path redirects peer-to-peer requests (ACS P2P Request
+    /// Redirect), so GPU ↔ drive traffic can cross a switch without the root complex.
+    #[serde(default)]
+    pub acs_redirect: Option<bool>,
+    /// The device's IOMMU domain is one of these (`identity`, `DMA`, `DMA-FQ`, …; `none`: no
+    /// IOMMU group).
+    #[serde(default)]
+    pub iommu: Option<Vec<String>>,
+    /// When false, a pattern that matches no path is skipped instead of failed.
+    #[serde(default = "yes")]
+    pub required: bool,
 }
 
 impl Spec {
@@ -48,6 +73,10 @@ impl Spec {
             g(&mut r.path);
         }
         self.links.iter_mut().for_each(|l| g(&mut l.device));
+        for r in &mut self.pcie {
+            g(&mut r.device);
+            r.iommu.iter_mut().flatten().for_each(g);
+        }
         self
     }
 }
@@ -151,7 +180,13 @@ pub enum SpecError {
         device: String,
         problem: String,
     },
-    #[error("the spec has no rules and no link checks: it would pass any node")]
+    #[error("qualify spec PCIe check {index} (`{device}`): {problem}")]
+    Pcie {
+        index: usize,
+        device: String,
+        problem: String,
+    },
+    #[error("the spec has no rules, link checks or PCIe checks: it would pass any node")]
     Empty,
     #[error("{0} rule(s) use min_pct_of_baseline but no baseline profile was given (spec `baseline:` or --baseline)")]
     NoBaseline(usize),
@@ -169,8 +204,17 @@ pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
             found: spec.spec_version,
         });
     }
-    if spec.rules.is_empty() && spec.links.is_empty() {
+    if spec.rules.is_empty() && spec.links.is_empty() && spec.pcie.is_empty() {
         return Err(SpecError::Empty);
+    }
+    for (i, r) in spec.pcie.iter().enumerate() {
+        if r.min_mps_bytes.is_none() && r.acs_redirect.is_none() && r.iommu.is_none() {
+            return Err(SpecError::Pcie {
+                index: i + 1,
+                device: r.device.clone(),
+                problem: "give min_mps_bytes, acs_redirect, iommu or several".into(),
+            });
+        }
     }
     for (i, r) in spec.rules.iter().enumerate() {
         let problem = |p: &str| SpecError::Rule {
@@ -233,6 +277,7 @@ impl Spec {
 pub enum Group {
     Rule,
     Link,
+    Pcie,
 }
 
 /// Why a check failed. Its name ([`FailureKind::as_str`]) is the JUnit `<failure type="…">`
@@ -267,6 +312,12 @@ pub enum FailureKind {
     MaxUnknown,
     /// `no-matching-link`: a required link check's pattern matches no link of the profile.
     NoMatchingLink,
+    /// `pcie-setting`: a PCIe path's setting, as config space read it, is not the one required
+    /// (an MPS below the minimum, ACS redirect on where it must be off, another IOMMU domain).
+    PcieSetting,
+    /// `pcie-unreadable`: the setting could not be read (config space past its header needs
+    /// root): it cannot be confirmed.
+    PcieUnreadable,
     /// `not-finite`: the figure, or the floor computed from a baseline or link, is not a finite
     /// number (a figure read from a file cannot be one, a profile built in code can hold one;
     /// a floor can overflow, e.g. a huge percentage of a huge baseline).
@@ -275,7 +326,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order of the documentation.
-    pub const ALL: [FailureKind; 11] = [
+    pub const ALL: [FailureKind; 13] = [
         FailureKind::BelowFloor,
         FailureKind::MissingInProfile,
         FailureKind::MissingInBaseline,
@@ -286,6 +337,8 @@ impl FailureKind {
         FailureKind::LinkBelowTarget,
         FailureKind::MaxUnknown,
         FailureKind::NoMatchingLink,
+        FailureKind::PcieSetting,
+        FailureKind::PcieUnreadable,
         FailureKind::NotFinite,
     ];
 
@@ -302,6 +355,8 @@ impl FailureKind {
             FailureKind::LinkBelowTarget => "link-below-target",
             FailureKind::MaxUnknown => "max-unknown",
             FailureKind::NoMatchingLink => "no-matching-link",
+            FailureKind::PcieSetting => "pcie-setting",
+            FailureKind::PcieUnreadable => "pcie-unreadable",
             FailureKind::NotFinite => "not-finite",
         }
     }
@@ -803,6 +858,100 @@ fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
     }
 }
 
+/// The checks `rule` asks of one device's PCIe path: one per setting it names.
+fn check_pcie(rule: &PcieRule, path: &PciePath) -> Vec<Check> {
+    let d = &path.device;
+    let unreadable: Vec<&str> = path
+        .hops
+        .iter()
+        .filter(|h| h.config.unreadable.is_some())
+        .map(|h| h.bdf.as_str())
+        .collect();
+    let check = |name: String, outcome, detail: String| Check {
+        group: Group::Pcie,
+        name,
+        outcome,
+        value: None,
+        floor: None,
+        detail,
+    };
+    let blind = || {
+        (
+            Outcome::Fail(FailureKind::PcieUnreadable),
+            format!(
+                "config space of {} not readable (it needs root): cannot be confirmed",
+                unreadable.join(", ")
+            ),
+        )
+    };
+    let mut out = Vec::new();
+    if let Some(min) = rule.min_mps_bytes {
+        let mps: Option<Vec<(u32, &str)>> = path
+            .hops
+            .iter()
+            .map(|h| Some((h.config.mps_bytes?, h.bdf.as_str())))
+            .collect();
+        let (outcome, detail) = match mps.and_then(|v| v.into_iter().min()) {
+            None => blind(),
+            Some((m, at)) if m < min => (
+                Outcome::Fail(FailureKind::PcieSetting),
+                format!("smallest MPS {m} bytes (at {at}), under {min}"),
+            ),
+            Some((m, at)) => (
+                Outcome::Pass,
+                format!("smallest MPS {m} bytes (at {at}), at least {min}"),
+            ),
+        };
+        out.push(check(format!("{d} MPS"), outcome, detail));
+    }
+    if let Some(want) = rule.acs_redirect {
+        let on: Vec<&str> = path
+            .hops
+            .iter()
+            .filter(|h| h.config.acs.is_some_and(|a| a.p2p_request_redirect))
+            .map(|h| h.bdf.as_str())
+            .collect();
+        let is = !on.is_empty();
+        let (outcome, detail) = if !unreadable.is_empty() {
+            blind()
+        } else {
+            let said = if is {
+                format!("ACS P2P request redirect on at {}", on.join(", "))
+            } else {
+                "no bridge redirects P2P requests".to_string()
+            };
+            let ok = is == want;
+            (
+                if ok {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail(FailureKind::PcieSetting)
+                },
+                format!("{said}; required {}", if want { "on" } else { "off" }),
+            )
+        };
+        out.push(check(format!("{d} ACS redirect"), outcome, detail));
+    }
+    if let Some(allowed) = &rule.iommu {
+        let domain = path
+            .hops
+            .first()
+            .and_then(|h| h.iommu_domain.clone())
+            .unwrap_or_else(|| "none".into());
+        let ok = allowed.iter().any(|a| a.eq_ignore_ascii_case(&domain));
+        out.push(check(
+            format!("{d} IOMMU"),
+            if ok {
+                Outcome::Pass
+            } else {
+                Outcome::Fail(FailureKind::PcieSetting)
+            },
+            format!("domain {domain}; allowed {}", allowed.join(", ")),
+        ));
+    }
+    out
+}
+
 /// Run every check of `spec` against `profile`. `baseline` is needed when a rule uses
 /// `min_pct_of_baseline`.
 pub fn qualify(
@@ -857,6 +1006,35 @@ pub fn qualify(
             });
         }
         checks.extend(matched.into_iter().map(|l| check_link(profile, rule, l)));
+    }
+    for rule in &spec.pcie {
+        let matched: Vec<&PciePath> = profile
+            .topology
+            .pcie_paths
+            .iter()
+            .filter(|p| glob(&rule.device, &p.device))
+            .collect();
+        if matched.is_empty() {
+            checks.push(Check {
+                group: Group::Pcie,
+                name: format!("{} PCIe path", rule.device),
+                outcome: if rule.required {
+                    Outcome::Fail(FailureKind::NoMatchingLink)
+                } else {
+                    Outcome::Skip
+                },
+                value: None,
+                floor: None,
+                detail: format!(
+                    "no PCIe path in the profile matches `{}` (config space not read, or no such \
+                     device)",
+                    rule.device
+                ),
+            });
+        }
+        for path in matched {
+            checks.extend(check_pcie(rule, path));
+        }
     }
     let count = |f: fn(&Outcome) -> bool| checks.iter().filter(|c| f(&c.outcome)).count();
     Ok(QualifyReport {

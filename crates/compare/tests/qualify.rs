@@ -155,7 +155,15 @@ fn baseline_rules_need_a_baseline_and_the_baseline_needs_the_path() {
 fn bad_specs_are_refused_with_the_rule_named() {
     let cases = [
         ("spec_version: 2\nrules: []\n", "spec_version 2"),
-        ("spec_version: 1\n", "no rules and no link checks"),
+        ("spec_version: 1\n", "no rules, link checks or PCIe checks"),
+        (
+            "spec_version: 1\npcie:\n  - device: gpu0\n",
+            "PCIe check 1 (`gpu0`): give min_mps_bytes, acs_redirect, iommu or several",
+        ),
+        (
+            "spec_version: 1\npcie:\n  - device: gpu0\n    min_mps: 256\n",
+            "not a valid qualify spec",
+        ),
         (
             "spec_version: 1\nrules:\n  - path: x\n",
             "rule 1 (`x`): give one floor",
@@ -628,6 +636,13 @@ links:
     width: max
   - device: "nvme*"
     gen: 4
+pcie:
+  - device: gpu0
+    min_mps_bytes: 256
+    acs_redirect: false
+    iommu: [identity]
+  - device: nvme0
+    min_mps_bytes: 128
 "#,
     )
     .unwrap();
@@ -653,6 +668,47 @@ links:
     p.topology.links[1].max_gen = None;
     let mut p = with_link(p, "gpu2", (3, 16), (5, 16));
     p.topology.links[2].max_width = None;
+    // gpu0's root port sets MPS 128 and redirects P2P requests, its domain is DMA-FQ; nvme0's
+    // path was read without root.
+    use hwc_model::pcie::{Acs, PcieConfig, PortType};
+    use hwc_model::topology::{PcieHop, PciePath};
+    let hop = |bdf: &str, port, mps, acs| PcieHop {
+        bdf: bdf.into(),
+        config: PcieConfig {
+            readable_bytes: 4096,
+            port: Some(port),
+            mps_bytes: Some(mps),
+            acs,
+            ..PcieConfig::default()
+        },
+        iommu_domain: Some("DMA-FQ".into()),
+    };
+    p.topology.pcie_paths = vec![
+        PciePath {
+            device: "gpu0".into(),
+            hops: vec![
+                hop("0000:01:00.0", PortType::Endpoint, 256, None),
+                hop(
+                    "0000:00:01.0",
+                    PortType::RootPort,
+                    128,
+                    Some(Acs::new(0x5f, 0x1d)),
+                ),
+            ],
+        },
+        PciePath {
+            device: "nvme0".into(),
+            hops: vec![PcieHop {
+                bdf: "0000:05:00.0".into(),
+                config: PcieConfig {
+                    readable_bytes: 64,
+                    unreadable: Some("only 64 bytes".into()),
+                    ..PcieConfig::default()
+                },
+                iommu_domain: None,
+            }],
+        },
+    ];
     let baseline = host_ceiling("golden", Some("host-memcpy"), 35.0);
 
     let r = qualify(&spec, "s", &p, "p", Some(&baseline)).unwrap();
@@ -671,6 +727,10 @@ links:
         ("gpu1 link (0000:02:00.0)", Some("max-unknown")),
         ("gpu2 link (0000:03:00.0)", Some("link-below-target")),
         ("nvme* link", Some("no-matching-link")),
+        ("gpu0 MPS", Some("pcie-setting")),
+        ("gpu0 ACS redirect", Some("pcie-setting")),
+        ("gpu0 IOMMU", Some("pcie-setting")),
+        ("nvme0 MPS", Some("pcie-unreadable")),
     ];
     let xml = hwc_compare::junit::render(&r);
     let got = hwc_testkit::junit_cases(&xml);
@@ -697,6 +757,13 @@ links:
             .unwrap()
     };
     assert!(message("too slow").contains("26.00 GB/s < the floor 50.00 GB/s"));
+    assert_eq!(
+        message("gpu0 MPS"),
+        "smallest MPS 128 bytes (at 0000:00:01.0), under 256"
+    );
+    assert!(message("gpu0 ACS redirect").starts_with("ACS P2P request redirect on at 0000:00:01.0"));
+    assert_eq!(message("gpu0 IOMMU"), "domain DMA-FQ; allowed identity");
+    assert!(message("nvme0 MPS").contains("not readable (it needs root)"));
     assert!(message("absent").contains("not among the profile's ceilings"));
     assert!(message("absent from the baseline").contains("the baseline profile has no"));
     assert!(message("across copy kernels").starts_with(
@@ -708,7 +775,7 @@ links:
         message("not a number"),
         "the profile's ceiling is not a finite number (inf)"
     );
-    assert_eq!((r.passed, r.failed, r.skipped), (1, 12, 1));
+    assert_eq!((r.passed, r.failed, r.skipped), (1, 16, 1));
 
     // JSON/YAML: `outcome` stays pass/fail/skip; `failure` names the kind of a failed check.
     let v = serde_json::to_value(&r).unwrap();
