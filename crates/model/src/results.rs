@@ -60,6 +60,19 @@ pub struct Evidence {
     /// The wall clock disagreed with the engine's own timer by more than the run's tolerance.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wall_clock_disagreement: Option<WallClockDisagreement>,
+    /// PCIe errors reported (AER counters that rose) on the case's paths while it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_errors: Option<Vec<AerIncrease>>,
+}
+
+/// How far one function's AER counters rose during a case (sysfs `aer_dev_correctable`,
+/// `aer_dev_nonfatal`, `aer_dev_fatal`: their `TOTAL_ERR_*` lines).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct AerIncrease {
+    pub bdf: String,
+    pub correctable: u64,
+    pub nonfatal: u64,
+    pub fatal: u64,
 }
 
 impl Evidence {

@@ -41,6 +41,9 @@ pub enum WarningKind {
         gbps: f64,
         link_gbps: f64,
     },
+    /// Measurements during which a device on their PCIe path reported errors (AER counters
+    /// rose).
+    LinkErrors { count: usize },
     /// A GPU copy above its link's TLP-adjusted limit (but not above the link): suspect.
     AboveTlpLimit {
         key: String,
@@ -187,6 +190,12 @@ impl std::fmt::Display for WarningKind {
                 f,
                 "{key} measured {gbps:.2} GB/s, above the link's theoretical {link_gbps:.2} \
                  GB/s: this is a measurement bug, do not use this figure"
+            ),
+            WarningKind::LinkErrors { count } => write!(
+                f,
+                "{count} measurement(s) ran while a device on their PCIe path reported errors \
+                 (AER counters rose; each one's evidence.link_errors names the devices): check \
+                 the links (seating, risers, retimers) and rerun"
             ),
             WarningKind::AboveTlpLimit {
                 key,

@@ -398,6 +398,14 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
     if unverified > 0 {
         w.push(WarningKind::PlacementUnverified { count: unverified }.into());
     }
+    let link_errors = p
+        .measurements
+        .iter()
+        .filter(|m| m.evidence.link_errors.is_some())
+        .count();
+    if link_errors > 0 {
+        w.push(WarningKind::LinkErrors { count: link_errors }.into());
+    }
     for l in topo.topology.links.iter().filter(|l| l.degraded) {
         w.push(
             WarningKind::LinkDegraded {

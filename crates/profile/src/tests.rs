@@ -1190,3 +1190,26 @@ fn a_copy_above_its_link_fails_and_one_above_the_tlp_limit_is_suspect() {
         .iter()
         .any(|w| matches!(w.kind, hwc_model::WarningKind::AboveTlpLimit { .. })));
 }
+
+#[test]
+fn measurements_that_saw_pcie_errors_are_counted_in_a_warning() {
+    let mut r = gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.0);
+    r.measurement.evidence.link_errors = Some(vec![hwc_model::AerIncrease {
+        bdf: "0000:00:06.0".into(),
+        correctable: 3,
+        nonfatal: 0,
+        fatal: 0,
+    }]);
+    let p = gpu_profile(&[r, gpu_copy(PathId::D2h, Some(0), 4 * MIB, 1, 53.0)]);
+    let w: Vec<_> = p
+        .warnings
+        .iter()
+        .filter(|w| w.kind == hwc_model::WarningKind::LinkErrors { count: 1 })
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", p.warnings);
+    assert!(w[0]
+        .message
+        .starts_with("1 measurement(s) ran while a device on their PCIe path reported errors"));
+    // It reads back.
+    assert_eq!(from_yaml(&to_yaml(&p).unwrap()).unwrap(), p);
+}

@@ -18,6 +18,7 @@ mod choices;
 mod detect;
 pub mod engines;
 pub mod files;
+mod link_watch;
 mod nvme;
 mod record;
 pub mod room;
@@ -337,7 +338,8 @@ impl Prepared {
             observer,
             files.partial.clone(),
             planned,
-        );
+        )
+        .with_watch(link_watch::LinkWatch::new(Path::new("/sys"), &topo));
         let options = RunOptions {
             allow_contended: config.allow_contended,
             wall_tolerance: Some(0.02),
@@ -357,7 +359,24 @@ impl Prepared {
             cancel,
         );
         let on_disk = recorder.on_disk();
+        let link_errors = recorder.take_link_errors();
         drop(recorder);
+        let mut outcome = outcome;
+        for r in &mut outcome.results {
+            if let Some(rose) = link_errors.get(&r.measurement.key) {
+                r.measurement.notes.push(format!(
+                    "PCIe errors reported while it ran (AER counters rose): {}",
+                    rose.iter()
+                        .map(|a| format!(
+                            "{} +{} correctable, +{} non-fatal, +{} fatal",
+                            a.bdf, a.correctable, a.nonfatal, a.fatal
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ));
+                r.measurement.evidence.link_errors = Some(rose.clone());
+            }
+        }
 
         provenance.finished_at = chrono::Local::now().to_rfc3339();
         provenance.interrupted = outcome.interrupted;

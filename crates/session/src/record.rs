@@ -4,10 +4,11 @@
 //! with its cause and how many cases the record on disk still holds, and again when it succeeds
 //! once more; never dropped silently.
 
+use crate::link_watch::LinkWatch;
 use crate::{RecordSave, RunObserver};
-use hwc_model::Case;
+use hwc_model::{AerIncrease, Case};
 use hwc_runner::{CaseOutcome, Observer};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 /// Called with every outcome so far after each case; an error is one line, with its cause.
@@ -28,6 +29,8 @@ pub(crate) struct Recorder<'a> {
     started: Option<usize>,
     /// Where each finished case's outcome is in `outcomes`, by plan index.
     filed: HashMap<usize, usize>,
+    /// AER counters around each case, where the paths are known.
+    watch: Option<LinkWatch>,
 }
 
 impl<'a> Recorder<'a> {
@@ -47,7 +50,19 @@ impl<'a> Recorder<'a> {
             failing: None,
             started: None,
             filed: HashMap::new(),
+            watch: None,
         }
+    }
+
+    /// Read the AER counters of each case's paths when it starts and finishes.
+    pub(crate) fn with_watch(mut self, watch: LinkWatch) -> Self {
+        self.watch = Some(watch);
+        self
+    }
+
+    /// The AER counters that rose during each case, by case key.
+    pub(crate) fn take_link_errors(&mut self) -> BTreeMap<String, Vec<AerIncrease>> {
+        self.watch.as_mut().map(LinkWatch::take).unwrap_or_default()
     }
 
     /// Cases in the running record as it is on disk; None where no save succeeded.
@@ -89,10 +104,16 @@ impl<'a> Recorder<'a> {
 impl Observer for Recorder<'_> {
     fn case_started(&mut self, index: usize, total: usize, case: &Case) {
         self.started = Some(index);
+        if let Some(w) = &mut self.watch {
+            w.start(case);
+        }
         self.then.case_started(index, total, case);
     }
 
     fn case_finished(&mut self, outcome: &CaseOutcome) {
+        if let Some(w) = &mut self.watch {
+            w.finish();
+        }
         if let Some(index) = self.started.take() {
             self.filed.insert(index, self.outcomes.len());
         }
