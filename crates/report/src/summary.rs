@@ -189,6 +189,34 @@ fn link_of(p: &Profile, gpu: &str) -> String {
         .unwrap_or_else(|| "link unknown".into())
 }
 
+/// A GPU copy's limit cell: its link, and the figure's share of the link's theoretical
+/// bandwidth and of its TLP-adjusted limit (`reads`: the limit for DMA reads, H2D; else for
+/// DMA writes, D2H), where known.
+fn gpu_limit(p: &Profile, gpu: &str, v: Option<f64>, reads: bool) -> String {
+    let Some(l) = p.topology.links.iter().find(|l| l.device == gpu) else {
+        return "GPU PCIe, link unknown".into();
+    };
+    let mut s = format!("GPU PCIe Gen{} x{}", l.gen, l.width);
+    if let Some(v) = v.filter(|_| l.theoretical_gbps > 0.0) {
+        let _ = write!(
+            s,
+            ": {} % of {} GB/s",
+            fixed(v / l.theoretical_gbps * 100.0, 1),
+            gbps(l.theoretical_gbps)
+        );
+        let tlp = if reads { l.tlp_read_gbps } else { l.tlp_write_gbps };
+        if let Some(t) = tlp.filter(|t| *t > 0.0) {
+            let _ = write!(
+                s,
+                ", {} % of the TLP-adjusted {}",
+                fixed(v / t * 100.0, 1),
+                gbps(t)
+            );
+        }
+    }
+    s
+}
+
 pub(crate) fn render(out: &mut String, p: &Profile) {
     out.push_str("## 7. Summary\n\n");
     raw_paths(out, p);
@@ -224,7 +252,6 @@ fn raw_paths(out: &mut String, p: &Profile) {
         ));
     }
     for (name, g) in &p.gpus {
-        let link = link_of(p, name);
         let gpu = Some(name.as_str());
         // Each figure with the spread and N of the measurement its ceiling names.
         let mut push = |label: String, limit: String, cell: Option<String>, path, note: String| {
@@ -236,7 +263,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
         };
         push(
             format!("Host → {name} H2D (NUMA-local, peak)"),
-            format!("GPU PCIe {link}"),
+            gpu_limit(p, name, g.h2d_peak_numa_local_gbps, true),
             g.h2d_peak_numa_local_gbps
                 .map(|v| ceiling_cell(p, &ceiling_key::warm_h2d_peak(name), PathId::H2d, gpu, v)),
             PathId::H2d,
@@ -256,7 +283,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
         );
         push(
             format!("{name} → Host D2H (peak)"),
-            format!("GPU PCIe {link}"),
+            gpu_limit(p, name, g.d2h_peak_numa_local_gbps, false),
             g.d2h_peak_numa_local_gbps
                 .map(|v| ceiling_cell(p, &ceiling_key::d2h_peak(name), PathId::D2h, gpu, v)),
             PathId::D2h,
