@@ -99,15 +99,39 @@ pub fn summary(t: &Topology) -> String {
         );
     }
     for l in &t.topology.links {
+        let tlp = match (l.min_mps_bytes, l.tlp_write_gbps, l.tlp_read_gbps) {
+            (Some(m), Some(w), Some(r)) => format!(
+                "; MPS {m} B on its path: TLP-adjusted {} GB/s DMA writes, {} reads",
+                hwc_model::text::fixed(w, 2),
+                hwc_model::text::fixed(r, 2)
+            ),
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "link      {} {} Gen{} x{}: {:.2} GB/s theoretical per direction{}",
+            "link      {} {} Gen{} x{}: {} GB/s theoretical per direction{}{tlp}",
             l.device,
             l.bdf,
             l.gen,
             l.width,
-            l.theoretical_gbps,
+            hwc_model::text::fixed(l.theoretical_gbps, 2),
             if l.degraded { " (below max)" } else { "" }
+        );
+    }
+    if t.platform.iommu_present.is_some() {
+        let _ = writeln!(
+            s,
+            "iommu     {}{}",
+            if t.platform.iommu_present == Some(true) {
+                "on"
+            } else {
+                "off"
+            },
+            if t.platform.iommu_options.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", t.platform.iommu_options.join(" "))
+            }
         );
     }
     for r in &t.topology.routes {

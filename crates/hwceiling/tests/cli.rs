@@ -191,6 +191,17 @@ fn detect_reads_snapshots_in_every_format() {
         "{}",
         stdout(&o)
     );
+    // The GPU's config space, read as root on the H200 machine, is in the snapshot: its MPS and
+    // the TLP-adjusted limits at it.
+    assert!(
+        stdout(&o).contains(
+            "link      gpu0 0000:00:06.0 Gen5 x16: 63.02 GB/s theoretical per direction; MPS 256 B \
+             on its path: TLP-adjusted 57.61 GB/s DMA writes, 58.45 reads"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(t.topology.pcie_paths[0].hops[0].config.mps_bytes, Some(256));
     let cpu = fixtures().join("cpu-vm-2core");
     let o = run(&["detect", "--fsroot", cpu.to_str().unwrap()]);
     assert!(o.status.success());
