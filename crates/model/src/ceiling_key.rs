@@ -88,6 +88,12 @@ pub fn p2p_cold_gpu_cross_numa(drives: usize, gpu: &str) -> String {
     format!("p2p_cold_{drives}drive_{gpu}_cross_numa_gbps")
 }
 
+/// The drive count at which NVMe → `gpu`'s BAR1 saturates: the first count past which adding
+/// drives gained under 5 % (`p2p_cold_gpu0_saturated_drives`).
+pub fn p2p_cold_saturated(gpu: &str) -> String {
+    format!("p2p_cold_{gpu}_saturated_drives")
+}
+
 /// How far `gpu`'s cross-NUMA BAR1 figure lies under its NUMA-local one of the same drive
 /// count, in % (`p2p_cold_gpu0_cross_numa_penalty_pct`).
 pub fn p2p_cold_cross_numa_penalty(gpu: &str) -> String {

@@ -117,11 +117,16 @@ pub(crate) fn fill(p: &mut Profile) {
 /// Whether adding drives gained under [`SATURATION_GAIN`] at some step of `(drives, gbps)`
 /// (ascending drives); `None` with fewer than two counts.
 pub fn saturated(figures: &[(usize, f64)]) -> Option<bool> {
-    (figures.len() >= 2).then(|| {
-        figures
-            .windows(2)
-            .any(|w| w[1].1 < w[0].1 * (1.0 + SATURATION_GAIN))
-    })
+    (figures.len() >= 2).then(|| saturated_at(figures).is_some())
+}
+
+/// The first drive count of `(drives, gbps)` (ascending drives) past which adding drives
+/// gained under [`SATURATION_GAIN`]; `None` where every step gained more, or fewer than two.
+pub fn saturated_at(figures: &[(usize, f64)]) -> Option<usize> {
+    figures
+        .windows(2)
+        .find(|w| w[1].1 < w[0].1 * (1.0 + SATURATION_GAIN))
+        .map(|w| w[0].0)
 }
 
 /// The `p2p_cold_*` ceilings: GPU BAR1's NUMA-local figures per drive count (the best GPU's,
@@ -147,6 +152,31 @@ pub(crate) fn ceilings(p: &Profile, c: &mut Ceilings) {
                          drives"
                     ),
                     &[l, x],
+                );
+            }
+        }
+        // Where adding drives stopped paying: the drive count, derived from the local figures.
+        let local_best: Vec<&Measurement> = local
+            .iter()
+            .filter_map(|&k| best(p, &device, DmaTarget::Bar, k, false))
+            .collect();
+        let figures: Vec<(usize, f64)> = local
+            .iter()
+            .zip(&local_best)
+            .map(|(&k, m)| (k, m.gbps.median))
+            .collect();
+        if local_best.len() == local.len() {
+            if let Some(k) = saturated_at(&figures) {
+                c.derived(
+                    ceiling_key::p2p_cold_saturated(gpu),
+                    CeilingMeta::drive_count(Some(PathId::NvmeBar1)).gpu(gpu),
+                    Some(k as f64),
+                    format!(
+                        "the first drive count past which NVMe → {gpu} BAR1 (NUMA-local) gained \
+                         under {} % per step of drives",
+                        SATURATION_GAIN * 100.0
+                    ),
+                    &local_best,
                 );
             }
         }

@@ -1045,8 +1045,13 @@ fn bar1_figures_give_the_specs_fields_and_p2p_ceilings_and_a_pci_bar_gives_none(
     assert!(!s.numa_local.keys().any(|k| k.starts_with("bar1_")));
     assert_eq!(s.saturated, None);
     let p2p: Vec<&String> = p.ceilings.keys().filter(|k| k.starts_with("p2p")).collect();
-    assert_eq!(p2p.len(), 8, "{p2p:?}");
+    assert_eq!(p2p.len(), 9, "{p2p:?}");
     assert_eq!(p.ceilings["p2p_cold_gpu0_cross_numa_penalty_pct"], 25.0);
+    // Saturated from 4 drives: 4 → 6 gained 2.5 %, under 5 % (a drive count, neither way better).
+    assert_eq!(p.ceilings["p2p_cold_gpu0_saturated_drives"], 4.0);
+    let r = &p.ceiling_records["p2p_cold_gpu0_saturated_drives"];
+    assert_eq!(r.meta.unit, hwc_model::Unit::Drives);
+    assert_eq!(r.meta.better, hwc_model::Better::Neither);
     let r = &p.ceiling_records["p2p_cold_gpu0_cross_numa_penalty_pct"];
     assert_eq!(r.meta.unit, hwc_model::Unit::Pct);
     assert_eq!(r.meta.better, hwc_model::Better::Lower);
@@ -1212,4 +1217,13 @@ fn measurements_that_saw_pcie_errors_are_counted_in_a_warning() {
         .starts_with("1 measurement(s) ran while a device on their PCIe path reported errors"));
     // It reads back.
     assert_eq!(from_yaml(&to_yaml(&p).unwrap()).unwrap(), p);
+}
+
+#[test]
+fn bar1_saturates_at_the_first_count_past_which_drives_gain_under_5_pct() {
+    use crate::bar::saturated_at;
+    assert_eq!(saturated_at(&[(1, 4.3), (4, 20.0), (6, 20.5)]), Some(4));
+    assert_eq!(saturated_at(&[(1, 4.3), (4, 4.4), (6, 30.0)]), Some(1));
+    assert_eq!(saturated_at(&[(1, 4.3), (4, 17.0), (6, 25.0)]), None);
+    assert_eq!(saturated_at(&[(1, 4.3)]), None);
 }

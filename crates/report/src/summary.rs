@@ -204,7 +204,11 @@ fn gpu_limit(p: &Profile, gpu: &str, v: Option<f64>, reads: bool) -> String {
             fixed(v / l.theoretical_gbps * 100.0, 1),
             gbps(l.theoretical_gbps)
         );
-        let tlp = if reads { l.tlp_read_gbps } else { l.tlp_write_gbps };
+        let tlp = if reads {
+            l.tlp_read_gbps
+        } else {
+            l.tlp_write_gbps
+        };
         if let Some(t) = tlp.filter(|t| *t > 0.0) {
             let _ = write!(
                 s,
