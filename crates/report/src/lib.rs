@@ -33,9 +33,14 @@ pub fn render(p: &Profile) -> String {
     }
 }
 
+/// The answer first (the spec's summary and observations, sections 7 and 8), then the
+/// machine and the per-path tables (sections 1–6, numbered as the spec numbers them), then the
+/// evidence (the appendices).
 fn render_escaped(p: &Profile) -> String {
     let mut out = String::new();
     header(&mut out, p);
+    summary::render(&mut out, p);
+    observations(&mut out, p);
     platform(&mut out, p);
     cpu_features(&mut out, p);
     nvme_inspection(&mut out, p);
@@ -43,8 +48,6 @@ fn render_escaped(p: &Profile) -> String {
     paths::render(&mut out, p);
     engines(&mut out, p);
     routing(&mut out, p);
-    summary::render(&mut out, p);
-    observations(&mut out, p);
     appendix(&mut out, p);
     out
 }
