@@ -1,7 +1,8 @@
 //! Fuzzing the readers: profile and spec files, damaged at random from seeds that hold the
 //! hostile cases we know (a negative median, a key twice, an escape-laden hostname, 1e308, -0,
 //! deep nesting, aliases), are read and then rendered by every consumer — report, compare,
-//! efficiency, qualify (text and JUnit) — and none may panic. CI runs a bounded count;
+//! efficiency, qualify (text and JUnit) — and none may panic; what reads writes out and reads
+//! back the same. CI runs a bounded count;
 //! `HWC_FUZZ_CASES=N` runs more.
 
 use hwc_compare::compare::{self, Node, Options};
@@ -125,6 +126,11 @@ proptest! {
         if let Some(text) = text {
             if let Ok(p) = hwc_profile::from_yaml(&text) {
                 consume(&p);
+                // What was read writes out and reads back the same (text compared, so a NaN
+                // the damage produced compares equal to itself).
+                let again = hwc_profile::to_yaml(&p).unwrap();
+                let third = hwc_profile::to_yaml(&hwc_profile::from_yaml(&again).unwrap()).unwrap();
+                prop_assert_eq!(third, again);
             }
         }
     }

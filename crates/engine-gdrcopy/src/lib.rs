@@ -187,6 +187,22 @@ struct GdrCase<'g> {
 }
 
 /// The byte the check expects at offset `i`.
+/// Make every CUDA operation on `gpu` synchronous with respect to it, as GPUDirect mappings of
+/// it require (GDRCopy's `gdr_pin_buffer` documentation).
+fn sync_memops(gpu: &DeviceBuffer) -> Result<(), String> {
+    let flag: u32 = 1;
+    // SAFETY: the attribute takes a pointer to an unsigned int; `gpu` is a live allocation.
+    unsafe {
+        sys::cuPointerSetAttribute(
+            (&flag as *const u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+            gpu.ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| format!("cuPointerSetAttribute(SYNC_MEMOPS): {e:?}"))
+}
+
 fn pattern(i: usize) -> u8 {
     (i as u64).wrapping_mul(0x9e37_79b9).rotate_right(13) as u8
 }
@@ -203,17 +219,7 @@ impl<'g> GdrCase<'g> {
         let span = (spec.size_bytes.div_ceil(GPU_PAGE_BYTES) + 1) * GPU_PAGE_BYTES;
         let gpu = DeviceBuffer::new(&ctx, span as usize)
             .map_err(|e| BenchError::unavailable(format!("GPU memory: {e}")))?;
-        let flag: u32 = 1;
-        // SAFETY: the attribute takes a pointer to an unsigned int; `gpu` is a live allocation.
-        unsafe {
-            sys::cuPointerSetAttribute(
-                (&flag as *const u32).cast(),
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
-                gpu.ptr(),
-            )
-        }
-        .result()
-        .map_err(|e| BenchError::failed(format!("cuPointerSetAttribute(SYNC_MEMOPS): {e:?}")))?;
+        sync_memops(&gpu).map_err(BenchError::failed)?;
         let start = gpu.ptr().div_ceil(GPU_PAGE_BYTES) * GPU_PAGE_BYTES;
         let pin_len = span - GPU_PAGE_BYTES;
         let pinned = gdr.pin(start, pin_len).map_err(|e| {
@@ -420,17 +426,7 @@ impl Bar1Window {
         let span = len + WINDOW_ALIGN_BYTES;
         let gpu = DeviceBuffer::new(&ctx, (span + GPU_PAGE_BYTES) as usize)
             .map_err(|e| format!("{label}: GPU memory: {e}"))?;
-        let flag: u32 = 1;
-        // SAFETY: the attribute takes a pointer to an unsigned int; `gpu` is a live allocation.
-        unsafe {
-            sys::cuPointerSetAttribute(
-                (&flag as *const u32).cast(),
-                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
-                gpu.ptr(),
-            )
-        }
-        .result()
-        .map_err(|e| format!("{label}: cuPointerSetAttribute(SYNC_MEMOPS): {e:?}"))?;
+        sync_memops(&gpu).map_err(|e| format!("{label}: {e}"))?;
         let start = gpu.ptr().div_ceil(GPU_PAGE_BYTES) * GPU_PAGE_BYTES;
         let mapped = gdr
             .pin(start, span)

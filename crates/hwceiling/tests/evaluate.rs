@@ -990,6 +990,19 @@ fn hostile_files_get_a_one_line_error_from_every_command() {
     }
 }
 
+/// `efficiency --profile FILE --path KEY --measured-gbps X`.
+fn efficiency_of(profile: &Path, key: &str, measured: &str) -> Output {
+    run(&[
+        "efficiency",
+        "--profile",
+        s(profile),
+        "--path",
+        key,
+        "--measured-gbps",
+        measured,
+    ])
+}
+
 const HOSTILE: &str = "n\u{1b}]0;pwned\u{7}\u{0}\u{1b}[2J\n# pwned | x";
 
 /// Nothing a profile or spec holds reaches the terminal as a control character or a line of
@@ -1028,15 +1041,7 @@ fn hostile_strings_reach_the_terminal_inert() {
     );
     inert(&stdout(&o));
 
-    let o = run(&[
-        "efficiency",
-        "--profile",
-        s(&a),
-        "--path",
-        "warm_gpu0_peak_gbps",
-        "--measured-gbps",
-        "1",
-    ]);
+    let o = efficiency_of(&a, "warm_gpu0_peak_gbps", "1");
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("pwned"), "{}", stdout(&o));
     inert(&stdout(&o));
@@ -1070,15 +1075,7 @@ fn figures_print_in_a_bounded_width_and_never_as_negative_zero() {
         &profile("n", &[("warm_gpu0_peak_gbps", 50.0)]),
     );
     let eff = |measured: &str| {
-        let o = run(&[
-            "efficiency",
-            "--profile",
-            s(&a),
-            "--path",
-            "warm_gpu0_peak_gbps",
-            "--measured-gbps",
-            measured,
-        ]);
+        let o = efficiency_of(&a, "warm_gpu0_peak_gbps", measured);
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o)
     };

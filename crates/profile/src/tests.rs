@@ -1014,15 +1014,7 @@ fn bar1_figures_give_the_specs_fields_and_p2p_ceilings_and_a_pci_bar_gives_none(
         bar_case(&pci, 1, false, false, 3.0),
         bar_case(&pci, 1, false, true, 2.4),
     ];
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = of_results(&results, &[]);
     let g = &p.bar1["gpu0"];
     assert_eq!(g.bdf.as_deref(), Some("0000:40:00.0"));
     assert_eq!(g.numa_local["bar1_4drive_gbps"], 20.0);
@@ -1124,15 +1116,7 @@ fn gdrcopy_fields_are_the_best_local_bandwidth_each_way_never_a_cross_numa_or_la
         case(H2d, 8, false, true, 30.0),
         case(D2h, 16 << 20, false, false, 1.5),
     ];
-    let p = build(
-        &Topology::default(),
-        &Plan::default(),
-        &results,
-        &[],
-        &[],
-        &[],
-        provenance(),
-    );
+    let p = of_results(&results, &[]);
     assert_eq!(p.gdrcopy.cpu_to_bar1_gbps, Some(13.0));
     assert_eq!(p.gdrcopy.bar1_to_cpu_gbps, Some(1.5));
     assert_eq!(p.ceilings["gdrcopy_cpu_to_bar1_gbps"], 13.0);

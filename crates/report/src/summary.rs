@@ -258,15 +258,19 @@ fn raw_paths(out: &mut String, p: &Profile) {
     for (name, g) in &p.gpus {
         let gpu = Some(name.as_str());
         // Each figure with the spread and N of the measurement its ceiling names.
-        let mut push = |label: String, limit: String, cell: Option<String>, path, note: String| {
-            let cross = label.contains("cross");
+        // `cross`: the figure is of host memory on another node than the GPU's.
+        let mut push = |(label, cross): (String, bool),
+                        limit: String,
+                        cell: Option<String>,
+                        path,
+                        note: String| {
             rows.push(match cell {
                 Some(cell) => vec![label, cell, limit, note],
                 None => absent_row(&label, &limit, gpu_waiver(p, path, name, cross)),
             });
         };
         push(
-            format!("Host → {name} H2D (NUMA-local, peak)"),
+            (format!("Host → {name} H2D (NUMA-local, peak)"), false),
             gpu_limit(p, name, g.h2d_peak_numa_local_gbps, true),
             g.h2d_peak_numa_local_gbps
                 .map(|v| ceiling_cell(p, &ceiling_key::warm_h2d_peak(name), PathId::H2d, gpu, v)),
@@ -278,7 +282,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
             .map(|x| format!("penalty vs local (1-stream peaks): {} GB/s", gbps(x)))
             .unwrap_or_default();
         push(
-            format!("Host → {name} H2D (cross-NUMA, peak)"),
+            (format!("Host → {name} H2D (cross-NUMA, peak)"), true),
             "inter-socket link".into(),
             g.h2d_peak_cross_numa_gbps
                 .map(|v| cross_numa_cell(p, name, g.numa_node, v)),
@@ -286,7 +290,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
             penalty,
         );
         push(
-            format!("{name} → Host D2H (peak)"),
+            (format!("{name} → Host D2H (peak)"), false),
             gpu_limit(p, name, g.d2h_peak_numa_local_gbps, false),
             g.d2h_peak_numa_local_gbps
                 .map(|v| ceiling_cell(p, &ceiling_key::d2h_peak(name), PathId::D2h, gpu, v)),
@@ -294,7 +298,7 @@ fn raw_paths(out: &mut String, p: &Profile) {
             String::new(),
         );
         push(
-            format!("{name} D2D (1-stream sustained)"),
+            (format!("{name} D2D (1-stream sustained)"), false),
             "HBM".into(),
             g.d2d_1stream_gbps
                 .map(|v| ceiling_cell(p, &ceiling_key::d2d_sustained(name), PathId::D2d, gpu, v)),
@@ -325,15 +329,17 @@ fn raw_paths(out: &mut String, p: &Profile) {
             None => waived_row(label, "BAR1", p, PathId::Gdrcopy, false),
         });
     }
-    for (label, limit, v, ceiling) in [
+    for (label, cross, limit, v, ceiling) in [
         (
             "Host RAM same-NUMA (sustained)",
+            false,
             "memory controller",
             p.host_ram.same_numa_gbps,
             ceiling_key::HOST_RAM_SAME_NUMA,
         ),
         (
             "Host RAM cross-NUMA (sustained)",
+            true,
             "inter-socket link",
             p.host_ram.cross_numa_gbps,
             ceiling_key::HOST_RAM_CROSS_NUMA,
@@ -356,7 +362,6 @@ fn raw_paths(out: &mut String, p: &Profile) {
                 ]
             }
             None => {
-                let cross = label.contains("cross");
                 let cached_only = p.measurements_of(PathId::HostRam).any(|m| {
                     m.spec
                         .host_copy()
