@@ -257,7 +257,7 @@ pub fn prepare(
     let declared = engines.declarations();
     let plan = hwc_plan::plan(&topo, &plan_options(config, engines.status, nvme.plan, bar));
     // A run whose files cannot fit is refused now, not lost at its end.
-    room::check_room(&config.output_dir, &plan, &topo).map_err(SessionError::Refused)?;
+    room::check_room(&config.output_dir, &plan, &topo, &declared).map_err(SessionError::Refused)?;
     Ok(Prepared {
         config: config.clone(),
         topology: topo,

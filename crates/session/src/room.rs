@@ -6,7 +6,7 @@
 //! counters), held twice at the peak (the running record beside the raw record, or beside its
 //! own next version while it is replaced), plus the profile and the report.
 
-use hwc_model::{NvmeTest, Plan, Spec, Topology};
+use hwc_model::{EngineDecl, NvmeTest, Plan, Spec, Topology};
 use std::path::Path;
 
 /// Per case, besides its repetitions: the measurement, its notes and evidence.
@@ -25,7 +25,7 @@ const FIXED_BYTES: u64 = 32 << 10;
 const LONG_TEST_BYTES: u64 = 256 << 10;
 
 /// About how many bytes a run of `plan` on `topo` writes to its output folder at most at once.
-pub fn needed_bytes(plan: &Plan, topo: &Topology) -> u64 {
+pub fn needed_bytes(plan: &Plan, topo: &Topology, engines: &[EngineDecl]) -> u64 {
     // The raw record's topology and plan, as it writes them.
     let json_len = |v: serde_json::Result<Vec<u8>>| v.map_or(0, |v| v.len() as u64);
     let base =
@@ -35,9 +35,10 @@ pub fn needed_bytes(plan: &Plan, topo: &Topology) -> u64 {
     for case in &plan.cases {
         let reps = u64::from(case.reps.warmup) + u64::from(case.reps.timed) + 1;
         let mut bytes = CASE_BYTES + reps * REP_BYTES;
-        // The host engines record each repetition's scheduling counters (counted for every
-        // host copy: the estimate is an upper bound, and the null engine's few are small).
-        if let Spec::HostCopy(h) = &case.spec {
+        // The host engines record each repetition's scheduling counters (the null engine,
+        // which plans host copies too and measures the tool, not hardware, does not).
+        let hardware = engines.iter().any(|e| e.id == case.engine && e.hardware);
+        if let (Spec::HostCopy(h), true) = (&case.spec, hardware) {
             bytes += u64::from(case.reps.timed)
                 * (SCHED_REP_BYTES + SCHED_THREAD_BYTES * u64::from(h.threads));
         }
@@ -84,11 +85,16 @@ pub fn free_bytes(dir: &Path) -> std::io::Result<u64> {
 
 /// Refuse a run whose files cannot fit in `dir` (one line, in the user's terms). A folder whose
 /// free space cannot be read is not refused: the writes themselves will say.
-pub fn check_room(dir: &Path, plan: &Plan, topo: &Topology) -> Result<(), String> {
+pub fn check_room(
+    dir: &Path,
+    plan: &Plan,
+    topo: &Topology,
+    engines: &[EngineDecl],
+) -> Result<(), String> {
     let Ok(free) = free_bytes(dir) else {
         return Ok(());
     };
-    let needed = needed_bytes(plan, topo);
+    let needed = needed_bytes(plan, topo, engines);
     if free >= needed {
         return Ok(());
     }
@@ -126,10 +132,10 @@ mod tests {
 
     #[test]
     fn an_empty_plan_needs_little_and_a_folder_with_room_passes() {
-        let n = needed_bytes(&Plan::default(), &Topology::default());
+        let n = needed_bytes(&Plan::default(), &Topology::default(), &[]);
         assert!(n < 128 << 10, "{n}");
         let d = tempfile::tempdir().unwrap();
         assert!(free_bytes(d.path()).unwrap() > 0);
-        check_room(d.path(), &Plan::default(), &Topology::default()).unwrap();
+        check_room(d.path(), &Plan::default(), &Topology::default(), &[]).unwrap();
     }
 }
