@@ -22,6 +22,8 @@ cleanup() {
   rm -f "$img"
 }
 trap cleanup EXIT
+# A signal ends the script through exit, so the EXIT trap removes the loop device then too.
+trap 'exit 130' INT TERM HUP
 t0=$(date +%s)
 if mkdir -p "${img%/*}" "$mnt" && truncate -s 6G "$img" && mkfs.ext4 -q -F "$img" \
   && loop=$(losetup -f --show "$img") && mount "$loop" "$mnt"; then

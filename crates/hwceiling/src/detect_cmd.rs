@@ -101,7 +101,7 @@ pub fn summary(t: &Topology) -> String {
     for l in &t.topology.links {
         let tlp = match (l.min_mps_bytes, l.tlp_write_gbps, l.tlp_read_gbps) {
             (Some(m), Some(w), Some(r)) => format!(
-                "; MPS {m} B on its path: TLP-adjusted {} GB/s DMA writes, {} reads",
+                "; MPS {m} B on its path: TLP-adjusted (a model) {} GB/s DMA writes, {} reads",
                 hwc_model::text::fixed(w, 2),
                 hwc_model::text::fixed(r, 2)
             ),

@@ -196,7 +196,7 @@ fn detect_reads_snapshots_in_every_format() {
     assert!(
         stdout(&o).contains(
             "link      gpu0 0000:00:06.0 Gen5 x16: 63.02 GB/s theoretical per direction; MPS 256 B \
-             on its path: TLP-adjusted 57.61 GB/s DMA writes, 58.45 reads"
+             on its path: TLP-adjusted (a model) 57.61 GB/s DMA writes, 58.45 reads"
         ),
         "{}",
         stdout(&o)
