@@ -17,7 +17,9 @@ exec > >(tee "$out/driver.log") 2>&1
 date; nvidia-smi -L; python3 --version; uname -r; free -g | head -2
 img=/dev/shm/hwc-gds/img mnt=/mnt/hwc-gds-loop loop=
 cleanup() {
-  mountpoint -q "$mnt" && umount "$mnt"
+  # A tool stopped by the timeout may still be closing its files: retry the unmount a while.
+  for _ in $(seq 30); do mountpoint -q "$mnt" || break; umount "$mnt" 2>/dev/null || sleep 1; done
+  mountpoint -q "$mnt" && { echo "$mnt still busy: loop device $loop left attached"; return; }
   [[ -n "$loop" ]] && losetup -d "$loop"
   rm -f "$img"
 }
