@@ -181,6 +181,7 @@ fn main() -> ExitCode {
         warmup: args.warmup,
         timed: args.reps,
         retry_above_spread_pct: None,
+        steady: None,
     };
     let options = RunOptions {
         allow_contended: false,

@@ -702,6 +702,7 @@ mod tests {
                 warmup: 1,
                 timed: 12,
                 retry_above_spread_pct: None,
+                steady: None,
             },
         }
     }

@@ -388,6 +388,7 @@ mod tests {
                 warmup: 1,
                 timed: 3,
                 retry_above_spread_pct: None,
+                steady: None,
             },
         )
     }

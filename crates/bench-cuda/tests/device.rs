@@ -58,6 +58,7 @@ fn case(gpu: &str, name: &str, path: PathId, size: u64, streams: u32, extra: Cas
             warmup: 2,
             timed: 10,
             retry_above_spread_pct: hwc_plan::gpu_copy_retry_limit(path, &g),
+            steady: None,
         },
     }
 }

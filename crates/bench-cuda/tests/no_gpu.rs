@@ -27,6 +27,7 @@ fn h2d(gpu: &str, size: u64) -> Case {
             warmup: 1,
             timed: 3,
             retry_above_spread_pct: None,
+            steady: None,
         },
     )
 }

@@ -40,6 +40,7 @@ fn case_of(engine: EngineId, size: u64, threads: u32) -> Case {
             warmup: 1,
             timed: 3,
             retry_above_spread_pct: None,
+            steady: None,
         },
     )
 }

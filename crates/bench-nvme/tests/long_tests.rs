@@ -69,6 +69,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
         warmup: 1,
         timed: 3,
         retry_above_spread_pct: None,
+        steady: None,
     };
     let hot = read_case(
         "nvme_read/io-uring/read-cache/target/hot",
@@ -120,6 +121,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
             warmup: 0,
             timed: 3,
             retry_above_spread_pct: None,
+            steady: None,
         },
     );
     let CaseOutcome::Measured(r) = run_case(&idle, &mut b, &RunOptions::default(), &NEVER) else {

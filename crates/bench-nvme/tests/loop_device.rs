@@ -111,6 +111,7 @@ fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
             warmup: 1,
             timed: 3,
             retry_above_spread_pct: None,
+            steady: None,
         };
         let case = common::target_case(path, &key, 1 << 20, 16, reps);
         match run_case(&case, &mut backend, &RunOptions::default(), &NEVER) {
@@ -148,6 +149,7 @@ fn write_case(key: &str) -> Case {
         warmup: 0,
         timed: 1,
         retry_above_spread_pct: None,
+        steady: None,
     };
     common::target_case(PathId::NvmeWrite, key, 1 << 20, 16, reps)
 }

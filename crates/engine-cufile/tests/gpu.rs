@@ -81,6 +81,7 @@ fn reads_a_file_into_the_gpu_both_ways_and_labels_the_mode() {
                 warmup: 1,
                 timed: 3,
                 retry_above_spread_pct: None,
+                steady: None,
             },
         )
     };

@@ -43,6 +43,7 @@ fn copies_through_bar1_both_ways_and_checks_the_data() {
                 warmup: 1,
                 timed: 1,
                 retry_above_spread_pct: None,
+                steady: None,
             },
         };
         let mut c = engine.prepare(&case).expect("prepare");

@@ -125,6 +125,7 @@ mod tests {
                 warmup: 2,
                 timed: 20,
                 retry_above_spread_pct: None,
+                steady: None,
             },
         );
         let mut engines: Vec<Box<dyn Engine>> = vec![Box::new(NullEngine)];

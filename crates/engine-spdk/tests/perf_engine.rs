@@ -266,6 +266,7 @@ fn case(drives: &[&str]) -> Case {
             warmup: 1,
             timed: 3,
             retry_above_spread_pct: None,
+            steady: None,
         },
     }
 }

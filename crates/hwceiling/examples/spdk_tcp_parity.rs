@@ -107,6 +107,7 @@ fn run() -> Result<(), String> {
         warmup: 1,
         timed: reps as u32,
         retry_above_spread_pct: None,
+        steady: None,
     };
     let perf_case = Case::new(path, perf.id(), "tcp0", spec.clone(), reps_spec);
     let native_case = Case::new(path, native.id(), "tcp0", spec, reps_spec);

@@ -88,6 +88,10 @@ pub struct ProfileArgs {
     /// Fewer repetitions (a tenth, at least 5 timed): a quick look, not a ceiling to publish.
     #[arg(long)]
     pub quick: bool,
+    /// Time every case its full count of repetitions instead of stopping each once its median
+    /// is known within its limit (docs/usage.md, "Repetitions"): slower, for comparing against the default.
+    #[arg(long)]
+    pub fixed_reps: bool,
     /// Measure even when the CPUs or GPU are busy, marking every such figure contended.
     #[arg(long)]
     pub allow_contended: bool,
@@ -245,6 +249,7 @@ impl ProfileArgs {
             threads: self.threads.clone(),
             host_sizes: self.host_sizes.clone(),
             quick: self.quick,
+            fixed_reps: self.fixed_reps,
             allow_contended: self.allow_contended,
             drives: self.drives.clone(),
             allow_destructive_writes: self.allow_destructive_writes,

@@ -25,7 +25,7 @@ pub mod warning;
 
 pub use ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
-pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Waiver};
+pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Steady, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
     failure_groups, AerIncrease, CaseResult, Evidence, Failure, FailureGroup, Measurement,

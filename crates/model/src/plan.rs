@@ -136,6 +136,23 @@ pub struct Reps {
     /// least spread), saying so in a note. Where not set, one window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_above_spread_pct: Option<u32>,
+    /// Where set, a window of repetitions stops before `timed` (then its cap) once it is steady
+    /// (see [`Steady`]). Where not set, every window times `timed` repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<Steady>,
+}
+
+/// When a window of timed repetitions may stop before its cap ([`Reps::timed`]): once it holds
+/// at least `min_timed` repetitions and the 95 % confidence interval of their median
+/// (distribution-free, from order statistics: `hwc_stats::median_ci`; below 6 repetitions their
+/// min and max) spans at most `within_pct` per cent of the median. At `min_timed` = 5 that is
+/// their whole spread. Every timed repetition still enters the figure's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Steady {
+    /// The floor: timed repetitions before the window may stop.
+    pub min_timed: u32,
+    /// The widest the median's confidence interval may be, in per cent of the median.
+    pub within_pct: u32,
 }
 
 /// One benchmark case: a path measured by an engine, with the engine's typed spec.

@@ -135,6 +135,9 @@ pub struct RunConfig {
     pub host_sizes: Option<Vec<u64>>,
     #[serde(default)]
     pub quick: bool,
+    /// `--fixed-reps`: every case its full count of timed repetitions (no stopping once steady).
+    #[serde(default)]
+    pub fixed_reps: bool,
     #[serde(default)]
     pub allow_contended: bool,
     /// NVMe drives, as the user named them (serial, `/dev/nvmeXnY`, `/dev/nvmeX`, PCI address).
@@ -187,6 +190,7 @@ impl RunConfig {
             threads: None,
             host_sizes: None,
             quick: false,
+            fixed_reps: false,
             allow_contended: false,
             drives: None,
             allow_destructive_writes: false,

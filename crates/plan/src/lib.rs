@@ -5,8 +5,8 @@
 use hwc_model::topology::{Gpu, NumaNode, ToolStatus};
 use hwc_model::{
     case_key, size_label, Case, CellKind, CopyDirection, Covers, EngineId, EngineStatus,
-    GpuCopySpec, HostCopySpec, HostMemory, PathId, Plan, Reps, Spec, Topology, Waiver, GIB, KIB,
-    MIB,
+    GpuCopySpec, HostCopySpec, HostMemory, PathId, Plan, Reps, Spec, Steady, Topology, Waiver, GIB,
+    KIB, MIB,
 };
 use std::collections::BTreeSet;
 
@@ -94,8 +94,12 @@ pub struct PlanOptions {
     /// Override the host sizes (`--host-sizes 4MiB,256MiB`); a size whose buffers would take
     /// more than [`BUFFER_SHARE_DIVISOR`]'s share of a node's memory is waived for that pair.
     pub host_sizes: Option<Vec<u64>>,
-    /// Divide repetition counts (for quick smoke runs): timed = max(timed / n, 5).
+    /// Divide repetition counts (for quick smoke runs): timed = max(timed / n, 5), each a fixed
+    /// count.
     pub reps_divisor: Option<u32>,
+    /// Time every case its full count of repetitions (`--fixed-reps`) rather than stopping it
+    /// once steady ([`Reps::steady`]).
+    pub fixed_reps: bool,
     /// Tool version, quoted in the waiver of a path no engine of this build measures.
     pub version: String,
     /// NVMe sizes, queue depths, selected drives, write approvals, `--target`.
@@ -114,12 +118,28 @@ impl PlanOptions {
                 warmup: (warmup / d).max(1),
                 timed: (timed / d).max(5),
                 retry_above_spread_pct: None,
+                steady: None,
             },
             _ => Reps {
                 warmup,
                 timed,
                 retry_above_spread_pct: None,
+                steady: None,
             },
+        }
+    }
+    /// [`PlanOptions::reps`] with `timed` as a cap, stopping once steady ([`Steady`]: at least
+    /// `min_timed`, the median known within `within_pct`), unless the run asked for fixed
+    /// counts or fewer repetitions.
+    fn adaptive_reps(&self, warmup: u32, timed: u32, min_timed: u32, within_pct: u32) -> Reps {
+        let reps = self.reps(warmup, timed);
+        let fixed = self.fixed_reps || self.reps_divisor.is_some_and(|d| d > 1);
+        Reps {
+            steady: (!fixed && min_timed < timed).then_some(Steady {
+                min_timed,
+                within_pct,
+            }),
+            ..reps
         }
     }
 }
@@ -523,12 +543,14 @@ fn host_reps(opts: &PlanOptions, size: u64) -> Reps {
     // per repetition and is swept with two copy kernels: 12 of them after 2 warm-up (on the
     // H200 machine a host copy's first warm-up still read a median 7 % under its timed median),
     // so that the default profile stays near a minute.
+    // Each count is a cap: a case stops at a tenth of it (at least 5) once its median is known
+    // within HOST_STEADY_PCT (see `Steady`).
     if size <= 16 * MIB {
-        opts.reps(20, 200)
+        opts.adaptive_reps(20, 200, 20, HOST_STEADY_PCT)
     } else if size <= HOST_RAM_SIZES[HOST_RAM_SIZES.len() - 1] {
-        opts.reps(5, 50)
+        opts.adaptive_reps(5, 50, 5, HOST_STEADY_PCT)
     } else {
-        opts.reps(2, 12)
+        opts.adaptive_reps(2, 12, 5, HOST_STEADY_PCT)
     }
 }
 
@@ -793,6 +815,16 @@ fn gpu_placements(
     out
 }
 
+/// Timed repetitions a GPU copy case takes at least, where it may stop once steady
+/// ([`Steady`]): the fewest whose min and max are a 93.75 % interval of the median.
+pub const GPU_MIN_TIMED: u32 = 5;
+/// How closely a GPU copy's median must be known for the case to stop before its cap, in per
+/// cent (the tighter [`STEADY_SPREAD_PCT`] for the cases held to it).
+pub const GPU_STEADY_PCT: u32 = 2;
+/// How closely a host-RAM copy's median must be known for the case to stop before its cap, in
+/// per cent.
+pub const HOST_STEADY_PCT: u32 = 5;
+
 /// The spread above which a GPU copy case is timed again ([`Reps::retry_above_spread_pct`]):
 /// [`STEADY_SPREAD_PCT`] for pinned copies over PCIe (H2D, D2H, duplex) of at least
 /// [`STEADY_MIN_BYTES`], none for the others.
@@ -804,11 +836,17 @@ pub fn gpu_copy_retry_limit(path: PathId, spec: &GpuCopySpec) -> Option<u32> {
 }
 
 fn gpu_cell(path: PathId, name: String, spec: GpuCopySpec, reps: Reps) -> Cell {
+    let retry = gpu_copy_retry_limit(path, &spec);
     Cell {
         kind: CellKind::Sweep,
         name,
         reps: Reps {
-            retry_above_spread_pct: gpu_copy_retry_limit(path, &spec),
+            retry_above_spread_pct: retry,
+            // A case held to a spread stops only within it.
+            steady: reps.steady.map(|st| Steady {
+                within_pct: retry.map_or(st.within_pct, |r| r.min(st.within_pct)),
+                ..st
+            }),
             ..reps
         },
         spec: Spec::GpuCopy(spec),
@@ -825,7 +863,9 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
     // single-copy iterations, with a spread of well under 1 %. One warm-up repetition: before
     // it the engine's calibration batch and the cold repetition have already run the same
     // copies on the same buffers (tools/gpu-reference/README.md).
-    let copy_reps = opts.reps(1, 12);
+    // 12 is the cap: a case stops at 5 once its median is known within its limit (see
+    // `gpu_cell`).
+    let copy_reps = opts.adaptive_reps(1, 12, GPU_MIN_TIMED, GPU_STEADY_PCT);
     for g in &topo.gpus {
         let gpu = gpu_name(g);
         let copy = |size: u64, streams: u32, memory: HostMemory, node: Option<u32>| GpuCopySpec {

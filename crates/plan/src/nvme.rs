@@ -48,11 +48,13 @@ pub const POWER_GAP_REPS: Reps = Reps {
     warmup: 0,
     timed: 3,
     retry_above_spread_pct: None,
+    steady: None,
 };
 pub const POWER_BASELINE_REPS: Reps = Reps {
     warmup: 2,
     timed: 10,
     retry_above_spread_pct: None,
+    steady: None,
 };
 /// What shapes the NVMe part of a plan besides the machine.
 #[derive(Debug, Clone, Default)]
@@ -193,6 +195,7 @@ fn gc_settle_cell(o: &NvmePlanOptions, label: &str, key: &str, target: bool) -> 
             warmup,
             timed,
             retry_above_spread_pct: None,
+            steady: None,
         },
     }
 }

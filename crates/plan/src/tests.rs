@@ -237,7 +237,11 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
         Reps {
             warmup: 20,
             timed: 200,
-            retry_above_spread_pct: None
+            retry_above_spread_pct: None,
+            steady: Some(Steady {
+                min_timed: 20,
+                within_pct: HOST_STEADY_PCT
+            })
         }
     );
     let big = p.cases.iter().find(|c| c.key.contains("256MiB")).unwrap();
@@ -246,7 +250,11 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
         Reps {
             warmup: 5,
             timed: 50,
-            retry_above_spread_pct: None
+            retry_above_spread_pct: None,
+            steady: Some(Steady {
+                min_timed: 5,
+                within_pct: HOST_STEADY_PCT
+            })
         }
     );
     // The size added beyond the spec's when the cache is large gets fewer, longer repetitions.
@@ -265,7 +273,11 @@ fn two_core_machine_plans_host_ram_only_and_waives_the_rest() {
         Reps {
             warmup: 2,
             timed: 12,
-            retry_above_spread_pct: None
+            retry_above_spread_pct: None,
+            steady: Some(Steady {
+                min_timed: 5,
+                within_pct: HOST_STEADY_PCT
+            })
         }
     );
 }
@@ -394,7 +406,28 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
         let want = steady.then_some(STEADY_SPREAD_PCT);
         assert_eq!(c.reps.retry_above_spread_pct, want, "{}", c.key);
         assert_eq!((c.reps.warmup, c.reps.timed), (1, 12), "{}", c.key);
+        // Each may stop at 5 once steady: within its spread limit where it has one.
+        let within = want.unwrap_or(GPU_STEADY_PCT);
+        assert_eq!(
+            c.reps.steady,
+            Some(Steady {
+                min_timed: GPU_MIN_TIMED,
+                within_pct: within
+            }),
+            "{}",
+            c.key
+        );
     }
+    // `--fixed-reps`: every case its full count.
+    let fixed = plan(
+        &t,
+        &PlanOptions {
+            fixed_reps: true,
+            ..all_implemented()
+        },
+    );
+    assert!(fixed.cases.iter().all(|c| c.reps.steady.is_none()));
+    assert_eq!(fixed.cases.len(), p.cases.len());
     let steady = |k: &str| {
         let c = p.cases.iter().find(|c| c.key == k).unwrap();
         c.reps.retry_above_spread_pct.is_some()
@@ -704,7 +737,8 @@ fn path_filter_and_overrides() {
         Reps {
             warmup: 2,
             timed: 20,
-            retry_above_spread_pct: None
+            retry_above_spread_pct: None,
+            steady: None
         }
     );
     // 64 threads on a 16-CPU node: waived with the node's CPU count, never dropped silently.

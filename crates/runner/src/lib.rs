@@ -730,7 +730,10 @@ fn members_of<'c>(case: &'c Case, others: &[&'c Case], prepared: &dyn Prepared) 
         bytes: prepared.bytes_per_rep(),
         also: None,
     }];
-    let same_reps = |c: &Case| (c.reps.warmup, c.reps.timed) == (case.reps.warmup, case.reps.timed);
+    let same_reps = |c: &Case| {
+        (c.reps.warmup, c.reps.timed, c.reps.steady)
+            == (case.reps.warmup, case.reps.timed, case.reps.steady)
+    };
     for (i, also) in prepared.also().into_iter().enumerate() {
         let taken = |j: usize| members.iter().any(|m| m.also.is_some_and(|(_, o)| o == j));
         let found = others
@@ -1026,8 +1029,9 @@ struct Window {
     pass: usize,
 }
 
-/// Time `case.reps.timed` repetitions. An error, or a cancel before the window is complete,
-/// is the case's outcome.
+/// Time `case.reps.timed` repetitions, or fewer where the case may stop once steady
+/// ([`hwc_model::Reps::steady`]: every member's figures steady, see [`steady`]). An error, or
+/// a cancel before the window is complete, is the case's outcome.
 fn time_window(
     case: &Case,
     members: &[Member],
@@ -1060,6 +1064,9 @@ fn time_window(
             percentiles.push(pct);
         }
         sched.push((rep.seconds, prepared.last_sched()));
+        if case.reps.steady.is_some_and(|st| steady(&samples_gbps, st)) {
+            break;
+        }
     }
     let gbps = samples_gbps
         .iter()
@@ -1074,6 +1081,15 @@ fn time_window(
         wall_gbps,
         sched,
         pass,
+    })
+}
+
+/// Whether a window may stop: it holds the floor of repetitions, and each member's median is
+/// known within the case's limit ([`hwc_model::Steady`]).
+fn steady(samples_gbps: &[Vec<f64>], st: hwc_model::Steady) -> bool {
+    samples_gbps.iter().all(|s| {
+        s.len() >= st.min_timed as usize
+            && hwc_stats::median_ci_width_pct(s).is_some_and(|w| w <= f64::from(st.within_pct))
     })
 }
 

@@ -183,6 +183,7 @@ fn case(path: PathId, warmup: u32, timed: u32) -> Case {
             warmup,
             timed,
             retry_above_spread_pct: None,
+            steady: None,
         },
     }
 }
@@ -535,6 +536,7 @@ fn retrying(timed: u32, limit_pct: u32) -> Case {
             warmup: 0,
             timed,
             retry_above_spread_pct: Some(limit_pct),
+            steady: None,
         },
         ..case(PathId::HostRam, 0, timed)
     }
@@ -691,6 +693,7 @@ fn grouped_plan(timed: u32, limit: Option<u32>) -> Vec<Case> {
             warmup: 1,
             timed,
             retry_above_spread_pct: limit,
+            steady: None,
         },
         ..case(PathId::HostRam, 1, timed)
     };
@@ -996,6 +999,7 @@ fn named_plan(keys: &[&str], held: &[bool]) -> Vec<Case> {
                 warmup: 0,
                 timed: 3,
                 retry_above_spread_pct: held.then_some(1),
+                steady: None,
             },
             ..case(PathId::HostRam, 0, 3)
         })
@@ -1562,4 +1566,58 @@ fn a_procedures_cases_run_after_the_engines_under_their_plan_index() {
     assert_eq!(out.failures.len(), 1);
     assert!(out.failures[0].error.contains("the drive went away"));
     assert!(out.interrupted);
+}
+
+/// A case of up to 12 timed repetitions that may stop once 5 or more have a median known
+/// within 1 %.
+fn adaptive() -> Case {
+    Case {
+        reps: Reps {
+            steady: Some(hwc_model::Steady {
+                min_timed: 5,
+                within_pct: 1,
+            }),
+            ..case(PathId::HostRam, 0, 12).reps
+        },
+        ..case(PathId::HostRam, 0, 12)
+    }
+}
+
+#[test]
+fn a_steady_case_stops_at_its_floor() {
+    let out = run1(Scripted::new(&[1.0]), adaptive(), RunOptions::default());
+    assert_eq!(out.results[0].samples_gbps, vec![1.0; 5]);
+}
+
+#[test]
+fn an_early_outlier_keeps_a_case_timing_until_its_median_is_known() {
+    // cold, then one slow repetition among steady ones: at 5 the interval is min–max (0.5–1
+    // GB/s); at 9 it is the 2nd to the 8th of them, all 1 GB/s.
+    let mut times = vec![1.0, 1.0, 2.0];
+    times.extend([1.0; 20]);
+    let out = run1(Scripted::new(&times), adaptive(), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.samples_gbps.len(), 9);
+    // The outlier stays in the statistics.
+    assert_eq!((r.measurement.gbps.min, r.measurement.gbps.n), (0.5, 9));
+}
+
+#[test]
+fn a_case_that_never_steadies_runs_to_its_cap() {
+    let out = run1(
+        Scripted::new(&[1.0, 2.0]),
+        adaptive(),
+        RunOptions::default(),
+    );
+    assert_eq!(out.results[0].samples_gbps.len(), 12);
+    // Without `steady`, the fixed count.
+    let fixed = Case {
+        reps: Reps {
+            steady: None,
+            ..adaptive().reps
+        },
+        ..adaptive()
+    };
+    let out = run1(Scripted::new(&[1.0]), fixed, RunOptions::default());
+    assert_eq!(out.results[0].samples_gbps.len(), 12);
 }

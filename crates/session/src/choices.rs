@@ -64,6 +64,7 @@ pub(crate) fn options_map(
         }
     }
     o.insert("quick".into(), c.quick.to_string());
+    o.insert("fixed_reps".into(), c.fixed_reps.to_string());
     o.insert("allow_contended".into(), c.allow_contended.to_string());
     crate::nvme::options(c, drives, &mut o);
     o

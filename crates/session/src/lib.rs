@@ -173,6 +173,7 @@ fn plan_options(
         host_threads: c.threads.clone(),
         host_sizes: c.host_sizes.clone(),
         reps_divisor: c.quick.then_some(10),
+        fixed_reps: c.fixed_reps,
         version: VERSION.to_string(),
         nvme,
         bar,

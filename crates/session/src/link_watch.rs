@@ -185,6 +185,7 @@ mod tests {
                 warmup: 1,
                 timed: 5,
                 retry_above_spread_pct: None,
+                steady: None,
             },
         };
         let mut w = LinkWatch::new(sys, &topo);

@@ -204,6 +204,7 @@ mod tests {
                 warmup: 1,
                 timed: 12,
                 retry_above_spread_pct: Some(1),
+                steady: None,
             },
         );
         // Two cases of one key (plan indices 0 and 1): the second is timed again.
@@ -240,6 +241,7 @@ mod tests {
                 warmup: 1,
                 timed: 12,
                 retry_above_spread_pct: Some(1),
+                steady: None,
             },
         )
     }

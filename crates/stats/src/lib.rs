@@ -49,6 +49,37 @@ pub fn summarize(samples: &[f64]) -> Result<Stats, StatsError> {
     })
 }
 
+/// The distribution-free confidence interval of the median of `samples` (any order): the
+/// order statistics x₍ₖ₎ and x₍ₙ₊₁₋ₖ₎ with k the largest for which P(Bin(n, ½) < k) ≤ 2.5 %,
+/// which covers the median with at least 95 % probability (Conover, *Practical Nonparametric
+/// Statistics*, §3.2). Below 6 samples no k reaches 95 %: their min and max (93.75 % at 5).
+/// `None` when empty.
+pub fn median_ci(samples: &[f64]) -> Option<(f64, f64)> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    // P(B = 0) = ½ⁿ, then P(B = j) = P(B = j − 1) · (n − j + 1) / j; `below` is P(B < k).
+    let (mut k, mut p, mut below) = (0usize, 0.5f64.powi(n as i32), 0.0f64);
+    while k < n / 2 && below + p <= 0.025 {
+        below += p;
+        k += 1;
+        p *= (n - k + 1) as f64 / k as f64;
+    }
+    let k = k.max(1);
+    Some((sorted[k - 1], sorted[n - k]))
+}
+
+/// The width of [`median_ci`] in per cent of the median; `None` when empty or the median is
+/// not positive.
+pub fn median_ci_width_pct(samples: &[f64]) -> Option<f64> {
+    let (lo, hi) = median_ci(samples)?;
+    let median = summarize(samples).ok()?.median;
+    Some((hi - lo) / median * 100.0)
+}
+
 /// Throughput in GB/s (10⁹ B/s) of `bytes` moved in `seconds`.
 pub fn gbps(bytes: u64, seconds: f64) -> f64 {
     bytes as f64 / seconds / 1e9
@@ -121,5 +152,27 @@ mod tests {
             let b = summarize(&v).unwrap();
             prop_assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn the_median_interval_takes_order_statistics_by_the_binomial() {
+        let v = |n: usize| (1..=n).map(|i| i as f64).collect::<Vec<_>>();
+        // Below 6: min and max.
+        assert_eq!(median_ci(&[3.0, 1.0, 2.0]), Some((1.0, 3.0)));
+        assert_eq!(median_ci(&v(5)), Some((1.0, 5.0)));
+        // 6–8: P(B < 1) = ½ⁿ ≤ 2.5 %, P(B < 2) > 2.5 %: still the extremes.
+        assert_eq!(median_ci(&v(8)), Some((1.0, 8.0)));
+        // 9: P(B < 2) = 10/512 ≈ 1.95 %: the second from each end.
+        assert_eq!(median_ci(&v(9)), Some((2.0, 8.0)));
+        // 12: P(B < 3) = 79/4096 ≈ 1.93 %, P(B < 4) ≈ 7.3 %.
+        assert_eq!(median_ci(&v(12)), Some((3.0, 10.0)));
+        // 200: the textbook ranks are 86 and 115 (normal approximation 100 ± 1.96 · √50).
+        assert_eq!(median_ci(&v(200)), Some((86.0, 115.0)));
+        assert_eq!(median_ci(&[]), None);
+        // One outlier among 12 no longer widens the interval; it widens the spread.
+        let mut s = vec![10.0; 11];
+        s.push(20.0);
+        assert_eq!(median_ci_width_pct(&s), Some(0.0));
+        assert!(summarize(&s).unwrap().spread_pct > 99.0);
     }
 }

@@ -44,6 +44,7 @@ pub fn gc_case(key: &str, write_s: u64, settle_max_s: u64) -> Case {
             warmup: u32::try_from(write_s).unwrap() - timed,
             timed,
             retry_above_spread_pct: None,
+            steady: None,
         },
     )
 }
