@@ -285,7 +285,9 @@ impl CudaBackend {
             pin,
             partner: partners.get(&case.key).cloned(),
         };
-        CopyCase::prepare(runtime, &spec, cx)
+        let mut prepared = CopyCase::prepare(runtime, &spec, cx)?;
+        prepared.watch = nvml_device.map(crate::case_state::StateWatch::new);
+        Ok(prepared)
     }
 }
 

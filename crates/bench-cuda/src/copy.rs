@@ -430,6 +430,8 @@ pub struct CopyCase<'a> {
     batch_flow_seconds: Vec<f64>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
+    /// The GPU's state through the case, where NVML is loaded.
+    pub(crate) watch: Option<crate::case_state::StateWatch<'a>>,
     _affinity: Option<AffinityGuard>,
 }
 
@@ -562,6 +564,7 @@ impl<'a> CopyCase<'a> {
             flow_seconds: Vec::new(),
             batch_flow_seconds: Vec::new(),
             suspect: false,
+            watch: None,
             _affinity: affinity,
         };
         let (first_gbps, batch_seconds) = case.calibrate()?;
@@ -767,6 +770,10 @@ impl<'a> CopyCase<'a> {
         } else {
             submitted
         };
+        // A few NVML reads while the copies run, outside the events that time them.
+        if let Some(w) = self.watch.as_mut() {
+            w.in_flight();
+        }
         self.flows[self.measured]
             .end
             .synchronize()
@@ -1175,6 +1182,10 @@ impl Prepared for CopyCase<'_> {
 
     fn placement_search(&self) -> Option<hwc_model::PlacementSearch> {
         self.found_placement.clone()
+    }
+
+    fn gpu_state(&self) -> Option<hwc_model::GpuCaseState> {
+        self.watch.as_ref().map(|w| w.state())
     }
 
     /// A duplex case's other direction: the same copies, the same bytes per repetition.

@@ -40,6 +40,7 @@ mod affinity;
 mod backend;
 mod bdf;
 mod cache;
+mod case_state;
 pub mod connections;
 mod copy;
 mod driver;

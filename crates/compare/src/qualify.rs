@@ -54,6 +54,10 @@ pub struct PcieRule {
     /// IOMMU group).
     #[serde(default)]
     pub iommu: Option<Vec<String>>,
+    /// `true`: no measurement that crossed the device's path saw a PCIe error counter rise (AER
+    /// on any hop, the GPU's replay counter).
+    #[serde(default)]
+    pub no_link_errors: Option<bool>,
     /// When false, a pattern that matches no path is skipped instead of failed.
     #[serde(default = "yes")]
     pub required: bool,
@@ -208,11 +212,23 @@ pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
         return Err(SpecError::Empty);
     }
     for (i, r) in spec.pcie.iter().enumerate() {
-        if r.min_mps_bytes.is_none() && r.acs_redirect.is_none() && r.iommu.is_none() {
+        if r.min_mps_bytes.is_none()
+            && r.acs_redirect.is_none()
+            && r.iommu.is_none()
+            && r.no_link_errors.is_none()
+        {
             return Err(SpecError::Pcie {
                 index: i + 1,
                 device: r.device.clone(),
-                problem: "give min_mps_bytes, acs_redirect, iommu or several".into(),
+                problem: "give min_mps_bytes, acs_redirect, iommu, no_link_errors or several"
+                    .into(),
+            });
+        }
+        if r.no_link_errors == Some(false) {
+            return Err(SpecError::Pcie {
+                index: i + 1,
+                device: r.device.clone(),
+                problem: "no_link_errors: false asks nothing; leave it out".into(),
             });
         }
     }
@@ -318,6 +334,9 @@ pub enum FailureKind {
     /// `pcie-unreadable`: the setting could not be read (config space past its header needs
     /// root): it cannot be confirmed.
     PcieUnreadable,
+    /// `link-errors`: a measurement that crossed the device's path saw an AER counter or the
+    /// GPU's PCIe replay counter rise.
+    LinkErrors,
     /// `not-finite`: the figure, or the floor computed from a baseline or link, is not a finite
     /// number (a figure read from a file cannot be one, a profile built in code can hold one;
     /// a floor can overflow, e.g. a huge percentage of a huge baseline).
@@ -326,7 +345,7 @@ pub enum FailureKind {
 
 impl FailureKind {
     /// Every kind, in the order of the documentation.
-    pub const ALL: [FailureKind; 13] = [
+    pub const ALL: [FailureKind; 14] = [
         FailureKind::BelowFloor,
         FailureKind::MissingInProfile,
         FailureKind::MissingInBaseline,
@@ -339,6 +358,7 @@ impl FailureKind {
         FailureKind::NoMatchingLink,
         FailureKind::PcieSetting,
         FailureKind::PcieUnreadable,
+        FailureKind::LinkErrors,
         FailureKind::NotFinite,
     ];
 
@@ -357,6 +377,7 @@ impl FailureKind {
             FailureKind::NoMatchingLink => "no-matching-link",
             FailureKind::PcieSetting => "pcie-setting",
             FailureKind::PcieUnreadable => "pcie-unreadable",
+            FailureKind::LinkErrors => "link-errors",
             FailureKind::NotFinite => "not-finite",
         }
     }
@@ -807,16 +828,37 @@ fn check_target(
     }
 }
 
+/// The slowest link NVML read for `gpu` with any of its measured copies in flight (lowest
+/// generation and lowest width), and how many cases it was read in.
+fn slowest_under_load(p: &Profile, gpu: &str) -> Option<(hwc_model::LinkState, usize)> {
+    let links: Vec<hwc_model::LinkState> = p
+        .measurements
+        .iter()
+        .filter(|m| m.spec.gpu() == Some(gpu))
+        .filter_map(|m| m.evidence.gpu_state.as_ref()?.link_under_load)
+        .collect();
+    let gen = links.iter().map(|l| l.gen).min()?;
+    let width = links.iter().map(|l| l.width).min()?;
+    Some((hwc_model::LinkState { gen, width }, links.len()))
+}
+
 fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
-    // Idle GPUs downtrain their links; prefer what the backend read under load.
+    // Idle GPUs downtrain their links; prefer what was read under load: the slowest of every
+    // case's copies in flight, else the warm-up's.
+    let per_case = slowest_under_load(p, &l.device);
     let under_load = p
         .provenance
         .environment
         .get(&format!("{}.pcie_link_load", l.device))
         .and_then(|s| s.link);
-    let (gen, width, source) = match under_load {
-        Some(link) => (link.gen, link.width, "read under load"),
-        None => (l.gen, l.width, "at detection"),
+    let (gen, width, source) = match (per_case, under_load) {
+        (Some((link, n)), _) => (
+            link.gen,
+            link.width,
+            format!("the slowest read under load in {n} case(s)"),
+        ),
+        (None, Some(link)) => (link.gen, link.width, "read under load".to_string()),
+        (None, None) => (l.gen, l.width, "at detection".to_string()),
     };
     let mut ok = Vec::new();
     let mut bad = Vec::new();
@@ -855,6 +897,67 @@ fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+/// The measurements that crossed `path`: its GPU's copies, or those whose drives include the
+/// path's device.
+fn crossing<'p>(p: &'p Profile, path: &PciePath) -> Vec<&'p hwc_model::Measurement> {
+    let bdf = path.hops.first().map(|h| h.bdf.as_str());
+    p.measurements
+        .iter()
+        .filter(|m| {
+            m.spec.gpu() == Some(path.device.as_str())
+                || m.spec.drives().iter().any(|d| Some(d.as_str()) == bdf)
+        })
+        .collect()
+}
+
+/// The check of `no_link_errors: true` on one device's path: every measurement that crossed it,
+/// with the counters that rose.
+fn check_link_errors(p: &Profile, path: &PciePath) -> Check {
+    let hops: Vec<&str> = path.hops.iter().map(|h| h.bdf.as_str()).collect();
+    let crossed = crossing(p, path);
+    let mut rose = Vec::new();
+    for m in &crossed {
+        for a in m.evidence.link_errors.iter().flatten() {
+            if hops.contains(&a.bdf.as_str()) {
+                rose.push(format!(
+                    "{}: {} +{} correctable, +{} non-fatal, +{} fatal",
+                    m.key, a.bdf, a.correctable, a.nonfatal, a.fatal
+                ));
+            }
+        }
+        if let Some(r) = m.evidence.gpu_state.as_ref().and_then(|g| g.pcie_replays) {
+            if r > 0 {
+                rose.push(format!("{}: {r} PCIe replays (NVML)", m.key));
+            }
+        }
+    }
+    let watched = crossed
+        .iter()
+        .filter(|m| m.evidence.gpu_state.is_some())
+        .count();
+    let (outcome, detail) = if rose.is_empty() {
+        (
+            Outcome::Pass,
+            format!(
+                "no AER counter on its {} hop(s) rose in the {} measurement(s) that crossed it; \
+                 the replay counter was read in {watched}",
+                hops.len(),
+                crossed.len()
+            ),
+        )
+    } else {
+        (Outcome::Fail(FailureKind::LinkErrors), rose.join("; "))
+    };
+    Check {
+        group: Group::Pcie,
+        name: format!("{} link errors", path.device),
+        outcome,
+        value: None,
+        floor: None,
+        detail,
     }
 }
 
@@ -1034,6 +1137,9 @@ pub fn qualify(
         }
         for path in matched {
             checks.extend(check_pcie(rule, path));
+            if rule.no_link_errors == Some(true) {
+                checks.push(check_link_errors(profile, path));
+            }
         }
     }
     let count = |f: fn(&Outcome) -> bool| checks.iter().filter(|c| f(&c.outcome)).count();

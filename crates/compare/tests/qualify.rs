@@ -137,6 +137,85 @@ fn the_link_read_under_load_wins_over_the_idle_one() {
     let r = qualify(&spec, "s", &p, "p", None).unwrap();
     assert_eq!(r.checks[0].outcome, Outcome::Pass, "{}", r.checks[0].detail);
     assert!(r.checks[0].detail.contains("read under load"));
+    // Each case's reading with its copies in flight wins over the warm-up's: the slowest.
+    for (key, gen) in [
+        ("h2d/cuda-copy/gpu0/local/4MiB/s1", 5),
+        ("d2h/cuda-copy/gpu0/local/4MiB/s1", 4),
+    ] {
+        p = with_measurement(p, key, 50.0, false);
+        p.measurements.last_mut().unwrap().evidence.gpu_state = Some(hwc_model::GpuCaseState {
+            link_under_load: Some(hwc_model::LinkState { gen, width: 16 }),
+            ..Default::default()
+        });
+    }
+    let r = qualify(&spec, "s", &p, "p", None).unwrap();
+    assert_eq!(
+        r.checks[0].outcome,
+        Outcome::Fail(FailureKind::LinkBelowTarget)
+    );
+    assert!(
+        r.checks[0]
+            .detail
+            .contains("the slowest read under load in 2 case(s)"),
+        "{}",
+        r.checks[0].detail
+    );
+}
+
+#[test]
+fn a_pcie_error_counter_that_rose_during_a_crossing_case_fails_no_link_errors() {
+    let spec =
+        parse_spec("spec_version: 1\npcie:\n  - device: gpu0\n    no_link_errors: true\n").unwrap();
+    let mut p = with_measurement(
+        profile("n", &[]),
+        "h2d/cuda-copy/gpu0/local/4MiB/s1",
+        50.0,
+        false,
+    );
+    p.measurements[0].evidence.gpu_state = Some(hwc_model::GpuCaseState {
+        pcie_replays: Some(0),
+        ..Default::default()
+    });
+    p.topology.pcie_paths = vec![hwc_model::topology::PciePath {
+        device: "gpu0".into(),
+        hops: vec![hwc_model::topology::PcieHop {
+            bdf: "0000:01:00.0".into(),
+            config: Default::default(),
+            iommu_domain: None,
+        }],
+    }];
+    let r = qualify(&spec, "s", &p, "p", None).unwrap();
+    assert_eq!(r.checks[0].outcome, Outcome::Pass, "{}", r.checks[0].detail);
+    assert!(r.checks[0]
+        .detail
+        .contains("in the 1 measurement(s) that crossed it"));
+    // An AER rise on a hop, and replays: both named.
+    p.measurements[0]
+        .evidence
+        .gpu_state
+        .as_mut()
+        .unwrap()
+        .pcie_replays = Some(4);
+    p.measurements[0].evidence.link_errors = Some(vec![hwc_model::AerIncrease {
+        bdf: "0000:01:00.0".into(),
+        correctable: 2,
+        nonfatal: 0,
+        fatal: 0,
+    }]);
+    let r = qualify(&spec, "s", &p, "p", None).unwrap();
+    assert_eq!(r.checks[0].outcome, Outcome::Fail(FailureKind::LinkErrors));
+    assert_eq!(
+        r.checks[0].detail,
+        "h2d/cuda-copy/gpu0/local/4MiB/s1: 0000:01:00.0 +2 correctable, +0 non-fatal, +0 fatal; \
+         h2d/cuda-copy/gpu0/local/4MiB/s1: 4 PCIe replays (NVML)"
+    );
+    // `false` asks nothing.
+    let e = parse_spec("spec_version: 1\npcie:\n  - device: gpu0\n    no_link_errors: false\n")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("no_link_errors: false asks nothing"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -158,7 +237,8 @@ fn bad_specs_are_refused_with_the_rule_named() {
         ("spec_version: 1\n", "no rules, link checks or PCIe checks"),
         (
             "spec_version: 1\npcie:\n  - device: gpu0\n",
-            "PCIe check 1 (`gpu0`): give min_mps_bytes, acs_redirect, iommu or several",
+            "PCIe check 1 (`gpu0`): give min_mps_bytes, acs_redirect, iommu, no_link_errors or \
+             several",
         ),
         (
             "spec_version: 1\npcie:\n  - device: gpu0\n    min_mps: 256\n",
@@ -641,6 +721,7 @@ pcie:
     min_mps_bytes: 256
     acs_redirect: false
     iommu: [identity]
+    no_link_errors: true
   - device: nvme0
     min_mps_bytes: 128
 "#,
@@ -709,6 +790,12 @@ pcie:
             }],
         },
     ];
+    // A gpu0 copy saw a PCIe replay.
+    let mut p = with_measurement(p, "h2d/cuda-copy/gpu0/local/4MiB/s1", 50.0, false);
+    p.measurements.last_mut().unwrap().evidence.gpu_state = Some(hwc_model::GpuCaseState {
+        pcie_replays: Some(1),
+        ..Default::default()
+    });
     let baseline = host_ceiling("golden", Some("host-memcpy"), 35.0);
 
     let r = qualify(&spec, "s", &p, "p", Some(&baseline)).unwrap();
@@ -730,6 +817,7 @@ pcie:
         ("gpu0 MPS", Some("pcie-setting")),
         ("gpu0 ACS redirect", Some("pcie-setting")),
         ("gpu0 IOMMU", Some("pcie-setting")),
+        ("gpu0 link errors", Some("link-errors")),
         ("nvme0 MPS", Some("pcie-unreadable")),
     ];
     let xml = hwc_compare::junit::render(&r);
@@ -775,7 +863,7 @@ pcie:
         message("not a number"),
         "the profile's ceiling is not a finite number (inf)"
     );
-    assert_eq!((r.passed, r.failed, r.skipped), (1, 16, 1));
+    assert_eq!((r.passed, r.failed, r.skipped), (1, 17, 1));
 
     // JSON/YAML: `outcome` stays pass/fail/skip; `failure` names the kind of a failed check.
     let v = serde_json::to_value(&r).unwrap();

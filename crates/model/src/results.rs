@@ -63,6 +63,117 @@ pub struct Evidence {
     /// PCIe errors reported (AER counters that rose) on the case's paths while it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_errors: Option<Vec<AerIncrease>>,
+    /// The GPU's state while the case's copies were in flight (NVML), for GPU copy cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_state: Option<GpuCaseState>,
+    /// The host's frequency and memory settings when the case started and finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_state: Option<HostCaseState>,
+}
+
+/// The smallest and largest of a reading over a case's samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Range {
+    pub min: u32,
+    pub max: u32,
+}
+
+impl Range {
+    /// The range of `values`; `None` when there are none.
+    pub fn of(values: impl IntoIterator<Item = u32>) -> Option<Range> {
+        values.into_iter().fold(None, |r, v| {
+            Some(match r {
+                None => Range { min: v, max: v },
+                Some(r) => Range {
+                    min: r.min.min(v),
+                    max: r.max.max(v),
+                },
+            })
+        })
+    }
+}
+
+/// What NVML said of a GPU while a case's copies were in flight: sampled during the case's
+/// 1st, 2nd, 4th, 8th, … batch of copies (a few NVML reads while the copies run, never inside
+/// the engine's timer), and the PCIe replay counter read when the case was prepared and when
+/// its repetitions had finished. A reading NVML would not give is absent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GpuCaseState {
+    /// Samples taken.
+    pub samples: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<Range>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<Range>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<Range>,
+    /// Clock-event (throttle) reasons seen in any sample, NVML's names (`sw_power_cap`,
+    /// `hw_slowdown`, …); the idle reason is left out, since the copies kept the GPU busy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_events: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistence_mode: Option<bool>,
+    /// The slowest link of the samples (generation and width each their lowest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_under_load: Option<crate::LinkState>,
+    /// The link the GPU is capable of (NVML's maximum generation and width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_max: Option<crate::LinkState>,
+    /// How far NVML's PCIe replay counter rose during the case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_replays: Option<u64>,
+}
+
+impl GpuCaseState {
+    /// The clock-event reasons that slow the clocks (power cap, thermal and hardware
+    /// slowdowns), of those seen; the others (application clocks, sync boost, display) are
+    /// settings, not slowdowns.
+    pub fn slowdowns(&self) -> Vec<String> {
+        const SLOWDOWNS: [&str; 5] = [
+            "sw_power_cap",
+            "hw_slowdown",
+            "sw_thermal_slowdown",
+            "hw_thermal_slowdown",
+            "hw_power_brake_slowdown",
+        ];
+        self.clock_events
+            .iter()
+            .filter(|e| SLOWDOWNS.contains(&e.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The link ran below its capable generation or width under load.
+    pub fn downtrained(&self) -> bool {
+        match (self.link_under_load, self.link_max) {
+            (Some(l), Some(m)) => l.gen < m.gen || l.width < m.width,
+            _ => false,
+        }
+    }
+}
+
+/// The host's settings that shape copies, as read when a case started and when it finished
+/// (sysfs and `/proc/meminfo`); a setting that could not be read is absent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostCaseState {
+    /// The cpufreq governors of the CPUs, each once (`performance`, `powersave`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub governors: Vec<String>,
+    /// Current frequencies (`scaling_cur_freq`) over every CPU and both readings, MHz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_mhz: Option<Range>,
+    /// Transparent huge pages: the mode selected in `enabled` (`always`, `madvise`, `never`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// `HugePages_Total` and `HugePages_Free` when the case finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages_total: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hugepages_free: Option<u64>,
+    /// A setting differed between the two readings (a governor, THP or the hugepage count):
+    /// which, in words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
 }
 
 /// How far one function's AER counters rose during a case (sysfs `aer_dev_correctable`,

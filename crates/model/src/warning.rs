@@ -42,8 +42,17 @@ pub enum WarningKind {
         link_gbps: f64,
     },
     /// Measurements during which a device on their PCIe path reported errors (AER counters
-    /// rose).
+    /// rose, or NVML's PCIe replay counter of their GPU).
     LinkErrors { count: usize },
+    /// GPU copies during which the GPU's link ran below its capable generation or width with
+    /// the copies in flight (`evidence.gpu_state.link_under_load`).
+    LinkDowntrainedUnderLoad { count: usize },
+    /// GPU copies during which NVML reported clocks slowed (power cap, thermal or hardware
+    /// slowdown; `evidence.gpu_state.clock_events`): `reasons`, each once.
+    GpuClocksSlowed { count: usize, reasons: Vec<String> },
+    /// Cases during which a host setting changed (a governor, transparent huge pages, the
+    /// hugepage pool; `evidence.host_state.changed`).
+    HostSettingsChanged { count: usize },
     /// A GPU copy above its link's TLP-adjusted limit (but not above the link): suspect.
     AboveTlpLimit {
         key: String,
@@ -194,8 +203,27 @@ impl std::fmt::Display for WarningKind {
             WarningKind::LinkErrors { count } => write!(
                 f,
                 "{count} measurement(s) ran while a device on their PCIe path reported errors \
-                 (AER counters rose; each one's evidence.link_errors names the devices): check \
-                 the links (seating, risers, retimers) and rerun"
+                 (AER counters or the GPU's PCIe replay counter rose; each one's \
+                 evidence.link_errors and evidence.gpu_state.pcie_replays say which): check the \
+                 links (seating, risers, retimers) and rerun"
+            ),
+            WarningKind::LinkDowntrainedUnderLoad { count } => write!(
+                f,
+                "{count} GPU copy measurement(s) ran with the GPU's link below its capable \
+                 generation or width while the copies were in flight \
+                 (evidence.gpu_state.link_under_load): their figures are of that slower link"
+            ),
+            WarningKind::GpuClocksSlowed { count, reasons } => write!(
+                f,
+                "{count} GPU copy measurement(s) ran while NVML reported clocks slowed ({}): \
+                 check cooling and power limits, and rerun",
+                reasons.join(", ")
+            ),
+            WarningKind::HostSettingsChanged { count } => write!(
+                f,
+                "{count} case(s) ran while a host setting changed (evidence.host_state.changed: \
+                 a governor, transparent huge pages or the hugepage pool): something else is \
+                 configuring the machine; rerun when it is left alone"
             ),
             WarningKind::AboveTlpLimit {
                 key,

@@ -401,10 +401,49 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
     let link_errors = p
         .measurements
         .iter()
-        .filter(|m| m.evidence.link_errors.is_some())
+        .filter(|m| {
+            let replays = m.evidence.gpu_state.as_ref().and_then(|g| g.pcie_replays);
+            m.evidence.link_errors.is_some() || replays.is_some_and(|r| r > 0)
+        })
         .count();
     if link_errors > 0 {
         w.push(WarningKind::LinkErrors { count: link_errors }.into());
+    }
+    let gpu_states = || {
+        p.measurements
+            .iter()
+            .filter_map(|m| m.evidence.gpu_state.as_ref())
+    };
+    let downtrained = gpu_states().filter(|g| g.downtrained()).count();
+    if downtrained > 0 {
+        w.push(WarningKind::LinkDowntrainedUnderLoad { count: downtrained }.into());
+    }
+    let slowed: Vec<&hwc_model::GpuCaseState> =
+        gpu_states().filter(|g| !g.slowdowns().is_empty()).collect();
+    if !slowed.is_empty() {
+        let mut reasons: Vec<String> = slowed.iter().flat_map(|g| g.slowdowns()).collect();
+        reasons.sort();
+        reasons.dedup();
+        w.push(
+            WarningKind::GpuClocksSlowed {
+                count: slowed.len(),
+                reasons,
+            }
+            .into(),
+        );
+    }
+    let changed = p
+        .measurements
+        .iter()
+        .filter(|m| {
+            m.evidence
+                .host_state
+                .as_ref()
+                .is_some_and(|h| !h.changed.is_empty())
+        })
+        .count();
+    if changed > 0 {
+        w.push(WarningKind::HostSettingsChanged { count: changed }.into());
     }
     for l in topo.topology.links.iter().filter(|l| l.degraded) {
         w.push(

@@ -1204,6 +1204,49 @@ fn measurements_that_saw_pcie_errors_are_counted_in_a_warning() {
 }
 
 #[test]
+fn each_case_s_gpu_and_host_state_is_warned_of_where_it_went_wrong() {
+    use hwc_model::{GpuCaseState, HostCaseState, LinkState, Range, WarningKind};
+    let gen5 = LinkState { gen: 5, width: 16 };
+    let state = |replays: u64, load: LinkState, events: &[&str]| GpuCaseState {
+        samples: 4,
+        sm_clock_mhz: Some(Range {
+            min: 1755,
+            max: 1980,
+        }),
+        link_under_load: Some(load),
+        link_max: Some(gen5),
+        pcie_replays: Some(replays),
+        clock_events: events.iter().map(|e| e.to_string()).collect(),
+        ..Default::default()
+    };
+    let mut steady = gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.0);
+    // Sync boost is a setting, not a slowdown.
+    steady.measurement.evidence.gpu_state = Some(state(0, gen5, &["sync_boost"]));
+    let mut replayed = gpu_copy(PathId::D2h, Some(0), 4 * MIB, 1, 53.0);
+    replayed.measurement.evidence.gpu_state =
+        Some(state(2, LinkState { gen: 4, width: 16 }, &["sw_power_cap"]));
+    replayed.measurement.evidence.host_state = Some(HostCaseState {
+        governors: vec!["performance".into()],
+        changed: vec!["governor powersave → performance".into()],
+        ..Default::default()
+    });
+    let p = gpu_profile(&[steady, replayed]);
+    let kinds: Vec<&WarningKind> = p.warnings.iter().map(|w| &w.kind).collect();
+    assert!(
+        kinds.contains(&&WarningKind::LinkErrors { count: 1 }),
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&&WarningKind::LinkDowntrainedUnderLoad { count: 1 }));
+    assert!(kinds.contains(&&WarningKind::GpuClocksSlowed {
+        count: 1,
+        reasons: vec!["sw_power_cap".into()]
+    }));
+    assert!(kinds.contains(&&WarningKind::HostSettingsChanged { count: 1 }));
+    // The states read back.
+    assert_eq!(from_yaml(&to_yaml(&p).unwrap()).unwrap(), p);
+}
+
+#[test]
 fn bar1_saturates_at_the_first_count_past_which_drives_gain_under_5_pct() {
     use crate::bar::saturated_at;
     assert_eq!(saturated_at(&[(1, 4.3), (4, 20.0), (6, 20.5)]), Some(4));

@@ -17,6 +17,7 @@ use std::fmt::Write;
 
 mod nvme;
 mod paths;
+mod state;
 mod summary;
 
 /// Render the whole report.
@@ -589,6 +590,7 @@ fn pcie_table(out: &mut String, p: &Profile) {
          the wire, not a measurement (docs/pcie.md).\n\n",
     );
     pcie_paths(out, p);
+    state::render(out, p);
 }
 
 /// Each device's path to its root port, hop by hop, with what config space says.

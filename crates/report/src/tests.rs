@@ -1599,3 +1599,68 @@ fn gdrcopy_shows_each_direction_by_size_and_thread_node_and_the_small_copies_lat
     // The summary's GDRCopy rows are filled from the same figures.
     assert!(line_starting(&r, "| GDRCopy CPU→BAR1 write |").contains("12.00"));
 }
+
+#[test]
+fn the_gpu_and_host_state_through_the_run_is_one_row_each() {
+    use hwc_model::{GpuCaseState, HostCaseState, LinkState, Range};
+    let gen5 = LinkState { gen: 5, width: 16 };
+    let p = profile_with(true, |rs| {
+        for (i, r) in rs
+            .iter_mut()
+            .filter(|r| r.measurement.spec.gpu().is_some())
+            .enumerate()
+        {
+            r.measurement.evidence.gpu_state = Some(GpuCaseState {
+                samples: 3,
+                sm_clock_mhz: Some(Range {
+                    min: 1980 - 10 * i as u32 % 50,
+                    max: 1980,
+                }),
+                mem_clock_mhz: Some(Range {
+                    min: 2619,
+                    max: 2619,
+                }),
+                temperature_c: Some(Range { min: 35, max: 40 }),
+                clock_events: if i == 1 {
+                    vec!["sw_power_cap".into()]
+                } else {
+                    vec![]
+                },
+                persistence_mode: Some(true),
+                link_under_load: Some(if i == 2 {
+                    LinkState { gen: 4, width: 16 }
+                } else {
+                    gen5
+                }),
+                link_max: Some(gen5),
+                pcie_replays: Some(u64::from(i == 3)),
+            });
+        }
+        rs[0].measurement.evidence.host_state = Some(HostCaseState {
+            governors: vec!["performance".into()],
+            cpu_mhz: Some(Range {
+                min: 2400,
+                max: 3100,
+            }),
+            thp: Some("madvise".into()),
+            hugepages_total: Some(0),
+            hugepages_free: Some(0),
+            changed: vec![],
+        });
+    });
+    let md = render(&p);
+    let gpu = md
+        .lines()
+        .find(|l| l.starts_with("| gpu0 |") && l.contains("MHz"))
+        .unwrap();
+    assert_eq!(
+        gpu,
+        "| gpu0 | 4 | 1950–1980 MHz | 2619 MHz | 35–40 °C | sw_power_cap | Gen4 x16 / Gen5 x16 \
+         (**below in 1 cases**) | 1 | on |"
+    );
+    let host = line_starting(&md, "| host |");
+    assert_eq!(
+        host,
+        "| host | 1 | performance | 2400–3100 MHz | madvise | 0 pages | nothing |"
+    );
+}

@@ -105,6 +105,11 @@ pub trait Prepared {
     fn placement_search(&self) -> Option<hwc_model::PlacementSearch> {
         None
     }
+    /// The device's state while the case ran (a GPU's clocks, link and replay counter), read
+    /// once its repetitions have finished.
+    fn gpu_state(&self) -> Option<hwc_model::GpuCaseState> {
+        None
+    }
     /// The last repetition's scheduling counters (each thread's run-queue delay, involuntary
     /// switches and steal), where the engine reads them; the runner keeps those of the timed
     /// repetitions, judges each ([`sched::DISTURBED_ABOVE_PCT`]) and records a summary.
@@ -604,6 +609,8 @@ struct Facts {
     bytes: Vec<u64>,
     /// [`Prepared::sched_sources`].
     sched_sources: SchedSources,
+    /// [`Prepared::gpu_state`].
+    gpu_state: Option<hwc_model::GpuCaseState>,
 }
 
 impl Facts {
@@ -628,6 +635,7 @@ impl Facts {
                 })
                 .collect(),
             sched_sources: prepared.sched_sources(),
+            gpu_state: prepared.gpu_state(),
         }
     }
 }
@@ -855,6 +863,7 @@ impl Timed<'_> {
             let notes = self.notes.clone();
             let mut evidence = hwc_model::Evidence {
                 placement_search: facts.placement_search.clone(),
+                gpu_state: facts.gpu_state.clone(),
                 ..Default::default()
             };
             if self.windows.len() > 1 || self.cut_short || self.not_again.is_some() {

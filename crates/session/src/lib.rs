@@ -18,6 +18,7 @@ mod choices;
 mod detect;
 pub mod engines;
 pub mod files;
+mod host_state;
 mod link_watch;
 mod nvme;
 mod record;
@@ -340,7 +341,11 @@ impl Prepared {
             files.partial.clone(),
             planned,
         )
-        .with_watch(link_watch::LinkWatch::new(Path::new("/sys"), &topo));
+        .with_watch(link_watch::LinkWatch::new(
+            Path::new("/sys"),
+            Path::new("/proc"),
+            &topo,
+        ));
         let options = RunOptions {
             allow_contended: config.allow_contended,
             wall_tolerance: Some(0.02),
@@ -360,7 +365,8 @@ impl Prepared {
             cancel,
         );
         let on_disk = recorder.on_disk();
-        let link_errors = recorder.take_link_errors();
+        let watched = recorder.take_watched();
+        let link_errors = watched.link_errors;
         drop(recorder);
         let mut outcome = outcome;
         for r in &mut outcome.results {
@@ -377,6 +383,7 @@ impl Prepared {
                 ));
                 r.measurement.evidence.link_errors = Some(rose.clone());
             }
+            r.measurement.evidence.host_state = watched.host_state.get(&r.measurement.key).cloned();
         }
 
         provenance.finished_at = chrono::Local::now().to_rfc3339();

@@ -2,10 +2,11 @@
 //! crosses (the GPU's, the drives', and each bridge up to the root port), read from sysfs when
 //! the case starts and when it finishes. A case during which one rose is marked
 //! (`evidence.link_errors`) and the profile warns (`link_errors`). Functions without AER
-//! (no `aer_dev_*` files) are not watched.
+//! (no `aer_dev_*` files) are not watched. The host's frequency and memory settings are read
+//! at the same two moments ([`crate::host_state`], `evidence.host_state`).
 
 use hwc_model::topology::PciePath;
-use hwc_model::{AerIncrease, Case, Topology};
+use hwc_model::{AerIncrease, Case, HostCaseState, Topology};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -22,12 +23,30 @@ pub(crate) struct LinkWatch {
     before: Option<(String, BTreeMap<String, Totals>)>,
     /// What rose, by case key.
     seen: BTreeMap<String, Vec<AerIncrease>>,
+    /// `…/sys` and `…/proc`, for the host's settings.
+    sys: PathBuf,
+    proc: PathBuf,
+    /// The case started last: its key and the host's settings then.
+    host_before: Option<(String, crate::host_state::Reading)>,
+    /// The host's settings through each case, by case key.
+    host: BTreeMap<String, HostCaseState>,
+}
+
+/// What the watch saw, by case key.
+#[derive(Debug, Default)]
+pub(crate) struct Watched {
+    pub(crate) link_errors: BTreeMap<String, Vec<AerIncrease>>,
+    pub(crate) host_state: BTreeMap<String, HostCaseState>,
 }
 
 impl LinkWatch {
-    pub(crate) fn new(sys: &Path, topo: &Topology) -> LinkWatch {
+    pub(crate) fn new(sys: &Path, proc: &Path, topo: &Topology) -> LinkWatch {
         LinkWatch {
             devices: sys.join("bus/pci/devices"),
+            sys: sys.to_path_buf(),
+            proc: proc.to_path_buf(),
+            host_before: None,
+            host: BTreeMap::new(),
             gpus: topo
                 .gpus
                 .iter()
@@ -74,9 +93,18 @@ impl LinkWatch {
     pub(crate) fn start(&mut self, case: &Case) {
         let f = self.functions(case);
         self.before = (!f.is_empty()).then(|| (case.key.clone(), self.totals(&f)));
+        self.host_before = Some((
+            case.key.clone(),
+            crate::host_state::read(&self.sys, &self.proc),
+        ));
     }
 
     pub(crate) fn finish(&mut self) {
+        if let Some((key, before)) = self.host_before.take() {
+            let after = crate::host_state::read(&self.sys, &self.proc);
+            self.host
+                .insert(key, crate::host_state::combine(&before, &after));
+        }
         let Some((key, before)) = self.before.take() else {
             return;
         };
@@ -100,9 +128,12 @@ impl LinkWatch {
         }
     }
 
-    /// What rose during each case, by case key.
-    pub(crate) fn take(&mut self) -> BTreeMap<String, Vec<AerIncrease>> {
-        std::mem::take(&mut self.seen)
+    /// What rose during each case, and the host's settings through it, by case key.
+    pub(crate) fn take(&mut self) -> Watched {
+        Watched {
+            link_errors: std::mem::take(&mut self.seen),
+            host_state: std::mem::take(&mut self.host),
+        }
     }
 }
 
@@ -188,7 +219,7 @@ mod tests {
                 steady: None,
             },
         };
-        let mut w = LinkWatch::new(sys, &topo);
+        let mut w = LinkWatch::new(sys, &sys.join("proc"), &topo);
         assert_eq!(w.functions(&case), ["0000:10:00.0", "0000:11:00.0"]);
         w.start(&case);
         aer(sys, "0000:10:00.0", 7, 1);
@@ -196,8 +227,11 @@ mod tests {
         // A case with nothing rising is not marked.
         w.start(&case);
         w.finish();
-        let seen = w.take();
+        let watched = w.take();
+        let seen = watched.link_errors;
         assert_eq!(seen.len(), 1);
+        // The host's settings are read around every case (none here: an empty sysfs).
+        assert_eq!(watched.host_state.len(), 1);
         assert_eq!(
             seen["nvme_read/io-uring/1drive/128KiB/qd16"],
             [AerIncrease {

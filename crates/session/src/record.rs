@@ -6,9 +6,9 @@
 
 use crate::link_watch::LinkWatch;
 use crate::{RecordSave, RunObserver};
-use hwc_model::{AerIncrease, Case};
+use hwc_model::Case;
 use hwc_runner::{CaseOutcome, Observer};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Called with every outcome so far after each case; an error is one line, with its cause.
@@ -60,8 +60,9 @@ impl<'a> Recorder<'a> {
         self
     }
 
-    /// The AER counters that rose during each case, by case key.
-    pub(crate) fn take_link_errors(&mut self) -> BTreeMap<String, Vec<AerIncrease>> {
+    /// The AER counters that rose during each case, and the host's settings through it, by
+    /// case key.
+    pub(crate) fn take_watched(&mut self) -> crate::link_watch::Watched {
         self.watch.as_mut().map(LinkWatch::take).unwrap_or_default()
     }
 
