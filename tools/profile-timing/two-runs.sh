@@ -23,3 +23,5 @@ python3 "$here/compare.py" "$out"/adaptive/hardware_raw_*.json "$out"/fixed/hard
   adaptive fixed >"$out/compare.md" 2>&1
 head -6 "$out/compare.md"
 tail -2 "$out/compare.md"
+# One file back: every run's report, profile and raw record.
+tar czf "$out/runs.tgz" -C "$out" adaptive fixed && rm -rf "$out/adaptive" "$out/fixed"

@@ -93,10 +93,10 @@ impl Range {
     }
 }
 
-/// What NVML said of a GPU while a case's copies were in flight: sampled during the case's
-/// 1st, 2nd, 4th, 8th, … batch of copies (a few NVML reads while the copies run, never inside
-/// the engine's timer), and the PCIe replay counter read when the case was prepared and when
-/// its repetitions had finished. A reading NVML would not give is absent.
+/// What NVML said of a GPU through a case: sampled with the case's first batch of copies in
+/// flight (before any timed repetition: NVML's reads share the link with the copies) and right
+/// after its last timed repetition, and the PCIe replay counter read when the case was prepared
+/// and when its repetitions had finished. A reading NVML would not give is absent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GpuCaseState {
     /// Samples taken.
@@ -113,7 +113,8 @@ pub struct GpuCaseState {
     pub clock_events: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistence_mode: Option<bool>,
-    /// The slowest link of the samples (generation and width each their lowest).
+    /// The slowest link of the samples (generation and width each their lowest): the first
+    /// with copies in flight, the second a moment after the last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_under_load: Option<crate::LinkState>,
     /// The link the GPU is capable of (NVML's maximum generation and width).
