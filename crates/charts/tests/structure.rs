@@ -1,0 +1,133 @@
+//! The charts of the fixture results, by structure: which charts are made, and in each the
+//! count of each SVG element and every text it writes (titles, axis titles and ticks, legend,
+//! the theoretical line's label, the knee), so a lost axis, legend or whisker shows in the
+//! snapshot without pinning the SVG's bytes.
+
+mod common;
+
+use hwc_charts::sweep::{self, Sweep};
+use hwc_charts::{duplex, Chart};
+use std::collections::BTreeMap;
+
+/// Each element's tag and count, and the texts in document order.
+fn structure(svg: &str) -> (BTreeMap<String, usize>, Vec<String>) {
+    let doc = roxmltree::Document::parse(svg).expect("well-formed SVG");
+    let mut tags = BTreeMap::new();
+    let mut texts = Vec::new();
+    for n in doc.descendants().filter(|n| n.is_element()) {
+        *tags.entry(n.tag_name().name().to_string()).or_insert(0) += 1;
+        if n.tag_name().name() == "text" {
+            texts.push(n.text().unwrap_or_default().trim().to_string());
+        }
+    }
+    (tags, texts)
+}
+
+fn summary(charts: &[Chart]) -> String {
+    let mut out = String::new();
+    for c in charts {
+        let (tags, texts) = structure(&c.svg);
+        let section = c.path.map_or("platform".to_string(), |p| p.to_string());
+        out.push_str(&format!("## {} ({section}): {}\n", c.file_name, c.title));
+        let counts: Vec<String> = tags.iter().map(|(t, n)| format!("{t}={n}")).collect();
+        out.push_str(&format!("elements: {}\n", counts.join(" ")));
+        out.push_str(&format!("texts: {}\n\n", texts.join(" | ")));
+    }
+    out
+}
+
+#[test]
+fn h200_charts_structure() {
+    let charts = hwc_charts::all(&common::h200_with_drives()).unwrap();
+    insta::assert_snapshot!(summary(&charts));
+}
+
+/// A sweep's points each get one whisker (three lines and a dot), whatever else is drawn.
+#[test]
+fn every_point_has_one_whisker_and_every_series_a_knee() {
+    let p = common::h200_with_drives();
+    let sweeps = sweep::sweeps(&p);
+    assert!(!sweeps.is_empty());
+    for s in &sweeps {
+        let points: usize = s.series.iter().map(|x| x.points.len()).sum();
+        let svg = sweep::svg(s).unwrap();
+        let (tags, _) = structure(&svg);
+        // Each whisker's dot is a circle; nothing else in a sweep is.
+        assert_eq!(
+            tags.get("circle").copied().unwrap_or(0),
+            points,
+            "{}",
+            s.name
+        );
+        // Each series' knee is a triangle (a polygon); nothing else is.
+        let knees = s.series.iter().filter(|x| x.knee().is_some()).count();
+        assert_eq!(
+            tags.get("polygon").copied().unwrap_or(0),
+            knees,
+            "{}",
+            s.name
+        );
+        assert_eq!(knees, s.series.len(), "{}", s.name);
+    }
+}
+
+#[test]
+fn the_theory_line_is_the_link_s_and_the_knee_the_first_size_within_five_per_cent() {
+    let p = common::h200_with_drives();
+    let sweeps = sweep::sweeps(&p);
+    let get = |name: &str| -> &Sweep {
+        sweeps
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no chart {name} in {:?}", names(&sweeps)))
+    };
+    let h2d = get("h2d-gpu0-pinned-node0");
+    let t = h2d.theory.as_ref().expect("the GPU's link");
+    assert!(
+        (t.gbps - 63.015).abs() < 0.01 && t.label == "PCIe Gen5 x16 (gpu0)",
+        "{t:?}"
+    );
+    let two = get("nvme-read-2-drives");
+    let t = two.theory.as_ref().expect("the drives' links");
+    assert!(
+        (t.gbps - 2.0 * 7.877).abs() < 0.01 && t.label == "2 × PCIe Gen4 x4",
+        "{t:?}"
+    );
+    for s in &two.series {
+        let k = s.knee().unwrap();
+        let peak = s.points.iter().map(|p| p.median_gbps).fold(0.0, f64::max);
+        assert!(k.median_gbps >= 0.95 * peak);
+        assert!(s
+            .points
+            .iter()
+            .filter(|p| p.size_bytes < k.size_bytes)
+            .all(|p| p.median_gbps < 0.95 * peak));
+    }
+    // D2D crosses no PCIe link: no theoretical line.
+    assert!(get("d2d-gpu0").theory.is_none());
+}
+
+fn names(s: &[Sweep]) -> Vec<&str> {
+    s.iter().map(|s| s.name.as_str()).collect()
+}
+
+#[test]
+fn duplex_bars_pair_each_direction_with_the_same_copy_alone() {
+    let p = common::h200();
+    let d = duplex::charts(&p);
+    assert_eq!(d.len(), 1, "one GPU");
+    let g = &d[0].groups;
+    assert!(!g.is_empty());
+    for group in g {
+        assert!(group.bars.iter().all(Option::is_some), "{group:?}");
+    }
+}
+
+#[test]
+fn a_profile_without_measurements_or_devices_makes_no_chart() {
+    let mut p = common::h200();
+    p.measurements.clear();
+    p.gpus.clear();
+    p.platform.numa.clear();
+    assert!(hwc_charts::all(&p).unwrap().is_empty());
+}
