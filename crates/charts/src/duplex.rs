@@ -52,7 +52,10 @@ fn gpu_copy(m: &Measurement) -> Option<&GpuCopySpec> {
 /// A duplex chart per GPU and host node whose duplex copies were measured.
 pub fn charts(p: &Profile) -> Vec<Duplex> {
     let mut out: Vec<(String, Option<u32>, Duplex)> = Vec::new();
-    for m in p.measurements_of(PathId::Duplex) {
+    for m in p
+        .measurements_of(PathId::Duplex)
+        .filter(|m| p.hardware(&m.engine))
+    {
         let Some(s) = gpu_copy(m) else { continue };
         let Some(direction) = s.direction else {
             continue;

@@ -25,6 +25,8 @@ pub mod topology;
 pub enum ChartError {
     #[error("cannot draw chart {chart}: {detail}")]
     Draw { chart: String, detail: String },
+    #[error("cannot make the profile's strings safe to draw: {0}")]
+    Escape(#[from] hwc_model::text::EscapeError),
 }
 
 pub type Result<T> = std::result::Result<T, ChartError>;
@@ -43,8 +45,11 @@ pub struct Chart {
 }
 
 /// Every chart the profile has data for: the topology picture, then each path's sweeps in the
-/// spec's path order, each duplex chart after the copies it compares.
+/// spec's path order, each duplex chart after the copies it compares. Control characters in the
+/// profile's strings (a hostname, a model) are drawn as visible escapes: an SVG cannot hold them.
 pub fn all(p: &Profile) -> Result<Vec<Chart>> {
+    let safe = hwc_model::text::escape_strings(p, hwc_model::text::escape_control)?;
+    let p = &safe;
     let mut out = Vec::new();
     if let Some(t) = topology::picture(p) {
         out.push(Chart {

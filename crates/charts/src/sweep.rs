@@ -75,7 +75,8 @@ struct Place {
 
 /// Every sweep chart the profile's measurements make, in path order, charts of a path in the
 /// order their first measurement appears. Duplex copies have their own chart
-/// ([`crate::duplex`]); latency probes and long tests are not sweeps.
+/// ([`crate::duplex`]); latency probes and long tests are not sweeps, and the figures of an
+/// engine that measures the tool itself (not the hardware) are not drawn.
 pub fn sweeps(p: &Profile) -> Vec<Sweep> {
     /// A series as it is gathered: its order, its engines, its points and each one's engine.
     type Gathered = (u64, Vec<EngineId>, Vec<(Point, EngineId)>);
@@ -85,7 +86,8 @@ pub fn sweeps(p: &Profile) -> Vec<Sweep> {
         series: BTreeMap<String, Gathered>,
     }
     let mut charts: Vec<Building> = Vec::new();
-    for m in &p.measurements {
+    // Only hardware figures: an engine that measures the tool itself makes no ceiling.
+    for m in p.measurements.iter().filter(|m| p.hardware(&m.engine)) {
         let Some(place) = place(p, m) else { continue };
         let i = match charts.iter().position(|b| b.sweep.name == place.chart) {
             Some(i) => i,

@@ -131,3 +131,29 @@ fn a_profile_without_measurements_or_devices_makes_no_chart() {
     p.platform.numa.clear();
     assert!(hwc_charts::all(&p).unwrap().is_empty());
 }
+
+/// A hostile hostname or model (markup, control characters) is drawn as text: every chart is
+/// still well-formed SVG and shows the string's visible escape.
+#[test]
+fn hostile_strings_stay_text() {
+    let mut p = common::h200_with_drives();
+    let evil = "h\u{1b}]0;x\u{7}\u{0}<script>alert(1)</script>&";
+    p.platform.hostname = Some(evil.into());
+    for g in p.gpus.values_mut() {
+        g.model = Some(evil.into());
+    }
+    let charts = hwc_charts::all(&p).unwrap();
+    assert!(!charts.is_empty());
+    for c in &charts {
+        let (tags, texts) = structure(&c.svg);
+        assert!(!tags.contains_key("script"), "{}", c.file_name);
+        assert!(!c.svg.contains('\u{1b}') && !c.svg.contains('\u{0}'));
+        if c.title.contains("h\\e") {
+            assert!(
+                texts.iter().any(|t| t.contains("<script>")),
+                "{}",
+                c.file_name
+            );
+        }
+    }
+}

@@ -52,7 +52,10 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
             .with_context(|| format!("the run's files are written, but not {}", path.display()))?;
     }
     // The files are written: a summary that cannot be printed is said, not a failed run.
-    if let Err(e) = out::println(&closing_summary(&done.profile, &done.files)) {
+    if let Some(why) = &done.charts_not_drawn {
+        say!("hwceiling: warning: no chart drawn: {why}");
+    }
+    if let Err(e) = out::println(&closing_summary(&done.profile, &done.files, done.charts)) {
         say!(
             "hwceiling: warning: {e}; the run's files are written: {}",
             done.files.profile.display()
@@ -65,7 +68,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     })
 }
 
-fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
+fn closing_summary(p: &hwc_model::Profile, files: &RunFiles, charts: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -89,6 +92,9 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     let _ = writeln!(s, "report   {}", files.report.display());
+    if charts > 0 {
+        let _ = writeln!(s, "charts   {} ({charts} SVG)", files.charts.display());
+    }
     let _ = writeln!(s, "profile  {}", files.profile.display());
     let _ = write!(s, "raw      {}", files.raw.display());
     s

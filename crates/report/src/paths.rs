@@ -6,7 +6,7 @@ use hwc_model::{size_label, CopyDirection, Measurement, PathId, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-pub(crate) fn render(out: &mut String, p: &Profile) {
+pub(crate) fn render(out: &mut String, p: &Profile, charts: &[crate::ChartLink]) {
     out.push_str("## 5. Data paths\n\n");
     type Section = fn(&mut String, &Profile);
     let sections: [(&[PathId], Section); 8] = [
@@ -50,6 +50,9 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
             );
         }
         out.push_str(&body);
+        for &path in paths {
+            crate::chart_links(out, charts, Some(path));
+        }
         out.push_str(&failed);
     }
 }
