@@ -6,6 +6,7 @@ use hwc_model::spec::{CopyDirection, DmaTarget, GdsRoute, NvmeTest};
 use hwc_model::topology::LinkTheory;
 use hwc_model::{size_label, EngineId, Measurement, PathId, Profile, Spec};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::BTreeMap;
 
 /// A series' knee: the smallest size whose median reaches this share of the series' peak.
@@ -539,10 +540,20 @@ fn draw(s: &Sweep, out: &mut String) -> DrawResult {
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, k)| k)
     {
+        // Right of the marker, or left of it near the right edge, so it is not cut off.
+        let x = log2(k.size_bytes);
+        let h = if x > x0 + 0.75 * (x1 - x0) {
+            HPos::Right
+        } else {
+            HPos::Left
+        };
         chart.draw_series(std::iter::once(Text::new(
             format!("knee {}", size_text(k.size_bytes)),
-            (log2(k.size_bytes), k.median_gbps + y1 * 0.07),
-            ("sans-serif", 14).into_font().color(&BLACK),
+            (x, k.median_gbps + y1 * 0.07),
+            ("sans-serif", 14)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(h, VPos::Top)),
         )))?;
     }
     // The legend where the curves are not: low on the right where they end high.
@@ -581,9 +592,11 @@ fn draw(s: &Sweep, out: &mut String) -> DrawResult {
     Ok(())
 }
 
+/// The series' highest median, cache figures left out (as for its knee).
 fn peak(s: &Series) -> f64 {
     s.points
         .iter()
+        .filter(|p| !p.cache_resident)
         .map(|p| p.median_gbps)
         .fold(f64::NEG_INFINITY, f64::max)
 }

@@ -49,9 +49,18 @@ pub(crate) fn render(out: &mut String, p: &Profile, charts: &[crate::ChartLink])
                 body.trim_end()
             );
         }
-        out.push_str(&body);
+        // The section's charts, under its heading.
+        let mut links = String::new();
         for &path in paths {
-            crate::chart_links(out, charts, Some(path));
+            crate::chart_links(&mut links, charts, Some(path));
+        }
+        match body.find("\n\n") {
+            Some(i) if !links.is_empty() => {
+                out.push_str(&body[..i + 2]);
+                out.push_str(&links);
+                out.push_str(&body[i + 2..]);
+            }
+            _ => out.push_str(&body),
         }
         out.push_str(&failed);
     }

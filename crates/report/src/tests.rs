@@ -406,6 +406,9 @@ fn each_chart_is_linked_once_from_the_section_it_illustrates() {
     let path3 = between(&r, "### Path 3", "### Path 4");
     assert!(path3.contains("- Chart: [H2D copies, gpu0](charts-x/h2d-gpu0.svg)\n"));
     assert!(path3.contains("(charts-x/duplex-gpu0.svg)\n"));
+    // Under the section's heading, before its tables.
+    let second = path3.split("\n\n").nth(1).unwrap();
+    assert!(second.starts_with("- Chart: [H2D copies"), "{path3}");
     let path7 = between(&r, "### Path 7", "### Path 8");
     // The title is escaped for markdown: it cannot break the line or a table.
     assert!(
