@@ -285,7 +285,10 @@ fn place(p: &Profile, m: &Measurement) -> Option<Place> {
                 .measurements_of(path)
                 .filter_map(|o| match &o.spec {
                     Spec::Nvme(t)
-                        if t.test == NvmeTest::Sweep && t.drives.len() == s.drives.len() =>
+                        if t.test == NvmeTest::Sweep
+                            && t.target == s.target
+                            && t.pattern == s.pattern
+                            && t.drives.len() == s.drives.len() =>
                     {
                         Some(&t.drives)
                     }
@@ -297,13 +300,20 @@ fn place(p: &Profile, m: &Measurement) -> Option<Place> {
                     }
                     v
                 });
-            let (group, theory) = if groups.len() > 1 {
-                (format!("{}, ", s.drives.join("+")), theory)
+            let group = if groups.len() > 1 {
+                format!("{}, ", s.drives.join("+"))
             } else {
-                (String::new(), theory)
+                String::new()
             };
             Some(Place {
-                chart: file_stem(&format!("{name}-{}", drive_count(s.drives.len()))),
+                chart: file_stem(&format!(
+                    "{name}-{}{pattern}",
+                    if s.target {
+                        "target".to_string()
+                    } else {
+                        drive_count(s.drives.len())
+                    }
+                )),
                 title: format!("{way}, {what}{pattern}"),
                 theory,
                 series_order: u64::from(s.queue_depth),
