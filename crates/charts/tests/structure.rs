@@ -157,3 +157,82 @@ fn hostile_strings_stay_text() {
         }
     }
 }
+
+/// The fixture's figures, moved onto `engine`, declared as the run declares it.
+fn by_engine(
+    mut p: hwc_model::Profile,
+    engine: &'static str,
+    hardware: bool,
+) -> hwc_model::Profile {
+    let id = hwc_model::EngineId::new(engine);
+    for m in &mut p.measurements {
+        m.engine = id.clone();
+    }
+    p.engines = vec![hwc_model::EngineDecl {
+        id,
+        title: "an engine".into(),
+        paths: hwc_model::PathId::ALL.to_vec(),
+        cells: vec![],
+        needs: Default::default(),
+        hardware,
+        default_on: true,
+    }];
+    p
+}
+
+#[test]
+fn a_tool_measuring_engine_s_figures_are_not_charted() {
+    let p = by_engine(common::h200(), "null", false);
+    let charts = hwc_charts::all(&p).unwrap();
+    let names: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
+    assert_eq!(names, ["topology.svg"], "only the machine's picture");
+    let p = by_engine(common::h200(), "cuda-copy", true);
+    assert!(hwc_charts::all(&p).unwrap().len() > 1);
+}
+
+/// NVMe → GPU: the theoretical line is the lower of the GPU's link and the drives' together.
+#[test]
+fn a_gds_sweep_is_bounded_by_the_lower_of_the_gpu_and_the_drives() {
+    use hwc_model::spec::{GdsRoute, GdsSpec};
+    let mut p = common::h200_with_drives();
+    let template = p
+        .measurements
+        .iter()
+        .find(|m| m.path == hwc_model::PathId::NvmeRead)
+        .unwrap()
+        .clone();
+    let drives: Vec<String> = p.nvme.drives.iter().filter_map(|d| d.bdf.clone()).collect();
+    for (route, size) in [
+        (GdsRoute::Cufile, 1u64 << 20),
+        (GdsRoute::PosixBounce, 1 << 20),
+    ] {
+        let mut m = template.clone();
+        m.path = hwc_model::PathId::Gds;
+        m.key = format!("gds/{route:?}/{size}");
+        m.spec = hwc_model::Spec::Gds(GdsSpec {
+            gpu: "gpu0".into(),
+            drives: drives.clone(),
+            target: false,
+            block_bytes: size,
+            queue_depth: 8,
+            route,
+            write: false,
+            host_node: Some(0),
+        });
+        p.measurements.push(m);
+    }
+    let sweeps = sweep::sweeps(&p);
+    let gds = sweeps
+        .iter()
+        .find(|s| s.path == hwc_model::PathId::Gds)
+        .expect("a GDS chart");
+    assert_eq!(gds.name, "gds-read-gpu0-2-drives");
+    let t = gds.theory.as_ref().unwrap();
+    // Two Gen4 x4 drives (15.75 GB/s) under the GPU's Gen5 x16 (63.0).
+    assert!((t.gbps - 2.0 * 7.877).abs() < 0.01, "{t:?}");
+    let labels: Vec<&str> = gds.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["cuFile, QD8", "POSIX bounce, QD8"]);
+    assert!(hwc_charts::sweep::svg(gds)
+        .unwrap()
+        .contains("theoretical: 2 × PCIe Gen4 x4"));
+}
