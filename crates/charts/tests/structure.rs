@@ -121,6 +121,12 @@ fn duplex_bars_pair_each_direction_with_the_same_copy_alone() {
     for group in g {
         assert!(group.bars.iter().all(Option::is_some), "{group:?}");
     }
+    // One whisker (a dot and three lines) per bar, one penalty label per duplex bar.
+    let (tags, texts) = structure(&duplex::svg(&d[0]).unwrap());
+    let bars: usize = g.iter().map(|x| x.bars.iter().flatten().count()).sum();
+    assert_eq!(tags["circle"], bars);
+    let penalties = texts.iter().filter(|t| t.ends_with(" %")).count();
+    assert_eq!(penalties, g.len() * 2);
 }
 
 #[test]
