@@ -31,7 +31,7 @@ pub struct ChartLink {
     pub path: Option<PathId>,
     /// What it shows (the link's text).
     pub title: String,
-    /// Where it is, relative to the report: `charts-2026-12-06/h2d-gpu0.svg`.
+    /// Where it is, relative to the report: `charts-<date>/h2d-gpu0-pinned-node0.svg`.
     pub href: String,
 }
 
