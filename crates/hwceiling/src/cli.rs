@@ -197,7 +197,8 @@ pub const DEFAULT_OUTPUT_DIR: &str = "profiling";
 pub struct ReportArgs {
     /// A `hardware_profile_<date>.yaml` written by `hwceiling profile`.
     pub profile: PathBuf,
-    /// Write the markdown here instead of standard output (never overwrites).
+    /// Write the markdown here instead of standard output (never overwrites), and its SVG
+    /// charts, linked from it, into `<FILE without .md>-charts/` beside it.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 }

@@ -11,7 +11,7 @@ use hwc_model::profile::Completeness;
 use hwc_model::{PathId, Plan, RunConfig};
 use hwc_session::{files, RunFiles};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const GIT_REVISION: &str = env!("HWCEILING_GIT_REVISION");
 
@@ -52,7 +52,10 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
             .with_context(|| format!("the run's files are written, but not {}", path.display()))?;
     }
     // The files are written: a summary that cannot be printed is said, not a failed run.
-    if let Err(e) = out::println(&closing_summary(&done.profile, &done.files)) {
+    if let Some(why) = &done.charts_not_drawn {
+        say!("hwceiling: warning: no chart drawn: {why}");
+    }
+    if let Err(e) = out::println(&closing_summary(&done.profile, &done.files, done.charts)) {
         say!(
             "hwceiling: warning: {e}; the run's files are written: {}",
             done.files.profile.display()
@@ -65,7 +68,7 @@ pub fn run(a: &ProfileArgs) -> Result<i32> {
     })
 }
 
-fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
+fn closing_summary(p: &hwc_model::Profile, files: &RunFiles, charts: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -89,6 +92,9 @@ fn closing_summary(p: &hwc_model::Profile, files: &RunFiles) -> String {
         let _ = writeln!(s, "note: {n}");
     }
     let _ = writeln!(s, "report   {}", files.report.display());
+    if charts > 0 {
+        let _ = writeln!(s, "charts   {} ({charts} SVG)", files.charts.display());
+    }
     let _ = writeln!(s, "profile  {}", files.profile.display());
     let _ = write!(s, "raw      {}", files.raw.display());
     s
@@ -167,17 +173,50 @@ pub fn render_plan(plan: &Plan) -> String {
 }
 
 pub fn report(a: &ReportArgs) -> Result<i32> {
-    // Before any work: the output must not exist yet, whatever kind of file it would be.
-    if let Some(path) = &a.output {
+    // Before any work: the output and its charts folder must not exist yet, whatever kind of
+    // file they would be.
+    let charts_dir = a.output.as_deref().map(charts_beside);
+    if let (Some(path), Some(dir)) = (&a.output, &charts_dir) {
         files::check_new(path)?;
+        files::check_new(dir)?;
     }
     let profile = hwc_profile::read_profile(&a.profile)?;
-    let md = hwc_report::render(&profile);
-    match &a.output {
-        Some(path) => write_report(path, &md)?,
-        None => out::print(&md)?,
-    }
+    let (Some(path), Some(dir)) = (&a.output, &charts_dir) else {
+        // On standard output, no file to put charts beside: the report without links.
+        out::print(&hwc_report::render(&profile))?;
+        return Ok(0);
+    };
+    // Into a file: its charts into a folder beside it, linked, as `profile` writes them.
+    let charts = hwc_charts::all(&profile)?;
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let links: Vec<hwc_report::ChartLink> = charts
+        .iter()
+        .map(|c| hwc_report::ChartLink {
+            path: c.path,
+            title: c.title.clone(),
+            href: format!("{dir_name}/{}", c.file_name),
+        })
+        .collect();
+    let chart_files: Vec<(&str, &[u8])> = charts
+        .iter()
+        .map(|c| (c.file_name.as_str(), c.svg.as_bytes()))
+        .collect();
+    let md = hwc_report::render_with_charts(&profile, &links);
+    files::write_charts(dir, &chart_files)?;
+    write_report(path, &md).inspect_err(|_| files::remove_charts(dir, &chart_files))?;
     Ok(0)
+}
+
+/// The charts folder of a report written to `path`: `<its name without .md>-charts` beside it.
+fn charts_beside(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    path.with_file_name(format!("{stem}-charts"))
 }
 
 fn write_report(path: &Path, md: &str) -> Result<()> {

@@ -79,3 +79,44 @@ fn a_version_1_profile_qualifies_against_the_example_spec() {
         "{out}"
     );
 }
+
+/// `report -o FILE` writes the charts beside the file and links each of them; to standard
+/// output the report has no links (there is no file to put charts beside).
+#[test]
+fn a_report_written_to_a_file_gets_its_charts_beside_it() {
+    let d = tempfile::tempdir().unwrap();
+    let md_path = d.path().join("h200.md");
+    let o = run(&[
+        "report",
+        &fixture("v1-h200-a.yaml"),
+        "-o",
+        md_path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(&md_path).unwrap();
+    let svgs = hwc_testkit::names_in(&d.path().join("h200-charts"));
+    for name in [
+        "topology.svg",
+        "h2d-gpu0-pinned-node0.svg",
+        "duplex-gpu0-node0.svg",
+    ] {
+        assert!(svgs.iter().any(|n| n == name), "{svgs:?}");
+    }
+    for svg in &svgs {
+        assert_eq!(
+            md.matches(&format!("](h200-charts/{svg})")).count(),
+            1,
+            "{svg}"
+        );
+    }
+    let stdout = stdout(&run(&["report", &fixture("v1-h200-a.yaml")]));
+    assert!(!stdout.contains("- Chart: "));
+    // Nothing is written over: the same file again is refused, and no chart is touched.
+    let o = run(&[
+        "report",
+        &fixture("v1-h200-a.yaml"),
+        "-o",
+        md_path.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+}

@@ -330,7 +330,8 @@ fn a_profile_folder_named_in_bytes_that_are_not_utf8_is_written() {
         .expect("run hwceiling");
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     let names = names_in(&dir);
-    assert_eq!(names.len(), 3, "{names:?}");
+    let files = names.iter().filter(|n| !n.starts_with("charts-")).count();
+    assert_eq!(files, 3, "{names:?}");
     // The command line is recorded, the byte that is not UTF-8 replaced.
     let profile = names.iter().find(|n| n.ends_with(".yaml")).unwrap();
     let p = hwc_profile::read_profile(&dir.join(profile)).unwrap();
@@ -513,5 +514,48 @@ fn a_run_whose_files_cannot_fit_is_refused_before_it_measures() {
     let dir = roomy.0.join("p");
     let o = run(&["profile", "--engines", "null", "-o", s(&dir)]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(names_in(&dir).len(), 3, "{:?}", names_in(&dir));
+    let files = names_in(&dir)
+        .iter()
+        .filter(|n| !n.starts_with("charts-"))
+        .count();
+    assert_eq!(files, 3, "{:?}", names_in(&dir));
+}
+
+/// The charts go into a folder named after the run, beside the report, and the report links
+/// each of them by a relative path that resolves; a second run the same day gets its own folder.
+#[test]
+fn the_report_links_every_chart_written_beside_it() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("p");
+    for n in 1..=2 {
+        let o = run(&["profile", "--engines", "null", "-o", s(&dir)]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let names = names_in(&dir);
+        let mut folders: Vec<&String> = names.iter().filter(|n| n.starts_with("charts-")).collect();
+        // `charts-<date>` before `charts-<date>-2`.
+        folders.sort_by_key(|f| f.len());
+        let Some(charts) = folders.get(n - 1) else {
+            // A machine whose NUMA nodes are not reported has no topology to draw, and a null
+            // run no sweep.
+            assert!(names.iter().all(|n| !n.starts_with("charts-")), "{names:?}");
+            return;
+        };
+        // The run's report: its name carries the folder's date and number.
+        let report = format!(
+            "hardware-ceiling-{}.md",
+            charts.strip_prefix("charts-").unwrap()
+        );
+        let md = std::fs::read_to_string(dir.join(&report)).unwrap();
+        let svgs = names_in(&dir.join(charts));
+        assert!(!svgs.is_empty());
+        for svg in &svgs {
+            let href = format!("]({charts}/{svg})");
+            assert_eq!(md.matches(&href).count(), 1, "{href} in {report}");
+            assert!(std::fs::read_to_string(dir.join(charts).join(svg))
+                .unwrap()
+                .starts_with("<svg"));
+        }
+        let links = md.lines().filter(|l| l.starts_with("- Chart: ")).count();
+        assert_eq!(links, svgs.len(), "one line per chart");
+    }
 }

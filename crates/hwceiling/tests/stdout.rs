@@ -132,7 +132,8 @@ fn a_profile_whose_files_are_written_is_not_failed_by_its_summary() {
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(0), "{out:?}: {e}");
         let names = hwc_testkit::names_in(&dir);
-        assert_eq!(names.len(), 3, "{out:?}: {names:?}");
+        let files = names.iter().filter(|n| !n.starts_with("charts-")).count();
+        assert_eq!(files, 3, "{out:?}: {names:?}");
         assert!(!e.contains("panicked"), "{e}");
         match out {
             // Gone: nothing to say.

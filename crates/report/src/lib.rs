@@ -22,31 +22,78 @@ mod summary;
 
 /// Render the whole report.
 pub fn render(p: &Profile) -> String {
+    render_with_charts(p, &[])
+}
+
+/// A chart written beside the report, linked from the section it illustrates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartLink {
+    /// The path whose section links it; `None`: the platform section (the topology).
+    pub path: Option<PathId>,
+    /// What it shows (the link's text).
+    pub title: String,
+    /// Where it is, relative to the report: `charts-<date>/h2d-gpu0-pinned-node0.svg`.
+    pub href: String,
+}
+
+/// Render the whole report, each of `charts` linked, one line each, from its section. A link
+/// whose address is not a plain relative path (letters, digits, `-`, `_`, `.`, `/`) is left out.
+pub fn render_with_charts(p: &Profile, charts: &[ChartLink]) -> String {
     use hwc_model::text::{escape_control, escape_markdown, escape_strings};
+    let charts: Vec<ChartLink> = charts
+        .iter()
+        .filter(|c| plain_href(&c.href))
+        .map(|c| ChartLink {
+            title: escape_markdown(&escape_control(&c.title)).into_owned(),
+            ..c.clone()
+        })
+        .collect();
     match escape_strings(p, escape_markdown) {
-        Ok(safe) => render_escaped(&safe),
+        Ok(safe) => render_escaped(&safe, &charts),
         // Not reached for a profile hwceiling reads (its types all round-trip); should one
         // not, no control character still reaches the reader.
-        Err(_) => render_escaped(p)
+        Err(_) => render_escaped(p, &charts)
             .split('\n')
             .map(|l| escape_control(l).into_owned() + "\n")
             .collect(),
     }
 }
 
+fn plain_href(href: &str) -> bool {
+    !href.is_empty()
+        && !href.starts_with('/')
+        && !href.split('/').any(|part| part.is_empty() || part == "..")
+        && href
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+}
+
+/// One line per chart of `path` (`None`: the topology), then a blank line; nothing when none.
+pub(crate) fn chart_links(out: &mut String, charts: &[ChartLink], path: Option<PathId>) {
+    let mut any = false;
+    for c in charts.iter().filter(|c| c.path == path) {
+        let _ = writeln!(out, "- Chart: [{}]({})", c.title, c.href);
+        any = true;
+    }
+    if any {
+        out.push('\n');
+    }
+}
+
 /// The answer first (the spec's summary and observations, sections 7 and 8), then the
 /// machine and the per-path tables (sections 1–6, numbered as the spec numbers them), then the
 /// evidence (the appendices).
-fn render_escaped(p: &Profile) -> String {
+fn render_escaped(p: &Profile, charts: &[ChartLink]) -> String {
     let mut out = String::new();
     header(&mut out, p);
     summary::render(&mut out, p);
     observations(&mut out, p);
     platform(&mut out, p);
+    chart_links(&mut out, charts, None);
     cpu_features(&mut out, p);
     nvme_inspection(&mut out, p);
     pcie_table(&mut out, p);
-    paths::render(&mut out, p);
+    paths::render(&mut out, p, charts);
     engines(&mut out, p);
     routing(&mut out, p);
     appendix(&mut out, p);

@@ -6,7 +6,7 @@ use hwc_model::{size_label, CopyDirection, Measurement, PathId, Profile};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-pub(crate) fn render(out: &mut String, p: &Profile) {
+pub(crate) fn render(out: &mut String, p: &Profile, charts: &[crate::ChartLink]) {
     out.push_str("## 5. Data paths\n\n");
     type Section = fn(&mut String, &Profile);
     let sections: [(&[PathId], Section); 8] = [
@@ -49,7 +49,19 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
                 body.trim_end()
             );
         }
-        out.push_str(&body);
+        // The section's charts, under its heading.
+        let mut links = String::new();
+        for &path in paths {
+            crate::chart_links(&mut links, charts, Some(path));
+        }
+        match body.find("\n\n") {
+            Some(i) if !links.is_empty() => {
+                out.push_str(&body[..i + 2]);
+                out.push_str(&links);
+                out.push_str(&body[i + 2..]);
+            }
+            _ => out.push_str(&body),
+        }
         out.push_str(&failed);
     }
 }

@@ -51,7 +51,7 @@ impl<T> Doing<T> for std::io::Result<T> {
     }
 }
 
-/// The three files of one run, plus the record kept while it runs.
+/// The three files of one run, the folder of its charts, and the record kept while it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunFiles {
     pub report: PathBuf,
@@ -59,6 +59,8 @@ pub struct RunFiles {
     pub raw: PathBuf,
     /// Rewritten after each case; removed once the run's files are written.
     pub partial: PathBuf,
+    /// The run's SVG charts, beside the report, which links them: `charts-<date>[-N]`.
+    pub charts: PathBuf,
 }
 
 impl RunFiles {
@@ -68,16 +70,31 @@ impl RunFiles {
             profile: dir.join(run.file(RunFile::Profile)),
             raw: dir.join(run.file(RunFile::Raw)),
             partial: dir.join(run.file(RunFile::Partial)),
+            charts: dir.join(charts_dir_name(run)),
         }
+    }
+
+    /// The charts folder's name, as the report links it (relative to the report's folder).
+    pub fn charts_name(&self) -> String {
+        self.charts
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// Whether any of the names is taken, by anything at all: a dangling symbolic link or a
     /// folder reserves a name as much as a file does (the final hard link would fail on it, at
     /// the end of a run).
     fn any_exists(&self) -> bool {
-        [&self.report, &self.profile, &self.raw, &self.partial]
-            .iter()
-            .any(|p| fs::symlink_metadata(p).is_ok())
+        [
+            &self.report,
+            &self.profile,
+            &self.raw,
+            &self.partial,
+            &self.charts,
+        ]
+        .iter()
+        .any(|p| fs::symlink_metadata(p).is_ok())
     }
 
     /// The names for `date` in `dir` after the last any earlier run used: `…-<date>`, then
@@ -111,6 +128,39 @@ impl RunFiles {
             first.saturating_add(9_999)
         )
     }
+}
+
+/// `charts-<date>` for a day's first run, `charts-<date>-N` for its Nth.
+fn charts_dir_name(run: &RunName) -> String {
+    match run.number {
+        1 => format!("charts-{}", run.date),
+        n => format!("charts-{}-{n}", run.date),
+    }
+}
+
+/// Write each chart (file name, SVG) into `dir`, a new folder: all of them or, on an error,
+/// none (the folder is removed again). Nothing is written, and no folder made, for no chart.
+pub fn write_charts(dir: &Path, charts: &[(&str, &[u8])]) -> Result<()> {
+    if charts.is_empty() {
+        return Ok(());
+    }
+    check_new(dir)?;
+    fs::create_dir(dir).doing(|| format!("cannot create {}", dir.display()))?;
+    for (name, bytes) in charts {
+        if let Err(e) = write_new(&dir.join(name), bytes) {
+            remove_charts(dir, charts);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Remove the charts [`write_charts`] wrote, then their folder (only if it is then empty).
+pub fn remove_charts(dir: &Path, charts: &[(&str, &[u8])]) {
+    for (name, _) in charts {
+        let _ = fs::remove_file(dir.join(name));
+    }
+    let _ = fs::remove_dir(dir);
 }
 
 /// The highest run number of `date` that any file or entry of `dir` carries (1 for the
@@ -371,6 +421,29 @@ mod tests {
         write_new(&b.partial, b"{}").unwrap();
         let c = RunFiles::choose(d.path(), "2026-11-29").unwrap();
         assert!(c.raw.ends_with("hardware_raw_2026-11-29-3.json"));
+    }
+
+    #[test]
+    fn charts_are_written_all_or_none_into_a_new_folder_that_reserves_the_run() {
+        let d = tempfile::tempdir().unwrap();
+        let a = RunFiles::choose(d.path(), "2026-11-29").unwrap();
+        assert!(a.charts.ends_with("charts-2026-11-29"));
+        assert_eq!(a.charts_name(), "charts-2026-11-29");
+        // No chart: no folder.
+        write_charts(&a.charts, &[]).unwrap();
+        assert!(names_in(d.path()).is_empty());
+        // A name that cannot be created: none of them stays, nor the folder.
+        let bad: [(&str, &[u8]); 2] = [("a.svg", b"<svg/>"), ("no/such/b.svg", b"<svg/>")];
+        assert!(write_charts(&a.charts, &bad).is_err());
+        assert!(names_in(d.path()).is_empty(), "{:?}", names_in(d.path()));
+        write_charts(&a.charts, &[("a.svg", b"<svg/>"), ("b.svg", b"<svg/>")]).unwrap();
+        assert_eq!(names_in(&a.charts), ["a.svg", "b.svg"]);
+        // Never into a folder that is already there.
+        assert!(write_charts(&a.charts, &[("c.svg", b"<svg/>")]).is_err());
+        // A charts folder left alone takes its run's number.
+        let b = RunFiles::choose(d.path(), "2026-11-29").unwrap();
+        assert!(b.charts.ends_with("charts-2026-11-29-2"), "{:?}", b.charts);
+        assert!(b.report.ends_with("hardware-ceiling-2026-11-29-2.md"));
     }
 
     #[test]

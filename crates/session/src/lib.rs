@@ -146,6 +146,10 @@ pub struct Prepared {
 pub struct RunDone {
     pub profile: Profile,
     pub files: RunFiles,
+    /// How many charts were written into `files.charts` (none: no folder).
+    pub charts: usize,
+    /// Why no chart was drawn, where drawing one failed.
+    pub charts_not_drawn: Option<String>,
 }
 
 impl RunDone {
@@ -423,17 +427,40 @@ impl Prepared {
             profile.nvme.long_tests.clone(),
         );
         let yaml = hwc_profile::to_yaml(&profile)?;
-        let markdown = hwc_report::render(&profile);
+        // The charts, linked from the report; a chart that cannot be drawn costs the run
+        // nothing but its charts, and the run says so.
+        let (charts, charts_not_drawn) = match hwc_charts::all(&profile) {
+            Ok(c) => (c, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        let links: Vec<hwc_report::ChartLink> = charts
+            .iter()
+            .map(|c| hwc_report::ChartLink {
+                path: c.path,
+                title: c.title.clone(),
+                href: format!("{}/{}", files.charts_name(), c.file_name),
+            })
+            .collect();
+        let chart_files: Vec<(&str, &[u8])> = charts
+            .iter()
+            .map(|c| (c.file_name.as_str(), c.svg.as_bytes()))
+            .collect();
+        let markdown = hwc_report::render_with_charts(&profile, &links);
         let json = serde_json::to_vec_pretty(&raw).map_err(SessionError::Json)?;
-        // All three or none. When they cannot be written, the whole record goes to the running
+        // All three or none, the charts first (so the report's links resolve once it is
+        // there). When they cannot be written, the whole record goes to the running
         // record's name (the files that were written are gone again, which may have made room);
         // failing that, the running record keeps what its last save held, and the error says
         // how much that is.
-        if let Err(e) = files::write_all_new(&[
-            (&files.raw, &json),
-            (&files.profile, yaml.as_bytes()),
-            (&files.report, markdown.as_bytes()),
-        ]) {
+        let written = files::write_charts(&files.charts, &chart_files).and_then(|()| {
+            files::write_all_new(&[
+                (&files.raw, &json),
+                (&files.profile, yaml.as_bytes()),
+                (&files.report, markdown.as_bytes()),
+            ])
+            .inspect_err(|_| files::remove_charts(&files.charts, &chart_files))
+        });
+        if let Err(e) = written {
             let held = match files::replace(&files.partial, &json) {
                 Ok(()) => Some(finished),
                 Err(_) => on_disk.filter(|_| files.partial.is_file()),
@@ -447,7 +474,12 @@ impl Prepared {
             });
         }
         std::fs::remove_file(&files.partial).ok();
-        Ok(RunDone { profile, files })
+        Ok(RunDone {
+            profile,
+            charts: chart_files.len(),
+            charts_not_drawn,
+            files,
+        })
     }
 }
 

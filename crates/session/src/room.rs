@@ -4,7 +4,7 @@
 //! The size is an estimate, on the generous side: the raw record (topology, plan, and per case
 //! its measurement plus every repetition's figure and, for host copies, each thread's scheduling
 //! counters), held twice at the peak (the running record beside the raw record, or beside its
-//! own next version while it is replaced), plus the profile and the report.
+//! own next version while it is replaced), plus the profile, the report and the charts.
 
 use hwc_model::{EngineDecl, NvmeTest, Plan, Spec, Topology};
 use std::path::Path;
@@ -17,6 +17,11 @@ const REP_BYTES: u64 = 32;
 /// thread (about 140 + 131 bytes a thread measured, on a 2-CPU host RAM run).
 const SCHED_REP_BYTES: u64 = 200;
 const SCHED_THREAD_BYTES: u64 = 160;
+/// The charts: the topology picture, and per case a hardware engine measures its share of a
+/// sweep chart (a chart of bandwidth against size is about 25 KiB, plus 0.5 KiB a point, and
+/// holds several sizes; a tool-measuring engine's figures are not charted).
+const CHART_FIXED_BYTES: u64 = 8 << 10;
+const CHART_CASE_BYTES: u64 = 4 << 10;
 /// Per case in the profile and the report together (about 1.5 KiB measured).
 const RENDERED_CASE_BYTES: u64 = 2 << 10;
 /// The profile's and the report's text besides their cases, and the provenance.
@@ -31,13 +36,16 @@ pub fn needed_bytes(plan: &Plan, topo: &Topology, engines: &[EngineDecl]) -> u64
     let base =
         json_len(serde_json::to_vec_pretty(topo)) + json_len(serde_json::to_vec_pretty(plan));
     let mut raw = base;
-    let mut rendered = FIXED_BYTES + base / 2;
+    let mut rendered = FIXED_BYTES + CHART_FIXED_BYTES + base / 2;
     for case in &plan.cases {
         let reps = u64::from(case.reps.warmup) + u64::from(case.reps.timed) + 1;
         let mut bytes = CASE_BYTES + reps * REP_BYTES;
         // The host engines record each repetition's scheduling counters (the null engine,
         // which plans host copies too and measures the tool, not hardware, does not).
         let hardware = engines.iter().any(|e| e.id == case.engine && e.hardware);
+        if hardware {
+            rendered += CHART_CASE_BYTES;
+        }
         if let (Spec::HostCopy(h), true) = (&case.spec, hardware) {
             bytes += u64::from(case.reps.timed)
                 * (SCHED_REP_BYTES + SCHED_THREAD_BYTES * u64::from(h.threads));
@@ -100,7 +108,7 @@ pub fn check_room(
     }
     Err(format!(
         "not enough room in {}: {} free, and this run of {} case(s) writes up to about {} \
-         (report, profile, raw record and the running record); free some space, or write \
+         (report, charts, profile, raw record and the running record); free some space, or write \
          elsewhere with -o DIR",
         dir.display(),
         human(free),

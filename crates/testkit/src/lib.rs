@@ -264,3 +264,17 @@ pub fn mkfifo(path: &std::path::Path) {
     let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
     assert_eq!(rc, 0, "mkfifo {}", path.display());
 }
+
+/// A report without the lines that link its charts (`- Chart: …`), and without the blank lines
+/// their going leaves doubled: what `hwceiling report` prints to standard output of a profile
+/// whose run wrote that report with charts.
+pub fn without_chart_links(md: &str) -> String {
+    let mut s: String = md
+        .split_inclusive('\n')
+        .filter(|l| !l.starts_with("- Chart: "))
+        .collect();
+    while s.contains("\n\n\n") {
+        s = s.replace("\n\n\n", "\n\n");
+    }
+    s
+}
