@@ -23,6 +23,8 @@ pub const KEYS: &[&str] = &[
     "cuda.timing",
     "cuda.pinned_memory",
     "host.transparent_hugepage",
+    "host.cpufreq_governor",
+    "host.hugepages_total",
     "host.glibc_non_temporal_threshold",
     "nvme_engine",
 ];
@@ -335,6 +337,22 @@ mod tests {
         assert!(s.contains("settings that differ"), "{s}");
         assert!(s.contains("    old: not recorded\n"), "{s}");
         assert!(s.contains("    new: 32 (set by hwceiling)\n"), "{s}");
+    }
+
+    #[test]
+    fn host_governors_and_hugepages_are_settings_that_differ() {
+        let a = with(&[
+            ("host.cpufreq_governor", set("performance")),
+            ("host.hugepages_total", set("0")),
+        ]);
+        let b = with(&[
+            ("host.cpufreq_governor", set("powersave")),
+            ("host.hugepages_total", set("0")),
+        ]);
+        let d = differences(&[("a", &a), ("b", &b)]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].key, "host.cpufreq_governor");
+        assert_eq!(d[0].values[1].value, "powersave");
     }
 
     #[test]

@@ -402,6 +402,29 @@ impl Prepared {
                 .environment
                 .insert("host.transparent_hugepage".into(), thp.trim().into());
         }
+        // The CPU frequency governors and the hugepage pool the cases ran under (each case's
+        // own in `evidence.host_state`), for `compare`'s list of settings that differ.
+        let states: Vec<&hwc_model::HostCaseState> = outcome
+            .results
+            .iter()
+            .filter_map(|r| r.measurement.evidence.host_state.as_ref())
+            .collect();
+        let mut governors: Vec<&str> = states
+            .iter()
+            .flat_map(|s| s.governors.iter().map(String::as_str))
+            .collect();
+        governors.sort_unstable();
+        governors.dedup();
+        if !governors.is_empty() {
+            provenance
+                .environment
+                .insert("host.cpufreq_governor".into(), governors.join(",").into());
+        }
+        if let Some(total) = states.iter().find_map(|s| s.hugepages_total) {
+            provenance
+                .environment
+                .insert("host.hugepages_total".into(), total.to_string().into());
+        }
         let mut profile = hwc_profile::build(
             &topo,
             &plan,
