@@ -265,6 +265,7 @@ impl GcSettleRunner {
             samples_gbps: gbps[gbps.len() - timed..].to_vec(),
             warmup_gbps: earlier.iter().skip(1).copied().collect(),
             case_seconds: Some(started.elapsed().as_secs_f64()),
+            phase_seconds: None,
             scheduling: None,
         };
         let record = GcSettleResult {

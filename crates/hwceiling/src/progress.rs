@@ -152,6 +152,7 @@ mod tests {
             samples_gbps: vec![53.456; 12],
             warmup_gbps: Vec::new(),
             case_seconds: Some(1.0),
+            phase_seconds: None,
             scheduling: None,
         };
         assert_eq!(

@@ -29,8 +29,8 @@ pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Steady, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
     failure_groups, AerIncrease, CaseResult, Evidence, Failure, FailureGroup, GpuCaseState,
-    HostCaseState, Measurement, Placement, PlacementSearch, Range, Stats, WallClockDisagreement,
-    Windows,
+    HostCaseState, Measurement, PhaseSeconds, Placement, PlacementSearch, Range, Stats,
+    WallClockDisagreement, Windows,
 };
 pub use run::{LeftOut, Narrowing, RunChoices, RunConfig, RunWritten, Selection};
 pub use sched::{

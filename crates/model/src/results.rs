@@ -395,11 +395,25 @@ pub struct CaseResult {
     /// before this field was optional hold 0 there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub case_seconds: Option<f64>,
+    /// Where `case_seconds` went, for the first preparation (absent where `case_seconds` is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_seconds: Option<PhaseSeconds>,
     /// Each timed repetition's scheduling evidence (host RAM cases: every copy thread's
     /// run-queue delay, involuntary switches and steal), in the order of `samples_gbps`; absent
     /// where the backend reads none, and in raw files of earlier builds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling: Option<crate::sched::SchedEvidence>,
+}
+
+/// Where a case's time went: the idle guard, the engine's preparation (buffers, placement,
+/// searches), the cold repetition with its data check and the warm-ups, and the timed
+/// repetitions of every window, seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PhaseSeconds {
+    pub idle_check: f64,
+    pub prepare: f64,
+    pub cold_and_warmup: f64,
+    pub timed: f64,
 }
 
 #[cfg(test)]

@@ -556,6 +556,7 @@ mod tests {
             samples_gbps: vec![1.0; 3],
             warmup_gbps: vec![],
             case_seconds: Some(1.0),
+            phase_seconds: None,
             scheduling: None,
         }
     }

@@ -50,6 +50,7 @@ fn result(key: &str, path: PathId, spec: Spec, gbps: f64) -> CaseResult {
         samples_gbps: vec![gbps; 20],
         warmup_gbps: vec![gbps; 3],
         case_seconds: Some(1.0),
+        phase_seconds: None,
         scheduling: None,
     }
 }

@@ -570,6 +570,7 @@ mod tests {
             samples_gbps: vec![gbps; 5],
             warmup_gbps: vec![gbps],
             case_seconds: Some(1.0),
+            phase_seconds: None,
             scheduling: None,
         }
     }

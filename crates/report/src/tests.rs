@@ -49,6 +49,7 @@ fn m(key: &str, path: PathId, spec: Spec, median: f64, resident: bool) -> CaseRe
         samples_gbps: vec![median; 20],
         warmup_gbps: vec![median; 3],
         case_seconds: Some(1.0),
+        phase_seconds: None,
         scheduling: None,
     }
 }

@@ -661,6 +661,8 @@ struct Timed<'c> {
     not_again: Option<String>,
     /// Seconds spent on the lead, every preparation's included.
     seconds: f64,
+    /// Where the first preparation's time went.
+    phases: hwc_model::PhaseSeconds,
 }
 
 /// Idle guard, prepare, cold repetition, data check, warm-up, and up to [`AT_ONCE_WINDOWS`]
@@ -675,7 +677,12 @@ fn time_group<'c>(
     let started = std::time::Instant::now();
     let mut notes = Vec::new();
     let mut contended = false;
-    if let Idle::Busy(why) = engine.idle_check(case) {
+    let idle = engine.idle_check(case);
+    let mut phases = hwc_model::PhaseSeconds {
+        idle_check: started.elapsed().as_secs_f64(),
+        ..Default::default()
+    };
+    if let Idle::Busy(why) = idle {
         if engine.refuse_when_busy() && !options.allow_contended {
             return Err(Box::new(GroupOutcome::lead_only(fail(
                 case,
@@ -687,9 +694,14 @@ fn time_group<'c>(
     }
     let lead_only = |e: BenchError| Box::new(GroupOutcome::lead_only(from_error(case, e)));
     let name = engine.id();
+    let at = std::time::Instant::now();
     let mut prepared = engine.prepare(case).map_err(lead_only)?;
+    phases.prepare = at.elapsed().as_secs_f64();
     let members = members_of(case, others, prepared.as_ref());
+    let at = std::time::Instant::now();
     let (cold, warmups) = warm(case, &members, prepared.as_mut()).map_err(lead_only)?;
+    phases.cold_and_warmup = at.elapsed().as_secs_f64();
+    let at = std::time::Instant::now();
     let limits: Vec<Option<u32>> = members
         .iter()
         .map(|m| m.case.reps.retry_above_spread_pct)
@@ -713,6 +725,7 @@ fn time_group<'c>(
             break;
         }
     }
+    phases.timed = at.elapsed().as_secs_f64();
     let facts = vec![Facts::of(prepared.as_ref(), &members)];
     Ok(Timed {
         engine: name,
@@ -727,6 +740,7 @@ fn time_group<'c>(
         cut_short,
         not_again: None,
         seconds: started.elapsed().as_secs_f64(),
+        phases,
     })
 }
 
@@ -927,6 +941,7 @@ impl Timed<'_> {
                 samples_gbps,
                 warmup_gbps: self.warmups[mi].clone(),
                 case_seconds: member.also.is_none().then_some(self.seconds),
+                phase_seconds: member.also.is_none().then_some(self.phases),
                 scheduling,
             }))
         };

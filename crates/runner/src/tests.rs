@@ -1482,6 +1482,7 @@ impl crate::Procedure for Whole {
             samples_gbps: vec![self.gbps],
             warmup_gbps: Vec::new(),
             case_seconds: Some(1.0),
+            phase_seconds: None,
             scheduling: None,
         })
     }
@@ -1620,4 +1621,15 @@ fn a_case_that_never_steadies_runs_to_its_cap() {
     };
     let out = run1(Scripted::new(&[1.0]), fixed, RunOptions::default());
     assert_eq!(out.results[0].samples_gbps.len(), 12);
+}
+
+#[test]
+fn a_case_s_phases_account_for_its_time() {
+    let out = run1(Scripted::new(&[1.0]), adaptive(), RunOptions::default());
+    let r = &out.results[0];
+    let p = r.phase_seconds.expect("the lead's phases");
+    let total = r.case_seconds.unwrap();
+    let parts = [p.idle_check, p.prepare, p.cold_and_warmup, p.timed];
+    assert!(parts.iter().all(|s| *s >= 0.0), "{p:?}");
+    assert!(parts.iter().sum::<f64>() <= total, "{p:?} of {total}");
 }

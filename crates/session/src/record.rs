@@ -146,6 +146,7 @@ mod tests {
             samples_gbps: vec![median; 12],
             warmup_gbps: Vec::new(),
             case_seconds: Some(1.0),
+            phase_seconds: None,
             scheduling: None,
         }))
     }
