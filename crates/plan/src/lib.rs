@@ -15,6 +15,7 @@ pub mod gdrcopy;
 mod gds;
 pub mod input;
 mod nvme;
+pub mod xxh3;
 pub use nvme::{
     drive_counts, drive_group, drive_key, same_root_groups, NvmePlanOptions, LATENCY_QUEUE_DEPTHS,
     NVME_QUEUE_DEPTHS, NVME_SIZES, READ_DRIVE_COUNTS, WRITE_DRIVE_COUNTS,
@@ -153,6 +154,7 @@ pub fn matrix(path: PathId, topo: &Topology, opts: &PlanOptions) -> Matrix {
         PathId::Gds => gds::plan_gds(topo, opts, &mut m),
         PathId::NvmeBar1 => bar::plan_bar(topo, opts, &mut m),
         PathId::Gdrcopy => gdrcopy::plan_gdrcopy(topo, opts, &mut m),
+        PathId::Xxh3 => xxh3::plan_xxh3(topo, opts, &mut m),
     }
     m
 }
