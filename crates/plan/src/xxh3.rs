@@ -100,3 +100,100 @@ pub(crate) fn plan_xxh3(topo: &Topology, opts: &PlanOptions, m: &mut Matrix) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix;
+    use hwc_model::topology::{Cache, LogicalCpu, NumaNode, Platform};
+    use hwc_model::{SimdPath, GIB};
+
+    fn machine(cpus: u32, flags: &[&str], llc: Option<u64>) -> Topology {
+        let mut t = Topology {
+            platform: Platform {
+                numa_nodes: 1,
+                numa: vec![NumaNode {
+                    id: 0,
+                    cpus: (0..cpus).collect(),
+                    memory_only: false,
+                    memory_bytes: None,
+                    distances: vec![],
+                }],
+                cpus: (0..cpus)
+                    .map(|id| LogicalCpu {
+                        id,
+                        package: Some(0),
+                        core: Some(id),
+                        node: Some(0),
+                    })
+                    .collect(),
+                caches: llc
+                    .map(|size_bytes| Cache {
+                        level: 3,
+                        kind: "Unified".into(),
+                        size_bytes,
+                        shared_by_cpus: None,
+                        instances: Some(1),
+                    })
+                    .into_iter()
+                    .collect(),
+                memory_bytes: Some(64 * GIB),
+                ..Platform::default()
+            },
+            ..Topology::default()
+        };
+        t.cpu_features.xxh3_paths = SimdPath::allowed(&|f| flags.contains(&f));
+        t
+    }
+
+    fn paths_planned(t: &Topology) -> Vec<SimdPath> {
+        let mut v: Vec<SimdPath> = matrix(PathId::Xxh3, t, &PlanOptions::default())
+            .cells
+            .iter()
+            .filter_map(|c| c.spec.hash().map(|h| h.simd))
+            .collect();
+        v.dedup();
+        v
+    }
+
+    #[test]
+    fn every_path_the_flags_allow_is_planned_and_no_other() {
+        use SimdPath::*;
+        let avx512 = machine(2, &["sse2", "avx2", "avx512f"], None);
+        assert_eq!(paths_planned(&avx512), vec![Scalar, Sse2, Avx2, Avx512]);
+        let avx2 = machine(2, &["sse2", "avx2"], None);
+        assert_eq!(paths_planned(&avx2), vec![Scalar, Sse2, Avx2]);
+        let arm = machine(2, &["asimd"], None);
+        assert_eq!(paths_planned(&arm), vec![Scalar, Neon]);
+        let bare = machine(2, &[], None);
+        assert_eq!(paths_planned(&bare), vec![Scalar]);
+    }
+
+    #[test]
+    fn sizes_and_threads_follow_the_cache_and_the_host_sweep() {
+        let t = machine(4, &["sse2"], Some(260 * MIB));
+        let m = matrix(PathId::Xxh3, &t, &PlanOptions::default());
+        let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
+        // 2 paths × 2 variants × (64 KiB and the working set at 1, 2, 4 threads, 100 KB at 1).
+        assert_eq!(names.len(), 2 * 2 * (3 + 3 + 1), "{names:?}");
+        assert!(names.contains(&"n0/sse2/xxh3-128/64KiB/t4"));
+        assert!(names.contains(&"n0/scalar/xxh3-64/100KiB/t1"));
+        assert!(!names.contains(&"n0/scalar/xxh3-64/100KiB/t2"));
+        // 4 × 260 MiB.
+        assert!(names.contains(&"n0/sse2/xxh3-64/1040MiB/t2"), "{names:?}");
+        assert_eq!(memory_bytes(&machine(1, &[], None)), Ok(256 * MIB));
+        let mut small = machine(1, &[], Some(260 * MIB));
+        small.platform.memory_bytes = Some(4 * GIB);
+        assert!(memory_bytes(&small).is_err());
+        let m = matrix(PathId::Xxh3, &small, &PlanOptions::default());
+        assert_eq!(m.waived.len(), 1);
+        assert_eq!(
+            m.cells.len(),
+            2 * 2,
+            "64 KiB and 100 KB at 1 thread, both variants"
+        );
+        for c in &m.cells {
+            assert_eq!(c.spec.check(PathId::Xxh3), Ok(()));
+        }
+    }
+}
