@@ -19,11 +19,12 @@
 //! unavailable with the install hint ([`available`]), and the hash path is waived.
 //!
 //! How a case is measured: `threads` threads pinned one to a CPU of the case's node (one per
-//! physical core first) each own a block, filled with pseudo-random bytes by that thread (so
-//! its pages are local). A block that fits the cache ([`HashSpec::size_bytes`] below the
-//! last-level cache) is hashed over and over, [`REP_BYTES_PER_THREAD`] bytes a repetition; a
-//! memory-resident working set is split into one contiguous slice per thread, each hashed once
-//! a repetition as one input. Threads are released together by a barrier and each times its
+//! physical core first). A block that fits the cache ([`HashSpec::size_bytes`] × threads below
+//! the last-level cache) is each thread's own, filled with pseudo-random bytes by that thread
+//! (so its pages are local), and hashed over and over, [`REP_BYTES_PER_THREAD`] bytes a
+//! repetition. A memory-resident working set is one buffer bound to the case's node (huge
+//! pages asked for), filled once and kept for the next case of its size, split into one
+//! contiguous slice per thread, each hashed once a repetition as one input. Threads are released together by a barrier and each times its
 //! own hashing; a repetition's time runs from the first thread's start to the last one's end.
 //! Before the repetitions the case's path hashes a fixed buffer and the result must equal the
 //! scalar path's and the known test vectors ([`check_path`]); after each repetition every
@@ -32,6 +33,7 @@
 use hwc_model::{
     Case, CellKind, EngineDecl, EngineId, HashSpec, HashVariant, Needs, PathId, SimdPath, Spec,
 };
+use hwc_numa::NumaBuffer;
 use hwc_runner::{BenchError, Engine, Prepared, Rep};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Barrier, Mutex};
@@ -348,6 +350,53 @@ pub struct HashEngine {
     llc_bytes: Option<u64>,
     /// Paths whose check ([`check_path`]) has passed in this run.
     checked: Vec<SimdPath>,
+    /// The last memory-resident working set, kept for the next case of its size and node
+    /// (every path and variant hashes the same one), with the scalar path's hash of each slice
+    /// it was asked for.
+    working_set: Option<WorkingSet>,
+}
+
+/// A memory-resident working set, filled once, and the scalar hashes of its slices.
+struct WorkingSet {
+    size_bytes: u64,
+    node: Option<u32>,
+    buf: Arc<NumaBuffer>,
+    /// (variant, offset, length) → the scalar path's hash.
+    reference: BTreeMap<(HashVariant, usize, usize), u128>,
+}
+
+impl WorkingSet {
+    fn new(size_bytes: u64, node: Option<u32>) -> Result<WorkingSet, BenchError> {
+        let len = usize::try_from(size_bytes).map_err(|_| {
+            BenchError::unavailable("the working set does not fit this address space")
+        })?;
+        let mut buf = NumaBuffer::new(len, node, true)
+            .map_err(|e| BenchError::unavailable(format!("cannot map the working set: {e}")))?;
+        fill(buf.as_mut_slice(), size_bytes);
+        Ok(WorkingSet {
+            size_bytes,
+            node,
+            buf: Arc::new(buf),
+            reference: BTreeMap::new(),
+        })
+    }
+
+    /// The scalar path's hash of `len` bytes at `off`, computed once.
+    fn reference(
+        &mut self,
+        variant: HashVariant,
+        off: usize,
+        len: usize,
+    ) -> Result<u128, BenchError> {
+        if let Some(&h) = self.reference.get(&(variant, off, len)) {
+            return Ok(h);
+        }
+        let scalar = Hasher::new(SimdPath::Scalar, variant)
+            .map_err(|e| BenchError::unavailable(e.to_string()))?;
+        let h = scalar.hash(&self.buf.as_slice()[off..off + len]);
+        self.reference.insert((variant, off, len), h);
+        Ok(h)
+    }
 }
 
 impl HashEngine {
@@ -357,6 +406,7 @@ impl HashEngine {
             node_cpus,
             llc_bytes,
             checked: Vec::new(),
+            working_set: None,
         }
     }
 
@@ -408,8 +458,22 @@ impl Engine for HashEngine {
             self.checked.push(spec.simd);
         }
         let cpus = self.cpus_for(&spec)?;
-        let cache_resident = self.cache_resident(&spec);
-        Ok(Box::new(Workers::start(&spec, &cpus, cache_resident)?))
+        if self.cache_resident(&spec) {
+            return Ok(Box::new(Workers::start(&spec, &cpus, None)?));
+        }
+        let fits = self
+            .working_set
+            .as_ref()
+            .is_some_and(|w| w.size_bytes == spec.size_bytes && w.node == spec.cpu_node);
+        if !fits {
+            // The old one goes first: two would need twice the memory.
+            self.working_set = None;
+            self.working_set = Some(WorkingSet::new(spec.size_bytes, spec.cpu_node)?);
+        }
+        let Some(set) = self.working_set.as_mut() else {
+            return Err(BenchError::failed("no working set"));
+        };
+        Ok(Box::new(Workers::start(&spec, &cpus, Some(set))?))
     }
 
     fn environment(&self) -> hwc_model::Environment {
@@ -451,12 +515,19 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(spec: &HashSpec, cpus: &[u32], cache_resident: bool) -> Result<Workers, BenchError> {
+    /// Start the case's threads: each with a block of its own (`shared` None: cache-resident),
+    /// or each with a slice of `shared`.
+    fn start(
+        spec: &HashSpec,
+        cpus: &[u32],
+        shared: Option<&mut WorkingSet>,
+    ) -> Result<Workers, BenchError> {
         let threads = cpus.len();
         let hasher = Hasher::new(spec.simd, spec.variant)
             .map_err(|e| BenchError::unavailable(e.to_string()))?;
         let scalar = Hasher::new(SimdPath::Scalar, spec.variant)
             .map_err(|e| BenchError::unavailable(e.to_string()))?;
+        let cache_resident = shared.is_none();
         // Cache-resident: each thread its own block, hashed over and over. Memory-resident:
         // the working set split into one slice per thread, each hashed once.
         let (block, calls) = if cache_resident {
@@ -467,13 +538,24 @@ impl Workers {
         };
         let block = usize::try_from(block.max(1))
             .map_err(|_| BenchError::unavailable("the block does not fit this address space"))?;
+        // Each thread's data: its own block (filled by itself, so its pages are its node's), or
+        // its slice of the shared working set with the scalar hash of it.
+        let mut expected = vec![0u128; threads];
+        let mut slices: Vec<Option<(Arc<NumaBuffer>, usize)>> = vec![None; threads];
+        if let Some(set) = shared {
+            for (i, slot) in slices.iter_mut().enumerate() {
+                let off = i * block;
+                expected[i] = set.reference(spec.variant, off, block)?;
+                *slot = Some((set.buf.clone(), off));
+            }
+        }
         let start = Arc::new(Barrier::new(threads + 1));
         let done = Arc::new(Barrier::new(threads + 1));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let slots = Arc::new(Mutex::new(vec![None; threads]));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<u128, String>)>();
         let mut handles = Vec::with_capacity(threads);
-        for (i, &cpu) in cpus.iter().enumerate() {
+        for (i, (&cpu, slice)) in cpus.iter().zip(slices).enumerate() {
             let (start, done, stop, slots, ready) = (
                 start.clone(),
                 done.clone(),
@@ -491,9 +573,20 @@ impl Workers {
                         start.wait();
                         return;
                     }
-                    // Filled by this thread, so its pages are on this thread's node.
-                    let data = fill(block, i as u64);
-                    let _ = ready.send((i, Ok(scalar.hash(&data))));
+                    let own: Vec<u8>;
+                    let data: &[u8] = match &slice {
+                        Some((buf, off)) => {
+                            let _ = ready.send((i, Ok(0)));
+                            &buf.as_slice()[*off..*off + block]
+                        }
+                        None => {
+                            let mut v = vec![0u8; block];
+                            fill(&mut v, i as u64);
+                            own = v;
+                            let _ = ready.send((i, Ok(scalar.hash(&own))));
+                            &own
+                        }
+                    };
                     drop(ready);
                     loop {
                         start.wait();
@@ -503,7 +596,7 @@ impl Workers {
                         let t0 = Instant::now();
                         let mut hash = 0;
                         for _ in 0..calls {
-                            hash = std::hint::black_box(hasher.hash(std::hint::black_box(&data)));
+                            hash = std::hint::black_box(hasher.hash(std::hint::black_box(data)));
                         }
                         let t1 = Instant::now();
                         if let Ok(mut s) = slots.lock() {
@@ -520,7 +613,6 @@ impl Workers {
             handles.push(h);
         }
         drop(ready_tx);
-        let mut expected = vec![0u128; threads];
         let mut workers = Workers {
             start,
             done,
@@ -531,19 +623,28 @@ impl Workers {
             bytes_per_rep: block as u64 * calls * threads as u64,
             cache_resident,
             notes: vec![format!(
-                "{} {} path (xxhash.h {}), {} thread(s), each hashing {} block(s) of {} bytes per \
+                "{} {} path (xxhash.h {}), {} thread(s), each hashing {} {} of {} bytes per \
                  repetition",
                 spec.variant,
                 spec.simd,
                 xxhash_version().unwrap_or_default(),
                 threads,
                 calls,
+                if cache_resident {
+                    "time(s) its own block"
+                } else {
+                    "time its slice of the working set"
+                },
                 block
             )],
         };
         for _ in 0..threads {
             match ready_rx.recv() {
-                Ok((i, Ok(h))) => expected[i] = h,
+                Ok((i, Ok(h))) => {
+                    if cache_resident {
+                        expected[i] = h;
+                    }
+                }
                 Ok((_, Err(e))) => {
                     return Err(BenchError::unavailable(format!(
                         "cannot pin a hashing thread: {e}"
@@ -561,20 +662,27 @@ impl Workers {
     }
 }
 
-/// `len` pseudo-random bytes (xorshift64*), different for each `seed`.
-fn fill(len: usize, seed: u64) -> Vec<u8> {
-    let mut x =
-        0x9e37_79b9_7f4a_7c15u64 ^ (seed.wrapping_add(1)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let mut v = Vec::with_capacity(len);
-    while v.len() < len {
+/// Fill `buf` with pseudo-random bytes (xorshift64*, different for each `seed`): a 64 KiB
+/// pattern, copied over the rest with each copy's first word changed, so a large working set
+/// fills at copy speed and no two of its 64 KiB pieces are alike.
+fn fill(buf: &mut [u8], seed: u64) {
+    const PATTERN: usize = 64 * 1024;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ seed.wrapping_add(1).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let n = buf.len().min(PATTERN);
+    for chunk in buf[..n].chunks_mut(8) {
         x ^= x >> 12;
         x ^= x << 25;
         x ^= x >> 27;
         let w = x.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
-        let n = (len - v.len()).min(8);
-        v.extend_from_slice(&w[..n]);
+        chunk.copy_from_slice(&w[..chunk.len()]);
     }
-    v
+    let (head, rest) = buf.split_at_mut(n);
+    for (k, chunk) in rest.chunks_mut(PATTERN).enumerate() {
+        chunk.copy_from_slice(&head[..chunk.len()]);
+        let tag = (k as u64 + 1).to_le_bytes();
+        let m = chunk.len().min(8);
+        chunk[..m].copy_from_slice(&tag[..m]);
+    }
 }
 
 impl Prepared for Workers {
