@@ -1,5 +1,6 @@
 //! Compiles upstream xxHash's XXH3 once per SIMD code path (`csrc/xxh3_path.c`) when its
-//! header `xxhash.h` is found (Debian: `libxxhash-dev`); without it the crate still builds,
+//! header `xxhash.h` is found (Debian: `libxxhash-dev`; `XXHASH_INCLUDE_DIR`; or unpacked under
+//! deps/dev/xxhsum); without it the crate still builds,
 //! with no path (`cfg(hwc_xxhash)` unset), and the hash engine says why it cannot run.
 
 use std::path::PathBuf;
@@ -31,7 +32,16 @@ fn main() {
         return;
     }
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-    let include = std::env::var_os("XXHASH_INCLUDE_DIR").map(PathBuf::from);
+    // XXHASH_INCLUDE_DIR, else the system's, else a Debian package unpacked under the
+    // workspace's deps/dev/xxhsum (tools/xxh3-reference/README.md: a machine without apt).
+    let unpacked = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default())
+        .join("../../deps/dev/xxhsum/usr/include");
+    let system = ["/usr/include", "/usr/local/include"]
+        .iter()
+        .any(|d| std::path::Path::new(d).join("xxhash.h").exists());
+    let include = std::env::var_os("XXHASH_INCLUDE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| (!system && unpacked.join("xxhash.h").exists()).then_some(unpacked));
     if let Some(dir) = &include {
         println!("cargo::rerun-if-changed={}", dir.join("xxhash.h").display());
     } else {
