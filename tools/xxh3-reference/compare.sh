@@ -47,4 +47,30 @@ for r in $(seq 1 "$rounds"); do
   "$xxhsum" -b11 -i3 >"$out/xxhsum-b11-$r.txt" 2>&1
   "$hwc" profile --paths xxh3 --threads 1 -o "$out/hwc-$r" >"$out/hwc-$r.log" 2>&1
 done
+# The compiler's optimisation level moves XXH3's speed (Debian builds xxhsum at -O2, upstream's
+# Makefile and hwceiling at -O3): where gcc and xxhash.h are here, the path xxhsum runs is built
+# from optlevel.c at both levels and run beside xxhsum -b5 (XXH3-64), in turn, 3 times.
+path="$(python3 "$here/table.py" --xxhsum-path "$banner" "$out/cpu-flags.txt")"
+case "$path" in
+  avx512) vec=3 flag=-mavx512f ;;
+  avx2) vec=2 flag=-mavx2 ;;
+  sse2) vec=1 flag= ;;
+  neon) vec=4 flag= ;;
+  *) vec=0 flag= ;;
+esac
+inc=
+for d in /usr/include /usr/local/include "$repo/deps/dev/xxhsum/usr/include"; do
+  if [[ -z "$inc" && -e "$d/xxhash.h" ]]; then inc="$d"; fi
+done
+if command -v gcc >/dev/null && [[ -n "$inc" ]]; then
+  for o in O2 O3; do
+    gcc -"$o" -DXXH_VECTOR="$vec" $flag -I"$inc" "$here/optlevel.c" -o "$out/optlevel-$o"
+  done
+  for r in 1 2 3; do
+    for o in O2 O3; do "$out/optlevel-$o" >"$out/optlevel-$o-$r.txt"; done
+    "$xxhsum" -b5 -i2 >"$out/optlevel-xxhsum-$r.txt" 2>&1
+  done
+else
+  echo "no gcc or xxhash.h here: the -O2/-O3 check of xxhsum's path is left out" >&2
+fi
 python3 "$here/table.py" "$out" "$rounds" | tee "$out/compare.md"
