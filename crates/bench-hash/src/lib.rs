@@ -512,6 +512,7 @@ struct Workers {
     bytes_per_rep: u64,
     cache_resident: bool,
     notes: Vec<String>,
+    placement: hwc_model::Placement,
 }
 
 impl Workers {
@@ -549,11 +550,25 @@ impl Workers {
                 *slot = Some((set.buf.clone(), off));
             }
         }
+        let placement = hwc_model::Placement {
+            cpus: Some(hwc_model::cpulist::format(cpus)),
+            verified: slices
+                .iter()
+                .flatten()
+                .all(|(buf, _)| buf.placement().is_verified())
+                && !cache_resident,
+            detail: match slices.iter().flatten().next() {
+                Some((buf, _)) => format!("working set: {}", buf.placement().describe()),
+                None => "each thread's block filled by that thread (first touch, not checked)"
+                    .to_string(),
+            },
+        };
         let start = Arc::new(Barrier::new(threads + 1));
         let done = Arc::new(Barrier::new(threads + 1));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let slots = Arc::new(Mutex::new(vec![None; threads]));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<u128, String>)>();
+        let (ready_tx, ready_rx) =
+            std::sync::mpsc::channel::<(usize, Result<(u128, Option<i32>), String>)>();
         let mut handles = Vec::with_capacity(threads);
         for (i, (&cpu, slice)) in cpus.iter().zip(slices).enumerate() {
             let (start, done, stop, slots, ready) = (
@@ -576,14 +591,16 @@ impl Workers {
                     let own: Vec<u8>;
                     let data: &[u8] = match &slice {
                         Some((buf, off)) => {
-                            let _ = ready.send((i, Ok(0)));
+                            let _ = ready.send((i, Ok((0, None))));
                             &buf.as_slice()[*off..*off + block]
                         }
                         None => {
                             let mut v = vec![0u8; block];
                             fill(&mut v, i as u64);
                             own = v;
-                            let _ = ready.send((i, Ok(scalar.hash(&own))));
+                            // Where its pages landed (checked, not presumed).
+                            let node = hwc_numa::node_of(own.as_ptr() as usize).ok();
+                            let _ = ready.send((i, Ok((scalar.hash(&own), node))));
                             &own
                         }
                     };
@@ -614,6 +631,7 @@ impl Workers {
         }
         drop(ready_tx);
         let mut workers = Workers {
+            placement,
             start,
             done,
             stop,
@@ -638,11 +656,13 @@ impl Workers {
                 block
             )],
         };
+        let mut block_nodes: Vec<Option<i32>> = Vec::new();
         for _ in 0..threads {
             match ready_rx.recv() {
-                Ok((i, Ok(h))) => {
+                Ok((i, Ok((h, node)))) => {
                     if cache_resident {
                         expected[i] = h;
+                        block_nodes.push(node);
                     }
                 }
                 Ok((_, Err(e))) => {
@@ -658,6 +678,23 @@ impl Workers {
             }
         }
         workers.expected = expected;
+        if cache_resident {
+            // Verified where every thread's block is on the case's node.
+            let want = spec.cpu_node.and_then(|n| i32::try_from(n).ok());
+            let on_node = want.is_some() && block_nodes.iter().all(|&n| n == want);
+            workers.placement.verified = on_node;
+            workers.placement.detail = match (want, on_node) {
+                (Some(n), true) => format!(
+                    "each thread's block, filled by that thread, is on node {n} (its first page \
+                     checked)"
+                ),
+                (Some(n), false) => format!(
+                    "each thread's block was filled by that thread; not every block's first page \
+                     was found on node {n}: {block_nodes:?}"
+                ),
+                (None, _) => "each thread's block filled by that thread (no node asked)".into(),
+            };
+        }
         Ok(workers)
     }
 }
@@ -733,6 +770,10 @@ impl Prepared for Workers {
 
     fn cache_resident(&self) -> bool {
         self.cache_resident
+    }
+
+    fn placement(&self) -> Option<hwc_model::Placement> {
+        Some(self.placement.clone())
     }
 
     fn notes(&self) -> Vec<String> {

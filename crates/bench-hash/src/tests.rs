@@ -155,3 +155,20 @@ fn a_case_of_more_threads_than_cpus_is_unavailable() {
         ));
     }
 }
+
+#[test]
+fn a_case_records_where_its_threads_ran() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let cpus = hwc_numa::current_affinity();
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 20));
+    let c = case(SimdPath::Scalar, HashVariant::Xxh3_64, 4096, 1);
+    let p = engine.prepare(&c).expect("prepare");
+    let placed = p.placement().expect("a placement");
+    assert_eq!(placed.cpus, Some(hwc_model::cpulist::format(&cpus[..1])));
+    assert!(
+        !placed.verified,
+        "a thread's own block is first-touch, not checked"
+    );
+}
