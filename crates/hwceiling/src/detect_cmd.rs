@@ -53,7 +53,8 @@ pub fn summary(t: &Topology) -> String {
     }
     let _ = writeln!(
         s,
-        "features  avx512={} avx2={} sse4_2={} aes={} pclmulqdq={}  xxh3 tier {}",
+        "features  avx512={} avx2={} sse4_2={} aes={} pclmulqdq={}  xxh3 tier {} (inferred \
+         from the flags, not measured; `profile` measures it)",
         t.cpu_features.has_avx512,
         t.cpu_features.has_avx2,
         t.cpu_features.has_sse4_2,

@@ -22,6 +22,7 @@ pub mod text;
 pub mod topology;
 pub mod v1;
 pub mod warning;
+pub mod xxh3;
 
 pub use ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
@@ -38,11 +39,12 @@ pub use sched::{
 };
 pub use setting::{Environment, LinkState, Setting};
 pub use spec::{
-    BarDevice, CopyDirection, DmaTarget, GdrcopySpec, GdsRoute, GdsSpec, GpuCopySpec, HostCopySpec,
-    HostMemory, NvmeBarSpec, NvmePattern, NvmeSpec, NvmeTest, Spec, SpecError,
+    BarDevice, CopyDirection, DmaTarget, GdrcopySpec, GdsRoute, GdsSpec, GpuCopySpec, HashSpec,
+    HostCopySpec, HostMemory, NvmeBarSpec, NvmePattern, NvmeSpec, NvmeTest, Spec, SpecError,
 };
 pub use topology::Topology;
 pub use warning::{Busy, ErrorCount, Warning, WarningKind};
+pub use xxh3::{HashVariant, SimdPath, TierBasis, Xxh3Figure};
 
 /// Bytes per GiB / MiB / KiB.
 pub const KIB: u64 = 1024;

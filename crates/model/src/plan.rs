@@ -43,10 +43,12 @@ pub enum PathId {
     HostRam,
     /// Path 9 of the spec's numbering in Step 13: NVMe DMA → GPU BAR1.
     NvmeBar1,
+    /// The CPU step's XXH3 hash throughput, per SIMD code path (not a data path: no ceiling).
+    Xxh3,
 }
 
 impl PathId {
-    pub const ALL: [PathId; 10] = [
+    pub const ALL: [PathId; 11] = [
         PathId::NvmeRead,
         PathId::NvmeWrite,
         PathId::H2d,
@@ -57,6 +59,7 @@ impl PathId {
         PathId::Gds,
         PathId::HostRam,
         PathId::NvmeBar1,
+        PathId::Xxh3,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +74,7 @@ impl PathId {
             PathId::Gds => "gds",
             PathId::HostRam => "host_ram",
             PathId::NvmeBar1 => "nvme_bar1",
+            PathId::Xxh3 => "xxh3",
         }
     }
 
@@ -87,6 +91,7 @@ impl PathId {
             PathId::Gds => "NVMe → GPU through GPUDirect Storage (Path 6)",
             PathId::HostRam => "Host RAM memcpy (Path 7)",
             PathId::NvmeBar1 => "NVMe DMA → GPU BAR1 (Path 8)",
+            PathId::Xxh3 => "XXH3 hash throughput (CPU step)",
         }
     }
 }

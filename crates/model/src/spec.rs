@@ -26,6 +26,23 @@ pub enum Spec {
     NvmeBar(NvmeBarSpec),
     /// CPU loads and stores to GPU memory through a GDRCopy BAR1 mapping.
     Gdrcopy(GdrcopySpec),
+    /// XXH3 hashing of host memory by one of xxHash's SIMD code paths (the CPU step).
+    Hash(HashSpec),
+}
+
+/// XXH3 throughput: `threads` pinned threads on `cpu_node` each hash blocks of `size_bytes`
+/// with `variant` through code path `simd`: a block that fits a cache is hashed over and over,
+/// a larger one once per repetition, each thread its own block.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HashSpec {
+    pub variant: crate::xxh3::HashVariant,
+    pub simd: crate::xxh3::SimdPath,
+    /// Bytes of one block (one call of the hash).
+    pub size_bytes: u64,
+    pub threads: u32,
+    /// The node of the threads and their blocks; absent where nodes are unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_node: Option<u32>,
 }
 
 /// How an NVMe → GPU read travels.
@@ -373,6 +390,7 @@ impl Spec {
             Spec::Gds(_) => "gds",
             Spec::NvmeBar(_) => "nvme_bar",
             Spec::Gdrcopy(_) => "gdrcopy",
+            Spec::Hash(_) => "hash",
         }
     }
 
@@ -445,6 +463,13 @@ impl Spec {
                 }
                 nonzero(s.size_bytes, "size_bytes")
             }
+            Spec::Hash(s) => {
+                if path != PathId::Xxh3 {
+                    return Err(wrong());
+                }
+                nonzero(s.size_bytes, "size_bytes")?;
+                nonzero(u64::from(s.threads), "threads")
+            }
         }
     }
 
@@ -483,6 +508,13 @@ impl Spec {
         }
     }
 
+    pub fn hash(&self) -> Option<&HashSpec> {
+        match self {
+            Spec::Hash(s) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn nvme_bar(&self) -> Option<&NvmeBarSpec> {
         match self {
             Spec::NvmeBar(s) => Some(s),
@@ -513,6 +545,7 @@ impl Spec {
             Spec::Gds(s) => s.block_bytes,
             Spec::NvmeBar(s) => s.block_bytes,
             Spec::Gdrcopy(s) => s.size_bytes,
+            Spec::Hash(s) => s.size_bytes,
         }
     }
 

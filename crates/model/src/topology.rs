@@ -131,9 +131,32 @@ pub struct CpuFeatures {
     pub has_sse4_2: bool,
     pub has_pclmulqdq: bool,
     pub has_aes: bool,
-    /// Widest XXH3 code path the flags allow: `AVX-512`, `AVX2`, `SSE2` or `Scalar`.
+    /// The XXH3 code path of this machine: where `xxh3_tier_basis` is `measured`, the one
+    /// whose XXH3 throughput measured fastest (1 thread, 64 KiB blocks); where it is `inferred`,
+    /// the widest the flags allow. `AVX-512`, `AVX2`, `SSE2`, `NEON` or `Scalar`.
     pub xxh3_tier: String,
+    /// How `xxh3_tier` was found; absent in profiles older than the hash path (`inferred`).
+    #[serde(default)]
+    pub xxh3_tier_basis: crate::xxh3::TierBasis,
+    /// The XXH3 code paths the CPU flags allow (the hash path measures each); absent in older
+    /// profiles.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xxh3_paths: Vec<crate::xxh3::SimdPath>,
+    /// Every XXH3 figure measured: per code path, variant, block size and thread count.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xxh3_throughput_gbps: Vec<crate::xxh3::Xxh3Figure>,
+    /// The spec's estimate, from the measurement: the fastest 1-thread 64 KiB figure, with what
+    /// it is (`41.2 GB/s measured, 1 thread, AVX-512, XXH3-64, 64 KiB`); absent when the hash
+    /// path did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xxh3_throughput_estimate: Option<String>,
+    /// The hash to use, by the rule `certus_recommended_hash_rule` states where it was chosen
+    /// from measured figures; otherwise from the inferred tier.
     pub certus_recommended_hash: String,
+    /// The rule the recommendation was chosen by, in words, with the figures it compared;
+    /// absent when nothing was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certus_recommended_hash_rule: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,6 +15,7 @@ pub mod gdrcopy;
 mod gds;
 pub mod input;
 mod nvme;
+pub mod xxh3;
 pub use nvme::{
     drive_counts, drive_group, drive_key, same_root_groups, NvmePlanOptions, LATENCY_QUEUE_DEPTHS,
     NVME_QUEUE_DEPTHS, NVME_SIZES, READ_DRIVE_COUNTS, WRITE_DRIVE_COUNTS,
@@ -131,7 +132,13 @@ impl PlanOptions {
     /// [`PlanOptions::reps`] with `timed` as a cap, stopping once steady ([`Steady`]: at least
     /// `min_timed`, the median known within `within_pct`), unless the run asked for fixed
     /// counts or fewer repetitions.
-    fn adaptive_reps(&self, warmup: u32, timed: u32, min_timed: u32, within_pct: u32) -> Reps {
+    pub(crate) fn adaptive_reps(
+        &self,
+        warmup: u32,
+        timed: u32,
+        min_timed: u32,
+        within_pct: u32,
+    ) -> Reps {
         let reps = self.reps(warmup, timed);
         let fixed = self.fixed_reps || self.reps_divisor.is_some_and(|d| d > 1);
         Reps {
@@ -173,6 +180,7 @@ pub fn matrix(path: PathId, topo: &Topology, opts: &PlanOptions) -> Matrix {
         PathId::Gds => gds::plan_gds(topo, opts, &mut m),
         PathId::NvmeBar1 => bar::plan_bar(topo, opts, &mut m),
         PathId::Gdrcopy => gdrcopy::plan_gdrcopy(topo, opts, &mut m),
+        PathId::Xxh3 => xxh3::plan_xxh3(topo, opts, &mut m),
     }
     m
 }

@@ -24,6 +24,7 @@ mod file;
 pub mod names;
 pub mod nvme;
 mod validate;
+pub mod xxh3;
 pub use file::{
     read_profile, read_profile_with_text, read_text_capped, yaml_message, yaml_options, ReadError,
     MAX_PROFILE_BYTES,
@@ -132,6 +133,7 @@ pub fn build(
     gds::fill(&mut profile);
     bar::fill(&mut profile);
     gdrcopy::fill(&mut profile);
+    xxh3::fill(&mut profile.cpu_features, &profile.measurements);
     let c = ceilings_with_sources(&profile);
     (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());

@@ -1255,3 +1255,84 @@ fn bar1_saturates_at_the_first_count_past_which_drives_gain_under_5_pct() {
     assert_eq!(saturated_at(&[(1, 4.3), (4, 17.0), (6, 25.0)]), None);
     assert_eq!(saturated_at(&[(1, 4.3)]), None);
 }
+
+fn hash(
+    simd: hwc_model::SimdPath,
+    variant: hwc_model::HashVariant,
+    size: u64,
+    t: u32,
+    gbps: f64,
+) -> CaseResult {
+    let mut r = result(
+        &format!(
+            "xxh3/xxh3/n0/{}/{}/{size}/t{t}",
+            simd.as_str(),
+            variant.as_str()
+        ),
+        PathId::Xxh3,
+        Spec::Hash(hwc_model::HashSpec {
+            variant,
+            simd,
+            size_bytes: size,
+            threads: t,
+            cpu_node: Some(0),
+        }),
+        gbps,
+    );
+    r.measurement.cache_resident = size < 256 * MIB;
+    r
+}
+
+#[test]
+fn xxh3_figures_fill_cpu_features_and_read_back_from_yaml() {
+    use hwc_model::{HashVariant as V, SimdPath as S, TierBasis};
+    let results = vec![
+        hash(S::Scalar, V::Xxh3_64, 64 << 10, 1, 8.1),
+        hash(S::Avx2, V::Xxh3_64, 64 << 10, 1, 31.0),
+        hash(S::Avx2, V::Xxh3_128, 64 << 10, 1, 29.5),
+        hash(S::Avx2, V::Xxh3_128, GIB, 2, 20.0),
+    ];
+    let mut topo = Topology::default();
+    topo.cpu_features.xxh3_tier = "AVX-512".into();
+    let p = build(
+        &topo,
+        &Plan::default(),
+        &results,
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
+    let f = &p.cpu_features;
+    assert_eq!(
+        (f.xxh3_tier.as_str(), f.xxh3_tier_basis),
+        ("AVX2", TierBasis::Measured)
+    );
+    assert_eq!(f.xxh3_throughput_gbps.len(), 4);
+    assert_eq!(
+        f.xxh3_throughput_estimate.as_deref(),
+        Some("31.0 GB/s measured, 1 thread, AVX2, XXH3-64, 64 KiB")
+    );
+    assert_eq!(f.certus_recommended_hash, "XXH3_128bits (AVX2 path)");
+    assert!(
+        p.ceilings.keys().all(|k| !k.contains("xxh3")),
+        "a CPU figure, no ceiling"
+    );
+    let y = to_yaml(&p).unwrap();
+    assert!(y.contains("xxh3_tier_basis: measured"), "{y}");
+    assert!(y.contains("xxh3_throughput_gbps:"));
+    assert_eq!(from_yaml(&y).unwrap(), p);
+}
+
+#[test]
+fn a_profile_without_the_xxh3_fields_reads_as_inferred() {
+    use hwc_model::TierBasis;
+    let p = of_results(&[], &[]);
+    let mut y = to_yaml(&p).unwrap();
+    y = y.replace("  xxh3_tier_basis: inferred\n", "");
+    assert!(!y.contains("xxh3_tier_basis"), "{y}");
+    let back = from_yaml(&y).unwrap();
+    assert_eq!(back.cpu_features.xxh3_tier_basis, TierBasis::Inferred);
+    assert!(back.cpu_features.xxh3_throughput_gbps.is_empty());
+    assert_eq!(back.cpu_features.xxh3_throughput_estimate, None);
+}

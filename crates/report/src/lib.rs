@@ -448,12 +448,104 @@ fn cpu_features(out: &mut String, p: &Profile) {
     let _ = writeln!(out, "sse4_2            {}", yes(f.has_sse4_2));
     let _ = writeln!(out, "pclmulqdq         {}", yes(f.has_pclmulqdq));
     let _ = writeln!(out, "aes               {}", yes(f.has_aes));
-    let _ = writeln!(out, "xxh3 tier         {}", f.xxh3_tier);
+    let basis = match f.xxh3_tier_basis {
+        hwc_model::TierBasis::Measured => "measured",
+        hwc_model::TierBasis::Inferred => "inferred from the flags",
+    };
+    let _ = writeln!(out, "xxh3 tier         {} ({basis})", f.xxh3_tier);
+    if let Some(e) = &f.xxh3_throughput_estimate {
+        let _ = writeln!(out, "xxh3 throughput   {e}");
+    }
     let _ = writeln!(out, "recommended hash  {}", f.certus_recommended_hash);
     out.push_str(
-        "```\n\nThe XXH3 tier is the widest code path the CPU flags allow; no throughput is \
-                  claimed for it (hwceiling prints only what it measured).\n\n",
+        "```
+
+",
     );
+    xxh3_table(out, p);
+}
+
+/// The XXH3 figures (every path, variant, block size and thread count), or why there are none.
+fn xxh3_table(out: &mut String, p: &Profile) {
+    let f = &p.cpu_features;
+    if f.xxh3_throughput_gbps.is_empty() {
+        out.push_str(
+            "The XXH3 tier is the widest code path the CPU flags allow: the hash path did not \
+             run, so no throughput is claimed for it (hwceiling prints only what it measured).\n\n",
+        );
+        waivers(out, p, PathId::Xxh3);
+        if p.waivers_of(PathId::Xxh3).next().is_some() {
+            out.push('\n');
+        }
+        return;
+    }
+    out.push_str(
+        "XXH3 throughput of upstream xxHash (`xxhash.h`), one build per SIMD code path, chosen \
+         at run time; GB/s are bytes hashed per second (10⁹ B/s), the median of the timed \
+         repetitions. The tier is the path that hashed fastest on 1 thread with 64 KiB blocks.\n\n",
+    );
+    if let Some(rule) = &f.certus_recommended_hash_rule {
+        let _ = writeln!(
+            out,
+            "Recommended hash: **{}**. Rule: {rule}.\n",
+            f.certus_recommended_hash
+        );
+    }
+    let rows: Vec<Vec<String>> = f
+        .xxh3_throughput_gbps
+        .iter()
+        .map(|x| {
+            vec![
+                x.path.label().to_string(),
+                x.variant.label().to_string(),
+                format!(
+                    "{}{}",
+                    size_label(x.size_bytes),
+                    if x.cache_resident { "" } else { " (memory)" }
+                ),
+                x.threads.to_string(),
+                gbps(x.gbps.median),
+                gbps(x.gbps.min),
+                gbps(x.gbps.max),
+                fixed(x.gbps.spread_pct, 1),
+                x.gbps.n.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "path",
+            "hash",
+            "block",
+            "threads",
+            "median GB/s",
+            "min",
+            "max",
+            "spread %",
+            "N",
+        ],
+        &rows,
+    );
+    let measured: BTreeSet<hwc_model::SimdPath> =
+        f.xxh3_throughput_gbps.iter().map(|x| x.path).collect();
+    let missing: Vec<&str> = f
+        .xxh3_paths
+        .iter()
+        .filter(|p| !measured.contains(p))
+        .map(|p| p.label())
+        .collect();
+    if !missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "Not measured, though the flags allow them: {} (see the waivers and failures).\n",
+            missing.join(", ")
+        );
+    }
+    waivers(out, p, PathId::Xxh3);
+    if p.waivers_of(PathId::Xxh3).next().is_some() {
+        out.push('\n');
+    }
 }
 
 fn nvme_inspection(out: &mut String, p: &Profile) {

@@ -1740,3 +1740,60 @@ fn the_gpu_and_host_state_through_the_run_is_one_row_each() {
         "| host | 1 | performance | 2400–3100 MHz | madvise | 0 pages | nothing |"
     );
 }
+
+fn hash_result(
+    simd: hwc_model::SimdPath,
+    variant: hwc_model::HashVariant,
+    size: u64,
+    t: u32,
+    v: f64,
+) -> CaseResult {
+    m(
+        &format!(
+            "xxh3/xxh3/n0/{}/{}/{size}/t{t}",
+            simd.as_str(),
+            variant.as_str()
+        ),
+        PathId::Xxh3,
+        Spec::Hash(hwc_model::HashSpec {
+            variant,
+            simd,
+            size_bytes: size,
+            threads: t,
+            cpu_node: Some(0),
+        }),
+        v,
+        size < 256 * MIB,
+    )
+}
+
+#[test]
+fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured() {
+    use hwc_model::{HashVariant as V, SimdPath as S};
+    let p = profile_with(false, |rs| {
+        rs.push(hash_result(S::Scalar, V::Xxh3_64, 64 << 10, 1, 7.25));
+        rs.push(hash_result(S::Avx2, V::Xxh3_64, 64 << 10, 1, 30.5));
+        rs.push(hash_result(S::Avx2, V::Xxh3_128, 64 << 10, 1, 28.0));
+        rs.push(hash_result(S::Avx2, V::Xxh3_128, hwc_model::GIB, 2, 19.0));
+    });
+    let mut p = p;
+    p.cpu_features.xxh3_paths = vec![S::Scalar, S::Sse2, S::Avx2];
+    let r = render(&p);
+    let cpu = &r[r.find("CPU features").unwrap()..];
+    let cpu = &cpu[..cpu.find("\n## ").unwrap()];
+    assert!(cpu.contains("xxh3 tier         AVX2 (measured)"), "{cpu}");
+    assert!(cpu.contains("xxh3 throughput   30.5 GB/s measured, 1 thread, AVX2, XXH3-64, 64 KiB"));
+    assert!(
+        cpu.contains("| AVX2 | XXH3-64 | 64KiB | 1 | 30.50 |"),
+        "{cpu}"
+    );
+    assert!(
+        cpu.contains("| AVX2 | XXH3-128 | 1GiB (memory) | 2 | 19.00 |"),
+        "{cpu}"
+    );
+    assert!(cpu.contains("Recommended hash: **XXH3_128bits (AVX2 path)**. Rule: XXH3-128 if"));
+    assert!(
+        cpu.contains("Not measured, though the flags allow them: SSE2"),
+        "{cpu}"
+    );
+}

@@ -9,6 +9,7 @@ pub fn declarations() -> Vec<EngineDecl> {
     vec![
         hwc_bench_host::memcpy_decl(),
         hwc_bench_host::streaming_decl(),
+        hwc_bench_hash::decl(),
         hwc_bench_cuda::decl(),
         hwc_engine_cufile::decl(),
         hwc_engine_gdrcopy::decl(),
@@ -40,6 +41,10 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool, gds_bytes: u64
     e.push(
         hwc_bench_host::streaming_decl(),
         hwc_bench_host::streaming_available().map(|()| Box::new(streaming) as Box<dyn Engine>),
+    );
+    e.push(
+        hwc_bench_hash::decl(),
+        hwc_bench_hash::available().map(|()| Box::new(hash_engine(topo)) as Box<dyn Engine>),
     );
     let cuda = hwc_bench_cuda::decl();
     let cufile = hwc_engine_cufile::decl();
@@ -197,6 +202,24 @@ fn gdrcopy_engine(topo: &Topology) -> Result<Box<dyn Engine>, (String, Option<St
         node_cpus(topo),
         peermem,
     )))
+}
+
+/// The XXH3 engine: each node's CPUs in the host engines' pinning order (a thread per
+/// physical core first).
+fn hash_engine(topo: &Topology) -> hwc_bench_hash::HashEngine {
+    let node_cpus = topo
+        .platform
+        .numa
+        .iter()
+        .filter(|n| !n.cpus.is_empty())
+        .map(|n| {
+            (
+                n.id,
+                hwc_bench_host::pinning_order(&n.cpus, &topo.platform.cpus),
+            )
+        })
+        .collect();
+    hwc_bench_hash::HashEngine::new(node_cpus, topo.platform.llc_bytes())
 }
 
 /// Each node's CPUs.

@@ -4,6 +4,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use hwc_model::topology::{Cache, CpuFeatures, LogicalCpu, NumaNode};
+use hwc_model::{SimdPath, TierBasis};
 
 use crate::fsroot::FsRoot;
 use crate::parse::{parse_cpulist, parse_size};
@@ -233,15 +234,14 @@ pub(crate) fn features(info: &CpuInfo) -> CpuFeatures {
         (false, None) => "N/A (non-AMD)".to_string(),
         (true, None) => "unknown AMD family".to_string(),
     };
-    let tier = if has("avx512f") {
-        "AVX-512"
-    } else if has("avx2") {
-        "AVX2"
-    } else if has("sse2") {
-        "SSE2"
-    } else {
-        "Scalar"
-    };
+    // AArch64 lists its features under `Features`.
+    let arm: HashSet<&str> = info
+        .first("Features")
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let paths = SimdPath::allowed(&|flag| has(flag) || arm.contains(flag));
+    let tier = paths.last().copied().unwrap_or(SimdPath::Scalar).label();
     CpuFeatures {
         vendor,
         zen_generation: zen,
@@ -254,7 +254,12 @@ pub(crate) fn features(info: &CpuInfo) -> CpuFeatures {
         has_pclmulqdq: has("pclmulqdq"),
         has_aes: has("aes"),
         xxh3_tier: tier.to_string(),
+        xxh3_tier_basis: TierBasis::Inferred,
+        xxh3_paths: paths,
+        xxh3_throughput_gbps: Vec::new(),
+        xxh3_throughput_estimate: None,
         certus_recommended_hash: format!("XXH3_128bits ({tier} path)"),
+        certus_recommended_hash_rule: None,
         family,
         model,
     }
@@ -320,6 +325,22 @@ mod tests {
         assert_eq!(bare.certus_recommended_hash, "XXH3_128bits (Scalar path)");
         let avx2 = features(&cpuinfo("GenuineIntel", 6, 85, "sse2 avx2"));
         assert_eq!(avx2.certus_recommended_hash, "XXH3_128bits (AVX2 path)");
+        assert_eq!(
+            avx2.xxh3_paths,
+            vec![SimdPath::Scalar, SimdPath::Sse2, SimdPath::Avx2]
+        );
+        assert_eq!(f.xxh3_paths.last(), Some(&SimdPath::Avx512));
+        assert_eq!(f.xxh3_tier_basis, TierBasis::Inferred);
+    }
+
+    #[test]
+    fn arm_features_name_neon_and_never_an_x86_tier() {
+        let info = CpuInfo::parse(
+            "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1\n\n",
+        );
+        let f = features(&info);
+        assert_eq!(f.xxh3_paths, vec![SimdPath::Scalar, SimdPath::Neon]);
+        assert_eq!(f.xxh3_tier, "NEON");
     }
 
     #[test]

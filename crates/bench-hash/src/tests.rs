@@ -1,0 +1,175 @@
+use super::*;
+
+/// Tests that need the C code say so and pass where the build has none.
+fn skip_without_xxhash() -> bool {
+    if available().is_err() {
+        eprintln!(
+            "SKIPPED: this build has no XXH3 code (xxhash.h was missing when it was built; \
+             {INSTALL_HINT})"
+        );
+        return true;
+    }
+    false
+}
+
+#[test]
+fn the_test_buffer_is_upstreams() {
+    let b = test_buffer(4);
+    // 2654435761 = 0x9E3779B1: the top byte of the first word is 0.
+    assert_eq!(b[0], 0);
+    assert_eq!(b.len(), 4);
+}
+
+#[test]
+fn every_compiled_path_the_cpu_runs_hashes_as_the_scalar_path_and_the_test_vectors() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let paths = runnable();
+    assert!(paths.contains(&SimdPath::Scalar));
+    for p in paths {
+        check_path(p).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn a_path_the_cpu_or_the_build_lacks_is_refused_not_called() {
+    for p in SimdPath::ALL {
+        let h = Hasher::new(p, HashVariant::Xxh3_64);
+        match (compiled().contains(&p), cpu_has(p)) {
+            (true, true) => assert!(h.is_ok(), "{p}"),
+            (false, _) => assert_eq!(h, Err(HashError::NotCompiled(p))),
+            (true, false) => assert_eq!(h, Err(HashError::CpuLacks(p))),
+        }
+    }
+}
+
+#[test]
+fn this_build_compiles_every_path_of_its_architecture() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let want: Vec<SimdPath> = if cfg!(target_arch = "x86_64") {
+        vec![
+            SimdPath::Scalar,
+            SimdPath::Sse2,
+            SimdPath::Avx2,
+            SimdPath::Avx512,
+        ]
+    } else if cfg!(target_arch = "aarch64") {
+        vec![SimdPath::Scalar, SimdPath::Neon]
+    } else {
+        vec![SimdPath::Scalar]
+    };
+    assert_eq!(compiled(), want);
+    assert!(xxhash_version().is_some_and(|v| v.starts_with("0.8")));
+}
+
+/// The paths this build runs here are those this CPU's flags (as /proc/cpuinfo lists them)
+/// allow: the planner plans from the flags, the engine selects at run time, and they agree.
+#[test]
+fn the_paths_run_here_are_the_paths_the_cpu_flags_allow() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
+        eprintln!("SKIPPED: no /proc/cpuinfo");
+        return;
+    };
+    let flags: std::collections::BTreeSet<&str> = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags") || l.starts_with("Features"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, f)| f.split_whitespace().collect())
+        .unwrap_or_default();
+    let allowed = SimdPath::allowed(&|f| flags.contains(f));
+    assert_eq!(runnable(), allowed, "flags: {flags:?}");
+}
+
+fn case(simd: SimdPath, variant: HashVariant, size_bytes: u64, threads: u32) -> Case {
+    let spec = Spec::Hash(HashSpec {
+        variant,
+        simd,
+        size_bytes,
+        threads,
+        cpu_node: None,
+    });
+    Case {
+        key: format!("xxh3/xxh3/{simd:?}"),
+        path: PathId::Xxh3,
+        engine: ENGINE,
+        cell: "test".into(),
+        spec,
+        reps: hwc_model::Reps {
+            warmup: 0,
+            timed: 1,
+            retry_above_spread_pct: None,
+            steady: None,
+        },
+    }
+}
+
+/// Every runnable path, both variants, hashes on the threads it was given and the hashes check
+/// (no timing is judged: a benchmark is not a unit test).
+#[test]
+fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let cpus = hwc_numa::current_affinity();
+    let threads = cpus.len().min(2) as u32;
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 30));
+    for simd in runnable() {
+        for variant in HashVariant::ALL {
+            let c = case(simd, variant, 4096, threads);
+            let mut p = engine.prepare(&c).expect("prepare");
+            assert!(p.cache_resident());
+            assert_eq!(
+                p.bytes_per_rep(),
+                REP_BYTES_PER_THREAD / 4096 * 4096 * u64::from(threads)
+            );
+            p.run_once().expect("run");
+            p.verify().expect("verify");
+        }
+    }
+    // A working set larger than the cache is split among the threads, each slice hashed once.
+    let mut small_cache = HashEngine::new(
+        BTreeMap::from([(0, hwc_numa::current_affinity())]),
+        Some(1 << 20),
+    );
+    let c = case(SimdPath::Scalar, HashVariant::Xxh3_128, 4 << 20, threads);
+    let mut p = small_cache.prepare(&c).expect("prepare");
+    assert!(!p.cache_resident());
+    assert_eq!(p.bytes_per_rep(), 4 << 20);
+    p.run_once().expect("run");
+    p.verify().expect("verify");
+}
+
+#[test]
+fn a_case_of_more_threads_than_cpus_is_unavailable() {
+    let mut engine = HashEngine::new(BTreeMap::from([(0, vec![0])]), None);
+    let c = case(SimdPath::Scalar, HashVariant::Xxh3_64, 4096, 2);
+    if available().is_ok() {
+        assert!(matches!(
+            engine.prepare(&c).err(),
+            Some(BenchError::Unavailable { .. })
+        ));
+    }
+}
+
+#[test]
+fn a_case_records_where_its_threads_ran() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let cpus = hwc_numa::current_affinity();
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 20));
+    let c = case(SimdPath::Scalar, HashVariant::Xxh3_64, 4096, 1);
+    let p = engine.prepare(&c).expect("prepare");
+    let placed = p.placement().expect("a placement");
+    assert_eq!(placed.cpus, Some(hwc_model::cpulist::format(&cpus[..1])));
+    assert!(
+        !placed.verified,
+        "a thread's own block is first-touch, not checked"
+    );
+}
