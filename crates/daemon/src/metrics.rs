@@ -468,6 +468,7 @@ mod tests {
     fn labels_name_what_the_ceilings_record_says() {
         use hwc_model::{CeilingMeta, CeilingRecord, EngineId, Numa, PathId};
         let record = CeilingRecord {
+            carried_from: None,
             value: 20.0,
             meta: CeilingMeta::gbps(None)
                 .gpu("gpu0")
@@ -485,6 +486,7 @@ mod tests {
         assert_eq!(get("numa"), Some("cross"));
         assert_eq!(get("engine"), Some("spdk-native"));
         let host = CeilingRecord {
+            carried_from: None,
             meta: CeilingMeta::gbps(Some(PathId::HostRam)).numa(Numa::Local),
             engine: None,
             ..record
