@@ -142,6 +142,15 @@ pub fn efficiency_in(
             narrowed_by.join(", ")
         ));
     }
+    if let Some(c) = p.ceiling_record(path).and_then(|r| r.carried_from.as_ref()) {
+        caveats.push(format!(
+            "the ceiling is carried from {}, a write run that finished {}, measured on drives {} \
+             while they were blank (drives that hold data since may write slower)",
+            c.file,
+            c.finished_at,
+            c.drives.join(", ")
+        ));
+    }
     e.note = (!caveats.is_empty()).then(|| caveats.join("; "));
     Ok(e)
 }
