@@ -21,8 +21,8 @@
 //! not by its file name (a file copied in under a newer date is not newer); on a tie, by name:
 //! the date, then the `-N` suffix a second run of the same day gets. A file whose time cannot be
 //! read (it does not parse) is placed by its modification time. Each version of a file is read
-//! for its time once. hwceiling writes profiles atomically (a temp file hard-linked into place),
-//! so a profile file is never seen half-written.
+//! for its time once. hwceiling writes profiles atomically (a temp file hard-linked into place,
+//! or renamed over the file by `merge`), so a profile file is never seen half-written.
 //!
 //! A profile of another host (`platform.hostname`, else `provenance.hostname`, against this
 //! machine's) is refused as a file that does not read is: it does not describe this machine.
