@@ -30,6 +30,19 @@ pub fn run(a: &MergeArgs) -> Result<i32> {
     }
     let newer = hwc_profile::read_profile(&a.profile)?;
     let older = hwc_profile::read_profile(&a.from)?;
+    let finished = |p: &hwc_model::Profile| {
+        chrono::DateTime::parse_from_rfc3339(&p.provenance.finished_at).ok()
+    };
+    if let (Some(n), Some(o)) = (finished(&newer), finished(&older)) {
+        if o > n {
+            anyhow::bail!(
+                "nothing written: {} finished after {}: only an earlier write run's ceilings are \
+                 carried into a later read-only run",
+                a.from.display(),
+                a.profile.display()
+            );
+        }
+    }
     let from_name = a
         .from
         .file_name()

@@ -147,8 +147,22 @@ fn other_drives_bad_input_or_an_existing_output_write_nothing() {
         let o = merge(d.path(), &[args[0], args[1], args[2], "-o", "out.yaml"]);
         one_line_error(&o, needle);
     }
-    // An output that exists (and is not PROFILE) is never overwritten.
+    // A write run that finished after the read-only one is not carried back into it.
+    put(
+        d.path(),
+        "later.yaml",
+        "2026-11-30T10:00:00+00:00",
+        &["S1"],
+        Some(6.0),
+    );
     put(d.path(), NEWER, "2026-11-29T10:00:00+00:00", &["S1"], None);
+    let o = merge(d.path(), &[NEWER, "--from", "later.yaml", "-o", "out.yaml"]);
+    one_line_error(
+        &o,
+        "later.yaml finished after hardware_profile_2026-11-29.yaml",
+    );
+    std::fs::remove_file(d.path().join("later.yaml")).unwrap();
+    // An output that exists (and is not PROFILE) is never overwritten.
     std::fs::write(d.path().join("taken.yaml"), "mine").unwrap();
     let o = merge(d.path(), &[NEWER, "--from", OLDER, "-o", "taken.yaml"]);
     one_line_error(&o, "taken.yaml");
