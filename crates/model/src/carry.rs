@@ -84,6 +84,11 @@ pub enum MergeError {
     Refused(String),
     #[error("the newer profile already holds measurement `{0}`, which a carried ceiling names")]
     Clash(String),
+    #[error(
+        "the older profile's write ceilings were themselves carried from {0}: merge from that \
+         write run"
+    )]
+    CarriedAgain(String),
 }
 
 /// `newer` with the write ceilings of `older` (whose file is named `older_file`) carried in,
@@ -104,6 +109,13 @@ pub fn merge(
                 why: c.describe(),
             });
         }
+    }
+    // A merged profile lists no drives it wrote: its write ceilings come from the run it names.
+    if let Some(c) = write_ceilings(older)
+        .filter_map(|k| older.ceiling_record(k)?.carried_from.as_ref())
+        .next()
+    {
+        return Err(MergeError::CarriedAgain(c.file.clone()));
     }
     let (keys, drives) = match write_carry(newer, older) {
         None if has_write_ceilings(newer) => return Err(MergeError::NewerHasWrites),
@@ -562,6 +574,12 @@ mod tests {
         assert_eq!(
             merge(&merged, &older, "x.yaml").unwrap_err(),
             MergeError::NewerHasWrites
+        );
+        // A later read-only run is merged from the write run, not from the merged profile.
+        let later = profile("node7", two_drives("1.0"));
+        assert_eq!(
+            merge(&later, &merged, "merged.yaml").unwrap_err(),
+            MergeError::CarriedAgain("hardware_profile_2026-11-28.yaml".into())
         );
     }
 
