@@ -142,6 +142,15 @@ pub fn efficiency_in(
             narrowed_by.join(", ")
         ));
     }
+    if let Some(c) = p.ceiling_record(path).and_then(|r| r.carried_from.as_ref()) {
+        caveats.push(format!(
+            "the ceiling is carried from {}, a write run that finished {}, measured on drives {} \
+             while they were blank (drives that hold data since may write slower)",
+            c.file,
+            c.finished_at,
+            c.drives.join(", ")
+        ));
+    }
     e.note = (!caveats.is_empty()).then(|| caveats.join("; "));
     Ok(e)
 }
@@ -221,6 +230,31 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("no bandwidth ceilings"), "{e}");
+    }
+
+    #[test]
+    fn a_ceiling_the_profile_records_as_carried_says_from_which_run() {
+        let p = hwc_testkit::ceilings_profile("n", "2026-11-29T19:05:00+00:00", &[]);
+        let mut p = hwc_testkit::with_nvme(p, &["S1"], Some(5.0));
+        let e = efficiency_in(&p, "nvme_raw_1drive_write_gbps", 2.5).unwrap();
+        assert_eq!(e.note, None);
+        p.ceiling_records
+            .get_mut("nvme_raw_1drive_write_gbps")
+            .unwrap()
+            .carried_from = Some(hwc_model::CarriedFrom {
+            file: "hardware_profile_2026-11-28.yaml".into(),
+            finished_at: "2026-11-28T10:00:00+00:00".into(),
+            drives: vec!["S1".into()],
+        });
+        let e = efficiency_in(&p, "nvme_raw_1drive_write_gbps", 2.5).unwrap();
+        assert_eq!(
+            e.note.as_deref(),
+            Some(
+                "the ceiling is carried from hardware_profile_2026-11-28.yaml, a write run that \
+                 finished 2026-11-28T10:00:00+00:00, measured on drives S1 while they were blank \
+                 (drives that hold data since may write slower)"
+            )
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! `GET /metrics`: the served profile as Prometheus gauges, one per ceiling, labelled with what
 //! its record says (`path` = the ceiling key, `gpu`, `drives`, `numa`, `engine`; `carried_from`
-//! on a write ceiling served from an older write run, see `store`), plus the profile's age,
+//! on a ceiling the profile records as carried from an earlier run's file), plus the profile's age,
 //! whether it is complete (and a newer incomplete one passed over), and the daemon's own
 //! counters. The registry is built per scrape, so a reload never leaves stale series behind.
 //!
@@ -32,12 +32,9 @@ fn deprecated(new: &str) -> String {
 }
 
 /// A ceiling's labels: its key, what its record says it concerns (GPU, drive count, host
-/// memory locality, engine), and `carried_from` for an older write run's.
-fn ceiling_labels(
-    key: &str,
-    record: Option<&hwc_model::CeilingRecord>,
-    carried_from: Option<&str>,
-) -> Labels {
+/// memory locality, engine), and `carried_from` (the earlier run's file) for one its record says
+/// was carried from an earlier run.
+fn ceiling_labels(key: &str, record: Option<&hwc_model::CeilingRecord>) -> Labels {
     let mut v = vec![("path".to_string(), key.to_string())];
     if let Some(r) = record {
         if let Some(g) = &r.meta.gpu {
@@ -52,9 +49,9 @@ fn ceiling_labels(
         if let Some(e) = &r.engine {
             v.push(("engine".into(), e.to_string()));
         }
-    }
-    if let Some(f) = carried_from {
-        v.push(("carried_from".into(), f.to_string()));
+        if let Some(c) = &r.carried_from {
+            v.push(("carried_from".into(), c.file.clone()));
+        }
     }
     v
 }
@@ -188,9 +185,8 @@ pub(crate) fn render(state: &AppState) -> String {
         for c in &served {
             let record = c.profile.ceiling_records.get(c.key);
             if record.map(|r| r.meta.unit) == unit {
-                let from = c.carried_from.map(|w| w.loaded.file_name());
                 family
-                    .get_or_create(&ceiling_labels(c.key, record, from.as_deref()))
+                    .get_or_create(&ceiling_labels(c.key, record))
                     .set(c.value * factor);
                 any = true;
             }
@@ -263,35 +259,6 @@ pub(crate) fn render(state: &AppState) -> String {
                  interrupted or narrowed by a selection (reason)",
                 passed,
             );
-        }
-        if let Some(w) = &serving.writes {
-            let (carried, reason) = match &w.carry {
-                hwc_model::carry::WriteCarry::Carried { .. } => (true, String::new()),
-                hwc_model::carry::WriteCarry::Refused { reason } => (false, reason.clone()),
-            };
-            let from: Family<Labels, FloatGauge> = Family::default();
-            from.get_or_create(&vec![
-                ("file".to_string(), w.loaded.file_name()),
-                ("carried".to_string(), carried.to_string()),
-                ("reason".to_string(), reason),
-            ])
-            .set(1.0);
-            reg.register(
-                "hwceiling_write_ceilings_from",
-                "The older write run whose NVMe write ceilings are served beside a read-only \
-                 profile (carried=\"true\", gauges labelled carried_from), or are not because \
-                 they do not describe the machine now (carried=\"false\", with the reason)",
-                from,
-            );
-            if let (true, Some(age)) = (carried, w.loaded.age_seconds()) {
-                let g: FloatGauge = Gauge::default();
-                g.set(age);
-                reg.register(
-                    "hwceiling_write_ceilings_age_seconds",
-                    "Seconds since the run whose write ceilings are served finished",
-                    g,
-                );
-            }
         }
         let counts: Family<Labels, FloatGauge> = Family::default();
         for (what, n) in [
@@ -369,7 +336,6 @@ mod tests {
                 key,
                 value,
                 profile: p,
-                carried_from: None,
             })
             .collect();
         register_sources(&mut reg, &served);
@@ -468,6 +434,7 @@ mod tests {
     fn labels_name_what_the_ceilings_record_says() {
         use hwc_model::{CeilingMeta, CeilingRecord, EngineId, Numa, PathId};
         let record = CeilingRecord {
+            carried_from: None,
             value: 20.0,
             meta: CeilingMeta::gbps(None)
                 .gpu("gpu0")
@@ -477,7 +444,7 @@ mod tests {
             source: None,
         };
         // The key's spelling says nothing: the labels are the record's.
-        let l = ceiling_labels("some_ceiling", Some(&record), None);
+        let l = ceiling_labels("some_ceiling", Some(&record));
         let get = |k: &str| l.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("path"), Some("some_ceiling"));
         assert_eq!(get("gpu"), Some("gpu0"));
@@ -485,26 +452,29 @@ mod tests {
         assert_eq!(get("numa"), Some("cross"));
         assert_eq!(get("engine"), Some("spdk-native"));
         let host = CeilingRecord {
+            carried_from: None,
             meta: CeilingMeta::gbps(Some(PathId::HostRam)).numa(Numa::Local),
             engine: None,
             ..record
         };
-        let l = ceiling_labels("host_ram_same_numa_gbps", Some(&host), None);
+        let l = ceiling_labels("host_ram_same_numa_gbps", Some(&host));
         assert_eq!(l.len(), 2, "{l:?}");
-        let l = ceiling_labels(
-            "nvme_raw_1drive_write_gbps",
-            None,
-            Some("hardware_profile_2026-11-28.yaml"),
-        );
+        // A ceiling the profile records as carried names the run's file it came from.
+        let carried = CeilingRecord {
+            carried_from: Some(hwc_model::CarriedFrom {
+                file: "hardware_profile_2026-11-28.yaml".into(),
+                finished_at: "2026-11-28T10:00:00+00:00".into(),
+                drives: vec!["S1".into()],
+            }),
+            ..host
+        };
+        let l = ceiling_labels("nvme_raw_1drive_write_gbps", Some(&carried));
         assert_eq!(
-            l,
-            [
-                ("path".to_string(), "nvme_raw_1drive_write_gbps".to_string()),
-                (
-                    "carried_from".to_string(),
-                    "hardware_profile_2026-11-28.yaml".to_string()
-                )
-            ]
+            l.last().unwrap(),
+            &(
+                "carried_from".to_string(),
+                "hardware_profile_2026-11-28.yaml".to_string()
+            )
         );
     }
 }

@@ -3,7 +3,7 @@
 //! crash).
 
 use crate::runner::{RunRequest, StartError};
-use crate::store::{Loaded, Serving, WriteSource};
+use crate::store::{Loaded, Serving};
 use crate::{metrics, AppState, Peer};
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
@@ -115,60 +115,11 @@ fn profile_meta(s: &Serving, l: &Loaded) -> Value {
             json!(chrono::DateTime::<chrono::Local>::from(l.loaded_at).to_rfc3339()),
         ),
         ("passed_over", json!(passed_over)),
-        (
-            "write_ceilings_from",
-            json!(s.writes.as_ref().map(write_source_meta)),
-        ),
         ("note", json!(s.note())),
     ] {
         m.insert(k.into(), v);
     }
     Value::Object(m)
-}
-
-/// The older profile whose write ceilings are served beside the served one (`carried` true,
-/// with their `keys` and the serial numbers of the `drives` written), or are not because they
-/// do not describe this machine now (`carried` false, with the `reason`); and the newest file
-/// passed over on the way to it that could hold newer write ceilings (`passed_over`).
-fn write_source_meta(w: &WriteSource) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("file".into(), json!(w.loaded.file_name()));
-    m.insert(
-        "finished_at".into(),
-        json!(w.loaded.profile.provenance.finished_at),
-    );
-    m.insert(
-        "passed_over".into(),
-        json!(w
-            .passed_over
-            .as_ref()
-            .map(|p| json!({"file": p.file, "why": p.why}))),
-    );
-    match &w.carry {
-        hwc_model::carry::WriteCarry::Carried { keys, drives } => {
-            m.insert("carried".into(), json!(true));
-            m.insert("keys".into(), json!(keys));
-            m.insert("drives".into(), json!(drives));
-        }
-        hwc_model::carry::WriteCarry::Refused { reason } => {
-            m.insert("carried".into(), json!(false));
-            m.insert("reason".into(), json!(reason));
-        }
-    }
-    Value::Object(m)
-}
-
-/// The write ceilings served from an older profile, if any, with that profile.
-fn carrying(s: &Serving) -> Option<&WriteSource> {
-    s.writes.as_ref().filter(|w| !w.carried().is_empty())
-}
-
-/// `x-hwceiling-write-ceilings-from: FILE` on an answer that holds write ceilings of `w`.
-fn write_source_header(w: &WriteSource, resp: &mut Response) {
-    if let Ok(v) = HeaderValue::from_str(&w.loaded.file_name()) {
-        resp.headers_mut()
-            .insert("x-hwceiling-write-ceilings-from", v);
-    }
 }
 
 /// `x-hwceiling-profile` names the file served; `x-hwceiling-profile-incomplete` says what its
@@ -380,9 +331,6 @@ async fn ceilings(State(state): AppStateRef) -> Response {
         .collect();
     let mut resp = Json(&map).into_response();
     source_headers(&serving, loaded, &mut resp);
-    if let Some(w) = carrying(&serving) {
-        write_source_header(w, &mut resp);
-    }
     resp
 }
 
@@ -414,97 +362,35 @@ async fn efficiency(State(state): AppStateRef, query: RawQuery) -> Response {
     use hwc_compare::EfficiencyError as E;
     // Every answer about the profile served, refusals too, says which profile it is and what
     // its run was (a ceiling unknown to a narrowed profile may be known to a complete one).
-    // A write ceiling the served profile lacks may be an older write run's (`store`).
-    let from = carrying(&serving).filter(|w| w.carries(path));
-    let source = from.map_or(&loaded.profile, |w| &w.loaded.profile);
-    let (status, mut body) = match hwc_compare::efficiency::efficiency_in(source, path, measured) {
-        Ok(mut e) => {
-            if let Some(w) = from {
-                let carried = format!(
-                    "the ceiling is {}'s, a write run that finished {}: {} is a read-only \
-                     run, and the drives that run wrote are still here as they were then; it \
-                     was measured on those drives blank (drives that hold data since may write \
-                     slower)",
-                    w.loaded.file_name(),
-                    w.loaded.profile.provenance.finished_at,
-                    loaded.file_name()
-                );
-                e.note = Some(match e.note.take() {
-                    Some(n) => format!("{carried}; {n}"),
-                    None => carried,
-                });
-            }
-            (
+    let (status, mut body) =
+        match hwc_compare::efficiency::efficiency_in(&loaded.profile, path, measured) {
+            Ok(e) => (
                 StatusCode::OK,
                 serde_json::to_value(&e).unwrap_or_else(|_| json!({})),
-            )
-        }
-        Err(E::UnknownPath { path, mut known }) => {
-            let mut msg = format!("unknown ceiling `{path}` in {}", loaded.file_name());
-            if !loaded.completeness.complete() {
-                msg.push_str(&format!(", {}", loaded.completeness.describe()));
-            }
-            // Where write ceilings are carried, the key is not among them either; where they
-            // are refused, say why when the refused run holds this key.
-            if let Some(w) = &serving.writes {
-                match &w.carry {
-                    hwc_model::carry::WriteCarry::Carried { .. } => msg.push_str(&format!(
-                        ", nor among the write ceilings carried from {}",
-                        w.loaded.file_name()
-                    )),
-                    hwc_model::carry::WriteCarry::Refused { reason }
-                        if hwc_model::carry::write_ceilings(&w.loaded.profile)
-                            .any(|k| *k == path) =>
-                    {
-                        msg.push_str(&format!(
-                            " (a read-only run; the write ceilings of {} are not served: \
-                             {reason})",
-                            w.loaded.file_name()
-                        ))
-                    }
-                    hwc_model::carry::WriteCarry::Refused { .. } => {}
+            ),
+            Err(E::UnknownPath { path, known }) => {
+                let mut msg = format!("unknown ceiling `{path}` in {}", loaded.file_name());
+                if !loaded.completeness.complete() {
+                    msg.push_str(&format!(", {}", loaded.completeness.describe()));
                 }
+                (
+                    StatusCode::NOT_FOUND,
+                    json!({ "error": msg, "known_paths": known }),
+                )
             }
-            if let Some(w) = carrying(&serving) {
-                known.extend(
-                    w.carried()
-                        .iter()
-                        .filter(|k| {
-                            w.loaded
-                                .profile
-                                .ceiling_record(k)
-                                .is_some_and(|r| r.meta.bandwidth())
-                        })
-                        .cloned(),
-                );
-                known.sort();
+            Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
+                (StatusCode::BAD_REQUEST, json!({ "error": e.to_string() }))
             }
-            (
-                StatusCode::NOT_FOUND,
-                json!({ "error": msg, "known_paths": known }),
-            )
-        }
-        Err(e @ (E::NotBandwidth { .. } | E::BadMeasured(_))) => {
-            (StatusCode::BAD_REQUEST, json!({ "error": e.to_string() }))
-        }
-        Err(e @ E::UnusableCeiling { .. }) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            json!({ "error": e.to_string() }),
-        ),
-    };
+            Err(e @ E::UnusableCeiling { .. }) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({ "error": e.to_string() }),
+            ),
+        };
     if let Value::Object(m) = &mut body {
         m.insert("profile".into(), profile_meta(&serving, loaded));
-        // An answer about a carried ceiling, a refusal of it too (a carried 0, say), names the
-        // write run it is from: `profile` is the served one, which does not hold it.
-        if let Some(w) = from {
-            m.insert("ceiling_from".into(), json!(w.loaded.file_name()));
-        }
     }
     let mut resp = (status, Json(body)).into_response();
     source_headers(&serving, loaded, &mut resp);
-    if let Some(w) = from {
-        write_source_header(w, &mut resp);
-    }
     resp
 }
 

@@ -13,21 +13,16 @@
 //! served is kept, even when the broken file is a rewrite of it. Each version of a file is parsed
 //! once: those found incomplete are remembered too, so a poll costs a directory listing.
 //!
-//! Write ceilings: a node's drives are write-profiled once, while blank, and read-profiled after
-//! that, so the newest complete profile is often a read-only run with no NVMe write ceilings.
-//! Then the newest complete profile older than it whose write ceilings describe the drives the
-//! machine has now (`hwc_model::carry`, the rule) is kept beside it ([`Serving::writes`]), and
-//! its write ceilings are served with it, named as such; where no write run's do, the newest
-//! one is kept with the rule's refusal, and the answers say why they are not served. The files the search passes (read-only, incomplete,
-//! broken) are remembered as such, so it too parses each version of a file once; old files that
-//! do not read are not load errors (they are not the profile to serve).
+//! What is served is the file as it is: the daemon composes nothing. Write ceilings of an
+//! earlier write run stand beside a read-only run's only where `hwceiling merge` wrote them into
+//! the profile, each marked `carried_from` that run, so the file says what is served.
 //!
 //! "Newest" is by the time the profile records its run finished (`provenance.finished_at`),
 //! not by its file name (a file copied in under a newer date is not newer); on a tie, by name:
 //! the date, then the `-N` suffix a second run of the same day gets. A file whose time cannot be
 //! read (it does not parse) is placed by its modification time. Each version of a file is read
-//! for its time once. hwceiling writes profiles atomically (a temp file hard-linked into place),
-//! so a profile file is never seen half-written.
+//! for its time once. hwceiling writes profiles atomically (a temp file hard-linked into place,
+//! or renamed over the file by `merge`), so a profile file is never seen half-written.
 //!
 //! A profile of another host (`platform.hostname`, else `provenance.hostname`, against this
 //! machine's) is refused as a file that does not read is: it does not describe this machine.
@@ -35,7 +30,6 @@
 //! loads.
 
 use crate::AppState;
-use hwc_model::carry::{has_write_ceilings, write_carry, WriteCarry};
 pub(crate) use hwc_model::profile::Completeness;
 use hwc_model::Profile;
 use prometheus_client::metrics::counter::Counter;
@@ -116,49 +110,6 @@ pub(crate) struct PassedOver {
     pub why: Completeness,
 }
 
-/// An older complete profile's write ceilings beside a served profile that has none.
-#[derive(Debug, Clone)]
-pub(crate) struct WriteSource {
-    /// The newest complete write run older than the one served whose write ceilings the rule
-    /// accepts; where it accepts none, the newest complete write run (refused).
-    pub loaded: Arc<Loaded>,
-    /// Whether they are served, and which, or why not.
-    pub carry: WriteCarry,
-    /// The newest file between the served profile and this one that could hold newer write
-    /// ceilings but was passed over: a write run that is not complete or that the rule
-    /// refuses, or a file that does not read.
-    pub passed_over: Option<WritesPassedOver>,
-}
-
-/// A file the search for write ceilings passed over, and why (`does not read`, `a write run,
-/// but an interrupted run`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct WritesPassedOver {
-    pub file: String,
-    pub why: String,
-}
-
-impl WriteSource {
-    /// The keys served from it (none when it is refused).
-    pub fn carried(&self) -> &[String] {
-        match &self.carry {
-            WriteCarry::Carried { keys, .. } => keys,
-            WriteCarry::Refused { .. } => &[],
-        }
-    }
-
-    /// `key`, if it is a ceiling served from this profile.
-    pub fn carries(&self, key: &str) -> bool {
-        self.carried().iter().any(|k| k == key)
-    }
-
-    fn same(&self, other: &WriteSource) -> bool {
-        Arc::ptr_eq(&self.loaded, &other.loaded)
-            && self.carry == other.carry
-            && self.passed_over == other.passed_over
-    }
-}
-
 /// What the daemon serves: the profile, and the newest newer profile passed over for being
 /// incomplete (only ever beside a complete profile: without one, the newest profile that
 /// parses is served, whatever its run).
@@ -166,49 +117,29 @@ impl WriteSource {
 pub(crate) struct Serving {
     pub loaded: Option<Arc<Loaded>>,
     pub passed_over: Option<PassedOver>,
-    /// Beside a complete profile without write ceilings, the older profile whose write
-    /// ceilings stand in (or are refused, with why).
-    pub writes: Option<WriteSource>,
 }
 
-/// A ceiling served: its key and value, the profile it is read from (its source, spread and
-/// count are that profile's), and the older write run it is carried from, if it is (see
-/// [`Serving::writes`]).
+/// A ceiling served: its key and value, and the profile it is read from.
 pub(crate) struct ServedCeiling<'a> {
     pub key: &'a str,
     pub value: f64,
     pub profile: &'a Profile,
-    pub carried_from: Option<&'a WriteSource>,
 }
 
 impl Serving {
-    /// Every ceiling served: the served profile's, then the write ceilings carried beside it.
+    /// Every ceiling of the served profile, as its file holds them.
     pub fn ceilings(&self) -> Vec<ServedCeiling<'_>> {
-        let mut out = Vec::new();
-        if let Some(l) = &self.loaded {
-            out.extend(
-                l.profile
-                    .ceilings
-                    .iter()
-                    .map(|(key, &value)| ServedCeiling {
-                        key,
-                        value,
-                        profile: &l.profile,
-                        carried_from: None,
-                    }),
-            );
-        }
-        if let Some(w) = &self.writes {
-            out.extend(w.carried().iter().filter_map(|key| {
-                Some(ServedCeiling {
+        self.loaded.as_ref().map_or_else(Vec::new, |l| {
+            l.profile
+                .ceilings
+                .iter()
+                .map(|(key, &value)| ServedCeiling {
                     key,
-                    value: *w.loaded.profile.ceilings.get(key)?,
-                    profile: &w.loaded.profile,
-                    carried_from: Some(w),
+                    value,
+                    profile: &l.profile,
                 })
-            }));
-        }
-        out
+                .collect()
+        })
     }
 
     /// One line for people, when what is served needs one: a quick, interrupted or narrowed
@@ -237,26 +168,11 @@ impl Serving {
 /// poll parses no file twice that it will not serve.
 #[derive(Debug, Clone)]
 enum Known {
-    /// It does not parse; `reported` once that was said loudly (a file first met by the quiet
-    /// search for write ceilings is reported when it becomes a candidate to serve).
-    Bad { reported: bool },
-    /// The profile of an incomplete run, and whether it has write ceilings.
-    Incomplete { why: Completeness, writes: bool },
-    /// A complete profile without write ceilings, passed by the search for them.
-    NoWrites,
-    /// A complete profile with write ceilings, found by the search for them, kept in memory
-    /// (whether the rule lets them stand in depends on the profile served).
-    WriteRun(Arc<Loaded>),
-}
-
-/// Whether a file that does not parse is news: for the profile to serve, it is (logged as a
-/// warning, `last_load_error`, `hwceiling_profile_reload_errors_total`); for the search for
-/// older write ceilings, which reads files no one asked to serve, it is not (logged at debug
-/// level, and named in `write_ceilings_from.passed_over` if nothing newer is).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Loud {
-    Yes,
-    No,
+    /// It does not parse (said once, as a warning, `last_load_error` and
+    /// `hwceiling_profile_reload_errors_total`).
+    Bad,
+    /// The profile of an incomplete run.
+    Incomplete { why: Completeness },
 }
 
 pub(crate) struct Store {
@@ -309,11 +225,9 @@ enum Read {
     /// It does not parse (now, or at this version before).
     Bad,
     Complete(Box<Parsed>),
-    /// Parsed now, or known from an earlier poll (`parsed` `None`); `writes`: it has write
-    /// ceilings.
+    /// Parsed now, or known from an earlier poll (`parsed` `None`).
     Incomplete {
         why: Completeness,
-        writes: bool,
         parsed: Option<Box<Parsed>>,
     },
 }
@@ -468,18 +382,13 @@ impl Store {
         };
     }
 
-    /// Parse `c`; a failure is logged (counted, when `loud`) and remembered until the file
-    /// changes.
-    fn parse(&self, c: &Candidate, loud: Loud) -> Option<Box<Parsed>> {
+    /// Parse `c`; a failure is logged, counted and remembered until the file changes.
+    fn parse(&self, c: &Candidate) -> Option<Box<Parsed>> {
         let read = hwc_profile::read_profile_with_text(&c.path)
             .map_err(|e| e.to_string())
             .and_then(|(profile, text)| match self.other_host(&profile) {
-                // The quiet search for write ceilings takes it as it is: the rule refuses
-                // another host's write ceilings, and says so.
-                Some(why) if loud == Loud::Yes => {
-                    Err(format!("{}: {why}: not served", c.path.display()))
-                }
-                _ => Ok((profile, text)),
+                Some(why) => Err(format!("{}: {why}: not served", c.path.display())),
+                None => Ok((profile, text)),
             });
         match read {
             Ok((profile, text)) => {
@@ -491,137 +400,36 @@ impl Store {
                 Some(Box::new(Parsed { profile, text }))
             }
             Err(msg) => {
-                self.remember(
-                    c,
-                    Some(Known::Bad {
-                        reported: loud == Loud::Yes,
-                    }),
-                );
-                if loud == Loud::Yes {
-                    tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
-                    *lock(&self.last_error) = Some((c.path.clone(), msg));
-                    self.reload_errors.inc();
-                } else {
-                    tracing::debug!(error = %msg, "an older profile does not read");
-                }
+                self.remember(c, Some(Known::Bad));
+                tracing::warn!(error = %msg, "profile not loaded; keeping the one served");
+                *lock(&self.last_error) = Some((c.path.clone(), msg));
+                self.reload_errors.inc();
                 None
             }
         }
     }
 
-    /// What `c` holds: from memory when this version of it was read before and was broken (and
-    /// reported, if `loud` asks) or incomplete, else parsed now.
-    fn read(&self, c: &Candidate, loud: Loud) -> Read {
+    /// What `c` holds: from memory when this version of it was read before and was broken or
+    /// incomplete, else parsed now.
+    fn read(&self, c: &Candidate) -> Read {
         match self.known(c) {
-            Some(Known::Bad { reported }) if reported || loud == Loud::No => return Read::Bad,
-            // Parsed again only to say it loudly, once.
-            Some(Known::Bad { .. }) => {}
-            Some(Known::Incomplete { why, writes }) => {
-                return Read::Incomplete {
-                    why,
-                    writes,
-                    parsed: None,
-                }
-            }
-            Some(Known::NoWrites | Known::WriteRun(_)) | None => {}
+            Some(Known::Bad) => return Read::Bad,
+            Some(Known::Incomplete { why }) => return Read::Incomplete { why, parsed: None },
+            None => {}
         }
-        let Some(parsed) = self.parse(c, loud) else {
+        let Some(parsed) = self.parse(c) else {
             return Read::Bad;
         };
         let why = Completeness::of(&parsed.profile);
         if why.complete() {
             Read::Complete(parsed)
         } else {
-            let writes = has_write_ceilings(&parsed.profile);
-            self.remember(
-                c,
-                Some(Known::Incomplete {
-                    why: why.clone(),
-                    writes,
-                }),
-            );
+            self.remember(c, Some(Known::Incomplete { why: why.clone() }));
             Read::Incomplete {
                 why,
-                writes,
                 parsed: Some(parsed),
             }
         }
-    }
-
-    /// The write ceilings to serve beside `served`: when it is complete and has none, those of
-    /// the newest complete profile older than it that has some and that the rule lets stand in
-    /// for them; failing that, the newest such profile with the rule's refusal. Each file is
-    /// parsed once a version: what the search passes is remembered ([`Known`]), write runs
-    /// with their profile.
-    fn write_source(&self, files: &[Candidate], served: &Loaded) -> Option<WriteSource> {
-        if !served.completeness.complete() || has_write_ceilings(&served.profile) {
-            return None;
-        }
-        let mut passed_over = None;
-        let mut refused: Option<WriteSource> = None;
-        for c in files.iter().filter(|c| c.key < served.key) {
-            let loaded = match self.known(c) {
-                Some(Known::NoWrites) => continue,
-                Some(Known::WriteRun(l)) => l,
-                _ => match self.read(c, Loud::No) {
-                    Read::Complete(parsed) => {
-                        let loaded = Arc::new(Loaded::new(c, parsed));
-                        if !has_write_ceilings(&loaded.profile) {
-                            self.remember(c, Some(Known::NoWrites));
-                            continue;
-                        }
-                        self.remember(c, Some(Known::WriteRun(loaded.clone())));
-                        loaded
-                    }
-                    Read::Bad => {
-                        passed_over.get_or_insert(WritesPassedOver {
-                            file: file_name(&c.path),
-                            why: "does not read".into(),
-                        });
-                        continue;
-                    }
-                    Read::Incomplete { why, writes, .. } => {
-                        if writes {
-                            passed_over.get_or_insert(WritesPassedOver {
-                                file: file_name(&c.path),
-                                why: format!("a write run, but {}", why.describe()),
-                            });
-                        }
-                        continue;
-                    }
-                },
-            };
-            match write_carry(&served.profile, &loaded.profile)? {
-                carry @ WriteCarry::Carried { .. } => {
-                    return Some(WriteSource {
-                        loaded,
-                        carry,
-                        passed_over,
-                    })
-                }
-                WriteCarry::Refused { reason } => {
-                    // An older write run may still describe this machine (this one may be of
-                    // another host, or of a drive since replaced).
-                    let file = loaded.file_name();
-                    if refused.is_none() {
-                        refused = Some(WriteSource {
-                            loaded,
-                            carry: WriteCarry::Refused {
-                                reason: reason.clone(),
-                            },
-                            passed_over: passed_over.clone(),
-                        });
-                    }
-                    passed_over.get_or_insert(WritesPassedOver {
-                        file,
-                        why: format!(
-                            "a write run whose ceilings do not describe this machine: {reason}"
-                        ),
-                    });
-                }
-            }
-        }
-        refused
     }
 
     /// Choose what to serve from the folder as it is now: the newest complete profile, else the
@@ -637,7 +445,7 @@ impl Store {
         for entry in entries(&files, served.as_ref()) {
             let (pick, why) = match entry {
                 Entry::Served(l) => (Pick::Served(l.clone()), l.completeness.clone()),
-                Entry::File(c) => match self.read(c, Loud::Yes) {
+                Entry::File(c) => match self.read(c) {
                     Read::Complete(p) => (Pick::File(c, Some(p)), Completeness::default()),
                     Read::Incomplete { why, parsed, .. } => (Pick::File(c, parsed), why),
                     Read::Bad => match served.as_ref().filter(|l| l.file == c.path) {
@@ -670,31 +478,21 @@ impl Store {
         let loaded = match pick {
             Pick::Served(l) => l,
             Pick::File(c, parsed) => {
-                let Some(parsed) = parsed.or_else(|| self.parse(c, Loud::Yes)) else {
+                let Some(parsed) = parsed.or_else(|| self.parse(c)) else {
                     return;
                 };
                 self.reloads.inc();
                 Arc::new(Loaded::new(c, parsed))
             }
         };
-        let writes = self.write_source(&files, &loaded);
         let next = Serving {
             loaded: Some(loaded),
             passed_over,
-            writes,
         };
         let mut serving = self.serving.write().unwrap_or_else(|p| p.into_inner());
         let reloaded = !same_profile(&serving.loaded, &next.loaded);
         if reloaded || serving.passed_over != next.passed_over {
             log_serving(&next, reloaded);
-        }
-        let writes_changed = match (&serving.writes, &next.writes) {
-            (Some(a), Some(b)) => !a.same(b),
-            (None, None) => false,
-            _ => true,
-        };
-        if writes_changed {
-            log_writes(&next);
         }
         *serving = next;
     }
@@ -740,31 +538,6 @@ fn log_serving(s: &Serving, reloaded: bool) {
         (None, _) => tracing::info!(%file, "serving profile"),
         (Some(note), true) => tracing::warn!(%file, run, passed_over, "serving profile: {note}"),
         (Some(note), false) => tracing::warn!(%file, run, passed_over, "{note}"),
-    }
-}
-
-/// The log line of a change in the write ceilings served beside the profile.
-fn log_writes(s: &Serving) {
-    let (Some(l), Some(w)) = (&s.loaded, &s.writes) else {
-        if let Some(l) = &s.loaded {
-            tracing::info!(file = %l.file.display(), "no write ceilings carried from an older profile");
-        }
-        return;
-    };
-    let from = w.loaded.file.display();
-    match &w.carry {
-        WriteCarry::Carried { keys, drives } => tracing::info!(
-            %from,
-            served = %l.file.display(),
-            keys = keys.join(","),
-            drives = drives.join(","),
-            "serving the write ceilings of an older write run beside a read-only profile"
-        ),
-        WriteCarry::Refused { reason } => tracing::warn!(
-            %from,
-            served = %l.file.display(),
-            "the write ceilings of an older write run are not served: {reason}"
-        ),
     }
 }
 
@@ -1142,233 +915,84 @@ mod tests {
         std::fs::rename(&tmp, dir.join(name)).unwrap();
     }
 
-    /// The file the write ceilings come from, and the verdict on them.
-    fn writes(store: &Store) -> Option<(String, WriteCarry)> {
-        store
-            .serving()
-            .writes
-            .map(|w| (w.loaded.file_name(), w.carry))
-    }
-
-    fn carried() -> WriteCarry {
-        WriteCarry::Carried {
-            keys: vec![
-                "nvme_optimal_write_chunk_bytes".into(),
-                "nvme_raw_1drive_write_gbps".into(),
-            ],
-            drives: vec!["S1".into()],
-        }
-    }
-
-    /// The file the search for write ceilings passed over, and why.
-    fn writes_passed_over(store: &Store) -> Option<(String, String)> {
-        let w = store.serving().writes?;
-        w.passed_over.map(|p| (p.file, p.why))
-    }
-
-    /// Overwrite `name` with text that does not parse, of the same length, and give it back its
-    /// modification time: the same version as far as the daemon can tell (size, time, inode),
-    /// so only a parse would notice.
-    fn corrupt_unseen(dir: &Path, name: &str) {
-        use std::io::Write;
-        let path = dir.join(name);
-        let m = std::fs::metadata(&path).unwrap();
-        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        f.write_all(&vec![b'['; m.len() as usize]).unwrap();
-        f.set_modified(m.modified().unwrap()).unwrap();
-        drop(f);
-        let after = std::fs::metadata(&path).unwrap();
-        assert_eq!(Fingerprint::of(&after), Fingerprint::of(&m));
+    /// The text of `dir/name`, as the file holds it.
+    fn text_of(dir: &Path, name: &str) -> String {
+        std::fs::read_to_string(dir.join(name)).unwrap()
     }
 
     #[test]
-    fn a_read_only_profile_is_served_with_the_newest_write_runs_write_ceilings() {
+    fn a_read_only_profile_is_served_as_its_file_holds_it_beside_an_older_write_run() {
         let (d, store) = store();
         put_nvme(d.path(), DAY1, &["S1", "S2"], Some(5.0));
-        put_nvme(d.path(), DAY2, &["S1", "S2"], Some(5.2));
-        put_nvme(d.path(), DAY2_2, &["S1", "S2"], None);
-        put(d.path(), DAY3, QUICK, 40.0);
-        assert_eq!(
-            refresh(&store),
-            ((DAY2_2.into(), COMPLETE), Some((DAY3.into(), QUICK)))
-        );
-        assert_eq!(writes(&store), Some((DAY2.into(), carried())));
-        let first = store.serving().writes.unwrap().loaded;
-        assert_eq!(first.profile.ceilings["nvme_raw_1drive_write_gbps"], 5.2);
-        // Polled again: the same profile in memory, not read again.
-        refresh(&store);
-        assert!(Arc::ptr_eq(&first, &store.serving().writes.unwrap().loaded));
-        // A newer write run serves its own write ceilings: none are carried.
-        put_nvme(d.path(), DAY3, &["S1", "S2"], Some(5.3));
-        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
-        assert_eq!(writes(&store), None);
-    }
-
-    #[test]
-    fn write_ceilings_of_a_drive_no_longer_here_are_refused_with_why() {
-        let (d, store) = store();
-        put_nvme(d.path(), DAY1, &["S1", "S2"], Some(5.0));
-        put_nvme(d.path(), DAY2, &["S2", "S3"], None);
+        put_nvme(d.path(), DAY2, &["S1", "S2"], None);
         assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
-        let w = store.serving().writes.unwrap();
-        assert_eq!(
-            w.carry,
-            WriteCarry::Refused {
-                reason: "drive S1, which it wrote, is not among this run's drives".into()
-            }
-        );
-        assert!(w.carried().is_empty() && !w.carries("nvme_raw_1drive_write_gbps"));
+        // Exactly the file: its text, and its ceilings, none of the write run's beside them.
+        let l = store.current().unwrap();
+        assert_eq!(l.text, text_of(d.path(), DAY2));
+        let file = hwc_profile::read_profile(&d.path().join(DAY2)).unwrap();
+        let serving = store.serving();
+        let served: Vec<(&str, f64)> = serving
+            .ceilings()
+            .iter()
+            .map(|c| (c.key, c.value))
+            .collect();
+        let want: Vec<(&str, f64)> = file
+            .ceilings
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        assert_eq!(served, want);
+        assert!(!file.ceilings.contains_key("nvme_raw_1drive_write_gbps"));
     }
 
     #[test]
-    fn the_search_passes_read_only_incomplete_and_broken_files_and_reads_each_once() {
+    fn a_merged_profile_is_served_with_the_ceilings_it_carries_as_its_file_holds_them() {
         let (d, store) = store();
         put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
-        // An interrupted write run: its write ceilings are not a complete run's.
-        let mut p = hwc_testkit::with_nvme(
-            hwc_testkit::ceilings_profile("node1", "2026-11-29T10:00:00+00:00", &[]),
-            &["S1"],
-            Some(9.0),
-        );
-        p.provenance.interrupted = true;
-        std::fs::write(d.path().join(DAY2), hwc_profile::to_yaml(&p).unwrap()).unwrap();
-        put_nvme(d.path(), DAY2_2, &["S1"], None);
-        put_nvme(d.path(), DAY3, &["S1"], None);
-        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
-        // The complete write run's ceilings, and the newer incomplete one named.
-        let interrupted = Some((DAY2.into(), "a write run, but an interrupted run".into()));
-        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-        assert_eq!(writes_passed_over(&store), interrupted);
-        // Each file was read once: made unparsable behind the daemon's back, the read-only
-        // profile in between goes unnoticed (read again, it would be named as not reading,
-        // being newer than the interrupted run).
-        corrupt_unseen(d.path(), DAY2_2);
+        put_nvme(d.path(), DAY2, &["S1"], None);
         refresh(&store);
-        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-        assert_eq!(writes_passed_over(&store), interrupted);
-        assert_eq!(store.last_error(), None);
-        // The write run's file removed: nothing older has write ceilings.
-        std::fs::remove_file(d.path().join(DAY1)).unwrap();
-        refresh(&store);
-        assert_eq!(writes(&store), None);
+        // `hwceiling merge` rewrites the read-only run with the write run's ceilings carried in.
+        let older = hwc_profile::read_profile(&d.path().join(DAY1)).unwrap();
+        let newer = hwc_profile::read_profile(&d.path().join(DAY2)).unwrap();
+        let (merged, _) = hwc_model::carry::merge(&newer, &older, DAY1).unwrap();
+        let tmp = d.path().join(".merged.tmp");
+        std::fs::write(&tmp, hwc_profile::to_yaml(&merged).unwrap()).unwrap();
+        std::fs::rename(&tmp, d.path().join(DAY2)).unwrap();
+        assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
+        let l = store.current().unwrap();
+        assert_eq!(l.text, text_of(d.path(), DAY2));
+        assert_eq!(l.profile, merged);
+        let s = store.serving();
+        let carried = s
+            .ceilings()
+            .into_iter()
+            .find(|c| c.key == "nvme_raw_1drive_write_gbps")
+            .map(|c| (c.value, c.profile.ceiling_record(c.key).cloned()));
+        let (value, record) = carried.unwrap();
+        assert_eq!(value, 5.0);
+        assert_eq!(record.unwrap().carried_from.unwrap().file, DAY1);
     }
 
     #[test]
-    fn an_older_file_that_does_not_read_is_named_by_the_search_not_a_load_error() {
+    fn a_newer_file_that_does_not_read_is_a_load_error_said_once() {
         let (d, store) = store();
-        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
+        put(d.path(), DAY1, COMPLETE, 55.0);
         put_broken(d.path(), DAY2);
-        put_nvme(d.path(), DAY3, &["S1"], None);
-        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
-        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-        assert_eq!(
-            writes_passed_over(&store),
-            Some((DAY2.into(), "does not read".into()))
-        );
-        // Not news for the profile served: no load error, nothing counted.
-        assert_eq!((store.last_error(), store.reload_errors.get()), (None, 0));
-        // The served run rewritten as a quick one: the broken file is now a candidate to serve
-        // (newer than the write run served instead), so it is news, said once, as a daemon
-        // started now would say it.
-        put(d.path(), DAY3, QUICK, 40.0);
-        assert_eq!(
-            refresh(&store),
-            ((DAY1.into(), COMPLETE), Some((DAY3.into(), QUICK)))
-        );
-        let fresh = Store::new(d.path().to_path_buf(), None);
-        refresh(&fresh);
-        for s in [&store, &fresh] {
-            assert!(s.last_error().is_some_and(|e| !e.is_empty()));
-            assert_eq!(s.reload_errors.get(), 1);
-        }
+        assert_eq!(refresh(&store), ((DAY1.into(), COMPLETE), None));
+        assert!(store.last_error().is_some_and(|e| e.contains(DAY2)));
         refresh(&store);
         assert_eq!(store.reload_errors.get(), 1);
+        std::fs::remove_file(d.path().join(DAY2)).unwrap();
+        refresh(&store);
+        assert_eq!(store.last_error(), None);
     }
 
     #[test]
-    fn a_write_run_that_does_not_describe_this_machine_gives_way_to_an_older_one_that_does() {
-        let (d, store) = store();
-        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
-        // A newer write run, of a drive this machine no longer has.
-        put_nvme(d.path(), DAY2, &["S9"], Some(7.0));
-        put_nvme(d.path(), DAY3, &["S1"], None);
-        assert_eq!(refresh(&store), ((DAY3.into(), COMPLETE), None));
-        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-        assert_eq!(
-            writes_passed_over(&store),
-            Some((
-                DAY2.into(),
-                "a write run whose ceilings do not describe this machine: drive S9, which it \
-                 wrote, is not among this run's drives"
-                    .into()
-            ))
-        );
-        // Polled again: both write runs are remembered, not read again.
-        let first = store.serving().writes.unwrap().loaded;
-        corrupt_unseen(d.path(), DAY2);
-        refresh(&store);
-        assert!(Arc::ptr_eq(&first, &store.serving().writes.unwrap().loaded));
-        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-        assert!(writes_passed_over(&store)
-            .unwrap()
-            .1
-            .starts_with("a write run whose"));
-        // With no write run that describes it, the newest one's refusal is what is said.
-        std::fs::remove_file(d.path().join(DAY1)).unwrap();
-        put_nvme(d.path(), DAY2, &["S9"], Some(7.0));
-        refresh(&store);
-        assert_eq!(
-            writes(&store),
-            Some((
-                DAY2.into(),
-                WriteCarry::Refused {
-                    reason: "drive S9, which it wrote, is not among this run's drives".into()
-                }
-            ))
-        );
-    }
-
-    #[test]
-    fn rewrites_of_the_served_file_or_the_write_run_are_followed() {
-        let (d, store) = store();
-        put_nvme(d.path(), DAY1, &["S1"], Some(5.0));
-        put_nvme(d.path(), DAY2, &["S1"], None);
-        refresh(&store);
-        let first = store.serving().writes.unwrap().loaded;
-        // The write run's file rewritten: read again.
-        put_nvme(d.path(), DAY1, &["S1"], Some(5.5));
-        refresh(&store);
-        let again = store.serving().writes.unwrap().loaded;
-        assert!(!Arc::ptr_eq(&first, &again));
-        assert_eq!(again.profile.ceilings["nvme_raw_1drive_write_gbps"], 5.5);
-        // The served file rewritten as a write run: it serves its own, and back.
-        put_nvme(d.path(), DAY2, &["S1"], Some(6.0));
-        refresh(&store);
-        assert_eq!(writes(&store), None);
-        put_nvme(d.path(), DAY2, &["S1"], None);
-        refresh(&store);
-        assert_eq!(writes(&store), Some((DAY1.into(), carried())));
-    }
-
-    #[test]
-    fn another_hosts_profile_is_not_served_and_its_write_run_is_named_as_such() {
+    fn another_hosts_profile_is_not_served() {
         let d = tempfile::tempdir().unwrap();
         let store = Store::new(d.path().to_path_buf(), Some("node1".into()));
         put_nvme(d.path(), DAY2, &["S1"], None);
-        // Another host's write run, older: passed by the search, with the rule's reason.
-        let p = hwc_testkit::ceilings_profile("node9", &finished_at(DAY1), &[]);
-        let p = hwc_testkit::with_nvme(p, &["S1"], Some(5.0));
-        std::fs::write(d.path().join(DAY1), hwc_profile::to_yaml(&p).unwrap()).unwrap();
         assert_eq!(refresh(&store), ((DAY2.into(), COMPLETE), None));
-        assert_eq!(
-            writes(&store),
-            Some((
-                DAY1.into(),
-                WriteCarry::Refused {
-                    reason: "its run was on host node9, this one on node1".into()
-                }
-            ))
-        );
         assert_eq!(store.last_error(), None);
         // Another host's newer profile: refused, said, and forgotten once removed.
         let p = hwc_testkit::ceilings_profile("node9", &finished_at(DAY3), &[]);

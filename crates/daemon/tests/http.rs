@@ -145,7 +145,7 @@ fn nvme_yaml(finished_at: &str, serials: &[&str], write_gbps: Option<f64>) -> St
 }
 
 #[test]
-fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before_it() {
+fn the_newest_complete_profile_is_served_as_its_file_holds_it_and_nothing_beside_it() {
     let d = Daemon::tcp(|dir, _| {
         write_profile(
             dir,
@@ -160,132 +160,49 @@ fn a_read_only_profile_is_served_with_the_write_ceilings_of_the_write_run_before
     });
     let (_, h) = d.json("/healthz");
     assert_eq!(h["profile"]["file"], DAY2, "{h}");
-    assert_eq!(
-        h["profile"]["write_ceilings_from"],
-        serde_json::json!({"file": DAY1, "finished_at": "2026-11-28T10:00:00+00:00",
-                           "carried": true, "passed_over": null, "drives": ["S1"],
-                           "keys": ["nvme_optimal_write_chunk_bytes", "nvme_raw_1drive_write_gbps"]})
-    );
-    // The ceilings served: the read-only profile's, and the write run's write ceilings.
+    // A read-only run: its file, its ceilings, none of the older write run's beside them.
+    let text = std::fs::read_to_string(d.dir().join(DAY2)).unwrap();
+    let file = hwc_profile::from_yaml(&text).unwrap();
+    assert_eq!(d.get("/v1/profile?format=yaml").text(), text);
     let c = d.get("/v1/ceilings");
     assert_eq!(c.header("x-hwceiling-profile"), Some(DAY2));
-    assert_eq!(c.header("x-hwceiling-write-ceilings-from"), Some(DAY1));
     let map: serde_json::Value = serde_json::from_slice(&c.body).unwrap();
+    assert_eq!(map, serde_json::json!(file.ceilings));
+    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
+    assert_eq!(status, 404, "{e}");
     assert_eq!(
-        (
-            &map["nvme_raw_1drive_write_gbps"],
-            &map["nvme_raw_1drive_read_gbps"]
-        ),
-        (&5.2.into(), &6.9.into()),
-        "{map}"
+        e["error"],
+        format!("unknown ceiling `nvme_raw_1drive_write_gbps` in {DAY2}"),
+        "{e}"
     );
-    // The profile itself is the file as written, and says nothing of the write run.
-    let p = d.get("/v1/profile?format=yaml");
-    assert!(
-        !p.text().contains("nvme_raw_1drive_write_gbps"),
-        "{}",
-        p.text()
-    );
-    assert_eq!(p.header("x-hwceiling-write-ceilings-from"), None);
+    assert!(!d.get("/metrics").text().contains("carried_from"));
 
-    let r = d.get("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
-    assert_eq!(r.header("x-hwceiling-write-ceilings-from"), Some(DAY1));
+    // `hwceiling merge` rewrites it with the write run's ceilings carried in: served as written.
+    let older = hwc_profile::read_profile(&d.dir().join(DAY1)).unwrap();
+    let (merged, _) = hwc_model::carry::merge(&file, &older, DAY1).unwrap();
+    let text = hwc_profile::to_yaml(&merged).unwrap();
+    let tmp = d.dir().join(".merged.tmp");
+    std::fs::write(&tmp, &text).unwrap();
+    std::fs::rename(&tmp, d.dir().join(DAY2)).unwrap();
+    let map = d.wait_for("/v1/ceilings", |m| {
+        m.get("nvme_raw_1drive_write_gbps").is_some()
+    });
+    assert_eq!(map, serde_json::json!(merged.ceilings));
+    assert_eq!(d.get("/v1/profile?format=yaml").text(), text);
     let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
     assert_eq!(status, 200, "{e}");
     assert_eq!(
-        (
-            e["efficiency"].as_f64(),
-            &e["ceiling_from"],
-            &e["profile"]["file"]
-        ),
-        (Some(0.5), &DAY1.into(), &DAY2.into()),
+        (e["efficiency"].as_f64(), &e["profile"]["file"]),
+        (Some(0.5), &DAY2.into()),
         "{e}"
     );
     let note = e["note"].as_str().unwrap();
-    assert!(
-        note.starts_with(&format!(
-            "the ceiling is {DAY1}'s, a write run that finished 2026-11-28T10:00:00+00:00: {DAY2} \
-             is a read-only run"
-        )),
-        "{note}"
-    );
-    let r = d.get("/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3.45");
-    assert_eq!(r.header("x-hwceiling-write-ceilings-from"), None);
-    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_read_gbps&measured_gbps=3.45");
-    assert_eq!((status, e.get("ceiling_from")), (200, None), "{e}");
-    // A refusal of a carried ceiling names the write run too (its `profile` is the served one,
-    // which does not hold it): here, a carried key that is not a bandwidth.
-    let q = "/v1/efficiency?path=nvme_optimal_write_chunk_bytes&measured_gbps=1";
-    assert_eq!(
-        d.get(q).header("x-hwceiling-write-ceilings-from"),
-        Some(DAY1)
-    );
-    let (status, e) = d.json(q);
-    assert_eq!((status, &e["ceiling_from"]), (400, &DAY1.into()), "{e}");
-    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_2drive_write_gbps&measured_gbps=1");
-    assert_eq!(status, 404, "{e}");
-    assert!(
-        e["error"].as_str().unwrap().ends_with(&format!(
-            "in {DAY2}, nor among the write ceilings carried from {DAY1}"
-        )),
-        "{e}"
-    );
-    assert!(
-        e["known_paths"]
-            .as_array()
-            .unwrap()
-            .contains(&"nvme_raw_1drive_write_gbps".into()),
-        "{e}"
-    );
+    assert!(note.contains(&format!("carried from {DAY1}")), "{note}");
     let m = d.get("/metrics").text();
     let line = format!(
         r#"hwceiling_ceiling_gbps{{path="nvme_raw_1drive_write_gbps",drives="1",carried_from="{DAY1}"}} 5.2"#
     );
     assert!(m.lines().any(|l| l == line), "{m}");
-    let from =
-        format!(r#"hwceiling_write_ceilings_from{{file="{DAY1}",carried="true",reason=""}} 1.0"#);
-    assert!(m.lines().any(|l| l == from), "{m}");
-    assert!(
-        m.lines()
-            .any(|l| l.starts_with("hwceiling_write_ceilings_age_seconds ")),
-        "{m}"
-    );
-
-    // A read-only run after a drive the write run wrote was replaced: not carried, and why.
-    let day3 = "hardware_profile_2026-11-30.yaml";
-    write_profile(
-        d.dir(),
-        day3,
-        &nvme_yaml("2026-11-30T10:00:00+00:00", &["S9", "S2"], None),
-    );
-    let h = d.wait_for("/healthz", |h| h["profile"]["file"] == day3);
-    let reason = "drive S1, which it wrote, is not among this run's drives";
-    assert_eq!(
-        h["profile"]["write_ceilings_from"],
-        serde_json::json!({"file": DAY1, "finished_at": "2026-11-28T10:00:00+00:00",
-                           "carried": false, "reason": reason, "passed_over": null})
-    );
-    let c = d.get("/v1/ceilings");
-    assert_eq!(c.header("x-hwceiling-write-ceilings-from"), None);
-    let map: serde_json::Value = serde_json::from_slice(&c.body).unwrap();
-    assert_eq!(map.get("nvme_raw_1drive_write_gbps"), None, "{map}");
-    let (status, e) = d.json("/v1/efficiency?path=nvme_raw_1drive_write_gbps&measured_gbps=2.6");
-    assert_eq!(status, 404, "{e}");
-    assert!(
-        e["error"].as_str().unwrap().ends_with(&format!(
-            "(a read-only run; the write ceilings of {DAY1} are not served: {reason})"
-        )),
-        "{e}"
-    );
-    let m = d.get("/metrics").text();
-    assert!(!m.contains("carried_from=\""), "{m}");
-    assert!(
-        m.contains(&format!(
-            r#"hwceiling_write_ceilings_from{{file="{DAY1}",carried="false",reason="{reason}"}} 1.0"#
-        )),
-        "{m}"
-    );
-    assert!(!m.contains("hwceiling_write_ceilings_age_seconds"), "{m}");
 }
 
 #[test]

@@ -27,6 +27,9 @@ pub enum Command {
     Profile(Box<ProfileArgs>),
     /// Re-render the markdown report from a YAML profile.
     Report(ReportArgs),
+    /// Write a read-only profile with the NVMe write ceilings of an earlier write run of the
+    /// same drives carried in, each marked with that run.
+    Merge(crate::merge_cmd::MergeArgs),
     /// Serve the newest complete profile: ceilings, efficiency, Prometheus metrics, profile runs.
     Serve(crate::serve_cmd::ServeArgs),
     /// Measured / ceiling for one path, from a profile file or the daemon.

@@ -111,8 +111,7 @@ pub fn run(a: &EfficiencyArgs) -> Result<i32> {
 /// profile it came from. The ceiling's line says where it comes from: its measurement's median
 /// with spread and N, or how it was derived; under the profile's line, the daemon's note on it
 /// (a quick, interrupted or narrowed profile served for want of a complete one, or a newer one
-/// passed over). A write ceiling served from an older write run than the profile names that
-/// run's file on the ceiling's line (`ceiling_from`).
+/// passed over).
 fn render_text(v: &serde_json::Value) -> String {
     let num = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let p = &v["profile"];
@@ -132,11 +131,6 @@ fn render_text(v: &serde_json::Value) -> String {
         Some(Source::Derived { how: None, .. }) => "derived from measured medians".into(),
         Some(Source::Unknown) => "unknown: the profile's ceiling_records do not say".into(),
         None => "not given (a daemon older than this client): spread and N unknown".into(),
-    };
-    // A write ceiling the daemon serves from an older write run than the profile served.
-    let source = match v["ceiling_from"].as_str() {
-        Some(file) => format!("{source}; from {file}"),
-        None => source,
     };
     let mut s = format!(
         "efficiency  {}  ({} GB/s of the {} GB/s ceiling)\npath        {}\nceiling     {}\nprofile     {} ({}, finished {})\n",
@@ -198,25 +192,6 @@ mod tests {
         assert_eq!(
             lines[4],
             "            newer hardware_profile_2026-11-29-2.yaml not served: a --quick run"
-        );
-    }
-
-    #[test]
-    fn a_ceiling_from_an_older_write_run_names_its_file() {
-        let v = json!({
-            "path": "nvme_raw_1drive_write_gbps", "measured_gbps": 2.6, "ceiling_gbps": 5.2,
-            "efficiency": 0.5, "ceiling_source": {"kind": "derived"},
-            "ceiling_from": "hardware_profile_2026-11-28.yaml",
-            "profile": {"file": "hardware_profile_2026-11-29.yaml", "hostname": "n",
-                        "finished_at": "2026-11-29T12:00:00+00:00"},
-        });
-        let text = render_text(&v);
-        assert_eq!(
-            text.lines().nth(2),
-            Some(
-                "ceiling     derived from measured medians; from hardware_profile_2026-11-28.yaml"
-            ),
-            "{text}"
         );
     }
 }

@@ -20,6 +20,7 @@ mod compare_cmd;
 mod detect_cmd;
 mod efficiency_cmd;
 mod engines_cmd;
+mod merge_cmd;
 mod out;
 mod profile_cmd;
 mod progress;
@@ -114,6 +115,7 @@ fn run(args: cli::Cli) -> Result<i32> {
         cli::Command::Detect(a) => detect_cmd::run(&a),
         cli::Command::Profile(a) => profile_cmd::run(&a),
         cli::Command::Report(a) => profile_cmd::report(&a),
+        cli::Command::Merge(a) => merge_cmd::run(&a),
         cli::Command::Serve(a) => serve_cmd::run(&a),
         cli::Command::Efficiency(a) => efficiency_cmd::run(&a),
         cli::Command::Engines(a) => engines_cmd::run(&a),
@@ -203,7 +205,7 @@ mod tests {
     fn no_subcommand_names_every_subcommand() {
         assert_eq!(
             no_subcommand(),
-            "a subcommand is required: detect, profile, report, serve, efficiency, engines, compare, qualify, restore, bind"
+            "a subcommand is required: detect, profile, report, merge, serve, efficiency, engines, compare, qualify, restore, bind"
         );
         let e = cli::Cli::try_parse_from(["hwceiling"]).unwrap_err();
         assert_eq!(

@@ -457,7 +457,7 @@ fn no_subcommand_says_one_is_required_and_lists_them() {
     one_line_error(
         &o,
         2,
-        "a subcommand is required: detect, profile, report, serve",
+        "a subcommand is required: detect, profile, report, merge, serve",
     );
 }
 

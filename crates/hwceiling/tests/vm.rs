@@ -6,7 +6,7 @@
 //! the long drive tests with seconds-long knobs (read cache and power states on a blank drive,
 //! gc-settle on the blank drive named for writes, refused on the two with data), and detects and
 //! reads as a user without privileges, which must end in waivers and sysfs facts, not failures.
-//! It also holds `serve`'s rule for carrying write ceilings (`hwc_model::carry`) to real profiles:
+//! It also holds `merge`'s rule for carrying write ceilings (`hwc_model::carry`) to real profiles:
 //! a write run's write ceilings describe the drives a read-only run of the same machine saw.
 //!
 //! Before any of that, the guest loads vfio's and uio's modules under QEMU's emulated IOMMU and
@@ -574,7 +574,7 @@ fn nvme_drives_in_a_vm_are_seen_measured_and_protected() {
             .all(|m| m.spec.drives() == [bdf_of["HWCN1A"].clone()]),
         "{written:?}"
     );
-    // `serve`'s rule for serving a write run's write ceilings beside a later read-only profile,
+    // `merge`'s rule for carrying a write run's write ceilings into a later read-only profile,
     // on two real profiles of this machine: the write ceilings describe the drives the read-only
     // run saw (the same serials, model, firmware, link, format and place).
     let read_only = profile(&res, "read");

@@ -8,12 +8,14 @@
 //! same model and firmware, and (where both runs recorded them) link, block size, capacity,
 //! whether it has a volatile write cache, PCIe root and NUMA node. A serial number, model or
 //! firmware that is blank counts as not recorded, and a serial number on two drives of a run
-//! recognises neither. [`write_carry`] is that rule; `serve` applies it and
-//! says in every answer that uses such a ceiling where it comes from. They were measured on
-//! blank drives, which the answers say too: drives that hold data since may write slower.
+//! recognises neither. [`write_carry`] is that rule; [`merge`] applies it once, when a user
+//! runs `hwceiling merge`, and writes each carried ceiling into the newer profile marked
+//! `carried_from` that run, so the file says what it holds. They were measured on blank drives:
+//! drives that hold data since may write slower.
 
+use crate::ceiling::CarriedFrom;
 use crate::plan::PathId;
-use crate::profile::{NvmeDriveProfile, Profile};
+use crate::profile::{Completeness, NvmeDriveProfile, Profile};
 
 /// What becomes of an older run's write ceilings beside a newer profile without any.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +66,101 @@ pub fn write_carry(newer: &Profile, older: &Profile) -> Option<WriteCarry> {
         Ok(drives) => WriteCarry::Carried { keys, drives },
         Err(reason) => WriteCarry::Refused { reason },
     })
+}
+
+/// Why [`merge`] carries nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    #[error("nothing to carry: the newer profile has write ceilings of its own")]
+    NewerHasWrites,
+    #[error("nothing to carry: the older profile has no write ceilings")]
+    OlderHasNoWrites,
+    #[error(
+        "the {which} profile is of {why}: write ceilings are carried only from a complete run \
+         to a complete run"
+    )]
+    Incomplete { which: &'static str, why: String },
+    #[error("the older profile's write ceilings do not describe the newer run's drives: {0}")]
+    Refused(String),
+    #[error("the newer profile already holds measurement `{0}`, which a carried ceiling names")]
+    Clash(String),
+    #[error(
+        "the older profile's write ceilings were themselves carried from {0}: merge from that \
+         write run"
+    )]
+    CarriedAgain(String),
+}
+
+/// `newer` with the write ceilings of `older` (whose file is named `older_file`) carried in,
+/// where [`write_carry`] accepts them: each with its record, marked
+/// [`crate::CeilingRecord::carried_from`], and the measurements its source names (with their
+/// engines' declarations where `newer` lacks them), so the result reads as a profile on its
+/// own. Returns it with the keys carried.
+pub fn merge(
+    newer: &Profile,
+    older: &Profile,
+    older_file: &str,
+) -> Result<(Profile, Vec<String>), MergeError> {
+    for (which, p) in [("newer", newer), ("older", older)] {
+        let c = Completeness::of(p);
+        if !c.complete() {
+            return Err(MergeError::Incomplete {
+                which,
+                why: c.describe(),
+            });
+        }
+    }
+    // A merged profile lists no drives it wrote: its write ceilings come from the run it names.
+    if let Some(c) = write_ceilings(older)
+        .filter_map(|k| older.ceiling_record(k)?.carried_from.as_ref())
+        .next()
+    {
+        return Err(MergeError::CarriedAgain(c.file.clone()));
+    }
+    let (keys, drives) = match write_carry(newer, older) {
+        None if has_write_ceilings(newer) => return Err(MergeError::NewerHasWrites),
+        None => return Err(MergeError::OlderHasNoWrites),
+        Some(WriteCarry::Refused { reason }) => return Err(MergeError::Refused(reason)),
+        Some(WriteCarry::Carried { keys, drives }) => (keys, drives),
+    };
+    let from = CarriedFrom {
+        file: older_file.to_string(),
+        finished_at: older.provenance.finished_at.clone(),
+        drives,
+    };
+    let mut out = newer.clone();
+    for key in &keys {
+        let (Some(&value), Some(record)) = (older.ceilings.get(key), older.ceiling_record(key))
+        else {
+            continue;
+        };
+        let mut record = record.clone();
+        let named: Vec<&String> = match &record.source {
+            Some(crate::CeilingSource::Measured { measurement }) => vec![measurement],
+            Some(crate::CeilingSource::Derived { inputs, .. }) => inputs.iter().collect(),
+            None => vec![],
+        };
+        for name in named {
+            let Some(m) = older.measurement(name) else {
+                continue;
+            };
+            match out.measurement(name) {
+                Some(have) if have == m => continue,
+                Some(_) => return Err(MergeError::Clash(name.clone())),
+                None => {}
+            }
+            if out.engine(&m.engine).is_none() {
+                if let Some(decl) = older.engine(&m.engine) {
+                    out.engines.push(decl.clone());
+                }
+            }
+            out.measurements.push(m.clone());
+        }
+        record.carried_from = Some(from.clone());
+        out.ceilings.insert(key.clone(), value);
+        out.ceiling_records.insert(key.clone(), record);
+    }
+    Ok((out, keys))
 }
 
 /// The serial numbers of the drives `older` wrote, when each is in `newer`'s run as it was
@@ -244,6 +341,7 @@ mod tests {
             .iter()
             .map(|(k, v)| {
                 let record = crate::CeilingRecord {
+                    carried_from: None,
                     value: *v,
                     meta: crate::v1::ceiling_meta(k, None),
                     engine: Some(crate::EngineId::new("io-uring")),
@@ -445,5 +543,70 @@ mod tests {
             write_carry(&profile("node7", two_drives("1.0")), &older),
             carried_both()
         );
+    }
+
+    #[test]
+    fn merge_writes_the_carried_ceilings_into_the_newer_profile_marked_with_their_run() {
+        let mut older = write_run("node7", two_drives("1.0"), &BDFS);
+        older.provenance.finished_at = "2026-11-28T10:00:00+00:00".into();
+        let newer = profile("node7", two_drives("1.0"));
+        let (merged, keys) = merge(&newer, &older, "hardware_profile_2026-11-28.yaml").unwrap();
+        let Some(WriteCarry::Carried { keys: want, .. }) = carried_both() else {
+            unreachable!()
+        };
+        assert_eq!(keys, want);
+        for key in &keys {
+            assert_eq!(merged.ceilings[key], older.ceilings[key]);
+            let r = merged.ceiling_record(key).unwrap();
+            assert_eq!(
+                r.carried_from,
+                Some(CarriedFrom {
+                    file: "hardware_profile_2026-11-28.yaml".into(),
+                    finished_at: "2026-11-28T10:00:00+00:00".into(),
+                    drives: vec!["S1".into(), "S2".into()],
+                })
+            );
+        }
+        // The newer run's own ceilings are as they were, and nothing else is carried.
+        assert_eq!(merged.ceilings["nvme_raw_1drive_read_gbps"], 6.9);
+        assert_eq!(merged.ceilings.len(), newer.ceilings.len() + keys.len());
+        // Merged again: it has write ceilings now, so there is nothing to carry.
+        assert_eq!(
+            merge(&merged, &older, "x.yaml").unwrap_err(),
+            MergeError::NewerHasWrites
+        );
+        // A later read-only run is merged from the write run, not from the merged profile.
+        let later = profile("node7", two_drives("1.0"));
+        assert_eq!(
+            merge(&later, &merged, "merged.yaml").unwrap_err(),
+            MergeError::CarriedAgain("hardware_profile_2026-11-28.yaml".into())
+        );
+    }
+
+    #[test]
+    fn merge_refuses_other_drives_incomplete_runs_and_an_older_run_without_writes() {
+        let older = write_run("node7", two_drives("1.0"), &BDFS);
+        assert_eq!(
+            merge(&profile("node7", two_drives("2.0")), &older, "o.yaml").unwrap_err(),
+            MergeError::Refused(
+                "drive S1, which it wrote, has another firmware revision now (1.0 then, 2.0 now)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            merge(&profile("node8", two_drives("1.0")), &older, "o.yaml").unwrap_err(),
+            MergeError::Refused("its run was on host node7, this one on node8".into())
+        );
+        let read_only = profile("node7", two_drives("1.0"));
+        assert_eq!(
+            merge(&read_only, &read_only, "o.yaml").unwrap_err(),
+            MergeError::OlderHasNoWrites
+        );
+        let mut interrupted = older.clone();
+        interrupted.provenance.interrupted = true;
+        assert!(matches!(
+            merge(&read_only, &interrupted, "o.yaml").unwrap_err(),
+            MergeError::Incomplete { which: "older", .. }
+        ));
     }
 }

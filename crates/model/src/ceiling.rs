@@ -231,6 +231,22 @@ pub struct CeilingRecord {
     /// (version 1 files without `ceiling_sources`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<CeilingSource>,
+    /// Present on a ceiling this run did not measure but took from an earlier run of the same
+    /// drives (`hwceiling merge`): that run, and the drives it was measured on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried_from: Option<CarriedFrom>,
+}
+
+/// The earlier run a carried ceiling was measured in ([`CeilingRecord::carried_from`]). Its
+/// `source` names measurements that `hwceiling merge` copied from that run's profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CarriedFrom {
+    /// The file name of that run's profile.
+    pub file: String,
+    /// When that run finished (its `provenance.finished_at`).
+    pub finished_at: String,
+    /// The serial numbers of the drives that run wrote (blank then).
+    pub drives: Vec<String>,
 }
 
 #[cfg(test)]
@@ -240,6 +256,7 @@ mod tests {
     #[test]
     fn a_record_reads_back_as_written_with_its_facts_flat() {
         let r = CeilingRecord {
+            carried_from: None,
             value: 55.4,
             meta: CeilingMeta::gbps(Some(PathId::H2d))
                 .gpu("gpu0")

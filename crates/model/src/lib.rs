@@ -24,7 +24,7 @@ pub mod v1;
 pub mod warning;
 pub mod xxh3;
 
-pub use ceiling::{Better, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
+pub use ceiling::{Better, CarriedFrom, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
 pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Steady, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};

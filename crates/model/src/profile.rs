@@ -939,6 +939,7 @@ mod tests {
             .iter()
             .map(|(k, v)| {
                 let record = CeilingRecord {
+                    carried_from: None,
                     value: *v,
                     meta: crate::v1::ceiling_meta(k, None),
                     engine: None,

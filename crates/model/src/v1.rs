@@ -488,6 +488,7 @@ fn records(
                 .map(|m| m.engine.clone())
                 .filter(|e| inputs.iter().all(|m| &m.engine == e));
             let record = CeilingRecord {
+                carried_from: None,
                 value,
                 meta: ceiling_meta(key, of.map(|m| m.path)),
                 engine,

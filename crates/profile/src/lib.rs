@@ -213,6 +213,7 @@ impl Ceilings {
     ) {
         let Some(v) = value else { return };
         let record = CeilingRecord {
+            carried_from: None,
             value: v,
             meta,
             engine: source.map(|m| m.engine.clone()),
@@ -238,6 +239,7 @@ impl Ceilings {
             .map(|m| m.engine.clone())
             .filter(|e| inputs.iter().all(|m| &m.engine == e));
         let record = CeilingRecord {
+            carried_from: None,
             value: v,
             meta,
             engine,

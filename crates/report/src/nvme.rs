@@ -1195,6 +1195,31 @@ mod tests {
     }
 
     #[test]
+    fn a_write_ceiling_carried_from_an_earlier_run_says_so_in_its_row() {
+        let mut p = equal_medians_profile();
+        let row = |p: &hwc_model::Profile| {
+            line_starting(&render(p), "| NVMe → Host write (1 drive)").to_string()
+        };
+        assert!(!row(&p).contains("carried"), "{}", row(&p));
+        p.ceiling_records
+            .get_mut("nvme_raw_1drive_write_gbps")
+            .unwrap()
+            .carried_from = Some(hwc_model::CarriedFrom {
+            file: "hardware_profile_2026-11-28.yaml".into(),
+            finished_at: "2026-11-28T10:00:00+00:00".into(),
+            drives: vec!["S1".into()],
+        });
+        assert!(
+            row(&p).ends_with(
+                "| carried from hardware_profile_2026-11-28.yaml, a write run that finished \
+                 2026-11-28T10:00:00+00:00, on blank drives |"
+            ),
+            "{}",
+            row(&p)
+        );
+    }
+
+    #[test]
     fn a_profile_without_ceiling_sources_keeps_the_equal_median_search() {
         // A profile written before `ceiling_sources`: the old rule, the first measurement of
         // the path with the figure's median (here the 2-drive QD16 case, which it cannot tell

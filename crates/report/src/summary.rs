@@ -444,7 +444,7 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
                 format!("{label} ({drives} drive)"),
                 ceiling_cell(p, key, path, None, v),
                 "drive PCIe link / aggregate".into(),
-                String::new(),
+                carried_note(p, key),
             ]);
         }
     }
@@ -470,6 +470,19 @@ fn nvme_rows(p: &Profile, rows: &mut Vec<Vec<String>>) {
             None => rows.push(absent(label, "knee of the size sweep", path)),
         }
     }
+}
+
+/// Where the profile records ceiling `key` as carried from an earlier run (`hwceiling merge`),
+/// that run; else nothing.
+fn carried_note(p: &Profile, key: &str) -> String {
+    p.ceiling_record(key)
+        .and_then(|r| r.carried_from.as_ref())
+        .map_or_else(String::new, |c| {
+            format!(
+                "carried from {}, a write run that finished {}, on blank drives",
+                c.file, c.finished_at
+            )
+        })
 }
 
 /// The GPU with the best NUMA-local H2D peak: the warm ceiling feeding the cold path, chosen as

@@ -146,6 +146,7 @@ pub fn with_sources(mut p: Profile, sources: &[(&str, CeilingSource)]) -> Profil
             CeilingSource::Derived { .. } => None,
         };
         let record = hwc_model::CeilingRecord {
+            carried_from: None,
             value,
             meta: hwc_model::v1::ceiling_meta(key, measured.map(|m| m.path)),
             engine: measured.map(|m| m.engine.clone()),
@@ -169,6 +170,7 @@ fn record_missing(mut p: Profile) -> Profile {
     for (key, value) in &p.ceilings {
         if p.ceiling_record(key).is_none() {
             let record = hwc_model::CeilingRecord {
+                carried_from: None,
                 value: *value,
                 meta: hwc_model::v1::ceiling_meta(key, None),
                 engine: None,
