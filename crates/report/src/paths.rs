@@ -802,11 +802,19 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     if lines.is_empty() {
         return;
     }
-    let pct = hwc_model::sched::DISTURBED_ABOVE_PCT;
+    // The share each summary was judged by, as the profile records it.
+    let mut pcts: Vec<String> = Vec::new();
+    for (_, l) in &lines {
+        let pct = l.disturbed_above_pct.to_string();
+        if !pcts.contains(&pct) {
+            pcts.push(pct);
+        }
+    }
     let _ = write!(
         out,
-        "*disturbed*: scheduling kept a copy thread off its CPU for over {pct} % of a repetition \
-         (docs/usage.md); "
+        "*disturbed*: scheduling kept a copy thread off its CPU for over {} % of a repetition \
+         (docs/usage.md); ",
+        pcts.join(" or ")
     );
     let counted: Vec<_> = lines.iter().map(|&(_, l)| l.counts).collect();
     let hit = counted
