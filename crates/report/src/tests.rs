@@ -1765,3 +1765,39 @@ fn the_gpu_and_host_state_through_the_run_is_one_row_each() {
         "| host | 1 | performance | 2400–3100 MHz | madvise | 0 pages | nothing |"
     );
 }
+
+#[test]
+fn appendix_b_lists_each_placement_once_and_appendix_a_names_each_measurements() {
+    let p = profile_with(false, |rs| {
+        let pl = rs[1].measurement.placement.as_mut().unwrap();
+        pl.cpus = Some("0-1".into());
+        pl.verified = false;
+        pl.detail = "dst not checked".into();
+        rs[2].measurement.placement = None;
+    });
+    let md = render(&p);
+    let b = &md[md.find("## Appendix B").unwrap()..];
+    let rows: Vec<&str> = b
+        .lines()
+        .filter(|l| l.starts_with("| P") && !l.starts_with("| Placement"))
+        .collect();
+    let others = p.measurements.len() - 2;
+    assert_eq!(
+        rows,
+        [
+            format!(
+                "| P1 | 0 | yes | {others} | src on node 0 (256 pages checked); dst on node 0 \
+                 (256 pages checked) |"
+            ),
+            "| P2 | 0-1 | no | 1 | dst not checked |".to_string(),
+        ],
+        "{b}"
+    );
+    let flags = |i: usize| {
+        let row = line_starting(&md, &format!("|`{}`|", p.measurements[i].key));
+        row.rsplit('|').nth(1).unwrap().to_string()
+    };
+    assert_eq!(flags(0), "P1, cache");
+    assert_eq!(flags(1), "P2, cache, placement unverified");
+    assert_eq!(flags(2), "");
+}
