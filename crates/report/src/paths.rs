@@ -111,6 +111,9 @@ fn flagged(m: &Measurement) -> String {
     if m.unsteady() {
         s.push_str(" *unsteady*");
     }
+    if disturbed(m).is_some() {
+        s.push_str(" *disturbed*");
+    }
     s
 }
 
@@ -148,31 +151,30 @@ fn matrix<'a>(
     table(out, &head, &rows);
 }
 
+/// What the cells hold and how many repetitions made them: the count where every case had the
+/// same, else the range (each case's own is in Appendix A).
 fn reps_line(out: &mut String, ms: &[&Measurement]) {
-    // (timed, warm-up) → the sizes measured so, most repetitions first.
-    let mut ns: BTreeMap<(u32, u32), BTreeSet<u64>> = BTreeMap::new();
-    for m in ms {
-        ns.entry((m.gbps.n, m.warmup))
-            .or_default()
-            .insert(m.spec.size_bytes());
+    let ns: BTreeSet<u32> = ms.iter().map(|m| m.gbps.n).collect();
+    let warmups: BTreeSet<u32> = ms.iter().map(|m| m.warmup).collect();
+    let range = |set: &BTreeSet<u32>| match (set.first(), set.last()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a} to {b}"),
+        _ => String::new(),
+    };
+    if ms.is_empty() {
+        return;
     }
-    let several = ns.len() > 1;
-    let desc: Vec<String> = ns
-        .iter()
-        .rev()
-        .map(|((n, w), sizes)| {
-            let at = if several {
-                let sizes: Vec<String> = sizes.iter().map(|&b| size_label(b)).collect();
-                format!(" ({})", sizes.join(", "))
-            } else {
-                String::new()
-            };
-            format!("{n} timed repetitions after {w} warm-up{at}")
-        })
-        .collect();
-    if !desc.is_empty() {
-        let _ = writeln!(out, "Cells: median GB/s ± spread; {}.\n", desc.join(" or "));
-    }
+    let each = if ns.len() > 1 || warmups.len() > 1 {
+        " (each case's: Appendix A)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "Cells: median GB/s ± spread; {} timed repetitions after {} warm-up{each}.\n",
+        range(&ns),
+        range(&warmups)
+    );
 }
 
 /// Which of `paths`' figures were held to a spread (as the profile records it, so the line
@@ -191,11 +193,9 @@ fn spread_limit_line(out: &mut String, p: &Profile, paths: &[PathId]) {
     let limits: Vec<String> = limits.iter().map(|l| format!("{l} %")).collect();
     let _ = writeln!(
         out,
-        "Copies of {} or more here are held to a spread of {}: where a window of timed \
-         repetitions spread more, the case was timed again (at once, and once more after the \
-         other GPU copy cases) and its cell is the steadiest window's (for a duplex pair, timed together, the window whose two figures went least \
-         past their limits; its `evidence.windows` lists every window); *unsteady* marks a cell whose kept \
-         window spread more.\n",
+        "Copies of {} or more here are held to a spread of {}: one that spread more was timed \
+         again and keeps its steadiest window (docs/gpu-method.md); *unsteady*: that window \
+         still spread more.\n",
         size_label(smallest),
         limits.join(" or ")
     );
@@ -546,12 +546,7 @@ fn gpu_copies(out: &mut String, p: &Profile) {
                 streams_label(if m.path == PathId::H2d { "H2D" } else { "D2H" }, m)
             };
             matrix(out, "Size", rows.iter().copied(), column);
-            placement_footnote(
-                out,
-                &rows,
-                |m| format!("{} at ", column(m)),
-                "where their buffers lie moves small copies that read device memory",
-            );
+            placement_footnote(out, &rows, |m| format!("{} at ", column(m)));
         }
         duplex(out, p, gpu);
     }
@@ -635,26 +630,15 @@ fn duplex(out: &mut String, p: &Profile, gpu: &str) {
         ],
         &rows,
     );
-    placement_footnote(
-        out,
-        &ms,
-        |_| String::new(),
-        "where their buffers lie moves small duplex copies; the H2D and D2H figures of a \
-         size are two cases, timed in the same repetitions at the placement one search chose (the \
-         D2H figure's notes say it was timed with the H2D case; profiles of older builds searched \
-         for each, and their notes say whose search chose it); of the \
-         one-way figures the penalties compare with, only those footnoted so above searched",
-    );
+    placement_footnote(out, &ms, |_| String::new());
 }
 
 /// Under a table: per `subject` (`D2H 1-stream at `; empty under a duplex table), the sizes
-/// whose figures were measured at the fastest placement tried, when there are any,
-/// with `why`.
+/// whose figures were measured at the fastest placement tried, when there are any.
 fn placement_footnote(
     out: &mut String,
     ms: &[&Measurement],
     subject: impl Fn(&Measurement) -> String,
-    why: &str,
 ) {
     let mut searched: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     for m in ms.iter().filter(|m| m.evidence.placement_search.is_some()) {
@@ -667,9 +651,8 @@ fn placement_footnote(
         let labels: Vec<String> = sizes.iter().map(|&s| size_label(s)).collect();
         let _ = writeln!(
             out,
-            "*{subject}{}*: measured at the fastest of several placements in their buffers \
-             tried first ({why}). Which ends moved and every placement's rate are in the \
-             measurement's `evidence.placement_search` in the YAML profile.\n",
+            "*{subject}{}*: measured at the fastest of several placements in their buffers, \
+             tried first (`evidence.placement_search`; docs/gpu-method.md).\n",
             labels.join(", ")
         );
     }
@@ -694,13 +677,7 @@ fn d2d(out: &mut String, p: &Profile) {
         out.push_str(
             "*cache*: source and destination fit in the GPU's L2 — a cache figure, not HBM.\n\n",
         );
-        placement_footnote(
-            out,
-            &mine,
-            |m| format!("{} at ", column(m)),
-            "where their buffers lie, and the stream they are queued on, move copies that stay \
-             in the L2 cache",
-        );
+        placement_footnote(out, &mine, |m| format!("{} at ", column(m)));
     }
     waivers(out, p, PathId::D2d);
     out.push('\n');
@@ -733,8 +710,7 @@ fn host_ram(out: &mut String, p: &Profile) {
         let _ = writeln!(
             out,
             "`memcpy` gives each thread one call of size ÷ threads; glibc writes calls of {shown} \
-             or more with non-temporal stores and shorter ones through the cache (each case's \
-             notes say which), so its sweep can level off where the calls fall under that.\n"
+             or more with non-temporal stores.\n"
         );
     }
     let nodes = |m: &Measurement| m.spec.host_copy().map(|c| (c.src_node, c.dst_node));
@@ -803,57 +779,61 @@ fn host_ram(out: &mut String, p: &Profile) {
 
 /// Each case's scheduling summary, key first; empty for profiles of builds before the summary
 /// was a field of its own.
-pub(crate) fn scheduling_lines<'a>(
-    ms: &[&'a Measurement],
-) -> Vec<(&'a str, &'a hwc_model::SchedSummary)> {
+fn scheduling_lines<'a>(ms: &[&'a Measurement]) -> Vec<(&'a str, &'a hwc_model::SchedSummary)> {
     ms.iter()
         .filter_map(|m| Some((m.key.as_str(), m.evidence.scheduling.as_ref()?)))
         .collect()
 }
 
-/// Under the host RAM tables: what the scheduling lines count and why, the lines of the cases
-/// with a disturbed repetition, and how many had none (every case's line is in Appendix C);
-/// nothing where no case has a line (profiles of earlier builds).
+/// The repetition counts of a case that scheduling disturbed at least once; `None` otherwise.
+pub(crate) fn disturbed(m: &Measurement) -> Option<hwc_model::RepCounts> {
+    m.evidence
+        .scheduling
+        .as_ref()?
+        .counts
+        .filter(|c| c.disturbed > 0)
+}
+
+/// Under the host RAM tables: the rule in one sentence and how many cases it flagged (their
+/// lines are in Appendix C, every repetition's counters in the raw JSON); nothing where no case
+/// has a scheduling summary (profiles of earlier builds).
 fn scheduling(out: &mut String, ms: &[&Measurement]) {
     let lines = scheduling_lines(ms);
     if lines.is_empty() {
         return;
     }
-    let pct = hwc_model::sched::DISTURBED_ABOVE_PCT;
-    let _ = writeln!(
+    // The share each summary was judged by, as the profile records it.
+    let mut pcts: Vec<String> = Vec::new();
+    for (_, l) in &lines {
+        let pct = l.disturbed_above_pct.to_string();
+        if !pcts.contains(&pct) {
+            pcts.push(pct);
+        }
+    }
+    let _ = write!(
         out,
-        "Scheduling of each case's timed repetitions, read around each one (before its start, and \
-         after each thread's own part): every copy thread's run-queue delay (its `/proc/thread-self/schedstat`) and \
-         involuntary context switches (`getrusage`), and the time the hypervisor stole from its \
-         CPU (`/proc/stat`, counted in ticks of 1/USER_HZ s, 10 ms at the usual 100 Hz: steal is \
-         known to a tick). A repetition is *disturbed* when one thread waited for its CPU, or \
-         had it stolen, for more than {pct} % of the repetition: a `memcpy` repetition lasts as \
-         long as its slowest thread, so less time off the CPU moves its figure by less than \
-         {pct} % and cannot explain spreads of several per cent, while more can explain at least \
-         that much ({pct} % is also the spread the GPU copies are held to; with one tick of \
-         steal over {pct} % of any repetition under a second, any steal counted on a thread's \
-         CPU marks one). Disturbed repetitions stay in every figure; each line says whether \
-         they were the slow ones.\n"
+        "*disturbed*: scheduling kept a copy thread off its CPU for over {} % of a repetition \
+         (docs/usage.md); ",
+        pcts.join(" or ")
     );
-    let counted: Vec<_> = lines.iter().map(|&(k, l)| (k, l, l.counts)).collect();
-    let hit: Vec<_> = counted
+    let counted: Vec<_> = lines.iter().map(|&(_, l)| l.counts).collect();
+    let hit = counted
         .iter()
-        .filter(|c| c.2.is_some_and(|c| c.disturbed > 0))
-        .collect();
+        .filter(|c| c.is_some_and(|c| c.disturbed > 0))
+        .count();
     let calm = counted
         .iter()
-        .filter(|c| c.2.is_some_and(|c| c.undisturbed()))
+        .filter(|c| c.is_some_and(|c| c.undisturbed()))
         .count();
     // No disturbed repetition among those judged, but some could not be judged.
     let partly = counted
         .iter()
-        .filter(|c| c.2.is_some_and(|c| c.disturbed == 0 && c.not_judged > 0))
+        .filter(|c| c.is_some_and(|c| c.disturbed == 0 && c.not_judged > 0))
         .count();
-    let unread = counted.len() - hit.len() - calm - partly;
+    let unread = counted.len() - hit - calm - partly;
     let _ = write!(
         out,
-        "{} of {} case(s) had a disturbed repetition",
-        hit.len(),
+        "{hit} of {} case(s) had a disturbed repetition",
         counted.len()
     );
     if calm > 0 {
@@ -869,11 +849,35 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
     if unread > 0 {
         let _ = write!(out, "; for {unread} the counters could not be read");
     }
-    out.push_str(" (every case's line: Appendix C).\n\n");
-    for (key, line, _) in &hit {
-        let _ = writeln!(out, "- `{key}`: {line}");
+    if hit > 0 {
+        out.push_str(" (listed in Appendix C; every counter in the raw JSON).\n\n");
+    } else {
+        out.push_str(" (every counter in the raw JSON).\n\n");
     }
-    if !hit.is_empty() {
+}
+
+/// Appendix C: each case with a disturbed repetition, and how many of its repetitions were (the
+/// counters behind it are the case's `evidence.scheduling` and the raw JSON); nothing where none
+/// was.
+pub(crate) fn disturbed_cases(out: &mut String, ms: &[&Measurement]) {
+    let hit: Vec<(&str, hwc_model::RepCounts)> = ms
+        .iter()
+        .filter_map(|m| Some((m.key.as_str(), disturbed(m)?)))
+        .collect();
+    if hit.is_empty() {
+        return;
+    }
+    out.push_str(
+        "## Appendix C — cases scheduling disturbed\n\n\
+         Their counters: `evidence.scheduling` in the profile, every repetition's in the raw \
+         JSON.\n\n",
+    );
+    for (key, c) in hit {
+        let _ = write!(out, "- `{key}`: {} of {} repetitions", c.disturbed, c.of);
+        if c.not_judged > 0 {
+            let _ = write!(out, " ({} not judged)", c.not_judged);
+        }
         out.push('\n');
     }
+    out.push('\n');
 }

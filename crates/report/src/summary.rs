@@ -758,9 +758,19 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
     for (name, g) in &p.gpus {
         let link = p.topology.links.iter().find(|l| &l.device == name);
         if let (Some(peak), Some(l)) = (g.h2d_peak_numa_local_gbps, link) {
+            // One line: the share of the link, and of its TLP-adjusted limit where known.
+            let tlp = match (l.tlp_read_gbps, l.min_mps_bytes) {
+                (Some(tlp), Some(mps)) => format!(
+                    ", {} % of its TLP-adjusted limit for DMA reads ({} GB/s at an MPS of {mps} \
+                     bytes: docs/pcie.md)",
+                    fixed(peak / tlp * 100.0, 1),
+                    gbps(tlp)
+                ),
+                _ => String::new(),
+            };
             v.push(format!(
                 "{name} H2D peaks at {} GB/s, {} % of its Gen{} x{} link's theoretical {} GB/s \
-                 (computed from the link, not measured).",
+                 (computed from the link, not measured){tlp}.",
                 ceiling_cell(
                     p,
                     &ceiling_key::warm_h2d_peak(name),
@@ -773,14 +783,6 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
                 l.width,
                 gbps(l.theoretical_gbps)
             ));
-            if let (Some(tlp), Some(mps)) = (l.tlp_read_gbps, l.min_mps_bytes) {
-                v.push(format!(
-                    "{name} H2D is {} % of its TLP-adjusted limit for DMA reads, {} GB/s at an \
-                     MPS of {mps} bytes (a model of the wire: docs/pcie.md).",
-                    fixed(peak / tlp * 100.0, 1),
-                    gbps(tlp)
-                ));
-            }
         }
         if let (Some(total), Some(h), Some(d)) = (
             g.duplex_total_gbps,
