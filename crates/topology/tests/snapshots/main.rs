@@ -2,7 +2,18 @@
 //! value below is read off the snapshot's own files.
 
 mod fixtures;
+#[cfg(feature = "hwloc-oracle")]
 mod oracle;
+
+/// Without the feature (no libhwloc-dev needed), the hwloc cross-check is not built: say so.
+#[cfg(not(feature = "hwloc-oracle"))]
+#[test]
+fn hwloc_cross_check_needs_its_feature() {
+    eprintln!(
+        "SKIPPED: the hwloc cross-check of the snapshots is built with --features \
+         hwc-topology/hwloc-oracle (needs libhwloc-dev libudev-dev pkg-config; .ci/run turns it on)"
+    );
+}
 
 use hwc_model::topology::{NumaSource, PciFunction};
 use hwc_model::Topology;
