@@ -58,7 +58,6 @@ def main():
           f"(min {min(ratios):.4f}, max {max(ratios):.4f})")
     print(f"medians that moved more than the wider of their two spreads: {len(outside)}"
           + (": " + ", ".join(outside) if outside else ""))
-    big = [r for r in rows if r[0].split("/")[0] in ("h2d", "d2h", "duplex", "d2d")]
     print("\n| case | " + la + " median (spread, N) | " + lb + " median (spread, N) | ratio | "
           "A in B's range | B in A's range | " + la + " s | " + lb + " s |")
     print("|---|---|---|---|---|---|---|---|")
@@ -66,9 +65,12 @@ def main():
         f = lambda g: f"{g['median']:.2f} (±{g['spread_pct']:.2f} %, {g['n']})"
         print(f"| {key} | {f(ga)} | {f(gb)} | {ratio:.4f} | {'yes' if in_b else 'no'} | "
               f"{'yes' if in_a else 'no'} | {sa:.2f} | {sb:.2f} |")
-    large = [(k, ga) for k, ga, *_ in rows if "MiB" in k and any(
-        k.split("/")[0] == p for p in ("h2d", "d2h", "duplex")) and "pageable" not in k
-        and int(k.split("/")[4].replace("MiB", "") if k.split("/")[4].endswith("MiB") else 0) >= 4]
+    def pinned_large(m):
+        # Pinned H2D, D2H and duplex copies of 4 MiB or more, by the case's typed spec.
+        s = m["spec"]
+        return (m["path"] in ("h2d", "d2h", "duplex") and s.get("kind") == "gpu_copy"
+                and s.get("host_memory") == "pinned" and s.get("size_bytes", 0) >= 4 << 20)
+    large = [(k, ga) for k, ga, *_ in rows if pinned_large(a[k]["measurement"])]
     over = [(k, g["spread_pct"]) for k, g in large if g["spread_pct"] > 1.0]
     print(f"\n{la}: pinned H2D/D2H/duplex copies of >= 4 MiB: {len(large)}, spread over 1 %: "
           + (", ".join(f"{k} {s:.2f} %" for k, s in over) if over else "none"))

@@ -8,7 +8,7 @@
 //! H2D copies 1–7 % where they had spread about 0.1 % (D2H stayed within 0.5 %): the reads'
 //! completions share the downstream direction with H2D's (docs/measurements.md).
 
-use hwc_model::{GpuCaseState, LinkState, Range};
+use hwc_model::{ClockEvent, GpuCaseState, LinkState, Range};
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::Device;
@@ -90,33 +90,38 @@ impl<'n> StateWatch<'n> {
     }
 }
 
-/// NVML's clock-event reasons as names, the idle one left out (the copies kept the GPU busy;
-/// NVML still sets it between batches).
-pub(crate) fn reason_names(bits: u64) -> Vec<String> {
-    const NAMES: [(ThrottleReasons, &str); 9] = [
+/// NVML's clock-event reason bits as events, the idle one left out (the copies kept the GPU
+/// busy; NVML still sets it between batches).
+pub(crate) fn reasons(bits: u64) -> Vec<ClockEvent> {
+    const EVENTS: [(ThrottleReasons, ClockEvent); 8] = [
         (
             ThrottleReasons::APPLICATIONS_CLOCKS_SETTING,
-            "applications_clocks_setting",
+            ClockEvent::ApplicationsClocksSetting,
         ),
-        (ThrottleReasons::SW_POWER_CAP, "sw_power_cap"),
-        (ThrottleReasons::HW_SLOWDOWN, "hw_slowdown"),
-        (ThrottleReasons::SYNC_BOOST, "sync_boost"),
-        (ThrottleReasons::SW_THERMAL_SLOWDOWN, "sw_thermal_slowdown"),
-        (ThrottleReasons::HW_THERMAL_SLOWDOWN, "hw_thermal_slowdown"),
+        (ThrottleReasons::SW_POWER_CAP, ClockEvent::SwPowerCap),
+        (ThrottleReasons::HW_SLOWDOWN, ClockEvent::HwSlowdown),
+        (ThrottleReasons::SYNC_BOOST, ClockEvent::SyncBoost),
+        (
+            ThrottleReasons::SW_THERMAL_SLOWDOWN,
+            ClockEvent::SwThermalSlowdown,
+        ),
+        (
+            ThrottleReasons::HW_THERMAL_SLOWDOWN,
+            ClockEvent::HwThermalSlowdown,
+        ),
         (
             ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
-            "hw_power_brake_slowdown",
+            ClockEvent::HwPowerBrakeSlowdown,
         ),
         (
             ThrottleReasons::DISPLAY_CLOCK_SETTING,
-            "display_clock_setting",
+            ClockEvent::DisplayClockSetting,
         ),
-        (ThrottleReasons::GPU_IDLE, "gpu_idle"),
     ];
-    NAMES
+    EVENTS
         .iter()
-        .filter(|(r, name)| *name != "gpu_idle" && bits & r.bits() != 0)
-        .map(|(_, name)| (*name).to_string())
+        .filter(|(r, _)| bits & r.bits() != 0)
+        .map(|(_, e)| *e)
         .collect()
 }
 
@@ -129,10 +134,10 @@ pub(crate) fn summarize(
     link_max: Option<LinkState>,
     replays: Option<(u32, u32)>,
 ) -> GpuCaseState {
-    let mut clock_events: Vec<String> = samples
+    let mut clock_events: Vec<ClockEvent> = samples
         .iter()
         .filter_map(|s| s.reasons)
-        .flat_map(reason_names)
+        .flat_map(reasons)
         .collect();
     clock_events.sort();
     clock_events.dedup();
@@ -196,7 +201,7 @@ mod tests {
         );
         assert_eq!(s.temperature_c, Some(Range { min: 41, max: 41 }));
         // The idle reason is left out; the power cap is named once.
-        assert_eq!(s.clock_events, ["sw_power_cap"]);
+        assert_eq!(s.clock_events, [ClockEvent::SwPowerCap]);
         assert_eq!(s.link_under_load, Some(LinkState { gen: 4, width: 8 }));
         assert!(s.downtrained());
         assert_eq!(s.pcie_replays, Some(3));

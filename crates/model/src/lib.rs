@@ -29,9 +29,9 @@ pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
 pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Steady, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
-    failure_groups, AerIncrease, CaseResult, Evidence, Failure, FailureGroup, GpuCaseState,
-    HostCaseState, Measurement, PhaseSeconds, Placement, PlacementSearch, Range, Stats,
-    WallClockDisagreement, Windows,
+    failure_groups, AerIncrease, CaseResult, ClockEvent, Evidence, Failure, FailureGroup,
+    GpuCaseState, HostCaseState, Measurement, PhaseSeconds, Placement, PlacementSearch, Range,
+    Stats, WallClockDisagreement, Windows,
 };
 pub use run::{LeftOut, Narrowing, RunChoices, RunConfig, RunWritten, Selection};
 pub use sched::{

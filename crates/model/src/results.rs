@@ -71,6 +71,51 @@ pub struct Evidence {
     pub host_state: Option<HostCaseState>,
 }
 
+/// One of NVML's clock-event (throttle) reasons, but idle.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockEvent {
+    ApplicationsClocksSetting,
+    SwPowerCap,
+    HwSlowdown,
+    SyncBoost,
+    SwThermalSlowdown,
+    HwThermalSlowdown,
+    HwPowerBrakeSlowdown,
+    DisplayClockSetting,
+}
+
+impl ClockEvent {
+    /// Its name in the profile (`sw_power_cap`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockEvent::ApplicationsClocksSetting => "applications_clocks_setting",
+            ClockEvent::SwPowerCap => "sw_power_cap",
+            ClockEvent::HwSlowdown => "hw_slowdown",
+            ClockEvent::SyncBoost => "sync_boost",
+            ClockEvent::SwThermalSlowdown => "sw_thermal_slowdown",
+            ClockEvent::HwThermalSlowdown => "hw_thermal_slowdown",
+            ClockEvent::HwPowerBrakeSlowdown => "hw_power_brake_slowdown",
+            ClockEvent::DisplayClockSetting => "display_clock_setting",
+        }
+    }
+
+    /// It slows the clocks (a power cap, a thermal or hardware slowdown); the others are
+    /// settings.
+    pub fn slows(self) -> bool {
+        matches!(
+            self,
+            ClockEvent::SwPowerCap
+                | ClockEvent::HwSlowdown
+                | ClockEvent::SwThermalSlowdown
+                | ClockEvent::HwThermalSlowdown
+                | ClockEvent::HwPowerBrakeSlowdown
+        )
+    }
+}
+
 /// The smallest and largest of a reading over a case's samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Range {
@@ -107,10 +152,10 @@ pub struct GpuCaseState {
     pub mem_clock_mhz: Option<Range>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature_c: Option<Range>,
-    /// Clock-event (throttle) reasons seen in any sample, NVML's names (`sw_power_cap`,
-    /// `hw_slowdown`, …); the idle reason is left out, since the copies kept the GPU busy.
+    /// Clock-event (throttle) reasons seen in any sample, each once; the idle reason is left
+    /// out, since the copies kept the GPU busy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub clock_events: Vec<String>,
+    pub clock_events: Vec<ClockEvent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistence_mode: Option<bool>,
     /// The slowest link of the samples (generation and width each their lowest): the first
@@ -129,18 +174,11 @@ impl GpuCaseState {
     /// The clock-event reasons that slow the clocks (power cap, thermal and hardware
     /// slowdowns), of those seen; the others (application clocks, sync boost, display) are
     /// settings, not slowdowns.
-    pub fn slowdowns(&self) -> Vec<String> {
-        const SLOWDOWNS: [&str; 5] = [
-            "sw_power_cap",
-            "hw_slowdown",
-            "sw_thermal_slowdown",
-            "hw_thermal_slowdown",
-            "hw_power_brake_slowdown",
-        ];
+    pub fn slowdowns(&self) -> Vec<ClockEvent> {
         self.clock_events
             .iter()
-            .filter(|e| SLOWDOWNS.contains(&e.as_str()))
-            .cloned()
+            .copied()
+            .filter(|e| e.slows())
             .collect()
     }
 

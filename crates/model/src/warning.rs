@@ -49,7 +49,10 @@ pub enum WarningKind {
     LinkDowntrainedUnderLoad { count: usize },
     /// GPU copies during which NVML reported clocks slowed (power cap, thermal or hardware
     /// slowdown; `evidence.gpu_state.clock_events`): `reasons`, each once.
-    GpuClocksSlowed { count: usize, reasons: Vec<String> },
+    GpuClocksSlowed {
+        count: usize,
+        reasons: Vec<crate::ClockEvent>,
+    },
     /// Cases during which a host setting changed (a governor, transparent huge pages, the
     /// hugepage pool; `evidence.host_state.changed`).
     HostSettingsChanged { count: usize },
@@ -217,7 +220,11 @@ impl std::fmt::Display for WarningKind {
                 f,
                 "{count} GPU copy measurement(s) ran while NVML reported clocks slowed ({}): \
                  check cooling and power limits, and rerun",
-                reasons.join(", ")
+                reasons
+                    .iter()
+                    .map(|r| r.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             WarningKind::HostSettingsChanged { count } => write!(
                 f,

@@ -425,7 +425,8 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
     let slowed: Vec<&hwc_model::GpuCaseState> =
         gpu_states().filter(|g| !g.slowdowns().is_empty()).collect();
     if !slowed.is_empty() {
-        let mut reasons: Vec<String> = slowed.iter().flat_map(|g| g.slowdowns()).collect();
+        let mut reasons: Vec<hwc_model::ClockEvent> =
+            slowed.iter().flat_map(|g| g.slowdowns()).collect();
         reasons.sort();
         reasons.dedup();
         w.push(

@@ -1208,7 +1208,8 @@ fn measurements_that_saw_pcie_errors_are_counted_in_a_warning() {
 fn each_case_s_gpu_and_host_state_is_warned_of_where_it_went_wrong() {
     use hwc_model::{GpuCaseState, HostCaseState, LinkState, Range, WarningKind};
     let gen5 = LinkState { gen: 5, width: 16 };
-    let state = |replays: u64, load: LinkState, events: &[&str]| GpuCaseState {
+    use hwc_model::ClockEvent;
+    let state = |replays: u64, load: LinkState, events: &[ClockEvent]| GpuCaseState {
         samples: 4,
         sm_clock_mhz: Some(Range {
             min: 1755,
@@ -1217,15 +1218,18 @@ fn each_case_s_gpu_and_host_state_is_warned_of_where_it_went_wrong() {
         link_under_load: Some(load),
         link_max: Some(gen5),
         pcie_replays: Some(replays),
-        clock_events: events.iter().map(|e| e.to_string()).collect(),
+        clock_events: events.to_vec(),
         ..Default::default()
     };
     let mut steady = gpu_copy(PathId::H2d, Some(0), 4 * MIB, 1, 53.0);
     // Sync boost is a setting, not a slowdown.
-    steady.measurement.evidence.gpu_state = Some(state(0, gen5, &["sync_boost"]));
+    steady.measurement.evidence.gpu_state = Some(state(0, gen5, &[ClockEvent::SyncBoost]));
     let mut replayed = gpu_copy(PathId::D2h, Some(0), 4 * MIB, 1, 53.0);
-    replayed.measurement.evidence.gpu_state =
-        Some(state(2, LinkState { gen: 4, width: 16 }, &["sw_power_cap"]));
+    replayed.measurement.evidence.gpu_state = Some(state(
+        2,
+        LinkState { gen: 4, width: 16 },
+        &[ClockEvent::SwPowerCap],
+    ));
     replayed.measurement.evidence.host_state = Some(HostCaseState {
         governors: vec!["performance".into()],
         changed: vec!["governor powersave → performance".into()],
@@ -1240,7 +1244,7 @@ fn each_case_s_gpu_and_host_state_is_warned_of_where_it_went_wrong() {
     assert!(kinds.contains(&&WarningKind::LinkDowntrainedUnderLoad { count: 1 }));
     assert!(kinds.contains(&&WarningKind::GpuClocksSlowed {
         count: 1,
-        reasons: vec!["sw_power_cap".into()]
+        reasons: vec![ClockEvent::SwPowerCap]
     }));
     assert!(kinds.contains(&&WarningKind::HostSettingsChanged { count: 1 }));
     // The states read back.

@@ -55,8 +55,11 @@ pub(crate) fn render(out: &mut String, p: &Profile) {
             .filter(|m| m.spec.gpu() == Some(g))
             .filter_map(|m| m.evidence.gpu_state.as_ref())
             .collect();
-        let mut events: Vec<String> = states.iter().flat_map(|s| s.clock_events.clone()).collect();
-        events.sort();
+        let mut events: Vec<&str> = states
+            .iter()
+            .flat_map(|s| s.clock_events.iter().map(|e| e.as_str()))
+            .collect();
+        events.sort_unstable();
         events.dedup();
         let slowest = {
             let links: Vec<LinkState> = states.iter().filter_map(|s| s.link_under_load).collect();

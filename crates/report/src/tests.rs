@@ -1724,7 +1724,7 @@ fn the_gpu_and_host_state_through_the_run_is_one_row_each() {
                 }),
                 temperature_c: Some(Range { min: 35, max: 40 }),
                 clock_events: if i == 1 {
-                    vec!["sw_power_cap".into()]
+                    vec![hwc_model::ClockEvent::SwPowerCap]
                 } else {
                     vec![]
                 },
