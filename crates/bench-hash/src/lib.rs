@@ -34,8 +34,9 @@ use hwc_model::{
     Case, CellKind, EngineDecl, EngineId, HashSpec, HashVariant, Needs, PathId, SimdPath, Spec,
 };
 use hwc_numa::NumaBuffer;
-use hwc_runner::{BenchError, Engine, Prepared, Rep};
+use hwc_runner::{BenchError, Engine, Idle, Prepared, Rep};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -348,6 +349,8 @@ pub struct HashEngine {
     /// Bytes of the last-level cache on the whole machine, when known: blocks under it are
     /// cache-resident.
     llc_bytes: Option<u64>,
+    /// Where `/proc` is (its `stat` feeds the idle guard).
+    proc_root: PathBuf,
     /// Paths whose check ([`check_path`]) has passed in this run.
     checked: Vec<SimdPath>,
     /// The last memory-resident working set, kept for the next case of its size and node
@@ -400,11 +403,17 @@ impl WorkingSet {
 }
 
 impl HashEngine {
-    /// `node_cpus`: each node's CPUs in pinning order (see `hwc_bench_host::pinning_order`).
-    pub fn new(node_cpus: BTreeMap<u32, Vec<u32>>, llc_bytes: Option<u64>) -> Self {
+    /// `node_cpus`: each node's CPUs in pinning order (see `hwc_bench_host::pinning_order`);
+    /// `proc_root`: where `/proc` is, for the idle guard.
+    pub fn new(
+        node_cpus: BTreeMap<u32, Vec<u32>>,
+        llc_bytes: Option<u64>,
+        proc_root: impl Into<PathBuf>,
+    ) -> Self {
         HashEngine {
             node_cpus,
             llc_bytes,
+            proc_root: proc_root.into(),
             checked: Vec::new(),
             working_set: None,
         }
@@ -474,6 +483,20 @@ impl Engine for HashEngine {
             return Err(BenchError::failed("no working set"));
         };
         Ok(Box::new(Workers::start(&spec, &cpus, Some(set))?))
+    }
+
+    /// The host engines' CPU guard: a hash case shares the cores it runs on, and for a
+    /// memory-resident set the memory, with whatever else is busy.
+    fn idle_check(&mut self, case: &Case) -> Idle {
+        let Some(Ok(cpus)) = case.spec.hash().map(|s| self.cpus_for(s)) else {
+            return Idle::Idle;
+        };
+        hwc_bench_host::cpus_idle(&self.proc_root, &cpus)
+    }
+
+    /// The working set is freed after the engine's last case, for the next engine's cases.
+    fn finish(&mut self) {
+        self.working_set = None;
     }
 
     fn environment(&self) -> hwc_model::Environment {

@@ -118,7 +118,7 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
     }
     let cpus = hwc_numa::current_affinity();
     let threads = cpus.len().min(2) as u32;
-    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 30));
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 30), "/proc");
     for simd in runnable() {
         for variant in HashVariant::ALL {
             let c = case(simd, variant, 4096, threads);
@@ -136,6 +136,7 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
     let mut small_cache = HashEngine::new(
         BTreeMap::from([(0, hwc_numa::current_affinity())]),
         Some(1 << 20),
+        "/proc",
     );
     let c = case(SimdPath::Scalar, HashVariant::Xxh3_128, 4 << 20, threads);
     let mut p = small_cache.prepare(&c).expect("prepare");
@@ -147,7 +148,7 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
 
 #[test]
 fn a_case_of_more_threads_than_cpus_is_unavailable() {
-    let mut engine = HashEngine::new(BTreeMap::from([(0, vec![0])]), None);
+    let mut engine = HashEngine::new(BTreeMap::from([(0, vec![0])]), None, "/proc");
     let c = case(SimdPath::Scalar, HashVariant::Xxh3_64, 4096, 2);
     if available().is_ok() {
         assert!(matches!(
@@ -163,7 +164,7 @@ fn a_case_records_where_its_threads_ran() {
         return;
     }
     let cpus = hwc_numa::current_affinity();
-    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 20));
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 20), "/proc");
     let c = case(SimdPath::Scalar, HashVariant::Xxh3_64, 4096, 1);
     let p = engine.prepare(&c).expect("prepare");
     let placed = p.placement().expect("a placement");
@@ -172,4 +173,28 @@ fn a_case_records_where_its_threads_ran() {
         !placed.verified,
         "a thread's own block is first-touch, not checked"
     );
+}
+
+#[test]
+fn a_hash_case_is_refused_as_contended_while_a_cpu_spins() {
+    let cpus = hwc_numa::current_affinity();
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 20), "/proc");
+    let c = case(SimdPath::Scalar, HashVariant::Xxh3_64, 4096, 1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let idle = engine.idle_check(&c);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    match idle {
+        hwc_runner::Idle::Busy(why) => assert!(why.contains("busy before the case"), "{why}"),
+        hwc_runner::Idle::Idle => panic!("a spinning CPU was not seen"),
+    }
 }

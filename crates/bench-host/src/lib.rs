@@ -121,6 +121,10 @@ pub struct HostMemcpy {
     /// sweep runs several in a row; mapping, faulting and filling 2 × 1 GiB takes about a
     /// second).
     spare: Option<Buffers>,
+    /// Host engines given cases in this run that have not finished: the last to finish frees
+    /// the buffers, so the memory is back before the next engine's cases (a path that maps
+    /// memory next reuses pages the VM or the kernel has already backed).
+    unfinished: usize,
     /// glibc's `memcpy` writes calls at least this long with non-temporal stores (read from the
     /// dynamic loader), when known.
     non_temporal_threshold: Option<u64>,
@@ -159,6 +163,7 @@ impl HostMemcpy {
             non_temporal_threshold: kernel::glibc_non_temporal_threshold(),
             proc_root: proc_root.into(),
             spare: None,
+            unfinished: 0,
         }
     }
 
@@ -276,15 +281,26 @@ impl Engine for HostEngine {
             .collect()
     }
 
+    fn expect(&mut self, cases: &[&Case]) {
+        if !cases.is_empty() {
+            self.state.borrow_mut().unfinished += 1;
+        }
+    }
+
+    fn finish(&mut self) {
+        let mut state = self.state.borrow_mut();
+        state.unfinished = state.unfinished.saturating_sub(1);
+        if state.unfinished == 0 {
+            state.spare = None;
+        }
+    }
+
     fn idle_check(&mut self, case: &Case) -> Idle {
         let state = self.state.borrow();
         let Ok(cpus) = host_spec(case).and_then(|s| state.cpus_for(s)) else {
             return Idle::Idle;
         };
-        let Ok((a, b)) = idle::sample(&state.proc_root, IDLE_WINDOW) else {
-            return Idle::Idle;
-        };
-        busy_reason(&a, &b, &cpus).map_or(Idle::Idle, Idle::Busy)
+        cpus_idle(&state.proc_root, &cpus)
     }
 }
 
@@ -317,6 +333,16 @@ fn mib(bytes: u64) -> String {
 /// usual 100 Hz).
 const IDLE_WINDOW: Duration = Duration::from_millis(50);
 
+/// The CPU idle guard of a case whose threads run on `cpus`: two `/proc/stat` samples
+/// [`IDLE_WINDOW`] apart under `proc_root`, judged by [`busy_reason`]. Idle where `/proc/stat`
+/// cannot be read (the guard cannot tell; the case's own spread still shows contention).
+pub fn cpus_idle(proc_root: &std::path::Path, cpus: &[u32]) -> Idle {
+    let Ok((a, b)) = idle::sample(proc_root, IDLE_WINDOW) else {
+        return Idle::Idle;
+    };
+    busy_reason(&a, &b, cpus).map_or(Idle::Idle, Idle::Busy)
+}
+
 /// Why a case on `cpus` would run contended, from two `/proc/stat` samples: its own CPUs busy
 /// beyond [`BUSY_THRESHOLD`] on average, or any one CPU of the machine busier than
 /// [`ONE_CPU_BUSY`] (a copy's repetition lasts as long as its slowest thread, and another
@@ -338,7 +364,7 @@ fn busy_reason(
     match idle::busiest(a, b) {
         Some((cpu, one)) if one > ONE_CPU_BUSY => Some(format!(
             "CPU {cpu} was {:.0} % busy before the case (work anywhere on the machine shares \
-             its memory with the copy{})",
+             its memory with the case{})",
             one * 100.0,
             if cpus.contains(&cpu) {
                 ", and this CPU runs one of its threads"
@@ -575,16 +601,18 @@ impl<'a> PreparedCopy<'a> {
     ) -> Result<Self, BenchError> {
         let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
         let key = (size, src_node, dst_node, huge);
-        let bufs = match home.take() {
-            Some(mut b) if b.key == key => {
+        let kept = home.take().filter(|b| b.key == key);
+        let bufs = match kept {
+            Some(mut b) => {
                 // The source still holds the pattern (copies only read it); the destination
                 // holds the last case's copy of it, so it is cleared: a copy that does nothing
                 // must not pass the check.
                 b.dst.as_mut_slice()[..size].fill(0);
                 b
             }
-            // Anything else is freed before the new buffers are mapped.
-            _ => {
+            // Buffers of another key were freed by the `filter` above, before the new ones
+            // are mapped.
+            None => {
                 let alloc = |node| {
                     NumaBuffer::new(size, node, huge).map_err(|e| BenchError::failed(e.to_string()))
                 };

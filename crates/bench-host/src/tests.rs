@@ -306,6 +306,32 @@ fn the_two_engines_share_their_buffers() {
 }
 
 #[test]
+fn the_buffers_are_freed_when_the_last_engine_given_cases_finishes() {
+    let topo = this_machine();
+    let (mut memcpy, mut streaming) = engines(&topo, "/proc");
+    let c = case(1 << 20, 1);
+    memcpy.expect(&[&c]);
+    streaming.expect(&[&case_of(STREAMING, 1 << 20, 1)]);
+    drop(memcpy.prepare(&c).unwrap());
+    let spare = |e: &HostEngine| e.state.borrow().spare.is_some();
+    assert!(spare(&memcpy), "kept for the next case");
+    memcpy.finish();
+    assert!(
+        spare(&streaming),
+        "the streaming engine's cases may still reuse them"
+    );
+    streaming.finish();
+    assert!(!spare(&memcpy), "freed once both have finished");
+    // An engine given no cases does not hold them.
+    let (mut only, mut idle) = engines(&topo, "/proc");
+    only.expect(&[&c]);
+    idle.expect(&[]);
+    drop(only.prepare(&c).unwrap());
+    only.finish();
+    assert!(!spare(&only));
+}
+
+#[test]
 fn the_page_wise_pattern_fill_is_the_byte_pattern() {
     for len in [0, 1, 4095, 4096, 4097, 3 * 4096 + 17, (1 << 20) + 5] {
         let mut buf = vec![0u8; len];

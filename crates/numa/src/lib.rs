@@ -146,7 +146,11 @@ impl NumaBuffer {
             Some(n) => bind(raw, len, n)?.err(),
             None => None,
         };
-        buf.prefault(page);
+        // Bound pages land on their node whoever touches them, so several threads may fault
+        // them in (first touches cost most where a VM backs its memory lazily); unbound pages
+        // land where the toucher runs, so only this thread touches them.
+        let bound = node.is_some() && bind_error.is_none();
+        buf.prefault(page, if bound { prefault_threads(len) } else { 1 });
         buf.placement = match (node, bind_error) {
             (None, _) => PlacementCheck::Unverified("no node requested".into()),
             (Some(_), Some(e)) => PlacementCheck::Unverified(format!("mbind failed: {e}")),
@@ -155,12 +159,27 @@ impl NumaBuffer {
         Ok(buf)
     }
 
-    fn prefault(&mut self, page: usize) {
-        let base = self.ptr.as_ptr();
-        for off in (0..self.len).step_by(page) {
-            // SAFETY: off < len, inside our mapping; volatile so the touch is not elided.
-            unsafe { std::ptr::write_volatile(base.add(off), 0) };
+    /// Touch every page, on `threads` threads each taking a contiguous share.
+    fn prefault(&mut self, page: usize, threads: usize) {
+        let share = self.len.div_ceil(threads.max(1)).next_multiple_of(page);
+        let touch = |part: &mut [u8]| {
+            let base = part.as_mut_ptr();
+            for off in (0..part.len()).step_by(page) {
+                // SAFETY: off < part.len(), inside our mapping; volatile so the touch is not
+                // elided.
+                unsafe { std::ptr::write_volatile(base.add(off), 0) };
+            }
+        };
+        let all = self.as_mut_slice();
+        if threads <= 1 {
+            touch(all);
+            return;
         }
+        std::thread::scope(|s| {
+            for part in all.chunks_mut(share) {
+                s.spawn(move || touch(part));
+            }
+        });
     }
 
     pub fn len(&self) -> usize {
@@ -195,6 +214,18 @@ impl NumaBuffer {
         Some(huge_bytes_in(&smaps, start, start + self.len as u64))
     }
 }
+
+/// Threads that fault in a bound buffer of `len` bytes: one per [`PREFAULT_SHARE_BYTES`], at
+/// most the CPUs this thread may run on and [`PREFAULT_THREADS_MAX`].
+fn prefault_threads(len: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (len / PREFAULT_SHARE_BYTES).clamp(1, cpus.min(PREFAULT_THREADS_MAX))
+}
+
+/// A prefault thread's share at least: smaller buffers fault in faster than threads start.
+const PREFAULT_SHARE_BYTES: usize = 64 << 20;
+/// Prefault threads at most.
+const PREFAULT_THREADS_MAX: usize = 8;
 
 /// Bytes of `[start, end)` that `smaps` shows backed by anonymous huge pages, at least: a
 /// mapping's `AnonHugePages` counts for the range only beyond what the mapping's part outside
@@ -416,6 +447,22 @@ mod tests {
             PlacementCheck::Unverified(why) => assert!(why.contains("failed"), "{why}"),
             other => panic!("node 0 binding misplaced pages: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_bound_buffer_is_faulted_in_by_up_to_one_thread_a_share() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(prefault_threads(PREFAULT_SHARE_BYTES - 1), 1);
+        assert_eq!(prefault_threads(2 * PREFAULT_SHARE_BYTES), cpus.min(2));
+        assert_eq!(prefault_threads(1 << 40), cpus.min(PREFAULT_THREADS_MAX));
+        // Faulted in on several threads, every page is there, zeroed and on its node.
+        let b = NumaBuffer::new(2 * PREFAULT_SHARE_BYTES + 4096, Some(0), true).unwrap();
+        assert!(b.as_slice().iter().step_by(4096).all(|&x| x == 0));
+        assert!(
+            !matches!(b.placement(), PlacementCheck::Misplaced { .. }),
+            "{:?}",
+            b.placement()
+        );
     }
 
     #[test]

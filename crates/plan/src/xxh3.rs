@@ -3,6 +3,8 @@
 //! memory-resident working set and `xxhsum -b`'s 100 KB block (to compare with it); and the
 //! widest path at both of the first two over the host-RAM thread sweep. Narrower paths only
 //! scale the same way more slowly, and sweeping each of them would double the CPU step's time.
+//! All on the first NUMA node with CPUs: a hash's speed is its core's and its local memory's,
+//! and a machine's sockets carry the same CPU model.
 
 use crate::{cpu_nodes, physical_cores, thread_sweep, waive, Cell, Matrix, PlanOptions};
 use hwc_model::xxh3::{CACHE_BLOCK_BYTES, XXHSUM_BLOCK_BYTES};

@@ -1315,7 +1315,7 @@ fn xxh3_figures_fill_cpu_features_and_read_back_from_yaml() {
     assert_eq!(f.xxh3_throughput_gbps.len(), 4);
     assert_eq!(
         f.xxh3_throughput_estimate.as_deref(),
-        Some("31.0 GB/s measured, 1 thread, AVX2, XXH3-64, 64 KiB")
+        Some("31.0 GB/s measured (median of 20, spread 2.0 %), 1 thread, AVX2, XXH3-64, 64 KiB")
     );
     assert_eq!(f.certus_recommended_hash, "XXH3_128bits (AVX2 path)");
     assert!(

@@ -219,7 +219,7 @@ fn hash_engine(topo: &Topology) -> hwc_bench_hash::HashEngine {
             )
         })
         .collect();
-    hwc_bench_hash::HashEngine::new(node_cpus, topo.platform.llc_bytes())
+    hwc_bench_hash::HashEngine::new(node_cpus, topo.platform.llc_bytes(), "/proc")
 }
 
 /// Each node's CPUs.
