@@ -207,10 +207,27 @@ pub fn waiver_text(w: &Waiver) -> String {
     }
 }
 
+/// A waiver as the report's sections say it: its scope and reason, and where its remedy is
+/// (§8 lists each remedy once, with every path it would measure).
+pub(crate) fn waiver_line(w: &Waiver) -> String {
+    let scope = match (&w.engine, &w.scope) {
+        (Some(e), Some(s)) => format!("{e}, {s}: "),
+        (Some(e), None) => format!("engine {e}: "),
+        (None, Some(s)) => format!("{s}: "),
+        (None, None) => String::new(),
+    };
+    let remedy = if w.hint.is_some() {
+        " (how to measure it: §8)"
+    } else {
+        ""
+    };
+    format!("{scope}{}{remedy}", w.reason)
+}
+
 /// Waivers of a path as a bullet list (nothing when none).
 pub(crate) fn waivers(out: &mut String, p: &Profile, path: PathId) {
     for w in p.waivers_of(path) {
-        let _ = writeln!(out, "- **Waived** — {}", waiver_text(w));
+        let _ = writeln!(out, "- **Waived** — {}", waiver_line(w));
     }
 }
 
@@ -502,8 +519,8 @@ fn xxh3_table(out: &mut String, p: &Profile) {
     }
     out.push_str(
         "XXH3 throughput of upstream xxHash (`xxhash.h`), one build per SIMD code path, chosen \
-         at run time; GB/s are bytes hashed per second (10⁹ B/s), the median of the timed \
-         repetitions. The tier is the path that hashed fastest on 1 thread with 64 KiB blocks.\n\n",
+         at run time; GB/s are bytes hashed per second (10⁹ B/s). The tier is the path that \
+         hashed fastest on 1 thread with 64 KiB blocks.\n\n",
     );
     if let Some(rule) = &f.certus_recommended_hash_rule {
         let _ = writeln!(
@@ -512,42 +529,9 @@ fn xxh3_table(out: &mut String, p: &Profile) {
             f.certus_recommended_hash
         );
     }
-    let rows: Vec<Vec<String>> = f
-        .xxh3_throughput_gbps
-        .iter()
-        .map(|x| {
-            vec![
-                x.path.label().to_string(),
-                x.variant.label().to_string(),
-                format!(
-                    "{}{}",
-                    size_label(x.size_bytes),
-                    if x.cache_resident { "" } else { " (memory)" }
-                ),
-                x.threads.to_string(),
-                gbps(x.gbps.median),
-                gbps(x.gbps.min),
-                gbps(x.gbps.max),
-                fixed(x.gbps.spread_pct, 1),
-                x.gbps.n.to_string(),
-            ]
-        })
-        .collect();
-    table(
-        out,
-        &[
-            "path",
-            "hash",
-            "block",
-            "threads",
-            "median GB/s",
-            "min",
-            "max",
-            "spread %",
-            "N",
-        ],
-        &rows,
-    );
+    let ms: Vec<&Measurement> = p.measurements_of(PathId::Xxh3).collect();
+    paths::reps_line(out, &ms);
+    xxh3_pivots(out, &f.xxh3_throughput_gbps);
     let measured: BTreeSet<hwc_model::SimdPath> =
         f.xxh3_throughput_gbps.iter().map(|x| x.path).collect();
     let missing: Vec<&str> = f
@@ -566,6 +550,103 @@ fn xxh3_table(out: &mut String, p: &Profile) {
     waivers(out, p, PathId::Xxh3);
     if p.waivers_of(PathId::Xxh3).next().is_some() {
         out.push('\n');
+    }
+}
+
+/// The XXH3 figures as two pivots: every path and variant on 1 thread by block (the rows of
+/// the comparison between paths), then the thread sweep by block and variant (the widest path's,
+/// the only one swept).
+fn xxh3_pivots(out: &mut String, figures: &[hwc_model::Xxh3Figure]) {
+    let cell = |x: &hwc_model::Xxh3Figure| {
+        format!("{} ±{} %", gbps(x.gbps.median), fixed(x.gbps.spread_pct, 1))
+    };
+    let block = |x: &hwc_model::Xxh3Figure| {
+        format!(
+            "{}{}",
+            size_label(x.size_bytes),
+            if x.cache_resident { "" } else { " (memory)" }
+        )
+    };
+    // Blocks in size order, each once.
+    let blocks = |pick: &dyn Fn(&&hwc_model::Xxh3Figure) -> bool| {
+        let mut v: Vec<(u64, String)> = figures
+            .iter()
+            .filter(pick)
+            .map(|x| (x.size_bytes, block(x)))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let one = blocks(&|x| x.threads == 1);
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut seen = Vec::new();
+    for x in figures.iter().filter(|x| x.threads == 1) {
+        if seen.contains(&(x.path, x.variant)) {
+            continue;
+        }
+        seen.push((x.path, x.variant));
+        let mut row = vec![x.path.label().to_string(), x.variant.label().to_string()];
+        for (size, _) in &one {
+            row.push(
+                figures
+                    .iter()
+                    .find(|y| {
+                        y.threads == 1
+                            && (y.path, y.variant, y.size_bytes) == (x.path, x.variant, *size)
+                    })
+                    .map_or_else(|| "—".into(), cell),
+            );
+        }
+        rows.push(row);
+    }
+    let mut head = vec!["path".to_string(), "hash".to_string()];
+    head.extend(one.iter().map(|(_, b)| format!("{b}, 1 thread")));
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(out, &head, &rows);
+    // The sweep: the paths with more than one thread count.
+    let swept: BTreeSet<hwc_model::SimdPath> = figures
+        .iter()
+        .filter(|x| x.threads > 1)
+        .map(|x| x.path)
+        .collect();
+    for path in swept {
+        // Every block and variant of which a figure took more than one thread (the 1-thread
+        // figures of the others are in the table above).
+        let swept_blocks: BTreeSet<(hwc_model::HashVariant, u64)> = figures
+            .iter()
+            .filter(|x| x.path == path && x.threads > 1)
+            .map(|x| (x.variant, x.size_bytes))
+            .collect();
+        let mine: Vec<&hwc_model::Xxh3Figure> = figures
+            .iter()
+            .filter(|x| x.path == path && swept_blocks.contains(&(x.variant, x.size_bytes)))
+            .collect();
+        let threads: BTreeSet<u32> = mine.iter().map(|x| x.threads).collect();
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut seen = Vec::new();
+        for x in &mine {
+            if seen.contains(&(x.variant, x.size_bytes)) {
+                continue;
+            }
+            seen.push((x.variant, x.size_bytes));
+            let mut row = vec![x.variant.label().to_string(), block(x)];
+            for t in &threads {
+                row.push(
+                    mine.iter()
+                        .find(|y| {
+                            (y.variant, y.size_bytes, y.threads) == (x.variant, x.size_bytes, *t)
+                        })
+                        .map_or_else(|| "—".into(), |y| cell(y)),
+                );
+            }
+            rows.push(row);
+        }
+        let _ = writeln!(out, "{path} over the thread sweep:\n");
+        let mut head = vec!["hash".to_string(), "block".to_string()];
+        head.extend(threads.iter().map(|t| format!("{t} thr")));
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        table(out, &head, &rows);
     }
 }
 
@@ -1016,54 +1097,64 @@ fn appendix(out: &mut String, p: &Profile) {
     if p.measurements.is_empty() {
         out.push_str("None.\n\n");
     } else {
-        let rows: Vec<Vec<String>> = p
-            .measurements
-            .iter()
-            .map(|m| {
-                let mut flags = Vec::new();
-                if m.cache_resident {
-                    flags.push("cache".to_string());
+        out.push_str(
+            "Grouped by path and engine: a case's key is its group's prefix and its cell.\n\n",
+        );
+        let row = |m: &Measurement| {
+            let mut flags = Vec::new();
+            if m.cache_resident {
+                flags.push("cache".to_string());
+            }
+            if m.contended {
+                flags.push("contended".to_string());
+            }
+            if m.unsteady() {
+                flags.push("unsteady".to_string());
+            }
+            if let Some(c) = paths::disturbed(m) {
+                flags.push(format!("disturbed {}/{}", c.disturbed, c.of));
+            }
+            if let Some(pl) = &m.placement {
+                if !pl.verified {
+                    flags.push("placement unverified".to_string());
                 }
-                if m.contended {
-                    flags.push("contended".to_string());
-                }
-                if m.unsteady() {
-                    flags.push("unsteady".to_string());
-                }
-                if let Some(c) = paths::disturbed(m) {
-                    flags.push(format!("disturbed {}/{}", c.disturbed, c.of));
-                }
-                if let Some(pl) = &m.placement {
-                    if !pl.verified {
-                        flags.push("placement unverified".to_string());
-                    }
-                }
-                // Its placement's index in Appendix B first, then its flags.
-                if let Some(i) = m
-                    .placement
-                    .as_ref()
-                    .and_then(|pl| placed.iter().position(|q| *q == pl))
-                {
-                    flags.insert(0, format!("P{}", i + 1));
-                }
-                vec![
-                    format!("`{}`", m.key),
-                    gbps(m.gbps.median),
-                    gbps(m.gbps.min),
-                    gbps(m.gbps.max),
-                    fixed(m.gbps.spread_pct, 1),
-                    m.gbps.n.to_string(),
-                    m.warmup.to_string(),
-                    m.cold_gbps.map(gbps).unwrap_or_else(|| "—".into()),
-                    flags.join(", "),
-                ]
-            })
-            .collect();
-        // The report's longest table, one row per measurement: its cells go unpadded.
-        compact_table(
-            out,
-            &[
-                "Case",
+            }
+            // Its placement's index in Appendix B first, then its flags.
+            if let Some(i) = m
+                .placement
+                .as_ref()
+                .and_then(|pl| placed.iter().position(|q| *q == pl))
+            {
+                flags.insert(0, format!("P{}", i + 1));
+            }
+            vec![
+                m.cell.clone(),
+                gbps(m.gbps.median),
+                gbps(m.gbps.min),
+                gbps(m.gbps.max),
+                fixed(m.gbps.spread_pct, 1),
+                m.gbps.n.to_string(),
+                m.warmup.to_string(),
+                m.cold_gbps.map(gbps).unwrap_or_else(|| "—".into()),
+                flags.join(", "),
+            ]
+        };
+        // Groups in the order their first measurement comes.
+        let mut groups: Vec<(PathId, &str)> = Vec::new();
+        for m in &p.measurements {
+            if !groups.contains(&(m.path, m.engine.as_str())) {
+                groups.push((m.path, m.engine.as_str()));
+            }
+        }
+        for (path, engine) in groups {
+            let mine: Vec<&Measurement> = p
+                .measurements
+                .iter()
+                .filter(|m| (m.path, m.engine.as_str()) == (path, engine))
+                .collect();
+            let warmups: BTreeSet<u32> = mine.iter().map(|m| m.warmup).collect();
+            let mut head = vec![
+                "Cell",
                 "Median GB/s",
                 "Min",
                 "Max",
@@ -1072,9 +1163,35 @@ fn appendix(out: &mut String, p: &Profile) {
                 "Warm-up",
                 "Cold GB/s",
                 "Placement, flags",
-            ],
-            &rows,
-        );
+            ];
+            let mut rows: Vec<Vec<String>> = mine.iter().map(|m| row(m)).collect();
+            let mut heading = format!("`{}/{engine}/`", path.as_str());
+            let placement_col = 8;
+            // What the whole group shares goes in its heading instead of a column: one
+            // placement with no flags, and one warm-up count.
+            let first = rows[0][placement_col].clone();
+            if first.starts_with('P')
+                && !first.contains(", ")
+                && rows.iter().all(|r| r[placement_col] == first)
+            {
+                let _ = write!(heading, ", placement {first}");
+                head.remove(placement_col);
+                for r in &mut rows {
+                    r.remove(placement_col);
+                }
+            }
+            let warmup_col = 6;
+            if let [w] = warmups.iter().collect::<Vec<_>>()[..] {
+                let _ = write!(heading, ", {w} warm-up each");
+                head.remove(warmup_col);
+                for r in &mut rows {
+                    r.remove(warmup_col);
+                }
+            }
+            let _ = writeln!(out, "{heading}\n");
+            // The report's longest tables, one row per measurement: their cells go unpadded.
+            compact_table(out, &head, &rows);
+        }
     }
     if !p.failures.is_empty() {
         out.push_str("### Failed cases\n\n");
@@ -1094,7 +1211,10 @@ fn appendix(out: &mut String, p: &Profile) {
     if placed.is_empty() {
         out.push_str("None.\n\n");
     } else {
-        out.push_str("Each placement once (Appendix A names each measurement's).\n\n");
+        out.push_str(
+            "Each placement once (Appendix A names each measurement's); a placement is verified \
+             unless it says not.\n\n",
+        );
         let rows: Vec<Vec<String>> = placed
             .iter()
             .enumerate()
@@ -1107,21 +1227,16 @@ fn appendix(out: &mut String, p: &Profile) {
                 vec![
                     format!("P{}", i + 1),
                     opt(&pl.cpus),
-                    if pl.verified {
-                        "yes".into()
-                    } else {
-                        "no".into()
-                    },
                     cases.to_string(),
-                    pl.detail.clone(),
+                    if pl.verified {
+                        pl.detail.clone()
+                    } else {
+                        format!("**not verified**: {}", pl.detail)
+                    },
                 ]
             })
             .collect();
-        table(
-            out,
-            &["Placement", "CPUs", "Verified", "Cases", "Detail"],
-            &rows,
-        );
+        table(out, &["Placement", "CPUs", "Cases", "Detail"], &rows);
     }
     let all: Vec<&Measurement> = p.measurements.iter().collect();
     paths::disturbed_cases(out, &all);

@@ -3,7 +3,7 @@
 //! link-saturated rows, and the BDFs each drive count used. Step 3's latency probes go to the
 //! inspection table, with the drives' power states and the long drive tests' tables.
 
-use crate::{cell, table, waiver_text, waivers};
+use crate::{cell, table, waivers};
 use hwc_model::long_tests::{GcSettleResult, NvmeLongTests, PowerStatesResult, ReadCacheResult};
 use hwc_model::text::fixed;
 use hwc_model::{size_label, Measurement, NvmeTest, PathId, Profile, Stats};
@@ -312,7 +312,7 @@ pub(crate) fn long_tests(out: &mut String, p: &Profile) {
         }
     }
     for w in &waived {
-        let _ = writeln!(out, "- **Waived** — {}", waiver_text(w));
+        let _ = writeln!(out, "- **Waived** — {}", crate::waiver_line(w));
     }
     if !waived.is_empty() {
         out.push('\n');

@@ -153,7 +153,7 @@ fn matrix<'a>(
 
 /// What the cells hold and how many repetitions made them: the count where every case had the
 /// same, else the range (each case's own is in Appendix A).
-fn reps_line(out: &mut String, ms: &[&Measurement]) {
+pub(crate) fn reps_line(out: &mut String, ms: &[&Measurement]) {
     let ns: BTreeSet<u32> = ms.iter().map(|m| m.gbps.n).collect();
     let warmups: BTreeSet<u32> = ms.iter().map(|m| m.warmup).collect();
     let range = |set: &BTreeSet<u32>| match (set.first(), set.last()) {
@@ -558,7 +558,7 @@ fn gpu_copies(out: &mut String, p: &Profile) {
     ] {
         for w in p.waivers_of(path) {
             let sep = if w.scope.is_some() { "," } else { ":" };
-            let _ = writeln!(out, "- **Waived** — {label}{sep} {}", crate::waiver_text(w));
+            let _ = writeln!(out, "- **Waived** — {label}{sep} {}", crate::waiver_line(w));
         }
     }
     out.push('\n');

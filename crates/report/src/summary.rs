@@ -1,6 +1,6 @@
 //! Section 7: the spec's four summary sub-tables and the crossover comparison.
 
-use crate::{gbps, table, waiver_text};
+use crate::{gbps, table};
 use hwc_model::ceiling_key;
 use hwc_model::text::fixed;
 use hwc_model::Covers;
@@ -655,7 +655,7 @@ fn p2p_cold_path(out: &mut String, p: &Profile) {
         let why = p
             .waivers_of(PathId::NvmeBar1)
             .find(|w| w.scope.as_deref() == Some(scope.as_str()))
-            .map(waiver_text)
+            .map(crate::waiver_line)
             .or_else(|| path_waiver(p, PathId::NvmeBar1))
             .unwrap_or_else(|| "not measured".into());
         let _ = writeln!(out, "Waived: {why}.\n");

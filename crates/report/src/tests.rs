@@ -339,11 +339,16 @@ fn the_one_gpu_report_stays_within_its_byte_budget() {
     // Every measurement is still in Appendix A, with its median, spread and N.
     let p = profile(true);
     for m in &p.measurements {
-        let row = line_starting(&md, &format!("|`{}`|", m.key));
-        let cells: Vec<&str> = row.split('|').collect();
-        assert_eq!(cells[2], crate::gbps(m.gbps.median), "{row}");
-        assert_eq!(cells[5], fixed(m.gbps.spread_pct, 1), "{row}");
-        assert_eq!(cells[6], m.gbps.n.to_string(), "{row}");
+        let (_, cells) = appendix_row(&md, &m.key);
+        assert_eq!(
+            cells["Median GB/s"],
+            crate::gbps(m.gbps.median),
+            "{cells:?}"
+        );
+        assert_eq!(cells["Min"], crate::gbps(m.gbps.min), "{cells:?}");
+        assert_eq!(cells["Max"], crate::gbps(m.gbps.max), "{cells:?}");
+        assert_eq!(cells["Spread %"], fixed(m.gbps.spread_pct, 1), "{cells:?}");
+        assert_eq!(cells["N"], m.gbps.n.to_string(), "{cells:?}");
     }
 }
 
@@ -633,6 +638,38 @@ fn line_starting<'a>(r: &'a str, start: &str) -> &'a str {
     r.lines()
         .find(|l| l.starts_with(start))
         .unwrap_or_else(|| panic!("no line starts with {start:?}:\n{r}"))
+}
+
+/// The Appendix A row of the measurement keyed `key`: its group's heading, and each cell by
+/// its column's name (a column the whole group shares is in the heading instead).
+fn appendix_row(md: &str, key: &str) -> (String, BTreeMap<String, String>) {
+    let a = &md[md.find("## Appendix A").expect("Appendix A")..];
+    let a = &a[..a.find("## Appendix B").unwrap_or(a.len())];
+    let mut parts = key.splitn(3, '/');
+    let (path, engine, cell) = (
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+        parts.next().unwrap(),
+    );
+    let group = format!("`{path}/{engine}/`");
+    let at = a
+        .lines()
+        .position(|l| l.starts_with(&group))
+        .unwrap_or_else(|| panic!("no group {group}:\n{a}"));
+    let lines: Vec<&str> = a.lines().skip(at).collect();
+    let head: Vec<&str> = lines[2].split('|').collect();
+    let row = lines
+        .iter()
+        .skip(4)
+        .take_while(|l| l.starts_with('|'))
+        .find(|l| l.starts_with(&format!("|{cell}|")))
+        .unwrap_or_else(|| panic!("no row {cell} in {group}:\n{a}"));
+    let cells = head
+        .iter()
+        .zip(row.split('|'))
+        .map(|(h, c)| (h.to_string(), c.to_string()))
+        .collect();
+    (lines[0].to_string(), cells)
 }
 
 #[test]
@@ -1013,8 +1050,8 @@ fn copies_held_to_a_spread_say_so_and_mark_the_cells_that_stayed_over_it() {
         ),
         "{md}"
     );
-    let appendix = line_starting(&md, "|`h2d/cuda-copy/gpu0/local/256MiB/s1`|");
-    assert!(appendix.ends_with(", unsteady|"), "{appendix}");
+    let (_, row) = appendix_row(&md, "h2d/cuda-copy/gpu0/local/256MiB/s1");
+    assert!(row["Placement, flags"].ends_with("unsteady"), "{row:?}");
     assert!(md.contains("> **Warning:** 1 measurement(s) spread more than they are held to"));
     // Without limits there is no such line.
     assert!(!render(&profile(true)).contains("held to a spread"));
@@ -1336,8 +1373,8 @@ fn the_repetitions_line_gives_the_range_of_counts_and_each_case_is_in_appendix_a
         "{path7}"
     );
     // Each case's count is in Appendix A.
-    let row = line_starting(&r, "|`host_ram/host-memcpy/n0-n0/4MiB/t1`|");
-    assert!(row.contains("|200|20|"), "{row}");
+    let (_, row) = appendix_row(&r, "host_ram/host-memcpy/n0-n0/4MiB/t1");
+    assert_eq!((row["N"].as_str(), row["Warm-up"].as_str()), ("200", "20"));
     // One count for every cell: that count.
     let r = render(&profile(false));
     assert!(r.contains("Cells: median GB/s ± spread; 20 timed repetitions after 3 warm-up.\n"));
@@ -1437,14 +1474,20 @@ fn a_disturbed_host_case_is_flagged_in_its_cells_and_listed_in_appendix_c() {
     // The disturbed case is flagged in its table cell and in Appendix A; the others are not.
     let section = &md[host..next];
     assert_eq!(section.matches("*disturbed*").count(), 2, "{section}");
-    let row = line_starting(&md, "|`host_ram/host-memcpy/n0-n0/256MiB/t1`|");
-    assert!(row.ends_with("disturbed 2/12|"), "{row}");
+    let (_, row) = appendix_row(&md, "host_ram/host-memcpy/n0-n0/256MiB/t1");
+    assert!(
+        row["Placement, flags"].ends_with("disturbed 2/12"),
+        "{row:?}"
+    );
     for key in [
         "host_ram/host-memcpy/n0-n0/256MiB/t2",
         "host_ram/host-streaming/n0-n0/256MiB/t1",
     ] {
-        let row = line_starting(&md, &format!("|`{key}`|"));
-        assert!(!row.contains("disturbed"), "{row}");
+        let (heading, row) = appendix_row(&md, key);
+        assert!(
+            !heading.contains("disturbed") && row.values().all(|c| !c.contains("disturbed")),
+            "{row:?}"
+        );
     }
     // Appendix C lists only the disturbed case, with its count; the counters' words stay in the
     // profile.
@@ -1817,14 +1860,23 @@ fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured()
             && line.ends_with("%), 1 thread, AVX2, XXH3-64, 64 KiB"),
         "{line}"
     );
-    assert!(
-        cpu.contains("| AVX2 | XXH3-64 | 64KiB | 1 | 30.50 |"),
-        "{cpu}"
+    // Every path and variant on 1 thread by block, then the swept path by thread count: each
+    // figure once, with its spread.
+    let t = |s: &str| -> Vec<String> { s.split(" | ").map(str::to_string).collect() };
+    assert_eq!(
+        t(line_starting(cpu, "| path |")),
+        t("| path | hash | 64KiB, 1 thread |")
     );
-    assert!(
-        cpu.contains("| AVX2 | XXH3-128 | 1GiB (memory) | 2 | 19.00 |"),
-        "{cpu}"
+    assert!(line_starting(cpu, "| Scalar | XXH3-64 | 7.25 ±").ends_with("% |"));
+    assert!(line_starting(cpu, "| AVX2 | XXH3-64 | 30.50 ±").ends_with("% |"));
+    assert!(line_starting(cpu, "| AVX2 | XXH3-128 | 28.00 ±").ends_with("% |"));
+    assert!(cpu.contains("AVX2 over the thread sweep:"), "{cpu}");
+    assert_eq!(
+        t(line_starting(cpu, "| hash | block |")),
+        t("| hash | block | 2 thr |")
     );
+    assert!(line_starting(cpu, "| XXH3-128 | 1GiB (memory) | 19.00 ±").ends_with("% |"));
+    assert_eq!(cpu.matches("19.00").count(), 1, "{cpu}");
     assert!(cpu.contains("Recommended hash: **XXH3_128bits (AVX2 path)**. Rule: XXH3-128 if"));
     assert!(
         cpu.contains("Not measured, though the flags allow them: SSE2"),
@@ -1852,17 +1904,14 @@ fn appendix_b_lists_each_placement_once_and_appendix_a_names_each_measurements()
         rows,
         [
             format!(
-                "| P1 | 0 | yes | {others} | src on node 0 (256 pages checked); dst on node 0 \
-                 (256 pages checked) |"
+                "| P1 | 0 | {others} | src on node 0 (256 pages checked); dst on node 0 (256 \
+                 pages checked) |"
             ),
-            "| P2 | 0-1 | no | 1 | dst not checked |".to_string(),
+            "| P2 | 0-1 | 1 | **not verified**: dst not checked |".to_string(),
         ],
         "{b}"
     );
-    let flags = |i: usize| {
-        let row = line_starting(&md, &format!("|`{}`|", p.measurements[i].key));
-        row.rsplit('|').nth(1).unwrap().to_string()
-    };
+    let flags = |i: usize| appendix_row(&md, &p.measurements[i].key).1["Placement, flags"].clone();
     assert_eq!(flags(0), "P1, cache");
     assert_eq!(flags(1), "P2, cache, placement unverified");
     assert_eq!(flags(2), "");
