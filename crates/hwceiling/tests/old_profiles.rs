@@ -33,7 +33,14 @@ fn a_version_1_profile_reports_with_its_engines_named() {
         md.contains("`host_ram/host-streaming/n0-n0/1GiB/t16`"),
         "{md}"
     );
-    assert!(md.contains("## Engines side by side"), "{md}");
+    let engines = md
+        .lines()
+        .find(|l| l.starts_with("Engines: "))
+        .expect("engines named");
+    assert!(
+        engines.contains("`host-memcpy`") && engines.contains("`host-streaming`"),
+        "{engines}"
+    );
     assert!(md.contains("| 55.39 (±1.3 %, N=12) |"), "the H2D peak row");
 }
 

@@ -119,10 +119,11 @@ pub(crate) fn engines_of(p: &Profile, ms: &[&Measurement]) -> Vec<EngineId> {
 
 /// Engines side by side: every cell of a path that more than one engine measured (the same
 /// spec), one row per cell and one column per engine, and which one the path's ceiling takes.
-/// Nothing where no cell was measured twice.
+/// Nothing where no cell was measured twice. Host RAM's are not repeated here: Path 7 shows
+/// each engine's table, one above the other, and names the best.
 fn engines(out: &mut String, p: &Profile) {
     let mut tables: Vec<(PathId, Vec<EngineId>, Vec<Vec<String>>)> = Vec::new();
-    for path in PathId::ALL {
+    for path in PathId::ALL.into_iter().filter(|&p| p != PathId::HostRam) {
         let ms: Vec<&Measurement> = p.measurements_of(path).collect();
         let mut cells: Vec<(&Spec, Vec<&Measurement>)> = Vec::new();
         for m in &ms {
@@ -1079,6 +1080,15 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
     s
 }
 
+/// A cell as Appendix A groups it: its first part with the `/` after it (`gpu0/`), and the
+/// rest (`local/4MiB/s1`); a cell of one part is all rest.
+fn cell_split(cell: &str) -> (&str, &str) {
+    match cell.find('/') {
+        Some(i) => cell.split_at(i + 1),
+        None => ("", cell),
+    }
+}
+
 /// Each distinct placement (CPUs, whether verified, what was checked) once, in the order the
 /// measurements first use it; Appendix A names each measurement's by its index (`P1`, `P2`, …).
 fn placements(p: &Profile) -> Vec<&hwc_model::Placement> {
@@ -1098,7 +1108,8 @@ fn appendix(out: &mut String, p: &Profile) {
         out.push_str("None.\n\n");
     } else {
         out.push_str(
-            "Grouped by path and engine: a case's key is its group's prefix and its cell.\n\n",
+            "Grouped by path, engine and the first part of the cell (a GPU, a node pair): a \
+             case's key is its group's prefix and its row's name.\n\n",
         );
         let row = |m: &Measurement| {
             let mut flags = Vec::new();
@@ -1128,7 +1139,7 @@ fn appendix(out: &mut String, p: &Profile) {
                 flags.insert(0, format!("P{}", i + 1));
             }
             vec![
-                m.cell.clone(),
+                cell_split(&m.cell).1.to_string(),
                 gbps(m.gbps.median),
                 gbps(m.gbps.min),
                 gbps(m.gbps.max),
@@ -1140,17 +1151,20 @@ fn appendix(out: &mut String, p: &Profile) {
             ]
         };
         // Groups in the order their first measurement comes.
-        let mut groups: Vec<(PathId, &str)> = Vec::new();
+        let mut groups: Vec<(PathId, &str, &str)> = Vec::new();
         for m in &p.measurements {
-            if !groups.contains(&(m.path, m.engine.as_str())) {
-                groups.push((m.path, m.engine.as_str()));
+            let g = (m.path, m.engine.as_str(), cell_split(&m.cell).0);
+            if !groups.contains(&g) {
+                groups.push(g);
             }
         }
-        for (path, engine) in groups {
+        for (path, engine, first) in groups {
             let mine: Vec<&Measurement> = p
                 .measurements
                 .iter()
-                .filter(|m| (m.path, m.engine.as_str()) == (path, engine))
+                .filter(|m| {
+                    (m.path, m.engine.as_str(), cell_split(&m.cell).0) == (path, engine, first)
+                })
                 .collect();
             let warmups: BTreeSet<u32> = mine.iter().map(|m| m.warmup).collect();
             let mut head = vec![
@@ -1165,7 +1179,7 @@ fn appendix(out: &mut String, p: &Profile) {
                 "Placement, flags",
             ];
             let mut rows: Vec<Vec<String>> = mine.iter().map(|m| row(m)).collect();
-            let mut heading = format!("`{}/{engine}/`", path.as_str());
+            let mut heading = format!("`{}/{engine}/{first}`", path.as_str());
             let placement_col = 8;
             // What the whole group shares goes in its heading instead of a column: one
             // placement with no flags, and one warm-up count.
@@ -1251,7 +1265,20 @@ fn appendix(out: &mut String, p: &Profile) {
         vec!["finished".into(), pv.finished_at.clone()],
         vec!["schema_version".into(), p.schema_version.to_string()],
     ];
-    let settings = pv.environment.iter().map(|(k, v)| (k, v.to_string()));
+    // A setting's note shows where it is short; a longer one (how an engine works, why it
+    // set what it set) stays in the profile's `provenance.environment`.
+    let mut long_notes = false;
+    let settings: Vec<(&String, String)> = pv
+        .environment
+        .iter()
+        .map(|(k, v)| match &v.about {
+            Some(about) if about.chars().count() > PROVENANCE_NOTE_MAX_CHARS => {
+                long_notes = true;
+                (k, format!("{} (note in the profile)", v.value))
+            }
+            _ => (k, v.to_string()),
+        })
+        .collect();
     for (k, v) in pv
         .options
         .iter()
@@ -1264,7 +1291,16 @@ fn appendix(out: &mut String, p: &Profile) {
         rows.push(vec![k.clone(), shown]);
     }
     table(out, &["Field", "Value"], &rows);
+    if long_notes {
+        out.push_str(
+            "*note in the profile*: the setting's note is in `provenance.environment` of the \
+             YAML profile.\n\n",
+        );
+    }
 }
+
+/// A setting's note longer than this is left to the profile (see `appendix`'s Provenance).
+const PROVENANCE_NOTE_MAX_CHARS: usize = 60;
 
 #[cfg(test)]
 mod tests;

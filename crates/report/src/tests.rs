@@ -645,13 +645,15 @@ fn line_starting<'a>(r: &'a str, start: &str) -> &'a str {
 fn appendix_row(md: &str, key: &str) -> (String, BTreeMap<String, String>) {
     let a = &md[md.find("## Appendix A").expect("Appendix A")..];
     let a = &a[..a.find("## Appendix B").unwrap_or(a.len())];
-    let mut parts = key.splitn(3, '/');
-    let (path, engine, cell) = (
+    // The group: path, engine and the cell's first part; the row: the rest of the cell.
+    let mut parts = key.splitn(4, '/');
+    let (path, engine, first, cell) = (
+        parts.next().unwrap(),
         parts.next().unwrap(),
         parts.next().unwrap(),
         parts.next().unwrap(),
     );
-    let group = format!("`{path}/{engine}/`");
+    let group = format!("`{path}/{engine}/{first}/`");
     let at = a
         .lines()
         .position(|l| l.starts_with(&group))
@@ -1915,4 +1917,31 @@ fn appendix_b_lists_each_placement_once_and_appendix_a_names_each_measurements()
     assert_eq!(flags(0), "P1, cache");
     assert_eq!(flags(1), "P2, cache, placement unverified");
     assert_eq!(flags(2), "");
+}
+
+#[test]
+fn provenance_shows_a_settings_short_note_and_leaves_a_long_one_to_the_profile() {
+    let mut p = profile(false);
+    let long = "x".repeat(super::PROVENANCE_NOTE_MAX_CHARS + 1);
+    p.provenance.environment.insert(
+        "a.short".into(),
+        hwc_model::Setting::about("1", "short note"),
+    );
+    p.provenance.environment.insert(
+        "a.long".into(),
+        hwc_model::Setting::about("2", long.clone()),
+    );
+    let md = render(&p);
+    let prov = &md[md.find("## Provenance").unwrap()..];
+    assert!(prov.contains("| a.short | 1 (short note) |"), "{prov}");
+    assert!(
+        prov.contains("| a.long | 2 (note in the profile) |"),
+        "{prov}"
+    );
+    assert!(!prov.contains(&long));
+    assert!(
+        prov.contains("*note in the profile*: the setting's note is in `provenance.environment`")
+    );
+    // Without a long note, no footnote.
+    assert!(!render(&profile(false)).contains("*note in the profile*"));
 }
