@@ -69,6 +69,9 @@ if command -v gcc >/dev/null && [[ -n "$inc" ]]; then
   for r in 1 2 3; do
     for o in O2 O3; do "$out/optlevel-$o" >"$out/optlevel-$o-$r.txt"; done
     "$xxhsum" -b5 -i2 >"$out/optlevel-xxhsum-$r.txt" 2>&1
+    # The same for XXH3-128 beside xxhsum -b11 (files ending -128), read by hand.
+    for o in O2 O3; do "$out/optlevel-$o" 128 >"$out/optlevel-$o-$r-128.txt"; done
+    "$xxhsum" -b11 -i2 >"$out/optlevel-xxhsum-$r-128.txt" 2>&1
   done
 else
   echo "no gcc or xxhash.h here: the -O2/-O3 check of xxhsum's path is left out" >&2

@@ -32,6 +32,18 @@ pub enum Snapshot {
 
 static ROOTS: [OnceLock<PathBuf>; 5] = [const { OnceLock::new() }; 5];
 
+/// Whether the snapshots are here; where the project's shared folder is not beside this
+/// checkout (a fresh clone of the repository alone), says that the test skipped.
+pub fn present() -> bool {
+    let here = Path::new(FIXTURES).is_dir();
+    if !here {
+        eprintln!(
+            "skipped: the /sys snapshots of the project's shared folder ({FIXTURES}) are not here"
+        );
+    }
+    here
+}
+
 impl Snapshot {
     pub const ALL: [Snapshot; 5] = [
         Snapshot::H200,
