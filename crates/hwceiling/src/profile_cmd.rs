@@ -196,7 +196,6 @@ pub fn report(a: &ReportArgs) -> Result<i32> {
         .iter()
         .map(|c| hwc_report::ChartLink {
             path: c.path,
-            title: c.title.clone(),
             href: format!("{dir_name}/{}", c.file_name),
         })
         .collect();

@@ -165,7 +165,7 @@ fn profile_writes_report_profile_and_raw_record_that_read_back() {
     let written = std::fs::read_to_string(&md_path).unwrap();
     let o = run(&["report", yaml_path.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(written.contains("- Chart: "));
+    assert!(written.contains("\nCharts: ["));
     assert_eq!(stdout(&o), hwc_testkit::without_chart_links(&written));
     // A second run the same day gets distinct names and leaves the first untouched.
     let o = run(&args);

@@ -117,7 +117,7 @@ fn a_report_written_to_a_file_gets_its_charts_beside_it() {
         );
     }
     let stdout = stdout(&run(&["report", &fixture("v1-h200-a.yaml")]));
-    assert!(!stdout.contains("- Chart: "));
+    assert!(!stdout.contains("Charts: "));
     // Nothing is written over: the same file again is refused, and no chart is touched.
     let o = run(&[
         "report",

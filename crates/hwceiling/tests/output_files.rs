@@ -571,7 +571,15 @@ fn the_report_links_every_chart_written_beside_it() {
                 .unwrap()
                 .starts_with("<svg"));
         }
-        let links = md.lines().filter(|l| l.starts_with("- Chart: ")).count();
-        assert_eq!(links, svgs.len(), "one line per chart");
+        let links: usize = md
+            .lines()
+            .filter(|l| l.starts_with("Charts: "))
+            .map(|l| l.matches("](").count())
+            .sum();
+        assert_eq!(
+            links,
+            svgs.len(),
+            "each chart linked once, on its section's line"
+        );
     }
 }

@@ -30,8 +30,6 @@ pub fn render(p: &Profile) -> String {
 pub struct ChartLink {
     /// The path whose section links it; `None`: the platform section (the topology).
     pub path: Option<PathId>,
-    /// What it shows (the link's text).
-    pub title: String,
     /// Where it is, relative to the report: `charts-<date>/h2d-gpu0-pinned-node0.svg`.
     pub href: String,
 }
@@ -43,10 +41,7 @@ pub fn render_with_charts(p: &Profile, charts: &[ChartLink]) -> String {
     let charts: Vec<ChartLink> = charts
         .iter()
         .filter(|c| plain_href(&c.href))
-        .map(|c| ChartLink {
-            title: escape_markdown(&escape_control(&c.title)).into_owned(),
-            ..c.clone()
-        })
+        .cloned()
         .collect();
     match escape_strings(p, escape_markdown) {
         Ok(safe) => render_escaped(&safe, &charts),
@@ -68,15 +63,20 @@ fn plain_href(href: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
-/// One line per chart of `path` (`None`: the topology), then a blank line; nothing when none.
+/// The charts of `path` (`None`: the topology) on one line, each link named by its file (what
+/// it shows is its caption), then a blank line; nothing when none.
 pub(crate) fn chart_links(out: &mut String, charts: &[ChartLink], path: Option<PathId>) {
-    let mut any = false;
-    for c in charts.iter().filter(|c| c.path == path) {
-        let _ = writeln!(out, "- Chart: [{}]({})", c.title, c.href);
-        any = true;
-    }
-    if any {
-        out.push('\n');
+    let links: Vec<String> = charts
+        .iter()
+        .filter(|c| c.path == path)
+        .map(|c| {
+            let name = c.href.rsplit('/').next().unwrap_or(&c.href);
+            let name = name.strip_suffix(".svg").unwrap_or(name);
+            format!("[{name}]({})", c.href)
+        })
+        .collect();
+    if !links.is_empty() {
+        let _ = writeln!(out, "Charts: {}\n", links.join(" · "));
     }
 }
 

@@ -401,55 +401,44 @@ fn between<'a>(r: &'a str, start: &str, end: &str) -> &'a str {
 #[test]
 fn each_chart_is_linked_once_from_the_section_it_illustrates() {
     let p = profile(true);
-    let link = |path: Option<PathId>, title: &str, href: &str| ChartLink {
+    let link = |path: Option<PathId>, href: &str| ChartLink {
         path,
-        title: title.into(),
         href: href.into(),
     };
     let charts = [
-        link(None, "Topology of h200-node", "charts-x/topology.svg"),
-        link(
-            Some(PathId::H2d),
-            "H2D copies, gpu0",
-            "charts-x/h2d-gpu0.svg",
-        ),
-        link(
-            Some(PathId::Duplex),
-            "Duplex penalty, gpu0",
-            "charts-x/duplex-gpu0.svg",
-        ),
-        link(
-            Some(PathId::HostRam),
-            "Host RAM *copies* | x",
-            "charts-x/host-ram.svg",
-        ),
+        link(None, "charts-x/topology.svg"),
+        link(Some(PathId::H2d), "charts-x/h2d-gpu0.svg"),
+        link(Some(PathId::H2d), "charts-x/h2d-gpu0-pageable.svg"),
+        link(Some(PathId::Duplex), "charts-x/duplex-gpu0.svg"),
+        link(Some(PathId::HostRam), "charts-x/host-ram.svg"),
         // Not a plain relative path: left out.
-        link(Some(PathId::D2d), "D2D", "/etc/passwd"),
-        link(Some(PathId::D2d), "D2D", "../d2d.svg"),
-        link(Some(PathId::D2d), "D2D", "charts-x/d2d gpu0.svg"),
+        link(Some(PathId::D2d), "/etc/passwd"),
+        link(Some(PathId::D2d), "../d2d.svg"),
+        link(Some(PathId::D2d), "charts-x/d2d gpu0.svg"),
+        link(Some(PathId::D2d), "charts-x/d2d](x"),
     ];
     let r = render_with_charts(&p, &charts);
-    let lines: Vec<&str> = r.lines().filter(|l| l.starts_with("- Chart: ")).collect();
+    let lines: Vec<&str> = r.lines().filter(|l| l.starts_with("Charts: ")).collect();
     assert_eq!(lines.len(), 4, "{lines:#?}");
     let platform = between(&r, "## 1. Platform", "## 2. CPU features");
-    assert!(platform.contains("- Chart: [Topology of h200-node](charts-x/topology.svg)\n"));
+    assert!(platform.contains("Charts: [topology](charts-x/topology.svg)\n"));
     let path3 = between(&r, "### Path 3", "### Path 4");
-    assert!(path3.contains("- Chart: [H2D copies, gpu0](charts-x/h2d-gpu0.svg)\n"));
-    assert!(path3.contains("(charts-x/duplex-gpu0.svg)\n"));
-    // Under the section's heading, before its tables.
+    // A section's charts on one line, named by their files, under its heading.
     let second = path3.split("\n\n").nth(1).unwrap();
-    assert!(second.starts_with("- Chart: [H2D copies"), "{path3}");
-    let path7 = between(&r, "### Path 7", "### Path 8");
-    // The title is escaped for markdown: it cannot break the line or a table.
-    assert!(
-        path7.contains("- Chart: [Host RAM \\*copies\\* \\| x](charts-x/host-ram.svg)\n"),
-        "{path7}"
+    assert_eq!(
+        second,
+        "Charts: [h2d-gpu0](charts-x/h2d-gpu0.svg) · \
+         [h2d-gpu0-pageable](charts-x/h2d-gpu0-pageable.svg)"
     );
+    assert!(path3.contains("Charts: [duplex-gpu0](charts-x/duplex-gpu0.svg)\n"));
+    let path7 = between(&r, "### Path 7", "### Path 8");
+    assert!(path7.contains("Charts: [host-ram](charts-x/host-ram.svg)\n"));
+    assert!(!between(&r, "### Path 4", "### Path 5").contains("Charts: "));
     // Without charts, the report is what it was; the links add only their lines.
     let plain = render(&p);
     let without: String = r
         .split_inclusive('\n')
-        .filter(|l| !l.starts_with("- Chart: "))
+        .filter(|l| !l.starts_with("Charts: "))
         .collect();
     let squeeze = |s: &str| {
         let mut s = s.to_string();

@@ -460,7 +460,6 @@ impl Prepared {
             .iter()
             .map(|c| hwc_report::ChartLink {
                 path: c.path,
-                title: c.title.clone(),
                 href: format!("{}/{}", files.charts_name(), c.file_name),
             })
             .collect();

@@ -273,7 +273,7 @@ pub fn mkfifo(path: &std::path::Path) {
 pub fn without_chart_links(md: &str) -> String {
     let mut s: String = md
         .split_inclusive('\n')
-        .filter(|l| !l.starts_with("- Chart: "))
+        .filter(|l| !l.starts_with("Charts: "))
         .collect();
     while s.contains("\n\n\n") {
         s = s.replace("\n\n\n", "\n\n");
