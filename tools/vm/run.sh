@@ -44,8 +44,10 @@ mkdir -p "$work/initramfs" "$out/results"
 for d in n0a n0b n1a fs part; do
   truncate -s 64M "$work/$d.img"
 done
-if command -v mkfs.ext4 >/dev/null; then
-  mkfs.ext4 -q -F -L hwcfs "$work/fs.img"
+# mkfs.ext4 lives in /sbin, which a user's PATH (and a chroot's) may leave out.
+mkfs_ext4="$(PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.ext4 || true)"
+if [[ -n "$mkfs_ext4" ]]; then
+  "$mkfs_ext4" -q -F -L hwcfs "$work/fs.img"
 else
   # The ext4 superblock magic at 0x438 is what the gate looks for.
   printf '\x53\xef' | dd of="$work/fs.img" bs=1 seek=$((0x438)) conv=notrunc status=none
