@@ -1111,7 +1111,13 @@ fn appendix(out: &mut String, p: &Profile) {
             "Grouped by path, engine and the first part of the cell (a GPU, a node pair): a \
              case's key is its group's prefix and its row's name.\n\n",
         );
-        let row = |m: &Measurement| {
+        // Its placement's index in Appendix B, and its flags.
+        let placement_of = |m: &Measurement| {
+            m.placement
+                .as_ref()
+                .and_then(|pl| placed.iter().position(|q| *q == pl))
+        };
+        let flags_of = |m: &Measurement| {
             let mut flags = Vec::new();
             if m.cache_resident {
                 flags.push("cache".to_string());
@@ -1125,30 +1131,10 @@ fn appendix(out: &mut String, p: &Profile) {
             if let Some(c) = paths::disturbed(m) {
                 flags.push(format!("disturbed {}/{}", c.disturbed, c.of));
             }
-            if let Some(pl) = &m.placement {
-                if !pl.verified {
-                    flags.push("placement unverified".to_string());
-                }
+            if m.placement.as_ref().is_some_and(|pl| !pl.verified) {
+                flags.push("placement unverified".to_string());
             }
-            // Its placement's index in Appendix B first, then its flags.
-            if let Some(i) = m
-                .placement
-                .as_ref()
-                .and_then(|pl| placed.iter().position(|q| *q == pl))
-            {
-                flags.insert(0, format!("P{}", i + 1));
-            }
-            vec![
-                cell_split(&m.cell).1.to_string(),
-                gbps(m.gbps.median),
-                gbps(m.gbps.min),
-                gbps(m.gbps.max),
-                fixed(m.gbps.spread_pct, 1),
-                m.gbps.n.to_string(),
-                m.warmup.to_string(),
-                m.cold_gbps.map(gbps).unwrap_or_else(|| "—".into()),
-                flags.join(", "),
-            ]
+            flags
         };
         // Groups in the order their first measurement comes.
         let mut groups: Vec<(PathId, &str, &str)> = Vec::new();
@@ -1166,42 +1152,59 @@ fn appendix(out: &mut String, p: &Profile) {
                     (m.path, m.engine.as_str(), cell_split(&m.cell).0) == (path, engine, first)
                 })
                 .collect();
-            let warmups: BTreeSet<u32> = mine.iter().map(|m| m.warmup).collect();
-            let mut head = vec![
-                "Cell",
-                "Median GB/s",
-                "Min",
-                "Max",
-                "Spread %",
-                "N",
-                "Warm-up",
-                "Cold GB/s",
-                "Placement, flags",
-            ];
-            let mut rows: Vec<Vec<String>> = mine.iter().map(|m| row(m)).collect();
-            let mut heading = format!("`{}/{engine}/{first}`", path.as_str());
-            let placement_col = 8;
             // What the whole group shares goes in its heading instead of a column: one
             // placement with no flags, and one warm-up count.
-            let first = rows[0][placement_col].clone();
-            if first.starts_with('P')
-                && !first.contains(", ")
-                && rows.iter().all(|r| r[placement_col] == first)
-            {
-                let _ = write!(heading, ", placement {first}");
-                head.remove(placement_col);
-                for r in &mut rows {
-                    r.remove(placement_col);
-                }
+            let placements: BTreeSet<Option<usize>> =
+                mine.iter().map(|m| placement_of(m)).collect();
+            let shared_placement = match placements.iter().collect::<Vec<_>>()[..] {
+                [Some(i)] if mine.iter().all(|m| flags_of(m).is_empty()) => Some(*i),
+                _ => None,
+            };
+            let warmups: BTreeSet<u32> = mine.iter().map(|m| m.warmup).collect();
+            let shared_warmup = match warmups.iter().collect::<Vec<_>>()[..] {
+                [w] => Some(*w),
+                _ => None,
+            };
+            let mut heading = format!("`{}/{engine}/{first}`", path.as_str());
+            if let Some(i) = shared_placement {
+                let _ = write!(heading, ", placement P{}", i + 1);
             }
-            let warmup_col = 6;
-            if let [w] = warmups.iter().collect::<Vec<_>>()[..] {
+            if let Some(w) = shared_warmup {
                 let _ = write!(heading, ", {w} warm-up each");
-                head.remove(warmup_col);
-                for r in &mut rows {
-                    r.remove(warmup_col);
-                }
             }
+            let mut head = vec!["Cell", "Median GB/s", "Min", "Max", "Spread %", "N"];
+            if shared_warmup.is_none() {
+                head.push("Warm-up");
+            }
+            head.push("Cold GB/s");
+            if shared_placement.is_none() {
+                head.push("Placement, flags");
+            }
+            let rows: Vec<Vec<String>> = mine
+                .iter()
+                .map(|m| {
+                    let mut row = vec![
+                        cell_split(&m.cell).1.to_string(),
+                        gbps(m.gbps.median),
+                        gbps(m.gbps.min),
+                        gbps(m.gbps.max),
+                        fixed(m.gbps.spread_pct, 1),
+                        m.gbps.n.to_string(),
+                    ];
+                    if shared_warmup.is_none() {
+                        row.push(m.warmup.to_string());
+                    }
+                    row.push(m.cold_gbps.map(gbps).unwrap_or_else(|| "—".into()));
+                    if shared_placement.is_none() {
+                        let mut flags = flags_of(m);
+                        if let Some(i) = placement_of(m) {
+                            flags.insert(0, format!("P{}", i + 1));
+                        }
+                        row.push(flags.join(", "));
+                    }
+                    row
+                })
+                .collect();
             let _ = writeln!(out, "{heading}\n");
             // The report's longest tables, one row per measurement: their cells go unpadded.
             compact_table(out, &head, &rows);
