@@ -37,7 +37,9 @@ pub struct Chart {
     /// The path whose report section it illustrates; `None` for the topology picture (the
     /// report's platform section).
     pub path: Option<PathId>,
-    /// Its file name, unique among the profile's charts: `h2d-gpu0-pinned-node0.svg`.
+    /// Its name, unique among the profile's charts: `h2d-gpu0-pinned-node0`.
+    pub name: String,
+    /// Its file name: the name and `.svg`.
     pub file_name: String,
     /// What it shows, in words (the link's text in the report).
     pub title: String,
@@ -54,6 +56,7 @@ pub fn all(p: &Profile) -> Result<Vec<Chart>> {
     if let Some(t) = topology::picture(p) {
         out.push(Chart {
             path: None,
+            name: "topology".into(),
             file_name: "topology.svg".into(),
             title: t.title.clone(),
             svg: topology::svg(&t)?,
@@ -65,6 +68,7 @@ pub fn all(p: &Profile) -> Result<Vec<Chart>> {
         for s in sweeps.iter().filter(|s| s.path == path) {
             out.push(Chart {
                 path: Some(path),
+                name: s.name.clone(),
                 file_name: format!("{}.svg", s.name),
                 title: s.title.clone(),
                 svg: sweep::svg(s)?,
@@ -74,6 +78,7 @@ pub fn all(p: &Profile) -> Result<Vec<Chart>> {
             for d in &duplexes {
                 out.push(Chart {
                     path: Some(path),
+                    name: d.name.clone(),
                     file_name: format!("{}.svg", d.name),
                     title: d.title.clone(),
                     svg: duplex::svg(d)?,

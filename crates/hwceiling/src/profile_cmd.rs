@@ -196,6 +196,7 @@ pub fn report(a: &ReportArgs) -> Result<i32> {
         .iter()
         .map(|c| hwc_report::ChartLink {
             path: c.path,
+            name: c.name.clone(),
             href: format!("{dir_name}/{}", c.file_name),
         })
         .collect();

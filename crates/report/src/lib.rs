@@ -30,6 +30,8 @@ pub fn render(p: &Profile) -> String {
 pub struct ChartLink {
     /// The path whose section links it; `None`: the platform section (the topology).
     pub path: Option<PathId>,
+    /// Its name, the link's text: `h2d-gpu0-pinned-node0` (its caption says what it shows).
+    pub name: String,
     /// Where it is, relative to the report: `charts-<date>/h2d-gpu0-pinned-node0.svg`.
     pub href: String,
 }
@@ -41,7 +43,10 @@ pub fn render_with_charts(p: &Profile, charts: &[ChartLink]) -> String {
     let charts: Vec<ChartLink> = charts
         .iter()
         .filter(|c| plain_href(&c.href))
-        .cloned()
+        .map(|c| ChartLink {
+            name: escape_markdown(&escape_control(&c.name)).into_owned(),
+            ..c.clone()
+        })
         .collect();
     match escape_strings(p, escape_markdown) {
         Ok(safe) => render_escaped(&safe, &charts),
@@ -63,17 +68,13 @@ fn plain_href(href: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
-/// The charts of `path` (`None`: the topology) on one line, each link named by its file (what
-/// it shows is its caption), then a blank line; nothing when none.
+/// The charts of `path` (`None`: the topology) on one line, each link named by its chart's
+/// name (what it shows is its caption), then a blank line; nothing when none.
 pub(crate) fn chart_links(out: &mut String, charts: &[ChartLink], path: Option<PathId>) {
     let links: Vec<String> = charts
         .iter()
         .filter(|c| c.path == path)
-        .map(|c| {
-            let name = c.href.rsplit('/').next().unwrap_or(&c.href);
-            let name = name.strip_suffix(".svg").unwrap_or(name);
-            format!("[{name}]({})", c.href)
-        })
+        .map(|c| format!("[{}]({})", c.name, c.href))
         .collect();
     if !links.is_empty() {
         let _ = writeln!(out, "Charts: {}\n", links.join(" · "));

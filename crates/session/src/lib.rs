@@ -460,6 +460,7 @@ impl Prepared {
             .iter()
             .map(|c| hwc_report::ChartLink {
                 path: c.path,
+                name: c.name.clone(),
                 href: format!("{}/{}", files.charts_name(), c.file_name),
             })
             .collect();
