@@ -196,12 +196,7 @@ pub(crate) fn cell(s: &Stats) -> String {
 
 /// A waiver in one line: `scope: reason — hint`.
 pub fn waiver_text(w: &Waiver) -> String {
-    let scope = match (&w.engine, &w.scope) {
-        (Some(e), Some(s)) => format!("{e}, {s}: "),
-        (Some(e), None) => format!("engine {e}: "),
-        (None, Some(s)) => format!("{s}: "),
-        (None, None) => String::new(),
-    };
+    let scope = waiver_scope(w);
     // Waivers are written so that the hint says what the reason does not (the plan's rule).
     match &w.hint {
         Some(hint) => format!("{scope}{} — {hint}", w.reason),
@@ -209,15 +204,21 @@ pub fn waiver_text(w: &Waiver) -> String {
     }
 }
 
-/// A waiver as the report's sections say it: its scope and reason, and where its remedy is
-/// (§8 lists each remedy once, with every path it would measure).
-pub(crate) fn waiver_line(w: &Waiver) -> String {
-    let scope = match (&w.engine, &w.scope) {
+/// What a waiver covers, as its text begins: `engine, scope: `, `engine e: `, `scope: ` or
+/// nothing.
+fn waiver_scope(w: &Waiver) -> String {
+    match (&w.engine, &w.scope) {
         (Some(e), Some(s)) => format!("{e}, {s}: "),
         (Some(e), None) => format!("engine {e}: "),
         (None, Some(s)) => format!("{s}: "),
         (None, None) => String::new(),
-    };
+    }
+}
+
+/// A waiver as the report's sections say it: its scope and reason, and where its remedy is
+/// (§8 lists each remedy once, with every path it would measure).
+pub(crate) fn waiver_line(w: &Waiver) -> String {
+    let scope = waiver_scope(w);
     let remedy = if w.hint.is_some() {
         " (how to measure it: §8)"
     } else {
