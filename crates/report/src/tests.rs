@@ -1950,3 +1950,39 @@ fn provenance_shows_a_settings_short_note_and_leaves_a_long_one_to_the_profile()
     // Without a long note, no footnote.
     assert!(!render(&profile(false)).contains("*note in the profile*"));
 }
+
+#[test]
+fn a_waivers_remedy_is_listed_once_in_section_8_and_its_path_points_there() {
+    let mut p = profile(true);
+    let hint = "build and install the user library from https://github.com/NVIDIA/gdrcopy";
+    for (path, scope) in [
+        (PathId::Gdrcopy, None),
+        (PathId::NvmeBar1, Some("gpu0 BAR1")),
+    ] {
+        p.waived.push(Waiver {
+            path,
+            engine: None,
+            scope: scope.map(String::from),
+            covers: None,
+            reason: "GDRCopy's user library (libgdrapi.so.2) was not found".into(),
+            hint: Some(hint.into()),
+        });
+    }
+    let md = render(&p);
+    assert_eq!(md.matches(hint).count(), 1, "{md}");
+    let obs = between(&md, "## 8. Observations", "## 1. Platform");
+    assert!(
+        obs.contains(&format!("To measure gdrcopy, nvme_bar1: {hint}")),
+        "{obs}"
+    );
+    let path5 = between(&md, "### Path 5", "### Path 6");
+    assert!(
+        path5.contains(
+            "- **Waived** — GDRCopy's user library (libgdrapi.so.2) was not found (how to measure \
+             it: §8)"
+        ),
+        "{path5}"
+    );
+    // The command line's text keeps the remedy.
+    assert!(crate::waiver_text(&p.waived[p.waived.len() - 1]).ends_with(hint));
+}
