@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# hwceiling's XXH3 figures on xxhsum's 100 KB block beside `xxhsum -b5` (XXH3-64) and `-b11`
-# (XXH128), run in turn (interleaved) on the same machine, with their ratios.
+# hwceiling's XXH3 figures on xxhsum's 100 KB block (page-aligned, and at xxhsum's alignment)
+# beside `xxhsum -b5` (XXH3-64) and `-b11` (XXH128), run in turn (interleaved) on the same
+# machine, with their ratios.
 #
 #   compare.sh HWCEILING [XXHSUM] [OUT]
 #
@@ -47,9 +48,11 @@ for r in $(seq 1 "$rounds"); do
   "$xxhsum" -b11 -i3 >"$out/xxhsum-b11-$r.txt" 2>&1
   "$hwc" profile --paths xxh3 --threads 1 -o "$out/hwc-$r" >"$out/hwc-$r.log" 2>&1
 done
-# The compiler's optimisation level moves XXH3's speed (Debian builds xxhsum at -O2, upstream's
-# Makefile and hwceiling at -O3): where gcc and xxhash.h are here, the path xxhsum runs is built
-# from optlevel.c at both levels and run beside xxhsum -b5 (XXH3-64), in turn, 3 times.
+# Where a block starts moves XXH3's speed (AVX-512 loads off a 64-byte line straddle two lines):
+# where gcc and xxhash.h are here, the path xxhsum runs is built from optlevel.c at -O2
+# (Debian's flags) and run on a page-aligned block and one 16 bytes past it (as xxhsum's
+# 16-byte-aligned buffer usually lies), beside xxhsum's "aligned" (-b5, -b11) and "unaligned"
+# (+3 bytes: -b6, -b12) benchmarks, in turn, 3 times.
 path="$(python3 "$here/table.py" --xxhsum-path "$banner" "$out/cpu-flags.txt")"
 case "$path" in
   avx512) vec=3 flag=-mavx512f ;;
@@ -63,17 +66,14 @@ for d in /usr/include /usr/local/include "$repo/deps/dev/xxhsum/usr/include"; do
   if [[ -z "$inc" && -e "$d/xxhash.h" ]]; then inc="$d"; fi
 done
 if command -v gcc >/dev/null && [[ -n "$inc" ]]; then
-  for o in O2 O3; do
-    gcc -"$o" -DXXH_VECTOR="$vec" $flag -I"$inc" "$here/optlevel.c" -o "$out/optlevel-$o"
-  done
+  gcc -O2 -DXXH_VECTOR="$vec" $flag -I"$inc" "$here/optlevel.c" -o "$out/optlevel-O2"
   for r in 1 2 3; do
-    for o in O2 O3; do "$out/optlevel-$o" >"$out/optlevel-$o-$r.txt"; done
-    "$xxhsum" -b5 -i2 >"$out/optlevel-xxhsum-$r.txt" 2>&1
-    # The same for XXH3-128 beside xxhsum -b11 (files ending -128), read by hand.
-    for o in O2 O3; do "$out/optlevel-$o" 128 >"$out/optlevel-$o-$r-128.txt"; done
-    "$xxhsum" -b11 -i2 >"$out/optlevel-xxhsum-$r-128.txt" 2>&1
+    for v in 64 128; do
+      for off in 0 16; do "$out/optlevel-O2" "$v" "$off" >"$out/align-$v-$off-$r.txt"; done
+    done
+    for b in 5 6 11 12; do "$xxhsum" -b"$b" -i2 >"$out/align-xxhsum-b$b-$r.txt" 2>&1; done
   done
 else
-  echo "no gcc or xxhash.h here: the -O2/-O3 check of xxhsum's path is left out" >&2
+  echo "no gcc or xxhash.h here: the alignment check of xxhsum's path is left out" >&2
 fi
 python3 "$here/table.py" "$out" "$rounds" | tee "$out/compare.md"

@@ -87,12 +87,23 @@ fn the_paths_run_here_are_the_paths_the_cpu_flags_allow() {
 }
 
 fn case(simd: SimdPath, variant: HashVariant, size_bytes: u64, threads: u32) -> Case {
+    case_at(simd, variant, size_bytes, threads, 0)
+}
+
+fn case_at(
+    simd: SimdPath,
+    variant: HashVariant,
+    size_bytes: u64,
+    threads: u32,
+    offset_bytes: u32,
+) -> Case {
     let spec = Spec::Hash(HashSpec {
         variant,
         simd,
         size_bytes,
         threads,
         cpu_node: None,
+        offset_bytes,
     });
     Case {
         key: format!("xxh3/xxh3/{simd:?}"),
@@ -144,6 +155,38 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
     assert_eq!(p.bytes_per_rep(), 4 << 20);
     p.run_once().expect("run");
     p.verify().expect("verify");
+}
+
+/// A block starts where its case says, past a page boundary (each thread's start is checked by
+/// the engine, which fails the case otherwise), and hashes alike; a memory-resident working set
+/// is only ever page-aligned.
+#[test]
+fn blocks_start_at_their_offset_past_a_page_boundary() {
+    if skip_without_xxhash() {
+        return;
+    }
+    let cpus = hwc_numa::current_affinity();
+    let threads = cpus.len().min(2) as u32;
+    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 30), "/proc");
+    let path = *runnable().last().expect("a path");
+    for offset in [0, hwc_model::xxh3::XXHSUM_OFFSET_BYTES, 4095] {
+        let c = case_at(path, HashVariant::Xxh3_64, 100 << 10, threads, offset);
+        let mut p = engine.prepare(&c).expect("prepare");
+        p.run_once().expect("run");
+        p.verify().expect("verify");
+        let want = if offset == 0 {
+            "page-aligned".to_string()
+        } else {
+            format!("starting {offset} bytes past a page boundary")
+        };
+        assert!(p.notes()[0].contains(&want), "{:?}", p.notes());
+    }
+    let mut small_cache = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 20), "/proc");
+    let c = case_at(SimdPath::Scalar, HashVariant::Xxh3_64, 4 << 20, threads, 16);
+    assert!(matches!(
+        small_cache.prepare(&c).err(),
+        Some(BenchError::Unavailable { .. })
+    ));
 }
 
 #[test]

@@ -128,9 +128,9 @@ fn a_run_without_a_terminal_prints_one_line_per_finished_case_as_it_goes() {
     assert_eq!(o.status.code(), Some(0), "{e}");
     let cases: Vec<&str> = e.lines().filter(|l| l.starts_with('[')).collect();
     // The null engine measures every path this machine plans: host RAM, and the XXH3 cells of
-    // every code path the CPU flags allow: both variants at 3 sizes on 1 thread, and the widest
-    // path's 64 KiB and working set also on 2 threads on this 2-CPU machine (6 a path, 10 the
-    // widest).
+    // every code path the CPU flags allow: both variants at 3 blocks on 1 thread, and the widest
+    // path's page-aligned 100 KiB and working set also on 2 threads on this 2-CPU machine (6 a
+    // path, 10 the widest).
     let xxh3 = cases.iter().filter(|l| l.contains("] xxh3/null/")).count();
     assert_eq!(cases.len(), 10 + xxh3, "{e}");
     assert!(xxh3 >= 10 && (xxh3 - 10) % 6 == 0, "{e}");

@@ -54,17 +54,18 @@ fn every_path_the_cpu_flags_allow_is_measured_and_the_tier_is_measured() {
     let sizes_wanted = if memory_waived { 2 } else { 3 };
     for path in &allowed {
         for variant in hwc_model::HashVariant::ALL {
-            let sizes: BTreeSet<u64> = f
+            let blocks: BTreeSet<(u64, u32)> = f
                 .xxh3_throughput_gbps
                 .iter()
                 .filter(|x| x.path == *path && x.variant == variant)
-                .map(|x| x.size_bytes)
+                .map(|x| (x.size_bytes, x.offset_bytes))
                 .collect();
+            let block = hwc_model::xxh3::CACHE_BLOCK_BYTES;
             assert!(
-                sizes.contains(&hwc_model::xxh3::CACHE_BLOCK_BYTES)
-                    && sizes.contains(&hwc_model::xxh3::XXHSUM_BLOCK_BYTES)
-                    && sizes.len() == sizes_wanted,
-                "{path} {variant}: {sizes:?}"
+                blocks.contains(&(block, 0))
+                    && blocks.contains(&(block, hwc_model::xxh3::XXHSUM_OFFSET_BYTES))
+                    && blocks.len() == sizes_wanted,
+                "{path} {variant}: {blocks:?}"
             );
         }
     }

@@ -32,7 +32,8 @@ pub enum Spec {
 
 /// XXH3 throughput: `threads` pinned threads on `cpu_node` each hash blocks of `size_bytes`
 /// with `variant` through code path `simd`: a block that fits a cache is hashed over and over,
-/// a larger one once per repetition, each thread its own block.
+/// a larger one once per repetition, each thread its own block, starting `offset_bytes` past a
+/// page boundary.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HashSpec {
     pub variant: crate::xxh3::HashVariant,
@@ -43,6 +44,12 @@ pub struct HashSpec {
     /// The node of the threads and their blocks; absent where nodes are unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_node: Option<u32>,
+    /// Bytes each block starts past a page boundary: 0 (absent), page-aligned, as a storage
+    /// stack's blocks are; [`crate::xxh3::XXHSUM_OFFSET_BYTES`] for the comparison with
+    /// `xxhsum -b`, whose block is only 16-byte aligned (off a 64-byte line, AVX-512's loads
+    /// then straddle two cache lines; `tools/xxh3-reference/README.md`).
+    #[serde(default, skip_serializing_if = "crate::xxh3::is_zero_u32")]
+    pub offset_bytes: u32,
 }
 
 /// How an NVMe → GPU read travels.
@@ -468,7 +475,14 @@ impl Spec {
                     return Err(wrong());
                 }
                 nonzero(s.size_bytes, "size_bytes")?;
-                nonzero(u64::from(s.threads), "threads")
+                nonzero(u64::from(s.threads), "threads")?;
+                if s.offset_bytes >= crate::xxh3::OFFSET_LIMIT_BYTES {
+                    return Err(SpecError::Inconsistent(
+                        "offset_bytes must be under 4096 (a block starts less than a page past a \
+                         page boundary)",
+                    ));
+                }
+                Ok(())
             }
         }
     }

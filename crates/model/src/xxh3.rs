@@ -169,6 +169,10 @@ pub struct Xxh3Figure {
     /// Bytes of each block hashed (one call of the hash).
     pub size_bytes: u64,
     pub threads: u32,
+    /// Bytes each block started past a page boundary (0, absent: page-aligned; see
+    /// `HashSpec::offset_bytes`).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub offset_bytes: u32,
     /// The block stays in a cache (a cache figure, not a memory one).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache_resident: bool,
@@ -178,8 +182,28 @@ pub struct Xxh3Figure {
     pub key: String,
 }
 
-/// The cache-resident block: the figure the tier, the estimate and the recommendation are
-/// read from (1 thread).
-pub const CACHE_BLOCK_BYTES: u64 = 64 * 1024;
-/// The block `xxhsum -b` hashes (100 KB, its `KB` being 1024 bytes), for the comparison with it.
-pub const XXHSUM_BLOCK_BYTES: u64 = 100 * 1024;
+/// The cache-resident block, page-aligned: the figure the tier, the estimate and the
+/// recommendation are read from (1 thread). It is the size `xxhsum -b` hashes (100 KB, its `KB`
+/// being 1024 bytes), so the comparison with it differs in alignment alone.
+pub const CACHE_BLOCK_BYTES: u64 = 100 * 1024;
+/// Where `xxhsum -b`'s block starts past a page boundary, for the comparison with it: its
+/// buffer is aligned to 16 bytes only, and any start off a 64-byte line hashes alike (AVX-512's
+/// 64-byte loads straddle two lines; `tools/xxh3-reference/README.md`).
+pub const XXHSUM_OFFSET_BYTES: u32 = 16;
+/// A block's offset is under a page.
+pub const OFFSET_LIMIT_BYTES: u32 = 4096;
+
+/// `skip_serializing_if` for offsets: 0 is the default (page-aligned).
+pub fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+/// A block as case names and tables say it: `100KiB`, or `100KiB+16B` off a page boundary.
+pub fn block_label(size_bytes: u64, offset_bytes: u32) -> String {
+    let size = crate::size_label(size_bytes);
+    if offset_bytes == 0 {
+        size
+    } else {
+        format!("{size}+{offset_bytes}B")
+    }
+}

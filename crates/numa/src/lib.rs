@@ -87,7 +87,8 @@ unsafe impl Send for NumaBuffer {}
 // SAFETY: shared access only hands out shared slices.
 unsafe impl Sync for NumaBuffer {}
 
-fn page_size() -> usize {
+/// The system's page size in bytes (4096 where it cannot be read).
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(p).ok().filter(|&p| p > 0).unwrap_or(4096)

@@ -1,13 +1,14 @@
 //! The CPU step's XXH3 hash throughput: every code path the CPU flags allow
-//! (`cpu_features.xxh3_paths`), both variants, on one thread at a cache-resident block, a
-//! memory-resident working set and `xxhsum -b`'s 100 KB block (to compare with it); and the
-//! widest path at both of the first two over the host-RAM thread sweep. Narrower paths only
+//! (`cpu_features.xxh3_paths`), both variants, on one thread at a cache-resident block
+//! (`xxhsum -b`'s 100 KB, page-aligned), a memory-resident working set and the same block at
+//! `xxhsum -b`'s alignment (to compare with it); and the widest path at the first two over the
+//! host-RAM thread sweep. Narrower paths only
 //! scale the same way more slowly, and sweeping each of them would double the CPU step's time.
 //! All on the first NUMA node with CPUs: a hash's speed is its core's and its local memory's,
 //! and a machine's sockets carry the same CPU model.
 
 use crate::{cpu_nodes, physical_cores, thread_sweep, waive, Cell, Matrix, PlanOptions};
-use hwc_model::xxh3::{CACHE_BLOCK_BYTES, XXHSUM_BLOCK_BYTES};
+use hwc_model::xxh3::{block_label, CACHE_BLOCK_BYTES, XXHSUM_OFFSET_BYTES};
 use hwc_model::{size_label, CellKind, HashSpec, HashVariant, PathId, Spec, Topology, MIB};
 
 /// The memory-resident working set where the last-level cache is unknown.
@@ -68,24 +69,30 @@ pub(crate) fn plan_xxh3(topo: &Topology, opts: &PlanOptions, m: &mut Matrix) {
             None
         }
     };
-    // (size, thread counts of the widest path, repetitions): each count a cap, a case stopping
-    // at 5 once its median is known within 2 % (5 % for the working set, which moves with the
-    // memory as host RAM does; see `Steady`).
-    let mut sizes: Vec<(u64, Vec<u32>, hwc_model::Reps)> = vec![
+    // (size, offset, thread counts of the widest path, repetitions): each count a cap, a case
+    // stopping at 5 once its median is known within 2 % (5 % for the working set, which moves
+    // with the memory as host RAM does; see `Steady`).
+    let mut sizes: Vec<(u64, u32, Vec<u32>, hwc_model::Reps)> = vec![
         (
             CACHE_BLOCK_BYTES,
+            0,
             threads.clone(),
             opts.adaptive_reps(3, 30, 5, 2),
         ),
-        (XXHSUM_BLOCK_BYTES, vec![1], opts.adaptive_reps(3, 30, 5, 2)),
+        (
+            CACHE_BLOCK_BYTES,
+            XXHSUM_OFFSET_BYTES,
+            vec![1],
+            opts.adaptive_reps(3, 30, 5, 2),
+        ),
     ];
     if let Some(b) = memory {
-        sizes.push((b, threads.clone(), opts.adaptive_reps(1, 8, 5, 5)));
+        sizes.push((b, 0, threads.clone(), opts.adaptive_reps(1, 8, 5, 5)));
     }
     let widest = paths.iter().copied().max();
     for &simd in paths {
         for variant in HashVariant::ALL {
-            for (size, threads, reps) in &sizes {
+            for (size, offset, threads, reps) in &sizes {
                 let one = [1];
                 let threads: &[u32] = if Some(simd) == widest { threads } else { &one };
                 for &t in threads {
@@ -96,7 +103,7 @@ pub(crate) fn plan_xxh3(topo: &Topology, opts: &PlanOptions, m: &mut Matrix) {
                             node.id,
                             simd.as_str(),
                             variant.as_str(),
-                            size_label(*size)
+                            block_label(*size, *offset)
                         ),
                         spec: Spec::Hash(HashSpec {
                             variant,
@@ -104,6 +111,7 @@ pub(crate) fn plan_xxh3(topo: &Topology, opts: &PlanOptions, m: &mut Matrix) {
                             size_bytes: *size,
                             threads: t,
                             cpu_node: Some(node.id),
+                            offset_bytes: *offset,
                         }),
                         reps: *reps,
                     });
@@ -186,14 +194,29 @@ mod tests {
         let t = machine(4, &["sse2"], Some(260 * MIB));
         let m = matrix(PathId::Xxh3, &t, &PlanOptions::default());
         let names: Vec<&str> = m.cells.iter().map(|c| c.name.as_str()).collect();
-        // 2 variants × (the widest path, SSE2: 64 KiB and the working set at 1, 2, 4 threads,
-        // 100 KB at 1; scalar: each size at 1 thread).
+        // 2 variants × (the widest path, SSE2: 100 KiB and the working set at 1, 2, 4 threads,
+        // 100 KiB at xxhsum's alignment at 1; scalar: each block at 1 thread).
         assert_eq!(names.len(), 2 * ((3 + 3 + 1) + 3), "{names:?}");
-        assert!(names.contains(&"n0/sse2/xxh3-128/64KiB/t4"));
+        assert!(names.contains(&"n0/sse2/xxh3-128/100KiB/t4"));
         assert!(names.contains(&"n0/scalar/xxh3-64/100KiB/t1"));
-        assert!(names.contains(&"n0/scalar/xxh3-64/64KiB/t1"));
-        assert!(!names.contains(&"n0/scalar/xxh3-64/64KiB/t2"));
+        assert!(names.contains(&"n0/scalar/xxh3-64/100KiB+16B/t1"));
+        assert!(names.contains(&"n0/sse2/xxh3-64/100KiB+16B/t1"));
         assert!(!names.contains(&"n0/scalar/xxh3-64/100KiB/t2"));
+        assert!(!names.contains(&"n0/sse2/xxh3-64/100KiB+16B/t2"));
+        let offsets: Vec<u32> = m
+            .cells
+            .iter()
+            .filter_map(|c| c.spec.hash())
+            .map(|h| h.offset_bytes)
+            .collect();
+        assert_eq!(
+            offsets
+                .iter()
+                .filter(|&&o| o == XXHSUM_OFFSET_BYTES)
+                .count(),
+            4
+        );
+        assert_eq!(offsets.iter().filter(|&&o| o == 0).count(), names.len() - 4);
         // Each may stop at 5 once steady; --fixed-reps times every one to its cap.
         assert!(m.cells.iter().all(|c| c.reps.steady.is_some()));
         // 2 × 260 MiB.
@@ -207,7 +230,7 @@ mod tests {
         assert_eq!(
             m.cells.len(),
             2 * 2,
-            "64 KiB and 100 KB at 1 thread, both variants"
+            "100 KiB page-aligned and at xxhsum's alignment, 1 thread, both variants"
         );
         for c in &m.cells {
             assert_eq!(c.spec.check(PathId::Xxh3), Ok(()));

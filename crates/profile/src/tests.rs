@@ -1267,11 +1267,23 @@ fn hash(
     t: u32,
     gbps: f64,
 ) -> CaseResult {
+    hash_at(simd, variant, size, 0, t, gbps)
+}
+
+fn hash_at(
+    simd: hwc_model::SimdPath,
+    variant: hwc_model::HashVariant,
+    size: u64,
+    offset: u32,
+    t: u32,
+    gbps: f64,
+) -> CaseResult {
     let mut r = result(
         &format!(
-            "xxh3/xxh3/n0/{}/{}/{size}/t{t}",
+            "xxh3/xxh3/n0/{}/{}/{}/t{t}",
             simd.as_str(),
-            variant.as_str()
+            variant.as_str(),
+            hwc_model::xxh3::block_label(size, offset)
         ),
         PathId::Xxh3,
         Spec::Hash(hwc_model::HashSpec {
@@ -1280,6 +1292,7 @@ fn hash(
             size_bytes: size,
             threads: t,
             cpu_node: Some(0),
+            offset_bytes: offset,
         }),
         gbps,
     );
@@ -1291,10 +1304,12 @@ fn hash(
 fn xxh3_figures_fill_cpu_features_and_read_back_from_yaml() {
     use hwc_model::{HashVariant as V, SimdPath as S, TierBasis};
     let results = vec![
-        hash(S::Scalar, V::Xxh3_64, 64 << 10, 1, 8.1),
-        hash(S::Avx2, V::Xxh3_64, 64 << 10, 1, 31.0),
-        hash(S::Avx2, V::Xxh3_128, 64 << 10, 1, 29.5),
+        hash(S::Scalar, V::Xxh3_64, 100 << 10, 1, 8.1),
+        hash(S::Avx2, V::Xxh3_64, 100 << 10, 1, 31.0),
+        hash(S::Avx2, V::Xxh3_128, 100 << 10, 1, 29.5),
         hash(S::Avx2, V::Xxh3_128, GIB, 2, 20.0),
+        // xxhsum's alignment: a figure of its own, never the tier's.
+        hash_at(S::Avx2, V::Xxh3_64, 100 << 10, 16, 1, 40.0),
     ];
     let mut topo = Topology::default();
     topo.cpu_features.xxh3_tier = "AVX-512".into();
@@ -1312,10 +1327,18 @@ fn xxh3_figures_fill_cpu_features_and_read_back_from_yaml() {
         (f.xxh3_tier.as_str(), f.xxh3_tier_basis),
         ("AVX2", TierBasis::Measured)
     );
-    assert_eq!(f.xxh3_throughput_gbps.len(), 4);
+    assert_eq!(f.xxh3_throughput_gbps.len(), 5);
+    assert_eq!(
+        f.xxh3_throughput_gbps
+            .iter()
+            .map(|x| x.offset_bytes)
+            .collect::<Vec<_>>(),
+        [0, 0, 16, 0, 0],
+        "AVX2 XXH3-64 at 100 KiB page-aligned, then at +16 B"
+    );
     assert_eq!(
         f.xxh3_throughput_estimate.as_deref(),
-        Some("31.0 GB/s measured (median of 20, spread 2.0 %), 1 thread, AVX2, XXH3-64, 64 KiB")
+        Some("31.0 GB/s measured (median of 20, spread 2.0 %), 1 thread, AVX2, XXH3-64, page-aligned 100 KiB blocks")
     );
     assert_eq!(f.certus_recommended_hash, "XXH3_128bits (AVX2 path)");
     assert!(
@@ -1325,6 +1348,12 @@ fn xxh3_figures_fill_cpu_features_and_read_back_from_yaml() {
     let y = to_yaml(&p).unwrap();
     assert!(y.contains("xxh3_tier_basis: measured"), "{y}");
     assert!(y.contains("xxh3_throughput_gbps:"));
+    assert_eq!(
+        y.matches("offset_bytes: 16").count(),
+        2,
+        "spec and figure; 0 is left out"
+    );
+    assert!(!y.contains("offset_bytes: 0"));
     assert_eq!(from_yaml(&y).unwrap(), p);
 }
 

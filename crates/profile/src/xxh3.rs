@@ -24,22 +24,24 @@ pub fn figures(ms: &[Measurement]) -> Vec<Xxh3Figure> {
                 variant: s.variant,
                 size_bytes: s.size_bytes,
                 threads: s.threads,
+                offset_bytes: s.offset_bytes,
                 cache_resident: m.cache_resident,
                 gbps: m.gbps,
                 key: m.key.clone(),
             })
         })
         .collect();
-    v.sort_by_key(|f| (f.path, f.variant, f.size_bytes, f.threads));
+    v.sort_by_key(|f| (f.path, f.variant, f.size_bytes, f.offset_bytes, f.threads));
     v
 }
 
-/// The figures the tier, estimate and recommendation are read from: 1 thread, 64 KiB blocks
-/// (cache-resident: the hash's own speed, not the memory's).
+/// The figures the tier, estimate and recommendation are read from: 1 thread, page-aligned
+/// 100 KiB blocks (cache-resident: the hash's own speed, not the memory's; aligned as a storage
+/// stack's blocks are).
 fn reference(figures: &[Xxh3Figure]) -> impl Iterator<Item = &Xxh3Figure> {
     figures
         .iter()
-        .filter(|f| f.threads == 1 && f.size_bytes == CACHE_BLOCK_BYTES)
+        .filter(|f| f.threads == 1 && f.size_bytes == CACHE_BLOCK_BYTES && f.offset_bytes == 0)
 }
 
 /// The fastest reference figure of `variant` (of either, with `None`).
@@ -57,7 +59,7 @@ fn stat(s: &Stats, verb: &str) -> String {
     )
 }
 
-/// The recommended hash and the rule's reasoning, from the reference figures (1 thread, 64 KiB):
+/// The recommended hash and the rule's reasoning, from the reference figures (1 thread, 100 KiB):
 /// XXH3-128 (128 bits make a collision between stored blocks negligible) on its fastest path
 /// when that path hashes at least [`HASH_NEED_GBPS`]; else XXH3-64 on its fastest path when
 /// that does; else whichever variant is faster, said to be under the need. `None` without a
@@ -72,7 +74,8 @@ pub fn recommend(figures: &[Xxh3Figure]) -> Option<(String, String)> {
     };
     let figures_said: Vec<String> = [said(f128), said(f64_)].into_iter().flatten().collect();
     let rule = format!(
-        "XXH3-128 if its fastest path hashes at least {need} GB/s on 1 thread (64 KiB blocks), \
+        "XXH3-128 if its fastest path hashes at least {need} GB/s on 1 thread (page-aligned \
+         100 KiB blocks), \
          else XXH3-64 if it does, else the faster; measured: {}",
         figures_said.join(", ")
     );
@@ -88,14 +91,14 @@ pub fn recommend(figures: &[Xxh3Figure]) -> Option<(String, String)> {
 }
 
 /// Fill `cpu`'s XXH3 fields from the measurements; left as detected where none is of the hash
-/// path at 1 thread and 64 KiB.
+/// path at 1 thread and page-aligned 100 KiB.
 pub fn fill(cpu: &mut CpuFeatures, ms: &[Measurement]) {
     let figures = figures(ms);
     if let Some(best) = fastest(&figures, None) {
         cpu.xxh3_tier = best.path.label().to_string();
         cpu.xxh3_tier_basis = TierBasis::Measured;
         cpu.xxh3_throughput_estimate = Some(format!(
-            "{}, 1 thread, {}, {}, 64 KiB",
+            "{}, 1 thread, {}, {}, page-aligned 100 KiB blocks",
             stat(&best.gbps, "measured "),
             best.path,
             best.variant
@@ -119,6 +122,7 @@ mod tests {
             variant,
             size_bytes: size,
             threads,
+            offset_bytes: 0,
             cache_resident: true,
             gbps: Stats::flat(gbps, 1.0, 30),
             key: format!("xxh3/{path:?}/{variant:?}/{size}/{threads}"),
@@ -136,9 +140,13 @@ mod tests {
             fig(Avx2, H128, K64, 1, 24.0),
             fig(Avx512, H128, K64, 1, 30.0),
             fig(Avx512, H64, K64, 1, 33.0),
-            // Not reference figures: more threads, and memory-resident.
+            // Not reference figures: more threads, memory-resident, and off a page boundary.
             fig(Avx2, H128, K64, 2, 60.0),
             fig(Avx2, H128, 1 << 30, 1, 90.0),
+            Xxh3Figure {
+                offset_bytes: 16,
+                ..fig(Avx2, H128, K64, 1, 95.0)
+            },
         ];
         let (hash, rule) = recommend(&f).unwrap();
         assert_eq!(hash, "XXH3_128bits (AVX-512 path)");
@@ -182,7 +190,7 @@ mod tests {
         assert_eq!(
             cpu.xxh3_throughput_estimate.as_deref(),
             Some(
-                "20.5 GB/s measured (median of 30, spread 1.0 %), 1 thread, AVX2, XXH3-64, 64 KiB"
+                "20.5 GB/s measured (median of 30, spread 1.0 %), 1 thread, AVX2, XXH3-64, page-aligned 100 KiB blocks"
             )
         );
         assert_eq!(cpu.certus_recommended_hash, "XXH3_64bits (AVX2 path)");
@@ -204,6 +212,7 @@ mod tests {
                         size_bytes: f.size_bytes,
                         threads: f.threads,
                         cpu_node: Some(0),
+                        offset_bytes: f.offset_bytes,
                     }),
                     reps: hwc_model::Reps {
                         warmup: 1,

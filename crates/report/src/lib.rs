@@ -523,7 +523,8 @@ fn xxh3_table(out: &mut String, p: &Profile) {
     out.push_str(
         "XXH3 throughput of upstream xxHash (`xxhash.h`), one build per SIMD code path, chosen \
          at run time; GB/s are bytes hashed per second (10⁹ B/s). The tier is the path that \
-         hashed fastest on 1 thread with 64 KiB blocks.\n\n",
+         hashed fastest on 1 thread with page-aligned 100 KiB blocks; `+16B` blocks start where \
+         `xxhsum -b`'s does, off a 64-byte line, to compare with it.\n\n",
     );
     if let Some(rule) = &f.certus_recommended_hash_rule {
         let _ = writeln!(
@@ -566,16 +567,18 @@ fn xxh3_pivots(out: &mut String, figures: &[hwc_model::Xxh3Figure]) {
     let block = |x: &hwc_model::Xxh3Figure| {
         format!(
             "{}{}",
-            size_label(x.size_bytes),
+            hwc_model::xxh3::block_label(x.size_bytes, x.offset_bytes),
             if x.cache_resident { "" } else { " (memory)" }
         )
     };
+    // A block: its size and where it starts past a page boundary.
+    let at = |x: &hwc_model::Xxh3Figure| (x.size_bytes, x.offset_bytes);
     // Blocks in size order, each once.
     let blocks = |pick: &dyn Fn(&&hwc_model::Xxh3Figure) -> bool| {
-        let mut v: Vec<(u64, String)> = figures
+        let mut v: Vec<((u64, u32), String)> = figures
             .iter()
             .filter(pick)
-            .map(|x| (x.size_bytes, block(x)))
+            .map(|x| (at(x), block(x)))
             .collect();
         v.sort();
         v.dedup();
@@ -595,8 +598,7 @@ fn xxh3_pivots(out: &mut String, figures: &[hwc_model::Xxh3Figure]) {
                 figures
                     .iter()
                     .find(|y| {
-                        y.threads == 1
-                            && (y.path, y.variant, y.size_bytes) == (x.path, x.variant, *size)
+                        y.threads == 1 && (y.path, y.variant, at(y)) == (x.path, x.variant, *size)
                     })
                     .map_or_else(|| "—".into(), cell),
             );
@@ -616,30 +618,28 @@ fn xxh3_pivots(out: &mut String, figures: &[hwc_model::Xxh3Figure]) {
     for path in swept {
         // Every block and variant of which a figure took more than one thread (the 1-thread
         // figures of the others are in the table above).
-        let swept_blocks: BTreeSet<(hwc_model::HashVariant, u64)> = figures
+        let swept_blocks: BTreeSet<(hwc_model::HashVariant, (u64, u32))> = figures
             .iter()
             .filter(|x| x.path == path && x.threads > 1)
-            .map(|x| (x.variant, x.size_bytes))
+            .map(|x| (x.variant, at(x)))
             .collect();
         let mine: Vec<&hwc_model::Xxh3Figure> = figures
             .iter()
-            .filter(|x| x.path == path && swept_blocks.contains(&(x.variant, x.size_bytes)))
+            .filter(|x| x.path == path && swept_blocks.contains(&(x.variant, at(x))))
             .collect();
         let threads: BTreeSet<u32> = mine.iter().map(|x| x.threads).collect();
         let mut rows: Vec<Vec<String>> = Vec::new();
         let mut seen = Vec::new();
         for x in &mine {
-            if seen.contains(&(x.variant, x.size_bytes)) {
+            if seen.contains(&(x.variant, at(x))) {
                 continue;
             }
-            seen.push((x.variant, x.size_bytes));
+            seen.push((x.variant, at(x)));
             let mut row = vec![x.variant.label().to_string(), block(x)];
             for t in &threads {
                 row.push(
                     mine.iter()
-                        .find(|y| {
-                            (y.variant, y.size_bytes, y.threads) == (x.variant, x.size_bytes, *t)
-                        })
+                        .find(|y| (y.variant, at(y), y.threads) == (x.variant, at(x), *t))
                         .map_or_else(|| "—".into(), |y| cell(y)),
                 );
             }

@@ -1820,15 +1820,16 @@ fn the_gpu_and_host_state_through_the_run_is_one_row_each() {
 fn hash_result(
     simd: hwc_model::SimdPath,
     variant: hwc_model::HashVariant,
-    size: u64,
+    (size, offset): (u64, u32),
     t: u32,
     v: f64,
 ) -> CaseResult {
     m(
         &format!(
-            "xxh3/xxh3/n0/{}/{}/{size}/t{t}",
+            "xxh3/xxh3/n0/{}/{}/{}/t{t}",
             simd.as_str(),
-            variant.as_str()
+            variant.as_str(),
+            hwc_model::xxh3::block_label(size, offset)
         ),
         PathId::Xxh3,
         Spec::Hash(hwc_model::HashSpec {
@@ -1837,6 +1838,7 @@ fn hash_result(
             size_bytes: size,
             threads: t,
             cpu_node: Some(0),
+            offset_bytes: offset,
         }),
         v,
         size < 256 * MIB,
@@ -1847,10 +1849,18 @@ fn hash_result(
 fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured() {
     use hwc_model::{HashVariant as V, SimdPath as S};
     let p = profile_with(false, |rs| {
-        rs.push(hash_result(S::Scalar, V::Xxh3_64, 64 << 10, 1, 7.25));
-        rs.push(hash_result(S::Avx2, V::Xxh3_64, 64 << 10, 1, 30.5));
-        rs.push(hash_result(S::Avx2, V::Xxh3_128, 64 << 10, 1, 28.0));
-        rs.push(hash_result(S::Avx2, V::Xxh3_128, hwc_model::GIB, 2, 19.0));
+        let k100 = 100 << 10;
+        rs.push(hash_result(S::Scalar, V::Xxh3_64, (k100, 0), 1, 7.25));
+        rs.push(hash_result(S::Avx2, V::Xxh3_64, (k100, 0), 1, 30.5));
+        rs.push(hash_result(S::Avx2, V::Xxh3_64, (k100, 16), 1, 26.5));
+        rs.push(hash_result(S::Avx2, V::Xxh3_128, (k100, 0), 1, 28.0));
+        rs.push(hash_result(
+            S::Avx2,
+            V::Xxh3_128,
+            (hwc_model::GIB, 0),
+            2,
+            19.0,
+        ));
     });
     let mut p = p;
     p.cpu_features.xxh3_paths = vec![S::Scalar, S::Sse2, S::Avx2];
@@ -1864,7 +1874,7 @@ fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured()
         .unwrap();
     assert!(
         line.starts_with("xxh3 throughput   30.5 GB/s measured (median of ")
-            && line.ends_with("%), 1 thread, AVX2, XXH3-64, 64 KiB"),
+            && line.ends_with("%), 1 thread, AVX2, XXH3-64, page-aligned 100 KiB blocks"),
         "{line}"
     );
     // Every path and variant on 1 thread by block, then the swept path by thread count: each
@@ -1872,11 +1882,15 @@ fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured()
     let t = |s: &str| -> Vec<String> { s.split(" | ").map(str::to_string).collect() };
     assert_eq!(
         t(line_starting(cpu, "| path |")),
-        t("| path | hash | 64KiB, 1 thread |")
+        t("| path | hash | 100KiB, 1 thread | 100KiB+16B, 1 thread |")
     );
-    assert!(line_starting(cpu, "| Scalar | XXH3-64 | 7.25 ±").ends_with("% |"));
-    assert!(line_starting(cpu, "| AVX2 | XXH3-64 | 30.50 ±").ends_with("% |"));
-    assert!(line_starting(cpu, "| AVX2 | XXH3-128 | 28.00 ±").ends_with("% |"));
+    assert!(line_starting(cpu, "| Scalar | XXH3-64 | 7.25 ±").ends_with("% | — |"));
+    let avx2 = line_starting(cpu, "| AVX2 | XXH3-64 | 30.50 ±");
+    assert!(
+        avx2.contains("% | 26.50 ±") && avx2.ends_with("% |"),
+        "{avx2}"
+    );
+    assert!(line_starting(cpu, "| AVX2 | XXH3-128 | 28.00 ±").ends_with("% | — |"));
     assert!(cpu.contains("AVX2 over the thread sweep:"), "{cpu}");
     assert_eq!(
         t(line_starting(cpu, "| hash | block |")),
