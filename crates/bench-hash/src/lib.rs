@@ -21,11 +21,12 @@
 //! How a case is measured: `threads` threads pinned one to a CPU of the case's node (one per
 //! physical core first). A block that fits the cache ([`HashSpec::size_bytes`] × threads below
 //! the last-level cache) is each thread's own, filled with pseudo-random bytes by that thread
-//! (so its pages are local), and hashed over and over, [`REP_BYTES_PER_THREAD`] bytes a
+//! (so its pages are local), and hashed over and over for about [`REP_SECONDS`] a
 //! repetition. A memory-resident working set is one buffer bound to the case's node (huge
-//! pages asked for), filled once and kept for the next case of its size, split into one
-//! contiguous slice per thread, each hashed once a repetition as one input. Threads are released together by a barrier and each times its
-//! own hashing; a repetition's time runs from the first thread's start to the last one's end.
+//! pages asked for), filled once and kept for the next case of its size, split into
+//! [`MEMORY_PARTS`] parts hashed in turn, one a repetition, each part into one page-aligned
+//! slice per thread, hashed once as one input. Threads are released together by a barrier and
+//! each times its own hashing; a repetition's time runs from the first thread's start to the last one's end.
 //! Before the repetitions the case's path hashes a fixed buffer and the result must equal the
 //! scalar path's and the known test vectors ([`check_path`]); after each repetition every
 //! thread's hash must equal the scalar path's hash of its block, computed before the timing.
@@ -44,9 +45,38 @@ use std::time::Instant;
 /// The engine's id.
 pub const ENGINE: EngineId = EngineId::new("xxh3");
 
-/// Bytes each thread hashes in one repetition of a cache-resident case (its block, over and
-/// over): a few milliseconds at tens of GB/s, so the barrier's wake-up is not what is timed.
-pub const REP_BYTES_PER_THREAD: u64 = 128 << 20;
+/// How long a repetition of a cache-resident case runs, about: the first thread hashes its
+/// block for [`CALIBRATE_SECONDS`] before the case, and every thread then hashes its block as
+/// many times a repetition as that rate fills this (each path as long, whatever its speed).
+/// Long enough that the barrier's wake-up (tens of µs) is under 1 % of it.
+pub const REP_SECONDS: f64 = 0.004;
+/// A memory-resident working set is hashed a part at a time, the parts in turn: a repetition
+/// hashes one part (each thread its slice of it), and the part was last hashed this many
+/// repetitions earlier, with the rest of the working set (1.5 × the last-level cache for a
+/// working set of 2 × it) hashed in between. A quarter of the time a repetition of the whole
+/// set would take, and as far from the cache.
+pub const MEMORY_PARTS: usize = 4;
+
+/// How long the first thread times its path to set the repetition's length.
+pub const CALIBRATE_SECONDS: f64 = 0.001;
+/// Bytes a thread hashes in one repetition of a cache-resident case, at least and at most.
+pub const REP_BYTES_PER_THREAD: std::ops::RangeInclusive<u64> = (16 << 20)..=(256 << 20);
+
+/// Calls of the hash on a `block`-byte block that make a repetition of about [`REP_SECONDS`]
+/// at `bytes_per_second`, within [`REP_BYTES_PER_THREAD`] (at least one call). Pure.
+pub fn calls_per_rep(block: u64, bytes_per_second: f64) -> u64 {
+    let block = block.max(1);
+    let (min, max) = (
+        REP_BYTES_PER_THREAD.start().div_ceil(block),
+        (REP_BYTES_PER_THREAD.end() / block).max(1),
+    );
+    let want = (REP_SECONDS * bytes_per_second / block as f64).ceil();
+    if want.is_finite() && want > 0.0 {
+        (want as u64).clamp(min.min(max), max)
+    } else {
+        max
+    }
+}
 
 /// The install hint where `xxhash.h` was missing at build time.
 pub const INSTALL_HINT: &str = "install libxxhash-dev (Debian/Ubuntu: apt-get install \
@@ -516,8 +546,9 @@ impl Engine for HashEngine {
 
 /// What a hashing thread reports once ready: the scalar path's hash of its own block (0 for a
 /// slice of the working set, whose hash the engine keeps), the node of its block's first page,
-/// and where the block starts past a page boundary.
-type Ready = (u128, Option<i32>, usize);
+/// where the block starts past a page boundary, and (the first thread of a cache-resident case)
+/// the bytes a second its path hashed its block at.
+type Ready = (u128, Option<i32>, usize, Option<f64>);
 
 /// What one worker reports of one repetition.
 #[derive(Debug, Clone, Copy)]
@@ -534,8 +565,15 @@ struct Workers {
     done: Arc<Barrier>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     slots: Arc<Mutex<Vec<Option<Slot>>>>,
-    /// Each thread's block's hash by the scalar path, computed before the timing.
-    expected: Vec<u128>,
+    /// Each thread's block's hash by the scalar path, computed before the timing, by part of
+    /// the working set (one part for a cache-resident case).
+    expected: Vec<Vec<u128>>,
+    /// The part of the working set the next repetition hashes.
+    part: Arc<std::sync::atomic::AtomicUsize>,
+    /// Repetitions run.
+    reps: usize,
+    /// The part the last repetition hashed.
+    hashed_part: usize,
     handles: Vec<JoinHandle<()>>,
     bytes_per_rep: u64,
     cache_resident: bool,
@@ -560,40 +598,44 @@ impl Workers {
         // Cache-resident: each thread its own block, hashed over and over. Memory-resident:
         // the working set split into one slice per thread, each hashed once.
         // A memory-resident slice is a whole number of pages, so each starts page-aligned.
-        let (block, calls) = if cache_resident {
-            let calls = (REP_BYTES_PER_THREAD / spec.size_bytes).max(1);
-            (spec.size_bytes, calls)
+        let parts = if cache_resident { 1 } else { MEMORY_PARTS };
+        let block = if cache_resident {
+            spec.size_bytes
         } else if spec.offset_bytes != 0 {
             return Err(BenchError::unavailable(
                 "a block offset from a page boundary is measured on cache-resident blocks only",
             ));
         } else {
             let page = hwc_numa::page_size() as u64;
-            let slice = spec.size_bytes / threads as u64;
-            (
-                if slice >= page {
-                    slice / page * page
-                } else {
-                    slice
-                },
-                1,
-            )
+            let slice = spec.size_bytes / (parts * threads) as u64;
+            if slice >= page {
+                slice / page * page
+            } else {
+                slice
+            }
         };
+        // Calls of the hash a repetition: set once the first thread has timed its path (a
+        // slice of the working set is hashed once).
+        let calls = Arc::new(std::sync::atomic::AtomicU64::new(1));
         let offset = spec.offset_bytes as usize;
         let page = hwc_numa::page_size();
         let block = usize::try_from(block.max(1))
             .map_err(|_| BenchError::unavailable("the block does not fit this address space"))?;
         // Each thread's data: its own block (filled by itself, so its pages are its node's), or
-        // its slice of the shared working set with the scalar hash of it.
-        let mut expected = vec![0u128; threads];
-        let mut slices: Vec<Option<(Arc<NumaBuffer>, usize)>> = vec![None; threads];
+        // its slice of each part of the shared working set, with the scalar hashes of them
+        // (`expected[part][thread]`).
+        let mut expected = vec![vec![0u128; threads]; parts];
+        let mut slices: Vec<Option<(Arc<NumaBuffer>, Vec<usize>)>> = vec![None; threads];
         if let Some(set) = shared {
             for (i, slot) in slices.iter_mut().enumerate() {
-                let off = i * block;
-                expected[i] = set.reference(spec.variant, off, block)?;
-                *slot = Some((set.buf.clone(), off));
+                let offs: Vec<usize> = (0..parts).map(|p| (p * threads + i) * block).collect();
+                for (p, &off) in offs.iter().enumerate() {
+                    expected[p][i] = set.reference(spec.variant, off, block)?;
+                }
+                *slot = Some((set.buf.clone(), offs));
             }
         }
+        let part = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let placement = hwc_model::Placement {
             cpus: Some(hwc_model::cpulist::format(cpus)),
             verified: slices
@@ -614,12 +656,14 @@ impl Workers {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<Ready, String>)>();
         let mut handles = Vec::with_capacity(threads);
         for (i, (&cpu, slice)) in cpus.iter().zip(slices).enumerate() {
-            let (start, done, stop, slots, ready) = (
+            let (start, done, stop, slots, ready, calls, part) = (
                 start.clone(),
                 done.clone(),
                 stop.clone(),
                 slots.clone(),
                 ready_tx.clone(),
+                calls.clone(),
+                part.clone(),
             );
             let h = std::thread::Builder::new()
                 .name(format!("xxh3-{i}"))
@@ -632,11 +676,11 @@ impl Workers {
                         return;
                     }
                     let own: NumaBuffer;
-                    let data: &[u8] = match &slice {
-                        Some((buf, off)) => {
-                            let at = buf.as_ptr() as usize + off;
-                            let _ = ready.send((i, Ok((0, None, at % page))));
-                            &buf.as_slice()[*off..*off + block]
+                    let mine: &[u8] = match &slice {
+                        Some((buf, offs)) => {
+                            let at = buf.as_ptr() as usize + offs[0];
+                            let _ = ready.send((i, Ok((0, None, at % page, None))));
+                            &[]
                         }
                         None => {
                             // Mapped, so page-aligned, and touched by this pinned thread.
@@ -656,7 +700,18 @@ impl Workers {
                             // Where its pages landed (checked, not presumed).
                             let node = hwc_numa::node_of(data.as_ptr() as usize).ok();
                             let at = data.as_ptr() as usize % page;
-                            let _ = ready.send((i, Ok((scalar.hash(data), node, at))));
+                            let want = scalar.hash(data);
+                            // The first thread times its path, for the repetition's length.
+                            let rate = (i == 0).then(|| {
+                                let t0 = Instant::now();
+                                let mut n = 0u64;
+                                while t0.elapsed().as_secs_f64() < CALIBRATE_SECONDS {
+                                    std::hint::black_box(hasher.hash(std::hint::black_box(data)));
+                                    n += 1;
+                                }
+                                (n * block as u64) as f64 / t0.elapsed().as_secs_f64()
+                            });
+                            let _ = ready.send((i, Ok((want, node, at, rate))));
                             data
                         }
                     };
@@ -666,6 +721,14 @@ impl Workers {
                         if stop.load(std::sync::atomic::Ordering::Acquire) {
                             return;
                         }
+                        let calls = calls.load(std::sync::atomic::Ordering::Acquire);
+                        let data = match &slice {
+                            Some((buf, offs)) => {
+                                let off = offs[part.load(std::sync::atomic::Ordering::Acquire)];
+                                &buf.as_slice()[off..off + block]
+                            }
+                            None => mine,
+                        };
                         let t0 = Instant::now();
                         let mut hash = 0;
                         for _ in 0..calls {
@@ -686,6 +749,7 @@ impl Workers {
             handles.push(h);
         }
         drop(ready_tx);
+        // Made before the threads report, so that an early return drops it and releases them.
         let mut workers = Workers {
             placement,
             start,
@@ -693,34 +757,20 @@ impl Workers {
             stop,
             slots,
             expected: Vec::new(),
+            part,
+            reps: 0,
+            hashed_part: 0,
             handles,
-            bytes_per_rep: block as u64 * calls * threads as u64,
+            bytes_per_rep: 0,
             cache_resident,
-            notes: vec![format!(
-                "{} {} path (xxhash.h {}), {} thread(s), each hashing {} {} of {} bytes ({}) per \
-                 repetition",
-                spec.variant,
-                spec.simd,
-                xxhash_version().unwrap_or_default(),
-                threads,
-                calls,
-                if cache_resident {
-                    "time(s) its own block"
-                } else {
-                    "time its slice of the working set"
-                },
-                block,
-                if offset == 0 {
-                    "page-aligned".to_string()
-                } else {
-                    format!("starting {offset} bytes past a page boundary")
-                }
-            )],
+            notes: Vec::new(),
         };
         let mut block_nodes: Vec<Option<i32>> = Vec::new();
+        let mut rate: Option<f64> = None;
         for _ in 0..threads {
             match ready_rx.recv() {
-                Ok((i, Ok((h, node, at)))) => {
+                Ok((i, Ok((h, node, at, r)))) => {
+                    rate = rate.or(r);
                     // Where the block starts is what the case measures (AVX-512 reads a block
                     // off a 64-byte line about a fifth slower): checked, not presumed.
                     if at != offset {
@@ -730,7 +780,7 @@ impl Workers {
                         )));
                     }
                     if cache_resident {
-                        expected[i] = h;
+                        expected[0][i] = h;
                         block_nodes.push(node);
                     }
                 }
@@ -746,7 +796,37 @@ impl Workers {
                 }
             }
         }
+        // The first thread's rate sets every thread's calls (one for a slice of the working
+        // set).
+        let calls_per_rep = match rate {
+            Some(r) if cache_resident => calls_per_rep(block as u64, r),
+            _ => 1,
+        };
+        calls.store(calls_per_rep, std::sync::atomic::Ordering::Release);
         workers.expected = expected;
+        workers.bytes_per_rep = block as u64 * calls_per_rep * threads as u64;
+        workers.notes = vec![format!(
+            "{} {} path (xxhash.h {}), {} thread(s), each hashing {} {} of {} bytes ({}) per \
+             repetition",
+            spec.variant,
+            spec.simd,
+            xxhash_version().unwrap_or_default(),
+            threads,
+            calls_per_rep,
+            if cache_resident {
+                "time(s) its own block".to_string()
+            } else {
+                format!(
+                    "time its slice of one of the working set's {parts} parts, the parts in turn,"
+                )
+            },
+            block,
+            if offset == 0 {
+                "page-aligned".to_string()
+            } else {
+                format!("starting {offset} bytes past a page boundary")
+            }
+        )];
         if cache_resident {
             // Verified where every thread's block is on the case's node.
             let want = spec.cpu_node.and_then(|n| i32::try_from(n).ok());
@@ -800,6 +880,10 @@ impl Prepared for Workers {
         if let Ok(mut s) = self.slots.lock() {
             s.iter_mut().for_each(|x| *x = None);
         }
+        self.hashed_part = self.reps % self.expected.len().max(1);
+        self.reps += 1;
+        self.part
+            .store(self.hashed_part, std::sync::atomic::Ordering::Release);
         self.start.wait();
         self.done.wait();
         let slots = self
@@ -826,7 +910,11 @@ impl Prepared for Workers {
             .slots
             .lock()
             .map_err(|_| BenchError::failed("a hashing thread panicked"))?;
-        for (i, (slot, want)) in slots.iter().zip(&self.expected).enumerate() {
+        let expected = self
+            .expected
+            .get(self.hashed_part)
+            .ok_or_else(|| BenchError::failed("no hash to check the repetition against"))?;
+        for (i, (slot, want)) in slots.iter().zip(expected).enumerate() {
             let got = slot.map(|s| s.hash);
             if got != Some(*want) {
                 return Err(BenchError::failed(format!(

@@ -135,9 +135,12 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
             let c = case(simd, variant, 4096, threads);
             let mut p = engine.prepare(&c).expect("prepare");
             assert!(p.cache_resident());
-            assert_eq!(
-                p.bytes_per_rep(),
-                REP_BYTES_PER_THREAD / 4096 * 4096 * u64::from(threads)
+            // The first thread's rate set the repetition's length, within its bounds.
+            let per_thread = p.bytes_per_rep() / u64::from(threads);
+            assert_eq!(per_thread % 4096, 0);
+            assert!(
+                REP_BYTES_PER_THREAD.contains(&per_thread),
+                "{simd} {variant}: {per_thread} bytes a thread a repetition"
             );
             p.run_once().expect("run");
             p.verify().expect("verify");
@@ -152,9 +155,12 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
     let c = case(SimdPath::Scalar, HashVariant::Xxh3_128, 4 << 20, threads);
     let mut p = small_cache.prepare(&c).expect("prepare");
     assert!(!p.cache_resident());
-    assert_eq!(p.bytes_per_rep(), 4 << 20);
-    p.run_once().expect("run");
-    p.verify().expect("verify");
+    // A part a repetition, the parts in turn, each checked against its own hashes.
+    assert_eq!(p.bytes_per_rep() as usize, (4 << 20) / MEMORY_PARTS);
+    for _ in 0..MEMORY_PARTS + 1 {
+        p.run_once().expect("run");
+        p.verify().expect("verify");
+    }
 }
 
 /// A block starts where its case says, past a page boundary (each thread's start is checked by
@@ -187,6 +193,20 @@ fn blocks_start_at_their_offset_past_a_page_boundary() {
         small_cache.prepare(&c).err(),
         Some(BenchError::Unavailable { .. })
     ));
+}
+
+#[test]
+fn a_repetition_lasts_about_rep_seconds_at_the_rate_measured_within_its_bounds() {
+    let k100 = 100 << 10;
+    // 10 GB/s: 4 ms is 40 MB, 391 calls of 100 KiB.
+    assert_eq!(calls_per_rep(k100, 10e9), 391);
+    // Slow: at least 16 MiB (164 calls); fast: at most 256 MiB (2621 calls).
+    assert_eq!(calls_per_rep(k100, 1e9), 164);
+    assert_eq!(calls_per_rep(k100, 1e12), 2621);
+    // A block larger than the bound is still hashed once; a rate not measured takes the most.
+    assert_eq!(calls_per_rep(512 << 20, 1e9), 1);
+    assert_eq!(calls_per_rep(k100, f64::NAN), 2621);
+    assert_eq!(calls_per_rep(k100, 0.0), 2621);
 }
 
 #[test]

@@ -117,10 +117,13 @@ pub struct HostMemcpy {
     /// Bytes of the last-level cache on the whole machine (size × instances), when known.
     llc_bytes: Option<u64>,
     proc_root: PathBuf,
-    /// The last case's buffers, kept for the next case of the same size and nodes (a thread
-    /// sweep runs several in a row; mapping, faulting and filling 2 × 1 GiB takes about a
-    /// second).
+    /// The last case's buffers, kept for the next case of the same nodes and pages (a thread
+    /// sweep runs several in a row, the sizes one after another; mapping, faulting and filling
+    /// 2 × 1 GiB takes about a second, several where a VM backs fresh memory lazily).
     spare: Option<Buffers>,
+    /// The largest copy planned for each (source node, destination node, huge pages), from
+    /// [`Engine::expect`]: buffers are made that large once, and smaller copies use their start.
+    largest: BTreeMap<(u32, u32, bool), usize>,
     /// Host engines given cases in this run that have not finished: the last to finish frees
     /// the buffers, so the memory is back before the next engine's cases (a path that maps
     /// memory next reuses pages the VM or the kernel has already backed).
@@ -142,8 +145,8 @@ struct Buffers {
     huge_bytes: Option<(Option<u64>, Option<u64>)>,
 }
 
-/// Size, source node, destination node, huge pages.
-type BufferKey = (usize, Option<u32>, Option<u32>, bool);
+/// Source node, destination node, huge pages.
+type BufferKey = (Option<u32>, Option<u32>, bool);
 
 impl HostMemcpy {
     /// Build from the detected topology; `proc_root` is where `/proc/stat` is read for the idle
@@ -163,6 +166,7 @@ impl HostMemcpy {
             non_temporal_threshold: kernel::glibc_non_temporal_threshold(),
             proc_root: proc_root.into(),
             spare: None,
+            largest: BTreeMap::new(),
             unfinished: 0,
         }
     }
@@ -240,9 +244,14 @@ impl Engine for HostEngine {
             usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?;
         let threshold = state.non_temporal_threshold;
         let proc_root = state.proc_root.clone();
+        let huge = spec.size_bytes >= HUGE_PAGE_MIN_BYTES;
+        let capacity = state
+            .largest
+            .get(&(spec.src_node, spec.dst_node, huge))
+            .map_or(size, |&most| most.max(size));
         let home = RefMut::map(state, |s| &mut s.spare);
         let mut copy = PreparedCopy::new(
-            size,
+            (size, capacity),
             &cpus,
             kernel,
             Some(spec.src_node),
@@ -282,8 +291,20 @@ impl Engine for HostEngine {
     }
 
     fn expect(&mut self, cases: &[&Case]) {
+        let mut state = self.state.borrow_mut();
         if !cases.is_empty() {
-            self.state.borrow_mut().unfinished += 1;
+            state.unfinished += 1;
+        }
+        for spec in cases.iter().filter_map(|c| host_spec(c).ok()) {
+            let Ok(size) = usize::try_from(spec.size_bytes) else {
+                continue;
+            };
+            let huge = spec.size_bytes >= HUGE_PAGE_MIN_BYTES;
+            let most = state
+                .largest
+                .entry((spec.src_node, spec.dst_node, huge))
+                .or_insert(0);
+            *most = (*most).max(size);
         }
     }
 
@@ -589,8 +610,10 @@ impl<'a> PreparedCopy<'a> {
     /// `proc_root`: where the threads' `schedstat` and the CPUs' steal (`stat`) are read
     /// (`/proc`).
     #[allow(clippy::too_many_arguments)]
+    /// `size`: the copy's bytes; `capacity`: the buffers' (at least `size`), the largest copy
+    /// planned for their nodes, so that they are made once.
     fn new(
-        size: usize,
+        (size, capacity): (usize, usize),
         cpus: &[u32],
         kernel: CopyKernel,
         src_node: Option<u32>,
@@ -600,8 +623,11 @@ impl<'a> PreparedCopy<'a> {
         mut home: RefMut<'a, Option<Buffers>>,
     ) -> Result<Self, BenchError> {
         let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
-        let key = (size, src_node, dst_node, huge);
-        let kept = home.take().filter(|b| b.key == key);
+        let key = (src_node, dst_node, huge);
+        let capacity = capacity.max(size);
+        let kept = home
+            .take()
+            .filter(|b| b.key == key && b.src.len() >= size && b.dst.len() >= size);
         let bufs = match kept {
             Some(mut b) => {
                 // The source still holds the pattern (copies only read it); the destination
@@ -614,11 +640,12 @@ impl<'a> PreparedCopy<'a> {
             // are mapped.
             None => {
                 let alloc = |node| {
-                    NumaBuffer::new(size, node, huge).map_err(|e| BenchError::failed(e.to_string()))
+                    NumaBuffer::new(capacity, node, huge)
+                        .map_err(|e| BenchError::failed(e.to_string()))
                 };
                 let mut src = alloc(src_node)?;
                 let dst = alloc(dst_node)?;
-                fill_pattern(&mut src.as_mut_slice()[..size]);
+                fill_pattern(&mut src.as_mut_slice()[..capacity]);
                 let huge_bytes = huge.then(|| {
                     let smaps = std::fs::read_to_string("/proc/self/smaps").ok();
                     let of = |b: &NumaBuffer| {

@@ -69,8 +69,18 @@ fn run_here(c: &Case) -> CaseOutcome {
 /// cache-resident; it takes the buffers kept in `home` when they fit and leaves its own there.
 #[track_caller]
 fn memcpy_on(cpu: u32, size: usize, home: &RefCell<Option<Buffers>>) -> PreparedCopy<'_> {
+    memcpy_in(cpu, (size, size), home)
+}
+
+/// As [`memcpy_on`], its buffers made `capacity` bytes where new ones are made.
+#[track_caller]
+fn memcpy_in(
+    cpu: u32,
+    (size, capacity): (usize, usize),
+    home: &RefCell<Option<Buffers>>,
+) -> PreparedCopy<'_> {
     PreparedCopy::new(
-        size,
+        (size, capacity),
         &[cpu],
         CopyKernel::Memcpy,
         None,
@@ -182,25 +192,45 @@ fn corrupted_copy_is_caught_by_verify() {
 fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     let cpu = hwc_numa::current_affinity()[0];
     let home = RefCell::new(None);
+    // Made for the largest copy planned (4 MiB), used from their start by a smaller one.
     let first_src = {
-        let mut p = memcpy_on(cpu, 1 << 20, &home);
+        let mut p = memcpy_in(cpu, (1 << 20, 4 << 20), &home);
+        assert!(p.buffers().src.len() >= 4 << 20 && p.buffers().dst.len() >= 4 << 20);
         p.run_once().unwrap();
         assert!(p.verify().is_ok());
         p.buffers().src.as_ptr() as usize
     };
-    // Same size and nodes: the same buffers come back, with the last copy cleared from dst.
-    let mut again = memcpy_on(cpu, 1 << 20, &home);
+    // A copy that fits, of another size: the same buffers come back, with the last copy
+    // cleared from dst.
+    let mut again = memcpy_in(cpu, (3 << 20, 4 << 20), &home);
     assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
     let e = again.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte"), "{e}");
     again.run_once().unwrap();
     assert!(again.verify().is_ok());
     drop(again);
-    // Another size: new buffers, a fresh pattern, and the check still holds.
-    let mut other = memcpy_on(cpu, 3 << 20, &home);
-    assert_eq!(other.buffers().key.0, 3 << 20);
+    // A copy that does not fit: new buffers, a fresh pattern, and the check still holds.
+    let mut other = memcpy_on(cpu, 5 << 20, &home);
+    assert!(other.buffers().src.len() >= 5 << 20);
     other.run_once().unwrap();
     assert!(other.verify().is_ok());
+}
+
+/// The engine makes a node pair's buffers once, for the largest copy it was told to expect,
+/// and frees them after its last case.
+#[test]
+fn buffers_are_made_for_the_largest_expected_copy_and_freed_at_the_end() {
+    let (small, large) = (case(4 << 20, 1), case(6 << 20, 1));
+    let mut e = engine_for(&small, &this_machine(), Path::new("/proc"));
+    e.expect(&[&small, &large]);
+    let spare_len = |e: &HostEngine| e.state.borrow().spare.as_ref().map(|b| b.src.len());
+    drop(e.prepare(&large).expect("prepare"));
+    let made = spare_len(&e).expect("buffers kept");
+    assert!(made >= 6 << 20, "{made}");
+    drop(e.prepare(&small).expect("prepare"));
+    assert_eq!(spare_len(&e), Some(made), "the same buffers, not new ones");
+    e.finish();
+    assert_eq!(spare_len(&e), None);
 }
 
 #[test]
@@ -517,7 +547,7 @@ fn two_copy_threads_pinned_to_one_cpu_each_read_their_own_delay() {
     let cpu = hwc_numa::current_affinity()[0];
     let home = RefCell::new(None);
     let mut p = PreparedCopy::new(
-        32 << 20,
+        (32 << 20, 32 << 20),
         &[cpu, cpu],
         CopyKernel::Memcpy,
         None,
