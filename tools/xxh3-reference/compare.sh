@@ -10,7 +10,10 @@
 # is put on LD_LIBRARY_PATH), else `xxhsum` on PATH. OUT: where the runs and the table go
 # (default: a new folder under /tmp). ROUNDS (environment, default 3): rounds of one xxhsum -b5,
 # one xxhsum -b11 and one `hwceiling profile --paths xxh3 --threads 1`; each side's figure is
-# the median of its rounds.
+# the median of its rounds. CPU (environment, default 0): xxhsum and optlevel.c run pinned to
+# it with taskset, where there is taskset: hwceiling's 1-thread cases run on the first CPU of
+# their node's pinning order (CPU 0 on the machines here; the table prints where they ran),
+# and CPUs of a shared host can differ by a third.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -19,6 +22,9 @@ xxhsum="${2:-}"
 out="${3:-$(mktemp -d /tmp/xxh3-compare.XXXXXX)}"
 rounds="${ROUNDS:-3}"
 mkdir -p "$out"
+pin=()
+if command -v taskset >/dev/null; then pin=(taskset -c "${CPU:-0}"); fi
+echo "${CPU:-0}" >"$out/cpu.txt"
 if [[ -z "$xxhsum" ]]; then
   if [[ -x "$repo/deps/dev/xxhsum/usr/bin/xxhsum" ]]; then
     xxhsum="$repo/deps/dev/xxhsum/usr/bin/xxhsum"
@@ -44,8 +50,8 @@ echo "$banner" >"$out/xxhsum-banner.txt"
 grep -m1 -E '^(flags|Features)' /proc/cpuinfo >"$out/cpu-flags.txt" || true
 for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds: xxhsum -b5, xxhsum -b11, hwceiling" >&2
-  "$xxhsum" -b5 -i3 >"$out/xxhsum-b5-$r.txt" 2>&1
-  "$xxhsum" -b11 -i3 >"$out/xxhsum-b11-$r.txt" 2>&1
+  "${pin[@]}" "$xxhsum" -b5 -i3 >"$out/xxhsum-b5-$r.txt" 2>&1
+  "${pin[@]}" "$xxhsum" -b11 -i3 >"$out/xxhsum-b11-$r.txt" 2>&1
   "$hwc" profile --paths xxh3 --threads 1 -o "$out/hwc-$r" >"$out/hwc-$r.log" 2>&1
 done
 # Where a block starts moves XXH3's speed (AVX-512 loads off a 64-byte line straddle two lines):
@@ -69,9 +75,9 @@ if command -v gcc >/dev/null && [[ -n "$inc" ]]; then
   gcc -O2 -DXXH_VECTOR="$vec" $flag -I"$inc" "$here/optlevel.c" -o "$out/optlevel-O2"
   for r in 1 2 3; do
     for v in 64 128; do
-      for off in 0 16; do "$out/optlevel-O2" "$v" "$off" >"$out/align-$v-$off-$r.txt"; done
+      for off in 0 16; do "${pin[@]}" "$out/optlevel-O2" "$v" "$off" >"$out/align-$v-$off-$r.txt"; done
     done
-    for b in 5 6 11 12; do "$xxhsum" -b"$b" -i2 >"$out/align-xxhsum-b$b-$r.txt" 2>&1; done
+    for b in 5 6 11 12; do "${pin[@]}" "$xxhsum" -b"$b" -i2 >"$out/align-xxhsum-b$b-$r.txt" 2>&1; done
   done
 else
   echo "no gcc or xxhash.h here: the alignment check of xxhsum's path is left out" >&2

@@ -51,6 +51,7 @@ if sys.argv[1] == "--xxhsum-path":
 
 out, rounds = sys.argv[1], int(sys.argv[2])
 hwc = {}  # (variant, path, offset) -> [median per round]
+hwc_cpus = set()  # where hwceiling's 1-thread cases ran
 for r in range(1, rounds + 1):
     raws = glob.glob(os.path.join(out, f"hwc-{r}", "hardware_raw_*.json"))
     if not raws:
@@ -61,6 +62,7 @@ for r in range(1, rounds + 1):
         spec = m.get("spec", {})
         if spec.get("kind") != "hash" or spec.get("size_bytes") != BLOCK or spec.get("threads") != 1:
             continue
+        hwc_cpus.add((m.get("placement") or {}).get("cpus"))
         key = (spec["variant"], spec["simd"], spec.get("offset_bytes", 0))
         hwc.setdefault(key, []).append(m["gbps"]["median"])
 xs = {v: [xxhsum_gbps(os.path.join(out, f"xxhsum-{b}-{r}.txt")) for r in range(1, rounds + 1)]
@@ -73,7 +75,8 @@ print(f"xxhsum: `{banner}` — its path: {LABEL[xpath]}; {rounds} interleaved ro
       f"{BLOCK}-byte blocks; GB/s = 10^9 B/s; each figure the median of the rounds' medians. "
       f"hwceiling's block page-aligned (its ceiling) and 16 bytes past a page boundary (as "
       f"xxhsum's 16-byte-aligned buffer usually lies); the ratio and the bounds are of the "
-      f"latter\n")
+      f"latter. hwceiling's cases ran on CPU(s) {', '.join(sorted(str(c) for c in hwc_cpus))}; "
+      f"xxhsum and optlevel.c pinned to CPU {open(os.path.join(out, 'cpu.txt')).read().strip() if os.path.exists(os.path.join(out, 'cpu.txt')) else '?'}\n")
 print("| hash | hwceiling path | page-aligned GB/s | +16 B GB/s (rounds) | xxhsum GB/s (rounds) | ratio (+16 B) | |")
 print("|---|---|---|---|---|---|---|")
 ok = True
