@@ -63,7 +63,7 @@ for r in range(1, rounds + 1):
         if spec.get("kind") != "hash" or spec.get("size_bytes") != BLOCK or spec.get("threads") != 1:
             continue
         hwc_cpus.add((m.get("placement") or {}).get("cpus"))
-        key = (spec["variant"], spec["simd"], spec.get("offset_bytes", 0))
+        key = (spec["variant"], spec["simd"], spec.get("offset_bytes"))
         hwc.setdefault(key, []).append(m["gbps"]["median"])
 xs = {v: [xxhsum_gbps(os.path.join(out, f"xxhsum-{b}-{r}.txt")) for r in range(1, rounds + 1)]
       for v, _, b in VARIANTS}

@@ -19,13 +19,15 @@
 //! unavailable with the install hint ([`available`]), and the hash path is waived.
 //!
 //! How a case is measured: `threads` threads pinned one to a CPU of the case's node (one per
-//! physical core first). A block that fits the cache ([`HashSpec::size_bytes`] × threads below
-//! the last-level cache) is each thread's own, filled with pseudo-random bytes by that thread
+//! physical core first). A block (a case with an offset) is each thread's own, filled with pseudo-random bytes by that thread
 //! (so its pages are local), and hashed over and over for about [`REP_SECONDS`] a
 //! repetition. A memory-resident working set is one buffer bound to the case's node (huge
-//! pages asked for), filled once and kept for the next case of its size, split into
-//! [`MEMORY_PARTS`] parts hashed in turn, one a repetition, each part into one page-aligned
-//! slice per thread, hashed once as one input. Threads are released together by a barrier and
+//! pages asked for), filled once and kept for the next case of its size, hashed in
+//! [`MEMORY_PARTS`] parts in turn, one a repetition, where each thread's slice of a part is at
+//! least [`MEMORY_PART_MIN_SLICE_BYTES`] (else whole), each part split into one page-aligned
+//! slice per thread, hashed once as one input. Which mode a case takes is its spec's: a block
+//! offset ([`HashSpec::offset_bytes`]) asks for own blocks, placed that many bytes past a page
+//! boundary and checked; none, for the working set. Threads are released together by a barrier and
 //! each times its own hashing; a repetition's time runs from the first thread's start to the last one's end.
 //! Before the repetitions the case's path hashes a fixed buffer and the result must equal the
 //! scalar path's and the known test vectors ([`check_path`]); after each repetition every
@@ -56,6 +58,23 @@ pub const REP_SECONDS: f64 = 0.004;
 /// working set of 2 × it) hashed in between. A quarter of the time a repetition of the whole
 /// set would take, and as far from the cache.
 pub const MEMORY_PARTS: usize = 4;
+
+/// A part's slice is at least this many bytes a thread, or the working set is hashed whole a
+/// repetition: a part of many threads' small slices would last a millisecond or less, where the
+/// threads' release by the barrier (tens of µs apart) would show in the figure.
+pub const MEMORY_PART_MIN_SLICE_BYTES: u64 = 32 << 20;
+
+/// The parts a working set of `size_bytes` on `threads` threads is hashed in:
+/// [`MEMORY_PARTS`] where each thread's slice of a part is at least
+/// [`MEMORY_PART_MIN_SLICE_BYTES`], else 1 (the whole set a repetition). Pure.
+pub fn memory_parts(size_bytes: u64, threads: usize) -> usize {
+    let per_thread = size_bytes / (MEMORY_PARTS * threads.max(1)) as u64;
+    if per_thread >= MEMORY_PART_MIN_SLICE_BYTES {
+        MEMORY_PARTS
+    } else {
+        1
+    }
+}
 
 /// How long the first thread times its path to set the repetition's length.
 pub const CALIBRATE_SECONDS: f64 = 0.001;
@@ -396,6 +415,8 @@ struct WorkingSet {
     buf: Arc<NumaBuffer>,
     /// (variant, offset, length) → the scalar path's hash.
     reference: BTreeMap<(HashVariant, usize, usize), u128>,
+    /// The part the next repetition hashes, whichever case it is of.
+    cursor: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl WorkingSet {
@@ -411,6 +432,7 @@ impl WorkingSet {
             node,
             buf: Arc::new(buf),
             reference: BTreeMap::new(),
+            cursor: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
         })
     }
 
@@ -468,9 +490,11 @@ impl HashEngine {
         Ok(cpus[..threads].to_vec())
     }
 
-    fn cache_resident(&self, spec: &HashSpec) -> bool {
+    /// Whether the threads' own blocks fit the last-level cache together (where it is
+    /// unknown, a block hashed over and over stays in a cache of its core's: still true).
+    fn blocks_cache_resident(&self, spec: &HashSpec) -> bool {
         self.llc_bytes
-            .is_some_and(|llc| spec.size_bytes.saturating_mul(u64::from(spec.threads)) < llc)
+            .is_none_or(|llc| spec.size_bytes.saturating_mul(u64::from(spec.threads)) < llc)
     }
 }
 
@@ -497,8 +521,9 @@ impl Engine for HashEngine {
             self.checked.push(spec.simd);
         }
         let cpus = self.cpus_for(&spec)?;
-        if self.cache_resident(&spec) {
-            return Ok(Box::new(Workers::start(&spec, &cpus, None)?));
+        if spec.offset_bytes.is_some() {
+            let resident = self.blocks_cache_resident(&spec);
+            return Ok(Box::new(Workers::start(&spec, &cpus, None, resident)?));
         }
         let fits = self
             .working_set
@@ -512,7 +537,7 @@ impl Engine for HashEngine {
         let Some(set) = self.working_set.as_mut() else {
             return Err(BenchError::failed("no working set"));
         };
-        Ok(Box::new(Workers::start(&spec, &cpus, Some(set))?))
+        Ok(Box::new(Workers::start(&spec, &cpus, Some(set), false)?))
     }
 
     /// The host engines' CPU guard: a hash case shares the cores it runs on, and for a
@@ -568,10 +593,10 @@ struct Workers {
     /// Each thread's block's hash by the scalar path, computed before the timing, by part of
     /// the working set (one part for a cache-resident case).
     expected: Vec<Vec<u128>>,
-    /// The part of the working set the next repetition hashes.
+    /// The part of the working set the current repetition hashes.
     part: Arc<std::sync::atomic::AtomicUsize>,
-    /// Repetitions run.
-    reps: usize,
+    /// The part the next repetition hashes (the working set's, kept across cases).
+    cursor: Arc<std::sync::atomic::AtomicUsize>,
     /// The part the last repetition hashed.
     hashed_part: usize,
     handles: Vec<JoinHandle<()>>,
@@ -588,37 +613,40 @@ impl Workers {
         spec: &HashSpec,
         cpus: &[u32],
         shared: Option<&mut WorkingSet>,
+        cache_resident: bool,
     ) -> Result<Workers, BenchError> {
         let threads = cpus.len();
         let hasher = Hasher::new(spec.simd, spec.variant)
             .map_err(|e| BenchError::unavailable(e.to_string()))?;
         let scalar = Hasher::new(SimdPath::Scalar, spec.variant)
             .map_err(|e| BenchError::unavailable(e.to_string()))?;
-        let cache_resident = shared.is_none();
-        // Cache-resident: each thread its own block, hashed over and over. Memory-resident:
-        // the working set split into one slice per thread, each hashed once.
-        // A memory-resident slice is a whole number of pages, so each starts page-aligned.
-        let parts = if cache_resident { 1 } else { MEMORY_PARTS };
-        let block = if cache_resident {
-            spec.size_bytes
-        } else if spec.offset_bytes != 0 {
-            return Err(BenchError::unavailable(
-                "a block offset from a page boundary is measured on cache-resident blocks only",
-            ));
+        // Own blocks: each thread its own block, hashed over and over. A working set: a part a
+        // repetition, the parts in turn, each split into one slice per thread, hashed once; a
+        // slice is a whole number of pages, so each starts page-aligned.
+        let own = shared.is_none();
+        let page = hwc_numa::page_size();
+        let parts = if own {
+            1
         } else {
-            let page = hwc_numa::page_size() as u64;
-            let slice = spec.size_bytes / (parts * threads) as u64;
-            if slice >= page {
-                slice / page * page
-            } else {
-                slice
+            memory_parts(spec.size_bytes, threads)
+        };
+        let block = if own {
+            spec.size_bytes
+        } else {
+            let slice = spec.size_bytes / (parts * threads) as u64 / page as u64 * page as u64;
+            if slice == 0 {
+                return Err(BenchError::unavailable(format!(
+                    "a working set of {} bytes split among {threads} threads leaves each less \
+                     than a page",
+                    spec.size_bytes
+                )));
             }
+            slice
         };
         // Calls of the hash a repetition: set once the first thread has timed its path (a
         // slice of the working set is hashed once).
         let calls = Arc::new(std::sync::atomic::AtomicU64::new(1));
-        let offset = spec.offset_bytes as usize;
-        let page = hwc_numa::page_size();
+        let offset = spec.offset_bytes.unwrap_or(0) as usize;
         let block = usize::try_from(block.max(1))
             .map_err(|_| BenchError::unavailable("the block does not fit this address space"))?;
         // Each thread's data: its own block (filled by itself, so its pages are its node's), or
@@ -626,14 +654,24 @@ impl Workers {
         // (`expected[part][thread]`).
         let mut expected = vec![vec![0u128; threads]; parts];
         let mut slices: Vec<Option<(Arc<NumaBuffer>, Vec<usize>)>> = vec![None; threads];
+        // The part the next repetition hashes: the working set's, kept from case to case, so
+        // that a part is always the one hashed longest ago.
+        let mut cursor = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         if let Some(set) = shared {
             for (i, slot) in slices.iter_mut().enumerate() {
                 let offs: Vec<usize> = (0..parts).map(|p| (p * threads + i) * block).collect();
-                for (p, &off) in offs.iter().enumerate() {
-                    expected[p][i] = set.reference(spec.variant, off, block)?;
-                }
                 *slot = Some((set.buf.clone(), offs));
             }
+            // The scalar hashes, part by part in the order the repetitions take them, so the
+            // first part hashed is the one the reference pass left longest ago.
+            let next = set.cursor.load(std::sync::atomic::Ordering::Acquire) % parts;
+            for p in (0..parts).map(|k| (next + k) % parts) {
+                for (i, slot) in slices.iter().enumerate() {
+                    let off = slot.as_ref().map_or(0, |(_, offs)| offs[p]);
+                    expected[p][i] = set.reference(spec.variant, off, block)?;
+                }
+            }
+            cursor = set.cursor.clone();
         }
         let part = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let placement = hwc_model::Placement {
@@ -642,7 +680,7 @@ impl Workers {
                 .iter()
                 .flatten()
                 .all(|(buf, _)| buf.placement().is_verified())
-                && !cache_resident,
+                && !own,
             detail: match slices.iter().flatten().next() {
                 Some((buf, _)) => format!("working set: {}", buf.placement().describe()),
                 None => "each thread's block filled by that thread (first touch, not checked)"
@@ -758,7 +796,7 @@ impl Workers {
             slots,
             expected: Vec::new(),
             part,
-            reps: 0,
+            cursor,
             hashed_part: 0,
             handles,
             bytes_per_rep: 0,
@@ -779,7 +817,7 @@ impl Workers {
                              not {offset}"
                         )));
                     }
-                    if cache_resident {
+                    if own {
                         expected[0][i] = h;
                         block_nodes.push(node);
                     }
@@ -799,7 +837,7 @@ impl Workers {
         // The first thread's rate sets every thread's calls (one for a slice of the working
         // set).
         let calls_per_rep = match rate {
-            Some(r) if cache_resident => calls_per_rep(block as u64, r),
+            Some(r) if own => calls_per_rep(block as u64, r),
             _ => 1,
         };
         calls.store(calls_per_rep, std::sync::atomic::Ordering::Release);
@@ -813,7 +851,7 @@ impl Workers {
             xxhash_version().unwrap_or_default(),
             threads,
             calls_per_rep,
-            if cache_resident {
+            if own {
                 "time(s) its own block".to_string()
             } else {
                 format!(
@@ -827,7 +865,7 @@ impl Workers {
                 format!("starting {offset} bytes past a page boundary")
             }
         )];
-        if cache_resident {
+        if own {
             // Verified where every thread's block is on the case's node.
             let want = spec.cpu_node.and_then(|n| i32::try_from(n).ok());
             let on_node = want.is_some() && block_nodes.iter().all(|&n| n == want);
@@ -871,6 +909,30 @@ fn fill(buf: &mut [u8], seed: u64) {
     }
 }
 
+impl Workers {
+    /// Each thread's hash of the last repetition against the scalar path's hash of what it
+    /// hashed (its block, or its slice of the part hashed).
+    fn check(&self) -> Result<(), BenchError> {
+        let slots = self
+            .slots
+            .lock()
+            .map_err(|_| BenchError::failed("a hashing thread panicked"))?;
+        let expected = self
+            .expected
+            .get(self.hashed_part)
+            .ok_or_else(|| BenchError::failed("no hash to check the repetition against"))?;
+        for (i, (slot, want)) in slots.iter().zip(expected).enumerate() {
+            let got = slot.map(|s| s.hash);
+            if got != Some(*want) {
+                return Err(BenchError::failed(format!(
+                    "thread {i} hashed its data to {got:x?}, the scalar path to {want:#x}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Prepared for Workers {
     fn bytes_per_rep(&self) -> u64 {
         self.bytes_per_rep
@@ -880,8 +942,12 @@ impl Prepared for Workers {
         if let Ok(mut s) = self.slots.lock() {
             s.iter_mut().for_each(|x| *x = None);
         }
-        self.hashed_part = self.reps % self.expected.len().max(1);
-        self.reps += 1;
+        let parts = self.expected.len().max(1);
+        self.hashed_part = self.cursor.load(std::sync::atomic::Ordering::Acquire) % parts;
+        self.cursor.store(
+            (self.hashed_part + 1) % parts,
+            std::sync::atomic::Ordering::Release,
+        );
         self.part
             .store(self.hashed_part, std::sync::atomic::Ordering::Release);
         self.start.wait();
@@ -896,33 +962,22 @@ impl Prepared for Workers {
         }
         let first = all.iter().map(|s| s.start).min();
         let last = all.iter().map(|s| s.end).max();
-        match (first, last) {
-            (Some(a), Some(b)) => Ok(Rep {
+        let rep = match (first, last) {
+            (Some(a), Some(b)) => Rep {
                 seconds: b.duration_since(a).as_secs_f64(),
                 wall_seconds: None,
-            }),
-            _ => Err(BenchError::failed("no hashing thread ran")),
-        }
+            },
+            _ => return Err(BenchError::failed("no hashing thread ran")),
+        };
+        // Every repetition's hashes are checked (outside its timed region; the runner's data
+        // check follows the cold repetition only, and a working set's parts take turns).
+        drop(slots);
+        self.check()?;
+        Ok(rep)
     }
 
     fn verify(&mut self) -> Result<(), BenchError> {
-        let slots = self
-            .slots
-            .lock()
-            .map_err(|_| BenchError::failed("a hashing thread panicked"))?;
-        let expected = self
-            .expected
-            .get(self.hashed_part)
-            .ok_or_else(|| BenchError::failed("no hash to check the repetition against"))?;
-        for (i, (slot, want)) in slots.iter().zip(expected).enumerate() {
-            let got = slot.map(|s| s.hash);
-            if got != Some(*want) {
-                return Err(BenchError::failed(format!(
-                    "thread {i} hashed its block to {got:x?}, the scalar path to {want:#x}"
-                )));
-            }
-        }
-        Ok(())
+        self.check()
     }
 
     fn cache_resident(&self) -> bool {

@@ -86,8 +86,14 @@ fn the_paths_run_here_are_the_paths_the_cpu_flags_allow() {
     assert_eq!(runnable(), allowed, "flags: {flags:?}");
 }
 
+/// A case of each thread's own block, page-aligned.
 fn case(simd: SimdPath, variant: HashVariant, size_bytes: u64, threads: u32) -> Case {
-    case_at(simd, variant, size_bytes, threads, 0)
+    case_at(simd, variant, size_bytes, threads, Some(0))
+}
+
+/// A case of a working set (no offset: hashed in page-aligned slices).
+fn set_case(simd: SimdPath, variant: HashVariant, size_bytes: u64, threads: u32) -> Case {
+    case_at(simd, variant, size_bytes, threads, None)
 }
 
 fn case_at(
@@ -95,7 +101,7 @@ fn case_at(
     variant: HashVariant,
     size_bytes: u64,
     threads: u32,
-    offset_bytes: u32,
+    offset_bytes: Option<u32>,
 ) -> Case {
     let spec = Spec::Hash(HashSpec {
         variant,
@@ -152,15 +158,66 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
         Some(1 << 20),
         "/proc",
     );
-    let c = case(SimdPath::Scalar, HashVariant::Xxh3_128, 4 << 20, threads);
+    let c = set_case(SimdPath::Scalar, HashVariant::Xxh3_128, 4 << 20, threads);
     let mut p = small_cache.prepare(&c).expect("prepare");
     assert!(!p.cache_resident());
-    // A part a repetition, the parts in turn, each checked against its own hashes.
-    assert_eq!(p.bytes_per_rep() as usize, (4 << 20) / MEMORY_PARTS);
-    for _ in 0..MEMORY_PARTS + 1 {
-        p.run_once().expect("run");
-        p.verify().expect("verify");
+    // Slices this small: the whole set a repetition.
+    assert_eq!(p.bytes_per_rep(), 4 << 20);
+    p.run_once().expect("run");
+    p.verify().expect("verify");
+}
+
+#[test]
+fn a_working_set_is_hashed_in_parts_only_where_each_slice_is_large() {
+    let slice = MEMORY_PART_MIN_SLICE_BYTES;
+    let parts = MEMORY_PARTS as u64;
+    assert_eq!(memory_parts(parts * slice, 1), MEMORY_PARTS);
+    assert_eq!(memory_parts(parts * slice - 1, 1), 1);
+    assert_eq!(memory_parts(parts * 16 * slice, 16), MEMORY_PARTS);
+    assert_eq!(memory_parts(600 << 20, 16), 1);
+    assert_eq!(memory_parts(600 << 20, 4), MEMORY_PARTS);
+    assert_eq!(memory_parts(0, 0), 1);
+}
+
+/// A working set in parts: a part a repetition, the parts in turn from case to case (the next
+/// case goes on where the last one stopped), every repetition checked against the scalar
+/// hashes of what each thread hashed.
+#[test]
+fn a_working_sets_parts_take_turns_across_cases_and_each_is_checked() {
+    if skip_without_xxhash() {
+        return;
     }
+    let cpu = hwc_numa::current_affinity()[0];
+    let size = MEMORY_PARTS as u64 * MEMORY_PART_MIN_SLICE_BYTES;
+    let mut set = WorkingSet::new(size, None).expect("a working set");
+    let spec = |variant| HashSpec {
+        variant,
+        simd: SimdPath::Scalar,
+        size_bytes: size,
+        threads: 1,
+        cpu_node: None,
+        offset_bytes: None,
+    };
+    let mut a =
+        Workers::start(&spec(HashVariant::Xxh3_64), &[cpu], Some(&mut set), false).expect("start");
+    assert_eq!(a.bytes_per_rep, size / MEMORY_PARTS as u64);
+    let mut hashed = Vec::new();
+    for _ in 0..3 {
+        a.run_once().expect("a repetition, checked");
+        hashed.push(a.hashed_part);
+    }
+    drop(a);
+    let mut b =
+        Workers::start(&spec(HashVariant::Xxh3_128), &[cpu], Some(&mut set), false).expect("start");
+    for _ in 0..3 {
+        b.run_once().expect("a repetition, checked");
+        hashed.push(b.hashed_part);
+    }
+    assert_eq!(hashed, [0, 1, 2, 3, 0, 1]);
+    // A wrong reference hash is caught by the repetition itself.
+    b.expected[b.cursor.load(std::sync::atomic::Ordering::Acquire)][0] ^= 1;
+    let e = b.run_once().expect_err("a mismatch");
+    assert!(e.to_string().contains("the scalar path"), "{e}");
 }
 
 /// A block starts where its case says, past a page boundary (each thread's start is checked by
@@ -176,7 +233,7 @@ fn blocks_start_at_their_offset_past_a_page_boundary() {
     let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 30), "/proc");
     let path = *runnable().last().expect("a path");
     for offset in [0, hwc_model::xxh3::XXHSUM_OFFSET_BYTES, 4095] {
-        let c = case_at(path, HashVariant::Xxh3_64, 100 << 10, threads, offset);
+        let c = case_at(path, HashVariant::Xxh3_64, 100 << 10, threads, Some(offset));
         let mut p = engine.prepare(&c).expect("prepare");
         p.run_once().expect("run");
         p.verify().expect("verify");
@@ -187,12 +244,12 @@ fn blocks_start_at_their_offset_past_a_page_boundary() {
         };
         assert!(p.notes()[0].contains(&want), "{:?}", p.notes());
     }
-    let mut small_cache = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 20), "/proc");
-    let c = case_at(SimdPath::Scalar, HashVariant::Xxh3_64, 4 << 20, threads, 16);
-    assert!(matches!(
-        small_cache.prepare(&c).err(),
-        Some(BenchError::Unavailable { .. })
-    ));
+    // Own blocks whatever the cache: where the last-level cache is unknown too.
+    let mut no_llc = HashEngine::new(BTreeMap::from([(0, cpus)]), None, "/proc");
+    let c = case_at(path, HashVariant::Xxh3_64, 100 << 10, threads, Some(16));
+    let mut p = no_llc.prepare(&c).expect("prepare");
+    assert!(p.cache_resident());
+    p.run_once().expect("run");
 }
 
 #[test]

@@ -970,19 +970,29 @@ impl Prepared for PreparedCopy<'_> {
         }
         let b = self.buffers();
         if let Some((src, dst)) = b.huge_bytes {
-            let cover = |bytes: Option<u64>| match bytes {
+            // Read once over each whole buffer: which part of it a smaller copy uses is not
+            // known, so the buffer's share is what is said.
+            let cover = |bytes: Option<u64>, len: usize| match bytes {
                 Some(h) => format!(
                     "{} of {}",
-                    hwc_model::size_label(h.min(self.size as u64)),
-                    hwc_model::size_label(self.size as u64)
+                    hwc_model::size_label(h.min(len as u64)),
+                    hwc_model::size_label(len as u64)
                 ),
                 None => "unknown".to_string(),
             };
+            let uses = if b.src.len() > self.size {
+                format!(
+                    " (the copy uses their first {})",
+                    hwc_model::size_label(self.size as u64)
+                )
+            } else {
+                String::new()
+            };
             n.push(format!(
                 "buffers madvise(MADV_HUGEPAGE); on transparent huge pages when they were \
-                 made: src {}, dst {}",
-                cover(src),
-                cover(dst)
+                 made: src {}, dst {}{uses}",
+                cover(src, b.src.len()),
+                cover(dst, b.dst.len())
             ));
         }
         if let PlacementCheck::Misplaced { .. } = b.src.placement() {

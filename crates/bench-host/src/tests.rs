@@ -192,26 +192,28 @@ fn corrupted_copy_is_caught_by_verify() {
 fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     let cpu = hwc_numa::current_affinity()[0];
     let home = RefCell::new(None);
-    // Made for the largest copy planned (4 MiB), used from their start by a smaller one.
+    // Made for the largest copy planned (2 MiB), used from their start by a smaller one (all
+    // under the huge-page size: one kind of pages).
     let first_src = {
-        let mut p = memcpy_in(cpu, (1 << 20, 4 << 20), &home);
-        assert!(p.buffers().src.len() >= 4 << 20 && p.buffers().dst.len() >= 4 << 20);
+        let mut p = memcpy_in(cpu, (1 << 20, 2 << 20), &home);
+        assert!(p.buffers().src.len() >= 2 << 20 && p.buffers().dst.len() >= 2 << 20);
         p.run_once().unwrap();
         assert!(p.verify().is_ok());
         p.buffers().src.as_ptr() as usize
     };
     // A copy that fits, of another size: the same buffers come back, with the last copy
     // cleared from dst.
-    let mut again = memcpy_in(cpu, (3 << 20, 4 << 20), &home);
+    let mut again = memcpy_on(cpu, 2 << 20, &home);
     assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
     let e = again.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte"), "{e}");
     again.run_once().unwrap();
     assert!(again.verify().is_ok());
     drop(again);
-    // A copy that does not fit: new buffers, a fresh pattern, and the check still holds.
-    let mut other = memcpy_on(cpu, 5 << 20, &home);
-    assert!(other.buffers().src.len() >= 5 << 20);
+    // A copy that does not fit, of the same pages: new buffers, a fresh pattern, and the check
+    // still holds.
+    let mut other = memcpy_on(cpu, 3 << 20, &home);
+    assert!(other.buffers().src.len() >= 3 << 20);
     other.run_once().unwrap();
     assert!(other.verify().is_ok());
 }
@@ -224,10 +226,11 @@ fn buffers_are_made_for_the_largest_expected_copy_and_freed_at_the_end() {
     let mut e = engine_for(&small, &this_machine(), Path::new("/proc"));
     e.expect(&[&small, &large]);
     let spare_len = |e: &HostEngine| e.state.borrow().spare.as_ref().map(|b| b.src.len());
-    drop(e.prepare(&large).expect("prepare"));
+    // The small copy first: its buffers are made for the large one.
+    drop(e.prepare(&small).expect("prepare"));
     let made = spare_len(&e).expect("buffers kept");
     assert!(made >= 6 << 20, "{made}");
-    drop(e.prepare(&small).expect("prepare"));
+    drop(e.prepare(&large).expect("prepare"));
     assert_eq!(spare_len(&e), Some(made), "the same buffers, not new ones");
     e.finish();
     assert_eq!(spare_len(&e), None);

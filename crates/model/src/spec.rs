@@ -32,8 +32,7 @@ pub enum Spec {
 
 /// XXH3 throughput: `threads` pinned threads on `cpu_node` each hash blocks of `size_bytes`
 /// with `variant` through code path `simd`: a block that fits a cache is hashed over and over,
-/// a larger one once per repetition, each thread its own block, starting `offset_bytes` past a
-/// page boundary.
+/// a working set larger than the caches a part a repetition, split among the threads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HashSpec {
     pub variant: crate::xxh3::HashVariant,
@@ -44,12 +43,14 @@ pub struct HashSpec {
     /// The node of the threads and their blocks; absent where nodes are unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_node: Option<u32>,
-    /// Bytes each block starts past a page boundary: 0 (absent), page-aligned, as a storage
-    /// stack's blocks are; [`crate::xxh3::XXHSUM_OFFSET_BYTES`] for the comparison with
-    /// `xxhsum -b`, whose block is only 16-byte aligned (off a 64-byte line, AVX-512's loads
-    /// then straddle two cache lines; `tools/xxh3-reference/README.md`).
-    #[serde(default, skip_serializing_if = "crate::xxh3::is_zero_u32")]
-    pub offset_bytes: u32,
+    /// Present: each thread hashes a block of its own, over and over, starting this many bytes
+    /// past a page boundary: 0, page-aligned, as a storage stack's blocks are;
+    /// [`crate::xxh3::XXHSUM_OFFSET_BYTES`] for the comparison with `xxhsum -b`, whose block is
+    /// only 16-byte aligned (off a 64-byte line, AVX-512's loads straddle two cache lines;
+    /// `tools/xxh3-reference/README.md`). Absent: a working set, hashed in page-aligned slices
+    /// (and every case of profiles made before blocks were placed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_bytes: Option<u32>,
 }
 
 /// How an NVMe → GPU read travels.
@@ -476,7 +477,9 @@ impl Spec {
                 }
                 nonzero(s.size_bytes, "size_bytes")?;
                 nonzero(u64::from(s.threads), "threads")?;
-                if s.offset_bytes >= crate::xxh3::OFFSET_LIMIT_BYTES {
+                if s.offset_bytes
+                    .is_some_and(|o| o >= crate::xxh3::OFFSET_LIMIT_BYTES)
+                {
                     return Err(SpecError::Inconsistent(
                         "offset_bytes must be under 4096 (a block starts less than a page past a \
                          page boundary)",

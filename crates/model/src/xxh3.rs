@@ -169,10 +169,11 @@ pub struct Xxh3Figure {
     /// Bytes of each block hashed (one call of the hash).
     pub size_bytes: u64,
     pub threads: u32,
-    /// Bytes each block started past a page boundary (0, absent: page-aligned; see
+    /// Bytes each thread's own block started past a page boundary (0: page-aligned); absent for
+    /// a working set, and in profiles made before blocks were placed (see
     /// `HashSpec::offset_bytes`).
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub offset_bytes: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_bytes: Option<u32>,
     /// The block stays in a cache (a cache figure, not a memory one).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cache_resident: bool,
@@ -193,17 +194,13 @@ pub const XXHSUM_OFFSET_BYTES: u32 = 16;
 /// A block's offset is under a page.
 pub const OFFSET_LIMIT_BYTES: u32 = 4096;
 
-/// `skip_serializing_if` for offsets: 0 is the default (page-aligned).
-pub fn is_zero_u32(n: &u32) -> bool {
-    *n == 0
-}
-
-/// A block as case names and tables say it: `100KiB`, or `100KiB+16B` off a page boundary.
-pub fn block_label(size_bytes: u64, offset_bytes: u32) -> String {
+/// A block as case names and tables say it: `100KiB+0B` (page-aligned) or `100KiB+16B`, the
+/// bytes it starts past a page boundary; `520MiB` for a working set (and for a block of a
+/// profile made before blocks were placed).
+pub fn block_label(size_bytes: u64, offset_bytes: Option<u32>) -> String {
     let size = crate::size_label(size_bytes);
-    if offset_bytes == 0 {
-        size
-    } else {
-        format!("{size}+{offset_bytes}B")
+    match offset_bytes {
+        Some(o) => format!("{size}+{o}B"),
+        None => size,
     }
 }

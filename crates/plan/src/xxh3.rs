@@ -72,22 +72,22 @@ pub(crate) fn plan_xxh3(topo: &Topology, opts: &PlanOptions, m: &mut Matrix) {
     // (size, offset, thread counts of the widest path, repetitions): each count a cap, a case
     // stopping at 5 once its median is known within 2 % (5 % for the working set, which moves
     // with the memory as host RAM does; see `Steady`).
-    let mut sizes: Vec<(u64, u32, Vec<u32>, hwc_model::Reps)> = vec![
+    let mut sizes: Vec<(u64, Option<u32>, Vec<u32>, hwc_model::Reps)> = vec![
         (
             CACHE_BLOCK_BYTES,
-            0,
+            Some(0),
             threads.clone(),
             opts.adaptive_reps(3, 30, 5, 2),
         ),
         (
             CACHE_BLOCK_BYTES,
-            XXHSUM_OFFSET_BYTES,
+            Some(XXHSUM_OFFSET_BYTES),
             vec![1],
             opts.adaptive_reps(3, 30, 5, 2),
         ),
     ];
     if let Some(b) = memory {
-        sizes.push((b, 0, threads.clone(), opts.adaptive_reps(1, 8, 5, 5)));
+        sizes.push((b, None, threads.clone(), opts.adaptive_reps(1, 8, 5, 5)));
     }
     let widest = paths.iter().copied().max();
     for &simd in paths {
@@ -197,26 +197,23 @@ mod tests {
         // 2 variants × (the widest path, SSE2: 100 KiB and the working set at 1, 2, 4 threads,
         // 100 KiB at xxhsum's alignment at 1; scalar: each block at 1 thread).
         assert_eq!(names.len(), 2 * ((3 + 3 + 1) + 3), "{names:?}");
-        assert!(names.contains(&"n0/sse2/xxh3-128/100KiB/t4"));
-        assert!(names.contains(&"n0/scalar/xxh3-64/100KiB/t1"));
+        assert!(names.contains(&"n0/sse2/xxh3-128/100KiB+0B/t4"));
+        assert!(names.contains(&"n0/scalar/xxh3-64/100KiB+0B/t1"));
         assert!(names.contains(&"n0/scalar/xxh3-64/100KiB+16B/t1"));
         assert!(names.contains(&"n0/sse2/xxh3-64/100KiB+16B/t1"));
-        assert!(!names.contains(&"n0/scalar/xxh3-64/100KiB/t2"));
+        assert!(!names.contains(&"n0/scalar/xxh3-64/100KiB+0B/t2"));
         assert!(!names.contains(&"n0/sse2/xxh3-64/100KiB+16B/t2"));
-        let offsets: Vec<u32> = m
+        // Blocks are placed (an offset each); the working set is not (none).
+        let offsets: Vec<Option<u32>> = m
             .cells
             .iter()
             .filter_map(|c| c.spec.hash())
             .map(|h| h.offset_bytes)
             .collect();
-        assert_eq!(
-            offsets
-                .iter()
-                .filter(|&&o| o == XXHSUM_OFFSET_BYTES)
-                .count(),
-            4
-        );
-        assert_eq!(offsets.iter().filter(|&&o| o == 0).count(), names.len() - 4);
+        let count = |o: Option<u32>| offsets.iter().filter(|&&x| x == o).count();
+        assert_eq!(count(Some(XXHSUM_OFFSET_BYTES)), 4);
+        assert_eq!(count(None), 2 * (3 + 1));
+        assert_eq!(count(Some(0)), names.len() - 4 - 8);
         // Each may stop at 5 once steady; --fixed-reps times every one to its cap.
         assert!(m.cells.iter().all(|c| c.reps.steady.is_some()));
         // 2 × 260 MiB.

@@ -522,8 +522,8 @@ fn xxh3_table(out: &mut String, p: &Profile) {
     }
     out.push_str(
         "XXH3 throughput of upstream xxHash (`xxhash.h`), one build per SIMD code path, chosen \
-         at run time; GB/s are bytes hashed per second (10⁹ B/s). The tier is the path that \
-         hashed fastest on 1 thread with page-aligned 100 KiB blocks; `+16B` blocks start where \
+         at run time; GB/s are bytes hashed per second (10⁹ B/s). A block `+NB` starts N \
+         bytes past a page boundary: `+0B` is the tier's (1 thread, fastest), `+16B` where \
          `xxhsum -b`'s does, off a 64-byte line, to compare with it.\n\n",
     );
     if let Some(rule) = &f.certus_recommended_hash_rule {
@@ -575,7 +575,7 @@ fn xxh3_pivots(out: &mut String, figures: &[hwc_model::Xxh3Figure]) {
     let at = |x: &hwc_model::Xxh3Figure| (x.size_bytes, x.offset_bytes);
     // Blocks in size order, each once.
     let blocks = |pick: &dyn Fn(&&hwc_model::Xxh3Figure) -> bool| {
-        let mut v: Vec<((u64, u32), String)> = figures
+        let mut v: Vec<((u64, Option<u32>), String)> = figures
             .iter()
             .filter(pick)
             .map(|x| (at(x), block(x)))
@@ -618,7 +618,7 @@ fn xxh3_pivots(out: &mut String, figures: &[hwc_model::Xxh3Figure]) {
     for path in swept {
         // Every block and variant of which a figure took more than one thread (the 1-thread
         // figures of the others are in the table above).
-        let swept_blocks: BTreeSet<(hwc_model::HashVariant, (u64, u32))> = figures
+        let swept_blocks: BTreeSet<(hwc_model::HashVariant, (u64, Option<u32>))> = figures
             .iter()
             .filter(|x| x.path == path && x.threads > 1)
             .map(|x| (x.variant, at(x)))

@@ -1820,7 +1820,7 @@ fn the_gpu_and_host_state_through_the_run_is_one_row_each() {
 fn hash_result(
     simd: hwc_model::SimdPath,
     variant: hwc_model::HashVariant,
-    (size, offset): (u64, u32),
+    (size, offset): (u64, Option<u32>),
     t: u32,
     v: f64,
 ) -> CaseResult {
@@ -1850,14 +1850,14 @@ fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured()
     use hwc_model::{HashVariant as V, SimdPath as S};
     let p = profile_with(false, |rs| {
         let k100 = 100 << 10;
-        rs.push(hash_result(S::Scalar, V::Xxh3_64, (k100, 0), 1, 7.25));
-        rs.push(hash_result(S::Avx2, V::Xxh3_64, (k100, 0), 1, 30.5));
-        rs.push(hash_result(S::Avx2, V::Xxh3_64, (k100, 16), 1, 26.5));
-        rs.push(hash_result(S::Avx2, V::Xxh3_128, (k100, 0), 1, 28.0));
+        rs.push(hash_result(S::Scalar, V::Xxh3_64, (k100, Some(0)), 1, 7.25));
+        rs.push(hash_result(S::Avx2, V::Xxh3_64, (k100, Some(0)), 1, 30.5));
+        rs.push(hash_result(S::Avx2, V::Xxh3_64, (k100, Some(16)), 1, 26.5));
+        rs.push(hash_result(S::Avx2, V::Xxh3_128, (k100, Some(0)), 1, 28.0));
         rs.push(hash_result(
             S::Avx2,
             V::Xxh3_128,
-            (hwc_model::GIB, 0),
+            (hwc_model::GIB, None),
             2,
             19.0,
         ));
@@ -1882,7 +1882,7 @@ fn the_cpu_section_shows_the_measured_xxh3_table_and_names_a_path_not_measured()
     let t = |s: &str| -> Vec<String> { s.split(" | ").map(str::to_string).collect() };
     assert_eq!(
         t(line_starting(cpu, "| path |")),
-        t("| path | hash | 100KiB, 1 thread | 100KiB+16B, 1 thread |")
+        t("| path | hash | 100KiB+0B, 1 thread | 100KiB+16B, 1 thread |")
     );
     assert!(line_starting(cpu, "| Scalar | XXH3-64 | 7.25 ±").ends_with("% | — |"));
     let avx2 = line_starting(cpu, "| AVX2 | XXH3-64 | 30.50 ±");
