@@ -693,7 +693,13 @@ impl Workers {
         let slots = Arc::new(Mutex::new(vec![None; threads]));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<Ready, String>)>();
         let mut handles = Vec::with_capacity(threads);
+        // Each thread waits for its launch before anything else: where one cannot be started,
+        // the launches are dropped, and the threads already started end (none is left at a
+        // barrier that the missing one would never reach).
+        let mut launches = Vec::with_capacity(threads);
         for (i, (&cpu, slice)) in cpus.iter().zip(slices).enumerate() {
+            let (launch, launched) = std::sync::mpsc::sync_channel::<()>(1);
+            launches.push(launch);
             let (start, done, stop, slots, ready, calls, part) = (
                 start.clone(),
                 done.clone(),
@@ -706,6 +712,9 @@ impl Workers {
             let h = std::thread::Builder::new()
                 .name(format!("xxh3-{i}"))
                 .spawn(move || {
+                    if launched.recv().is_err() {
+                        return;
+                    }
                     if let Err(e) = hwc_numa::pin_current_thread(&[cpu]) {
                         let _ = ready.send((i, Err(format!("cannot pin it to CPU {cpu}: {e}"))));
                         drop(ready);
@@ -785,6 +794,10 @@ impl Workers {
                 })
                 .map_err(|e| BenchError::failed(format!("cannot start a hashing thread: {e}")))?;
             handles.push(h);
+        }
+        for launch in launches {
+            // A thread that ended already (it cannot have) would only make its report missing.
+            let _ = launch.send(());
         }
         drop(ready_tx);
         // Made before the threads report, so that an early return drops it and releases them.
