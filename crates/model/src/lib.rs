@@ -26,7 +26,7 @@ pub mod xxh3;
 
 pub use ceiling::{Better, CarriedFrom, CeilingMeta, CeilingRecord, CeilingSource, Numa, Unit};
 pub use engine::{CellKind, EngineDecl, EngineId, EngineStatus, Library, Needs};
-pub use plan::{case_key, Case, Covers, PathId, Plan, Reps, Steady, Waiver};
+pub use plan::{case_key, cell_parts, Case, Covers, PathId, Plan, Reps, Steady, Waiver};
 pub use profile::{CeilingOrigin, Profile, Provenance, SCHEMA_VERSION};
 pub use results::{
     failure_groups, AerIncrease, CaseResult, ClockEvent, Evidence, Failure, FailureGroup,

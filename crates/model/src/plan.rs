@@ -203,6 +203,16 @@ pub fn case_key(path: PathId, engine: &EngineId, cell: &str) -> String {
     format!("{path}/{engine}/{cell}")
 }
 
+/// A cell as its matrix spells it, split at its first `/`: the first part with the `/` (`gpu0/`,
+/// `n0-n0/`), and the rest (`local/4MiB/s1`); a cell of one part is all rest. For presentation
+/// only (a report groups rows by it): nothing is inferred from the parts.
+pub fn cell_parts(cell: &str) -> (&str, &str) {
+    match cell.find('/') {
+        Some(i) => cell.split_at(i + 1),
+        None => ("", cell),
+    }
+}
+
 /// The part of a path a waiver covers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -261,5 +271,22 @@ impl Plan {
     }
     pub fn waivers_of(&self, path: PathId) -> impl Iterator<Item = &Waiver> {
         self.waived.iter().filter(move |w| w.path == path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_splits_at_its_first_slash_and_the_key_joins_it_back() {
+        assert_eq!(cell_parts("gpu0/local/4MiB/s1"), ("gpu0/", "local/4MiB/s1"));
+        assert_eq!(cell_parts("whole"), ("", "whole"));
+        let (first, rest) = cell_parts("n0-n0/1GiB/t2");
+        let engine = EngineId::new("host-memcpy");
+        assert_eq!(
+            format!("{}{rest}", case_key(PathId::HostRam, &engine, first)),
+            case_key(PathId::HostRam, &engine, "n0-n0/1GiB/t2")
+        );
     }
 }

@@ -1082,15 +1082,6 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
     s
 }
 
-/// A cell as Appendix A groups it: its first part with the `/` after it (`gpu0/`), and the
-/// rest (`local/4MiB/s1`); a cell of one part is all rest.
-fn cell_split(cell: &str) -> (&str, &str) {
-    match cell.find('/') {
-        Some(i) => cell.split_at(i + 1),
-        None => ("", cell),
-    }
-}
-
 /// Each distinct placement (CPUs, whether verified, what was checked) once, in the order the
 /// measurements first use it; Appendix A names each measurement's by its index (`P1`, `P2`, …).
 fn placements(p: &Profile) -> Vec<&hwc_model::Placement> {
@@ -1139,9 +1130,9 @@ fn appendix(out: &mut String, p: &Profile) {
             flags
         };
         // Groups in the order their first measurement comes.
-        let mut groups: Vec<(PathId, &str, &str)> = Vec::new();
+        let mut groups: Vec<(PathId, &EngineId, &str)> = Vec::new();
         for m in &p.measurements {
-            let g = (m.path, m.engine.as_str(), cell_split(&m.cell).0);
+            let g = (m.path, &m.engine, hwc_model::cell_parts(&m.cell).0);
             if !groups.contains(&g) {
                 groups.push(g);
             }
@@ -1151,7 +1142,7 @@ fn appendix(out: &mut String, p: &Profile) {
                 .measurements
                 .iter()
                 .filter(|m| {
-                    (m.path, m.engine.as_str(), cell_split(&m.cell).0) == (path, engine, first)
+                    (m.path, &m.engine, hwc_model::cell_parts(&m.cell).0) == (path, engine, first)
                 })
                 .collect();
             // What the whole group shares goes in its heading instead of a column: one
@@ -1167,7 +1158,7 @@ fn appendix(out: &mut String, p: &Profile) {
                 [w] => Some(*w),
                 _ => None,
             };
-            let mut heading = format!("`{}/{engine}/{first}`", path.as_str());
+            let mut heading = format!("`{}`", hwc_model::case_key(path, engine, first));
             if let Some(i) = shared_placement {
                 let _ = write!(heading, ", placement P{}", i + 1);
             }
@@ -1186,7 +1177,7 @@ fn appendix(out: &mut String, p: &Profile) {
                 .iter()
                 .map(|m| {
                     let mut row = vec![
-                        cell_split(&m.cell).1.to_string(),
+                        hwc_model::cell_parts(&m.cell).1.to_string(),
                         gbps(m.gbps.median),
                         gbps(m.gbps.min),
                         gbps(m.gbps.max),
