@@ -37,13 +37,19 @@ pub struct Chart {
     /// The path whose report section it illustrates; `None` for the topology picture (the
     /// report's platform section).
     pub path: Option<PathId>,
-    /// Its name, unique among the profile's charts: `h2d-gpu0-pinned-node0`.
+    /// Its name, unique among the profile's charts: `h2d-gpu0-pinned-node0` (the report's
+    /// link text; its file is [`Chart::file_name`]).
     pub name: String,
-    /// Its file name: the name and `.svg`.
-    pub file_name: String,
-    /// What it shows, in words (the link's text in the report).
+    /// What it shows, in words (its caption).
     pub title: String,
     pub svg: String,
+}
+
+impl Chart {
+    /// Its file: its name and `.svg` (`h2d-gpu0-pinned-node0.svg`).
+    pub fn file_name(&self) -> String {
+        format!("{}.svg", self.name)
+    }
 }
 
 /// Every chart the profile has data for: the topology picture, then each path's sweeps in the
@@ -57,7 +63,6 @@ pub fn all(p: &Profile) -> Result<Vec<Chart>> {
         out.push(Chart {
             path: None,
             name: "topology".into(),
-            file_name: "topology.svg".into(),
             title: t.title.clone(),
             svg: topology::svg(&t)?,
         });
@@ -69,7 +74,6 @@ pub fn all(p: &Profile) -> Result<Vec<Chart>> {
             out.push(Chart {
                 path: Some(path),
                 name: s.name.clone(),
-                file_name: format!("{}.svg", s.name),
                 title: s.title.clone(),
                 svg: sweep::svg(s)?,
             });
@@ -79,7 +83,6 @@ pub fn all(p: &Profile) -> Result<Vec<Chart>> {
                 out.push(Chart {
                     path: Some(path),
                     name: d.name.clone(),
-                    file_name: format!("{}.svg", d.name),
                     title: d.title.clone(),
                     svg: duplex::svg(d)?,
                 });

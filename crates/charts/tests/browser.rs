@@ -133,7 +133,7 @@ fn every_chart_renders_in_chromium_and_is_not_blank() {
     assert!(charts.len() >= 8, "{} charts", charts.len());
     let mut failed = Vec::new();
     for c in &charts {
-        let svg = dir.join(&c.file_name);
+        let svg = dir.join(c.file_name());
         std::fs::write(&svg, &c.svg).unwrap();
         let png = svg.with_extension("png");
         let _ = std::fs::remove_file(&png);

@@ -28,7 +28,7 @@ fn summary(charts: &[Chart]) -> String {
     for c in charts {
         let (tags, texts) = structure(&c.svg);
         let section = c.path.map_or("platform".to_string(), |p| p.to_string());
-        out.push_str(&format!("## {} ({section}): {}\n", c.file_name, c.title));
+        out.push_str(&format!("## {} ({section}): {}\n", c.file_name(), c.title));
         let counts: Vec<String> = tags.iter().map(|(t, n)| format!("{t}={n}")).collect();
         out.push_str(&format!("elements: {}\n", counts.join(" ")));
         out.push_str(&format!("texts: {}\n\n", texts.join(" | ")));
@@ -152,13 +152,13 @@ fn hostile_strings_stay_text() {
     assert!(!charts.is_empty());
     for c in &charts {
         let (tags, texts) = structure(&c.svg);
-        assert!(!tags.contains_key("script"), "{}", c.file_name);
+        assert!(!tags.contains_key("script"), "{}", c.file_name());
         assert!(!c.svg.contains('\u{1b}') && !c.svg.contains('\u{0}'));
         if c.title.contains("h\\e") {
             assert!(
                 texts.iter().any(|t| t.contains("<script>")),
                 "{}",
-                c.file_name
+                c.file_name()
             );
         }
     }
@@ -190,7 +190,7 @@ fn by_engine(
 fn a_tool_measuring_engine_s_figures_are_not_charted() {
     let p = by_engine(common::h200(), "null", false);
     let charts = hwc_charts::all(&p).unwrap();
-    let names: Vec<&str> = charts.iter().map(|c| c.file_name.as_str()).collect();
+    let names: Vec<String> = charts.iter().map(|c| c.file_name()).collect();
     assert_eq!(names, ["topology.svg"], "only the machine's picture");
     let p = by_engine(common::h200(), "cuda-copy", true);
     assert!(hwc_charts::all(&p).unwrap().len() > 1);

@@ -192,18 +192,9 @@ pub fn report(a: &ReportArgs) -> Result<i32> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let links: Vec<hwc_report::ChartLink> = charts
-        .iter()
-        .map(|c| hwc_report::ChartLink {
-            path: c.path,
-            name: c.name.clone(),
-            href: format!("{dir_name}/{}", c.file_name),
-        })
-        .collect();
-    let chart_files: Vec<(&str, &[u8])> = charts
-        .iter()
-        .map(|c| (c.file_name.as_str(), c.svg.as_bytes()))
-        .collect();
+    let (links, chart_files) = hwc_session::chart_links(&charts, &dir_name);
+    let chart_files: Vec<(&str, &[u8])> =
+        chart_files.iter().map(|(n, b)| (n.as_str(), *b)).collect();
     let md = hwc_report::render_with_charts(&profile, &links);
     files::write_charts(dir, &chart_files)?;
     write_report(path, &md).inspect_err(|_| files::remove_charts(dir, &chart_files))?;

@@ -185,6 +185,27 @@ fn plan_options(
     }
 }
 
+/// The report's links to `charts` in the folder `dir_name` beside it, and each chart's file
+/// (name, contents) to write there.
+pub fn chart_links<'c>(
+    charts: &'c [hwc_charts::Chart],
+    dir_name: &str,
+) -> (Vec<hwc_report::ChartLink>, Vec<(String, &'c [u8])>) {
+    let links = charts
+        .iter()
+        .map(|c| hwc_report::ChartLink {
+            path: c.path,
+            name: c.name.clone(),
+            href: format!("{dir_name}/{}", c.file_name()),
+        })
+        .collect();
+    let files = charts
+        .iter()
+        .map(|c| (c.file_name(), c.svg.as_bytes()))
+        .collect();
+    (links, files)
+}
+
 /// The run has root's rights.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -456,18 +477,9 @@ impl Prepared {
             Ok(c) => (c, None),
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
-        let links: Vec<hwc_report::ChartLink> = charts
-            .iter()
-            .map(|c| hwc_report::ChartLink {
-                path: c.path,
-                name: c.name.clone(),
-                href: format!("{}/{}", files.charts_name(), c.file_name),
-            })
-            .collect();
-        let chart_files: Vec<(&str, &[u8])> = charts
-            .iter()
-            .map(|c| (c.file_name.as_str(), c.svg.as_bytes()))
-            .collect();
+        let (links, chart_files) = chart_links(&charts, &files.charts_name());
+        let chart_files: Vec<(&str, &[u8])> =
+            chart_files.iter().map(|(n, b)| (n.as_str(), *b)).collect();
         let markdown = hwc_report::render_with_charts(&profile, &links);
         let json = serde_json::to_vec_pretty(&raw).map_err(SessionError::Json)?;
         // All three or none, the charts first (so the report's links resolve once it is
