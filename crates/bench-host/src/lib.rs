@@ -35,6 +35,12 @@ pub use kernel::{CopyKernel, Isa};
 
 /// Copies of this many bytes or more ask for transparent huge pages.
 const HUGE_PAGE_MIN_BYTES: u64 = 4 << 20;
+
+/// Whether a copy of `size_bytes` asks for transparent huge pages (its buffers' page kind, part
+/// of what buffers are kept by).
+fn huge_pages(size_bytes: u64) -> bool {
+    size_bytes >= HUGE_PAGE_MIN_BYTES
+}
 /// Average busy share of the case's CPUs above which the case is marked contended.
 const BUSY_THRESHOLD: f64 = 0.10;
 /// Any single CPU busier than this before a host case marks it contended: more than half of
@@ -244,7 +250,7 @@ impl Engine for HostEngine {
             usize::try_from(size).map_err(|_| BenchError::failed("size does not fit in memory"))?;
         let threshold = state.non_temporal_threshold;
         let proc_root = state.proc_root.clone();
-        let huge = spec.size_bytes >= HUGE_PAGE_MIN_BYTES;
+        let huge = huge_pages(spec.size_bytes);
         let capacity = state
             .largest
             .get(&(spec.src_node, spec.dst_node, huge))
@@ -299,7 +305,7 @@ impl Engine for HostEngine {
             let Ok(size) = usize::try_from(spec.size_bytes) else {
                 continue;
             };
-            let huge = spec.size_bytes >= HUGE_PAGE_MIN_BYTES;
+            let huge = huge_pages(spec.size_bytes);
             let most = state
                 .largest
                 .entry((spec.src_node, spec.dst_node, huge))
@@ -622,7 +628,7 @@ impl<'a> PreparedCopy<'a> {
         proc_root: &Path,
         mut home: RefMut<'a, Option<Buffers>>,
     ) -> Result<Self, BenchError> {
-        let huge = size as u64 >= HUGE_PAGE_MIN_BYTES;
+        let huge = huge_pages(size as u64);
         let key = (src_node, dst_node, huge);
         let capacity = capacity.max(size);
         let kept = home
