@@ -866,6 +866,8 @@ impl Workers {
             calls_per_rep,
             if own {
                 "time(s) its own block".to_string()
+            } else if parts == 1 {
+                "time its slice of the working set".to_string()
             } else {
                 format!(
                     "time its slice of one of the working set's {parts} parts, the parts in turn,"
