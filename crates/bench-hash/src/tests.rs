@@ -126,6 +126,17 @@ fn case_at(
     }
 }
 
+/// The engine on this machine's CPUs (node 0), with `llc_bytes` of last-level cache, and the
+/// threads a case takes here (up to 2).
+fn here(llc_bytes: Option<u64>) -> (HashEngine, u32) {
+    let cpus = hwc_numa::current_affinity();
+    let threads = cpus.len().min(2) as u32;
+    (
+        HashEngine::new(BTreeMap::from([(0, cpus)]), llc_bytes, "/proc"),
+        threads,
+    )
+}
+
 /// Every runnable path, both variants, hashes on the threads it was given and the hashes check
 /// (no timing is judged: a benchmark is not a unit test).
 #[test]
@@ -133,9 +144,7 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
     if skip_without_xxhash() {
         return;
     }
-    let cpus = hwc_numa::current_affinity();
-    let threads = cpus.len().min(2) as u32;
-    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus)]), Some(1 << 30), "/proc");
+    let (mut engine, threads) = here(Some(1 << 30));
     for simd in runnable() {
         for variant in HashVariant::ALL {
             let c = case(simd, variant, 4096, threads);
@@ -221,16 +230,14 @@ fn a_working_sets_parts_take_turns_across_cases_and_each_is_checked() {
 }
 
 /// A block starts where its case says, past a page boundary (each thread's start is checked by
-/// the engine, which fails the case otherwise), and hashes alike; a memory-resident working set
-/// is only ever page-aligned.
+/// the engine, which fails the case otherwise), and hashes alike; a case with an offset hashes
+/// its own blocks where the last-level cache is unknown too.
 #[test]
 fn blocks_start_at_their_offset_past_a_page_boundary() {
     if skip_without_xxhash() {
         return;
     }
-    let cpus = hwc_numa::current_affinity();
-    let threads = cpus.len().min(2) as u32;
-    let mut engine = HashEngine::new(BTreeMap::from([(0, cpus.clone())]), Some(1 << 30), "/proc");
+    let (mut engine, threads) = here(Some(1 << 30));
     let path = *runnable().last().expect("a path");
     for offset in [0, hwc_model::xxh3::XXHSUM_OFFSET_BYTES, 4095] {
         let c = case_at(path, HashVariant::Xxh3_64, 100 << 10, threads, Some(offset));
@@ -245,7 +252,7 @@ fn blocks_start_at_their_offset_past_a_page_boundary() {
         assert!(p.notes()[0].contains(&want), "{:?}", p.notes());
     }
     // Own blocks whatever the cache: where the last-level cache is unknown too.
-    let mut no_llc = HashEngine::new(BTreeMap::from([(0, cpus)]), None, "/proc");
+    let (mut no_llc, _) = here(None);
     let c = case_at(path, HashVariant::Xxh3_64, 100 << 10, threads, Some(16));
     let mut p = no_llc.prepare(&c).expect("prepare");
     assert!(p.cache_resident());
