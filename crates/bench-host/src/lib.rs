@@ -949,7 +949,7 @@ impl Prepared for PreparedCopy<'_> {
             self.buffers().dst.placement(),
         );
         let threads = if misplaced == 0 {
-            format!("{} thread(s) pinned and checked", self.cpus.len())
+            "each thread pinned and checked".to_string()
         } else {
             format!("{misplaced} thread(s) not on their pinned CPU")
         };

@@ -521,10 +521,9 @@ fn xxh3_table(out: &mut String, p: &Profile) {
         return;
     }
     out.push_str(
-        "XXH3 throughput of upstream xxHash (`xxhash.h`), one build per SIMD code path, chosen \
-         at run time; GB/s are bytes hashed per second (10⁹ B/s). A block `+NB` starts N \
-         bytes past a page boundary: `+0B` is the tier's (1 thread, fastest), `+16B` where \
-         `xxhsum -b`'s does, off a 64-byte line, to compare with it.\n\n",
+        "XXH3 throughput, bytes hashed per second, one build per SIMD code path. A block `+NB` \
+         starts N bytes past a page boundary: `+0B` gives the tier, `+16B` lies where \
+         `xxhsum -b`'s block does (off a 64-byte line), to compare with it.\n\n",
     );
     if let Some(rule) = &f.certus_recommended_hash_rule {
         let _ = writeln!(
@@ -1082,16 +1081,24 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
     s
 }
 
-/// Each distinct placement (CPUs, whether verified, what was checked) once, in the order the
-/// measurements first use it; Appendix A names each measurement's by its index (`P1`, `P2`, …).
+/// Each distinct placement (CPUs, whether verified, what was checked) once; Appendix A names
+/// each measurement's by its index (`P1`, `P2`, …). Placements that differ only in their CPUs
+/// are numbered in a run, so Appendix B gives them one row: groups in the order the
+/// measurements first use them, and within a group in that order too.
 fn placements(p: &Profile) -> Vec<&hwc_model::Placement> {
-    let mut out: Vec<&hwc_model::Placement> = Vec::new();
+    let mut groups: Vec<Vec<&hwc_model::Placement>> = Vec::new();
     for pl in p.measurements.iter().filter_map(|m| m.placement.as_ref()) {
-        if !out.contains(&pl) {
-            out.push(pl);
+        match groups.iter_mut().find(|g| same_but_cpus(g[0], pl)) {
+            Some(g) if g.contains(&pl) => {}
+            Some(g) => g.push(pl),
+            None => groups.push(vec![pl]),
         }
     }
-    out
+    groups.concat()
+}
+
+fn same_but_cpus(a: &hwc_model::Placement, b: &hwc_model::Placement) -> bool {
+    (a.verified, &a.detail) == (b.verified, &b.detail)
 }
 
 fn appendix(out: &mut String, p: &Profile) {
@@ -1222,31 +1229,45 @@ fn appendix(out: &mut String, p: &Profile) {
         out.push_str("None.\n\n");
     } else {
         out.push_str(
-            "Each placement once (Appendix A names each measurement's); a placement is verified \
-             unless it says not.\n\n",
+            "Each placement once (Appendix A names each measurement's); a row holds the \
+             placements that differ only in their CPUs, listed in the order of their numbers; a \
+             placement is verified unless it says not.\n\n",
         );
-        let rows: Vec<Vec<String>> = placed
-            .iter()
-            .enumerate()
-            .map(|(i, pl)| {
-                let cases = p
-                    .measurements
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut first = 0;
+        while first < placed.len() {
+            let run = placed[first..]
+                .iter()
+                .take_while(|pl| same_but_cpus(placed[first], pl))
+                .count();
+            let group = &placed[first..first + run];
+            let cases = p
+                .measurements
+                .iter()
+                .filter(|m| m.placement.as_ref().is_some_and(|pl| group.contains(&pl)))
+                .count();
+            let pl = group[0];
+            rows.push(vec![
+                if run == 1 {
+                    format!("P{}", first + 1)
+                } else {
+                    format!("P{}–P{}", first + 1, first + run)
+                },
+                group
                     .iter()
-                    .filter(|m| m.placement.as_ref() == Some(*pl))
-                    .count();
-                vec![
-                    format!("P{}", i + 1),
-                    opt(&pl.cpus),
-                    cases.to_string(),
-                    if pl.verified {
-                        pl.detail.clone()
-                    } else {
-                        format!("**not verified**: {}", pl.detail)
-                    },
-                ]
-            })
-            .collect();
-        table(out, &["Placement", "CPUs", "Cases", "Detail"], &rows);
+                    .map(|pl| opt(&pl.cpus))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                cases.to_string(),
+                if pl.verified {
+                    pl.detail.clone()
+                } else {
+                    format!("**not verified**: {}", pl.detail)
+                },
+            ]);
+            first += run;
+        }
+        table(out, &["Placements", "CPUs", "Cases", "Detail"], &rows);
     }
     let all: Vec<&Measurement> = p.measurements.iter().collect();
     paths::disturbed_cases(out, &all);

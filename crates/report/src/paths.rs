@@ -857,27 +857,33 @@ fn scheduling(out: &mut String, ms: &[&Measurement]) {
 }
 
 /// Appendix C: each case with a disturbed repetition, and how many of its repetitions were (the
-/// counters behind it are the case's `evidence.scheduling` and the raw JSON); nothing where none
-/// was.
+/// counters behind it are the case's `evidence.scheduling` and the raw JSON), grouped as
+/// Appendix A groups its rows; nothing where none was.
 pub(crate) fn disturbed_cases(out: &mut String, ms: &[&Measurement]) {
-    let hit: Vec<(&str, hwc_model::RepCounts)> = ms
-        .iter()
-        .filter_map(|m| Some((m.key.as_str(), disturbed(m)?)))
-        .collect();
-    if hit.is_empty() {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for m in ms {
+        let Some(c) = disturbed(m) else { continue };
+        let (first, rest) = hwc_model::cell_parts(&m.cell);
+        let prefix = hwc_model::case_key(m.path, &m.engine, first);
+        let mut entry = format!("{rest}: {} of {}", c.disturbed, c.of);
+        if c.not_judged > 0 {
+            let _ = write!(entry, " ({} not judged)", c.not_judged);
+        }
+        match groups.iter_mut().find(|(p, _)| *p == prefix) {
+            Some((_, entries)) => entries.push(entry),
+            None => groups.push((prefix, vec![entry])),
+        }
+    }
+    if groups.is_empty() {
         return;
     }
     out.push_str(
         "## Appendix C — cases scheduling disturbed\n\n\
-         Their counters: `evidence.scheduling` in the profile, every repetition's in the raw \
-         JSON.\n\n",
+         Each case with its disturbed repetitions of those timed, grouped as in Appendix A. Their \
+         counters: `evidence.scheduling` in the profile, every repetition's in the raw JSON.\n\n",
     );
-    for (key, c) in hit {
-        let _ = write!(out, "- `{key}`: {} of {} repetitions", c.disturbed, c.of);
-        if c.not_judged > 0 {
-            let _ = write!(out, " ({} not judged)", c.not_judged);
-        }
-        out.push('\n');
+    for (prefix, entries) in groups {
+        let _ = writeln!(out, "- `{prefix}` — {}", entries.join("; "));
     }
     out.push('\n');
 }

@@ -1504,7 +1504,7 @@ fn a_disturbed_host_case_is_flagged_in_its_cells_and_listed_in_appendix_c() {
     let listed: Vec<&str> = md[app..].lines().filter(|l| l.starts_with("- `")).collect();
     assert_eq!(
         listed,
-        ["- `host_ram/host-memcpy/n0-n0/256MiB/t1`: 2 of 12 repetitions"]
+        ["- `host_ram/host-memcpy/n0-n0/` — 256MiB/t1: 2 of 12"]
     );
     assert!(!md.contains(line_a) && !md.contains(line_c), "{md}");
     // Re-rendering from the YAML keeps it (the summaries are the record).
@@ -1936,6 +1936,40 @@ fn appendix_b_lists_each_placement_once_and_appendix_a_names_each_measurements()
     assert_eq!(flags(0), "P1, cache");
     assert_eq!(flags(1), "P2, cache, placement unverified");
     assert_eq!(flags(2), "");
+}
+
+#[test]
+fn placements_that_differ_only_in_their_cpus_are_numbered_in_a_run_and_share_a_row() {
+    let p = profile_with(false, |rs| {
+        // The first and third share a detail on different CPUs; the second's differs.
+        let mut set = |i: usize, cpus: &str, detail: &str| {
+            let pl = rs[i].measurement.placement.as_mut().unwrap();
+            pl.cpus = Some(cpus.into());
+            pl.detail = detail.into();
+        };
+        set(0, "0", "threads pinned");
+        set(1, "0", "working set");
+        set(2, "0-1", "threads pinned");
+        for r in rs.iter_mut().skip(3) {
+            r.measurement.placement = None;
+        }
+    });
+    let md = render(&p);
+    let b = &md[md.find("## Appendix B").unwrap()..];
+    let rows: Vec<&str> = b.lines().filter(|l| l.starts_with("| P")).collect();
+    assert_eq!(
+        rows[1..],
+        [
+            "| P1–P2 | 0; 0-1 | 2 | threads pinned |",
+            "| P3 | 0 | 1 | working set |"
+        ],
+        "{b}"
+    );
+    // Appendix A names each measurement's placement by its number in that order.
+    let named = |i: usize| appendix_row(&md, &p.measurements[i].key).1["Placement, flags"].clone();
+    assert!(named(0).starts_with("P1"), "{}", named(0));
+    assert!(named(1).starts_with("P3"), "{}", named(1));
+    assert!(named(2).starts_with("P2"), "{}", named(2));
 }
 
 #[test]
