@@ -1,12 +1,12 @@
-//! Writing a host buffer's lines back to memory and out of the CPU caches before a case.
+//! Keeping a host buffer's lines out of the CPU caches before a case.
 //!
-//! The pool fills sources and poisons destinations with the CPU, so their lines can sit
-//! modified in a core's cache, and a DMA access to such a line is first served by that core
-//! (a snoop). On the H200 machine, flushing them first made small duplex copies 2–4 % faster
-//! and steadier (one machine, 5 interleaved rounds: 512 KiB duplex 35.9–37.6 GB/s as filled,
-//! 37.4–38.0 flushed; 1 MiB 42.9–44.2 against 44.0–44.5; 128 KiB unchanged within noise); we
-//! take the difference to be the snoops. After the flush the copies read and write memory, as
-//! data produced long before its transfer is.
+//! The pool writes sources and destinations with the CPU, and a DMA access to a line a core
+//! holds modified is first served by that core (a snoop), which makes small copies slower and
+//! less steady. So no line of a case's host buffers is left in a cache when its copies start:
+//! destinations are poisoned with non-temporal stores ([`fill_uncached`]), sources are flushed
+//! after the CPU wrote them ([`flush`]), and the copies read and write memory, as data produced
+//! long before its transfer is. Evidence:
+//! [measurements](../../../docs/measurements.md#host-buffers-out-of-the-cpu-caches).
 
 /// Flush `len` bytes at `ptr` from every CPU cache (`clflushopt` where the CPU has it, else
 /// `clflush`, then a fence). Returns false where the architecture has no such instruction
@@ -33,6 +33,44 @@ pub unsafe fn flush(ptr: *const u8, len: usize) -> bool {
     }
 }
 
+/// Fill `buf` with `byte` and leave none of its lines in a CPU cache: non-temporal stores (which
+/// write memory and drop any cached copy of the line) for the 16-byte-aligned middle, plain
+/// stores then a flush for the ragged ends, then a fence. Where the architecture has neither,
+/// a plain fill; returns whether the lines were kept out of the caches (as after [`flush`]).
+/// Poisoning a destination this way costs about a third of a fill then a flush, and no flush
+/// is needed after it.
+pub fn fill_uncached(buf: &mut [u8], byte: u8) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{__m128i, _mm_set1_epi8, _mm_sfence, _mm_stream_si128};
+        // SAFETY: `align_to_mut` hands back the 16-byte-aligned middle as `__m128i`s, any bit
+        // pattern of which is valid.
+        let (head, middle, tail) = unsafe { buf.align_to_mut::<__m128i>() };
+        head.fill(byte);
+        tail.fill(byte);
+        // SAFETY: SSE2 is part of x86-64.
+        let v = unsafe { _mm_set1_epi8(byte as i8) };
+        for m in middle.iter_mut() {
+            // SAFETY: `m` is an aligned, writable 16-byte slot of `buf`; SSE2 is part of x86-64.
+            unsafe { _mm_stream_si128(m, v) };
+        }
+        // SAFETY: both ranges lie inside `buf`, valid for reads.
+        unsafe {
+            flush(head.as_ptr(), head.len());
+            flush(tail.as_ptr(), tail.len());
+        }
+        // Non-temporal stores are ordered only by a fence: the DMA that follows must see them.
+        // SAFETY: a fence has no memory operands.
+        unsafe { _mm_sfence() };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        buf.fill(byte);
+        false
+    }
+}
+
 /// CPUID leaf 7, EBX bit 23 (the standard library does not detect clflushopt).
 #[cfg(target_arch = "x86_64")]
 #[allow(unused_unsafe)] // `__cpuid_count` is safe in newer Rust, unsafe in older ones
@@ -51,8 +89,14 @@ const LINE: usize = 64;
 /// The address of every cache line holding a byte of `[ptr, ptr + len)`.
 #[cfg(target_arch = "x86_64")]
 fn lines(ptr: *const u8, len: usize) -> impl Iterator<Item = usize> {
-    let start = ptr as usize & !(LINE - 1);
-    (start..ptr as usize + len).step_by(LINE)
+    // None for an empty range, whose pointer may be dangling.
+    let end = ptr as usize + len;
+    let start = if len == 0 {
+        end
+    } else {
+        ptr as usize & !(LINE - 1)
+    };
+    (start..end).step_by(LINE)
 }
 
 /// # Safety
@@ -99,7 +143,30 @@ mod tests {
         assert_eq!(got(645, 60), [640, 704]);
         assert_eq!(got(645, 59), [640]);
         assert_eq!(got(640, 0), Vec::<usize>::new());
+        assert_eq!(got(645, 0), Vec::<usize>::new());
         assert_eq!(got(0, 129), [0, 64, 128]);
+    }
+
+    #[test]
+    fn an_uncached_fill_writes_every_byte_and_no_other() {
+        let mut v = vec![7u8; 4096 + 64];
+        // Ragged at both ends, aligned, tiny and empty ranges.
+        for (off, len) in [
+            (3, 1000),
+            (0, 4096),
+            (16, 32),
+            (5, 7),
+            (9, 0),
+            (1, 4096 + 62),
+        ] {
+            v.fill(7);
+            let ran = fill_uncached(&mut v[off..off + len], 0xA5);
+            assert_eq!(ran, cfg!(target_arch = "x86_64"));
+            for (i, &b) in v.iter().enumerate() {
+                let inside = (off..off + len).contains(&i);
+                assert_eq!(b, if inside { 0xA5 } else { 7 }, "byte {i} of {off}+{len}");
+            }
+        }
     }
 
     #[test]

@@ -242,10 +242,10 @@ enum Buffers {
 impl Buffers {
     /// The host side of the copy, if it has one, with the bytes of it the case may use (the
     /// copy and room for the farthest placement).
-    fn host(&self, spec: &CopySpec) -> Option<(&HostBuffer, usize)> {
+    fn host_mut(&mut self, spec: &CopySpec) -> Option<(&mut HostLent, usize)> {
         match self {
-            Buffers::H2d { src, .. } => Some((&src.buf, spec.host_source_bytes())),
-            Buffers::D2h { dst, .. } => Some((&dst.buf, spec.host_destination_bytes())),
+            Buffers::H2d { src, .. } => Some((src, spec.host_source_bytes())),
+            Buffers::D2h { dst, .. } => Some((dst, spec.host_destination_bytes())),
             Buffers::D2d { .. } => None,
         }
     }
@@ -411,7 +411,7 @@ pub struct CopyCase<'a> {
     /// batch is well short of [`TARGET_REP_SECONDS`].
     batches: u32,
     latched: bool,
-    /// The host buffers were flushed from the CPU caches before the case.
+    /// No line of the host buffers was in a CPU cache when the case began.
     flushed: bool,
     cache_resident: bool,
     placement: Option<Placement>,
@@ -530,15 +530,21 @@ impl<'a> CopyCase<'a> {
             });
         }
         let latched = spec.latched();
-        // The CPU just filled the sources and poisoned the destinations: out of its caches
-        // with them, so the DMA meets memory, not modified lines (see `cache`). Pageable copies
-        // go through the driver's staging buffer, which this cannot reach.
+        // The CPU filled the sources and poisoned the destinations: none of their lines may
+        // sit in its caches, so the DMA meets memory, not modified lines (see `cache`). A
+        // buffer the CPU wrote since its last flush is flushed now; one poisoned with
+        // non-temporal stores, or flushed before and only read by copies since, holds no line
+        // in a cache. Pageable copies go through the driver's staging buffer, which this cannot
+        // reach.
         let mut flushed = spec.host_memory == HostMemory::Pinned && spec.uses_host();
         if flushed {
-            for lane in flows.iter().flat_map(|f| &f.lanes) {
-                if let Some((h, len)) = lane.buffers.host(spec) {
-                    // SAFETY: the pool lent a buffer of at least `len` bytes (`take_host`).
-                    flushed &= unsafe { crate::cache::flush(h.as_ptr().cast(), len) };
+            for lane in flows.iter_mut().flat_map(|f| &mut f.lanes) {
+                if let Some((h, len)) = lane.buffers.host_mut(spec) {
+                    if h.cached {
+                        // SAFETY: the pool lent a buffer of at least `len` bytes (`take_host`).
+                        h.cached = !unsafe { crate::cache::flush(h.buf.as_ptr().cast(), len) };
+                    }
+                    flushed &= !h.cached;
                 }
             }
         }
@@ -842,7 +848,7 @@ impl<'a> CopyCase<'a> {
         }
         if self.flushed {
             notes.push(
-                "host buffers flushed from the CPU caches before the case: the copies read and \
+                "host buffers out of the CPU caches before the case: the copies read and \
                  write memory, not lines a core holds"
                     .into(),
             );

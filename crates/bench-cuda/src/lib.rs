@@ -9,9 +9,9 @@
 //! How a figure is made:
 //! - pinned host buffers are `mmap`ed, bound to the requested NUMA node, pre-faulted, checked
 //!   page by page, then registered with `cuMemHostRegister` (portable, not write-combined);
-//! - before a pinned case, its host buffers (sources filled and destinations poisoned by the
-//!   CPU) are flushed from the CPU caches, so the DMA reads and writes memory, not lines a
-//!   core holds modified (see `cache`);
+//! - before a pinned case, no line of its host buffers is in a CPU cache (destinations are
+//!   poisoned with non-temporal stores, sources flushed after the CPU wrote them), so the DMA
+//!   reads and writes memory, not lines a core holds modified (see `cache`);
 //! - one repetition queues K back-to-back copies per stream behind a spin-kernel latch that
 //!   the host opens only after everything is queued, so submission is not timed; CUDA events
 //!   time the span and the host clock cross-checks it; K is calibrated per case so that a

@@ -83,6 +83,10 @@ pub struct Lent<K, B> {
     pub seed: u64,
     /// Bytes from offset 0 that hold the pattern (sources only).
     filled_bytes: usize,
+    /// The CPU wrote it since its lines were last put out of the CPU caches, so it may hold
+    /// some of them modified: a case flushes such a host buffer first (see `cache`), and only
+    /// such a one.
+    pub cached: bool,
 }
 
 /// The buffers of one GPU's context.
@@ -150,9 +154,11 @@ trait Poolable: Sized {
     fn seed(key: &Self::Key) -> u64;
     fn alloc(ctx: &Self::Ctx, key: &Self::Key, len: usize) -> Result<Self, CudaError>;
     fn capacity(&self) -> usize;
-    /// Write the pattern of `seed` over `[from, to)` (`from` a multiple of 8).
-    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError>;
-    fn poison(&mut self, len: usize) -> Result<(), CudaError>;
+    /// Write the pattern of `seed` over `[from, to)` (`from` a multiple of 8). Returns whether
+    /// CPU caches may now hold written lines.
+    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<bool, CudaError>;
+    /// Poison `[0, len)`; returns as [`Poolable::write_pattern`] does.
+    fn poison(&mut self, len: usize) -> Result<bool, CudaError>;
 }
 
 impl Poolable for HostBuffer {
@@ -170,13 +176,15 @@ impl Poolable for HostBuffer {
     fn capacity(&self) -> usize {
         self.len()
     }
-    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError> {
+    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<bool, CudaError> {
         pattern::fill(&mut self.as_mut_slice()[from..to], seed, from);
-        Ok(())
+        Ok(true)
     }
-    fn poison(&mut self, len: usize) -> Result<(), CudaError> {
-        self.as_mut_slice()[..len].fill(POISON);
-        Ok(())
+    fn poison(&mut self, len: usize) -> Result<bool, CudaError> {
+        Ok(!crate::cache::fill_uncached(
+            &mut self.as_mut_slice()[..len],
+            POISON,
+        ))
     }
 }
 
@@ -195,13 +203,17 @@ impl Poolable for DeviceBuffer {
     fn capacity(&self) -> usize {
         self.len()
     }
-    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError> {
+    // Device memory is written by DMA through a staging buffer, which no copy of a case uses:
+    // nothing of it is left in a CPU cache that the case's copies meet.
+    fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<bool, CudaError> {
         self.write_range(from, to - from, |chunk, off| {
             pattern::fill(chunk, seed, off)
-        })
+        })?;
+        Ok(false)
     }
-    fn poison(&mut self, len: usize) -> Result<(), CudaError> {
-        self.fill_prefix(len, POISON)
+    fn poison(&mut self, len: usize) -> Result<bool, CudaError> {
+        self.fill_prefix(len, POISON)?;
+        Ok(false)
     }
 }
 
@@ -229,17 +241,18 @@ fn take<B: Poolable>(
                 buf,
                 seed: B::seed(&key),
                 filled_bytes: 0,
+                cached: false,
             }
         }
     };
     match B::role(&key) {
         Role::Src if lent.filled_bytes < len => {
             let from = lent.filled_bytes & !7;
-            lent.buf.write_pattern(from, len, lent.seed)?;
+            lent.cached |= lent.buf.write_pattern(from, len, lent.seed)?;
             lent.filled_bytes = len;
         }
         Role::Src => {}
-        Role::Dst => lent.buf.poison(len)?,
+        Role::Dst => lent.cached = lent.buf.poison(len)?,
     }
     Ok(lent)
 }
@@ -428,14 +441,15 @@ mod tests {
         fn capacity(&self) -> usize {
             self.bytes.len()
         }
-        fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<(), CudaError> {
+        // As a host buffer: written by the CPU, the pattern with plain stores, the poison
+        // with non-temporal ones.
+        fn write_pattern(&mut self, from: usize, to: usize, seed: u64) -> Result<bool, CudaError> {
             pattern::fill(&mut self.bytes[from..to], seed, from);
             self.pattern_writes.push((from, to));
-            Ok(())
+            Ok(true)
         }
-        fn poison(&mut self, len: usize) -> Result<(), CudaError> {
-            self.bytes[..len].fill(POISON);
-            Ok(())
+        fn poison(&mut self, len: usize) -> Result<bool, CudaError> {
+            Ok(!crate::cache::fill_uncached(&mut self.bytes[..len], POISON))
         }
     }
 
@@ -484,6 +498,35 @@ mod tests {
         assert_eq!(s.buf.capacity(), 1 << 17);
         assert_eq!(s.buf.pattern_writes, vec![(0, 1 << 17)]);
         assert_eq!(ctx.allocations.borrow().len(), 3);
+    }
+
+    #[test]
+    fn a_buffer_is_marked_for_a_flush_only_when_the_cpu_wrote_it_with_plain_stores() {
+        let ctx = FakeCtx {
+            allocations: Default::default(),
+            refuse_above: usize::MAX,
+        };
+        let key = |role| DeviceKey { role, lane: 0 };
+        let hints: HashMap<DeviceKey, usize> = [(key(Role::Src), 1 << 16)].into();
+        let mut pooled: HashMap<DeviceKey, Lent<DeviceKey, Fake>> = HashMap::new();
+        // Filled: to be flushed. A case flushes it and gives it back.
+        let mut s = take(&mut pooled, &hints, &ctx, key(Role::Src), 4096).unwrap();
+        assert!(s.cached);
+        s.cached = false;
+        pooled.insert(key(Role::Src), s);
+        // Only read since: nothing to flush. Its pattern extended: to be flushed again.
+        let s = take(&mut pooled, &hints, &ctx, key(Role::Src), 4096).unwrap();
+        assert!(!s.cached);
+        pooled.insert(key(Role::Src), s);
+        let s = take(&mut pooled, &hints, &ctx, key(Role::Src), 8192).unwrap();
+        assert!(s.cached);
+        // A destination poisoned with non-temporal stores needs no flush, whatever it held.
+        let mut d = take(&mut pooled, &hints, &ctx, key(Role::Dst), 4096).unwrap();
+        d.cached = true;
+        pooled.insert(key(Role::Dst), d);
+        let d = take(&mut pooled, &hints, &ctx, key(Role::Dst), 4096).unwrap();
+        assert_eq!(d.cached, !cfg!(target_arch = "x86_64"));
+        assert!(d.buf.bytes[..4096].iter().all(|&b| b == POISON));
     }
 
     #[test]
