@@ -267,7 +267,7 @@ pub fn render(s: &mut String, diffs: &[SettingDiff]) {
         if recorded_as(true) && recorded_as(false) {
             let _ = writeln!(
                 s,
-                "    (a line of text is how profiles before 2026-12-04 recorded it: it may be \
+                "    (a line of text is how profiles of older builds recorded it: it may be \
                  the same setting in other words)"
             );
         }
