@@ -21,6 +21,11 @@ for mode in adaptive fixed; do
 done
 python3 "$here/compare.py" "$out"/adaptive/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json \
   adaptive fixed >"$out/compare.md" 2>&1
+for mode in adaptive fixed; do
+  for f in "$out/$mode"/hardware-ceiling-*.md; do
+    echo "$mode report: $(wc -c <"$f") bytes" | tee -a "$out/machine.txt"
+  done
+done
 head -6 "$out/compare.md"
 tail -2 "$out/compare.md"
 # One file back: every run's report, profile and raw record.
