@@ -268,6 +268,13 @@ fn target_access(
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A missing path under /dev is a device name mistyped, not a file to create there.
+            if path.starts_with("/dev") && !path.starts_with("/dev/shm") {
+                return Err(SetupError::Target(
+                    shown,
+                    "no such device (hwceiling creates a scratch file only outside /dev)".into(),
+                ));
+            }
             // hwceiling creates it: reads and writes touch only its own file. Whether it can is
             // checked now, before anything is measured or any output is written.
             creatable(path, req.bytes_per_drive).map_err(|why| SetupError::Target(shown, why))?;
@@ -275,6 +282,9 @@ fn target_access(
         }
         Err(e) => return Err(SetupError::Target(shown, e.to_string())),
     };
+    if let Some(why) = in_memory(path, &meta) {
+        return Err(SetupError::Target(shown, why));
+    }
     if std::os::unix::fs::FileTypeExt::is_block_device(&meta.file_type()) {
         if !(req.wants_write && req.allow_destructive_writes) {
             return Ok((None, false));
@@ -307,8 +317,84 @@ fn target_access(
     }
 }
 
+/// The memory-backed filesystem `path` lies on (`tmpfs`, which `/dev/shm` and devtmpfs are too,
+/// or `ramfs`), where it does; `None` elsewhere or where `statfs` fails.
+pub fn memory_filesystem(path: &Path) -> Option<&'static str> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs is plain data, for which all zeroes is a valid value.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statfs(2) with a valid NUL-terminated path and a live struct to fill; the struct is
+    // read only on success.
+    if unsafe { libc::statfs(c.as_ptr(), &mut fs) } != 0 {
+        return None;
+    }
+    // statfs(2)'s magic numbers, compared on their 32 bits: `f_type`'s width and sign differ by
+    // architecture.
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    match fs.f_type as u64 & 0xffff_ffff {
+        TMPFS_MAGIC => Some("tmpfs"),
+        RAMFS_MAGIC => Some("ramfs"),
+        _ => None,
+    }
+}
+
+/// Why a target at `path` (existing, `meta`) would measure memory, not storage: a file on a
+/// memory-backed filesystem, or a block device in memory ([`block_in_memory`]). A figure from it
+/// would read as a storage ceiling.
+fn in_memory(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if !meta.file_type().is_block_device() {
+        let fs = memory_filesystem(path)?;
+        return Some(format!(
+            "it lies on {fs}, in memory: its figures would be RAM's, not storage's; {IN_MEMORY_ADVICE}"
+        ));
+    }
+    let sys = PathBuf::from(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(meta.rdev()),
+        libc::minor(meta.rdev())
+    ));
+    let name = std::fs::canonicalize(&sys).ok()?;
+    let name = name.file_name()?.to_string_lossy();
+    // A loop device's backing file, or its parent's for a partition of one.
+    let backing = [
+        sys.join("loop/backing_file"),
+        sys.join("../loop/backing_file"),
+    ]
+    .iter()
+    .find_map(|f| std::fs::read_to_string(f).ok())
+    .map(|b| PathBuf::from(b.trim()));
+    let backing_fs = backing
+        .as_deref()
+        .and_then(|b| memory_filesystem(b).map(|fs| (b, fs)));
+    block_in_memory(&name, backing_fs)
+}
+
+/// What a target in memory is told to name instead.
+const IN_MEMORY_ADVICE: &str = "name a file on a drive's filesystem, or a block device";
+
+/// Why the block device `name` holds memory, not storage: a RAM disk (`ram*`, `zram*`), or a loop
+/// device whose backing file lies on a memory-backed filesystem (`backing`: the file and that
+/// filesystem).
+fn block_in_memory(name: &str, backing: Option<(&Path, &str)>) -> Option<String> {
+    if name.starts_with("ram") || name.starts_with("zram") {
+        return Some(format!(
+            "{name} is a RAM disk: its figures would be memory's, not storage's; {IN_MEMORY_ADVICE}"
+        ));
+    }
+    let (file, fs) = backing?;
+    Some(format!(
+        "{name} is backed by {}, which lies on {fs}, in memory: its figures would be RAM's, not \
+         storage's; {IN_MEMORY_ADVICE}",
+        file.display()
+    ))
+}
+
 /// Why hwceiling cannot create `path` with `bytes` bytes (its folder is missing, not a folder, not
-/// writable, or its filesystem has less free space), or `Ok` when it can.
+/// writable, on a memory-backed filesystem, or its filesystem has less free space), or `Ok` when
+/// it can.
 fn creatable(path: &Path, bytes: u64) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
     let folder = match path.parent() {
@@ -323,6 +409,12 @@ fn creatable(path: &Path, bytes: u64) -> Result<(), String> {
             return Err(format!("its folder {shown} does not exist"))
         }
         Err(e) => return Err(format!("its folder {shown}: {e}")),
+    }
+    if let Some(fs) = memory_filesystem(folder) {
+        return Err(format!(
+            "its folder {shown} lies on {fs}, in memory: its figures would be RAM's, not \
+             storage's; {IN_MEMORY_ADVICE}"
+        ));
     }
     let c_folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
         .map_err(|_| format!("{shown} holds a NUL byte"))?;
@@ -404,7 +496,7 @@ mod tests {
 
     #[test]
     fn a_new_target_file_is_created_and_writable() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = hwc_testkit::storage_tempdir();
         let path = dir.path().join("new");
         let s = setup(
             &Topology::default(),
@@ -424,7 +516,7 @@ mod tests {
 
     #[test]
     fn an_existing_file_is_written_only_with_the_flag() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = hwc_testkit::storage_tempdir();
         let path = dir.path().join("data");
         std::fs::write(&path, vec![7u8; 8192]).unwrap();
         let topo = Topology::default();
@@ -465,7 +557,7 @@ mod tests {
 
     #[test]
     fn a_new_target_needs_a_folder_it_can_be_created_in_with_room_for_it() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = hwc_testkit::storage_tempdir();
         let setup_err = |path: PathBuf, bytes: u64| {
             let mut r = req(Some(path), false, false);
             r.bytes_per_drive = bytes;
@@ -584,9 +676,97 @@ mod tests {
         assert_eq!(s.selected, Some(vec!["nvme91".into(), "nvme90".into()]));
     }
 
+    /// The filesystem type `/proc/self/mounts` gives the mount at `at` (the last one mounted
+    /// there), read without `statfs`.
+    fn mount_type(at: &str) -> Option<String> {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+        mounts
+            .lines()
+            .rev()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.get(1) == Some(&at))
+            .and_then(|f| f.get(2).map(|t| t.to_string()))
+    }
+
+    #[test]
+    fn memory_filesystems_are_told_from_storage() {
+        assert_eq!(memory_filesystem(Path::new("/proc")), None);
+        assert_eq!(memory_filesystem(Path::new("/no/such/folder")), None);
+        match mount_type("/dev/shm").as_deref() {
+            Some("tmpfs") => assert_eq!(memory_filesystem(Path::new("/dev/shm")), Some("tmpfs")),
+            other => println!("SKIPPED: /dev/shm is {other:?} here, not tmpfs"),
+        }
+    }
+
+    #[test]
+    fn a_target_in_memory_is_refused_before_anything_is_created() {
+        if mount_type("/dev/shm").as_deref() != Some("tmpfs") {
+            println!("SKIPPED: no tmpfs at /dev/shm here");
+            return;
+        }
+        let topo = Topology::default();
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let new = dir.path().join("new");
+        let old = dir.path().join("old");
+        std::fs::write(&old, [7u8; 4096]).unwrap();
+        for (path, write, flag) in [(&new, false, false), (&new, true, true), (&old, true, true)] {
+            let e = setup(&topo, &req(Some(path.clone()), write, flag), &NEVER)
+                .err()
+                .unwrap();
+            assert!(matches!(e, SetupError::Target(..)), "{e}");
+            assert!(e.to_string().contains("tmpfs, in memory"), "{e}");
+        }
+        assert!(!new.exists());
+        assert_eq!(std::fs::read(&old).unwrap(), [7u8; 4096]);
+        // The same file on storage is a target.
+        let disk = hwc_testkit::storage_tempdir();
+        assert!(setup(
+            &topo,
+            &req(Some(disk.path().join("new")), false, false),
+            &NEVER
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn a_missing_path_under_dev_is_a_mistyped_device_not_a_file_to_create() {
+        let path = PathBuf::from("/dev/hwc-no-such-device");
+        let e = setup(
+            &Topology::default(),
+            &req(Some(path.clone()), true, false),
+            &NEVER,
+        )
+        .err()
+        .unwrap();
+        assert_eq!(
+            e.to_string(),
+            "--target /dev/hwc-no-such-device: no such device (hwceiling creates a scratch file \
+             only outside /dev)"
+        );
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn ram_disks_and_loop_devices_over_memory_are_not_storage() {
+        let shm = Path::new("/dev/shm/img");
+        for name in ["ram0", "zram1"] {
+            let why = block_in_memory(name, None).unwrap();
+            assert!(why.starts_with(&format!("{name} is a RAM disk")), "{why}");
+        }
+        let why = block_in_memory("loop3", Some((shm, "tmpfs"))).unwrap();
+        assert!(
+            why.starts_with("loop3 is backed by /dev/shm/img, which lies on tmpfs"),
+            "{why}"
+        );
+        // A loop device over a file on storage, and a drive, are storage.
+        assert_eq!(block_in_memory("loop3", None), None);
+        assert_eq!(block_in_memory("nvme0n1", None), None);
+        assert_eq!(block_in_memory("vda", None), None);
+    }
+
     #[test]
     fn a_directory_is_not_a_target() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = hwc_testkit::storage_tempdir();
         let e = setup(
             &Topology::default(),
             &req(Some(dir.path().to_path_buf()), false, false),

@@ -62,7 +62,7 @@ fn skipped(outcome: &CaseOutcome) -> bool {
 
 #[test]
 fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let mut b = backend(&target, false, false).unwrap();
     let reps = Reps {
@@ -137,7 +137,7 @@ fn hot_reads_stay_in_their_region_and_idle_reads_wait_their_gap() {
 
 #[test]
 fn gc_settle_writes_in_intervals_then_probes_until_settled() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let b = backend(&target, true, false).unwrap();
     let key = target.display().to_string();
@@ -212,7 +212,7 @@ fn gc_settle_writes_in_intervals_then_probes_until_settled() {
 
 #[test]
 fn gc_settle_refuses_a_file_the_gate_did_not_approve() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("data");
     let data = vec![0x5au8; 4 << 20];
     std::fs::write(&target, &data).unwrap();
@@ -226,7 +226,7 @@ fn gc_settle_refuses_a_file_the_gate_did_not_approve() {
 
 #[test]
 fn gc_settle_refuses_an_approved_file_replaced_since_the_gate() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("data");
     std::fs::write(&target, vec![0x5au8; 4 << 20]).unwrap();
     // Approved with --allow-destructive-writes: this file, by device and inode.

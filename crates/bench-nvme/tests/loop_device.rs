@@ -77,7 +77,7 @@ fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
         println!("SKIPPED: loop devices need root");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let fs = image(dir.path(), "fs.img", true);
     let Some(dev) = Loop::attach(&fs) else {
         return;
@@ -156,7 +156,7 @@ fn write_case(key: &str) -> Case {
 
 #[test]
 fn a_device_being_written_is_held_exclusively_and_gc_settle_shares_the_hold() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let Some((_, dev)) = blank_loop(dir.path()) else {
         return;
     };
@@ -196,7 +196,7 @@ fn a_device_being_written_is_held_exclusively_and_gc_settle_shares_the_hold() {
 
 #[test]
 fn a_file_swapped_for_a_link_to_a_drive_after_the_gate_is_not_written() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let Some((blank, dev)) = blank_loop(dir.path()) else {
         return;
     };

@@ -73,7 +73,7 @@ pub struct ProfileArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Only these paths (comma-separated): nvme_read, nvme_write, h2d, d2h, duplex, d2d,
-    /// gdrcopy, gds, host_ram, nvme_bar1.
+    /// gdrcopy, gds, host_ram, nvme_bar1, xxh3.
     #[arg(long, value_delimiter = ',', value_name = "PATHS")]
     pub paths: Option<Vec<PathId>>,
     /// Only these engines (comma-separated ids, as `hwceiling engines` lists them), in place of
@@ -120,7 +120,8 @@ pub struct ProfileArgs {
     )]
     pub write_drives: Option<Vec<String>>,
     /// Measure this file or block device instead of the NVMe drives; a path that does not exist
-    /// is created, filled, and removed (its name at once).
+    /// is created, filled, and removed (its name at once). Refused in memory (tmpfs, a RAM disk)
+    /// and, when missing, under /dev.
     #[arg(long, value_name = "PATH")]
     pub target: Option<PathBuf>,
     /// NVMe block sizes instead of 4KiB,16KiB,…,8MiB, and GDS's instead of 4MiB,8MiB,16MiB (e.g.

@@ -388,6 +388,11 @@ fn a_drive_or_target_that_is_not_there_is_refused_before_anything_is_created() {
         one_line_error(&o, 1, "no-such-dir does not exist");
         assert!(left.is_empty(), "{paths}: left {left:?}");
     }
+    // A missing path under /dev is a mistyped device, not a file to create.
+    let dev = "/dev/hwc-no-such-device";
+    let (o, left) = run_in_empty_folder(&["profile", "--paths", "nvme_read", "--target", dev]);
+    one_line_error(&o, 1, "no such device");
+    assert!(left.is_empty() && !Path::new(dev).exists(), "left {left:?}");
     assert!(!d.path().join("no-such-dir").exists());
 }
 

@@ -31,7 +31,7 @@ fn profile_yaml(dir: &Path) -> String {
 
 #[test]
 fn a_created_target_is_measured_both_ways_and_removed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let out = dir.path().join("out");
     let run = hwceiling()
@@ -71,7 +71,7 @@ fn a_created_target_is_measured_both_ways_and_removed() {
 
 #[test]
 fn an_existing_file_is_only_read_without_the_flag() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("data");
     let data = vec![0x5au8; 4 << 20];
     std::fs::write(&target, &data).unwrap();
@@ -107,7 +107,7 @@ fn an_existing_file_is_only_read_without_the_flag() {
 
 #[test]
 fn writes_without_named_drives_are_refused_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let run = hwceiling()
         .args([
             "profile",
@@ -193,7 +193,7 @@ fn writes_without_named_drives_are_refused_at_once() {
 
 #[test]
 fn sigint_stops_a_run_cleanly_and_leaves_no_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let out = dir.path().join("out");
     // 4 KiB reads at QD 1 over 256 MiB: long enough to be interrupted mid-case.
@@ -243,7 +243,7 @@ fn report_md(dir: &Path) -> String {
 
 #[test]
 fn read_cache_and_power_states_run_on_a_target_with_tiny_knobs() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let out = dir.path().join("out");
     let run = hwceiling()
@@ -331,7 +331,7 @@ fn read_cache_and_power_states_run_on_a_target_with_tiny_knobs() {
 
 #[test]
 fn gc_settle_runs_on_a_created_target_and_is_waived_without_writes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let out = dir.path().join("out");
     let run = hwceiling()
@@ -398,7 +398,7 @@ fn gc_settle_runs_on_a_created_target_and_is_waived_without_writes() {
 
 #[test]
 fn long_test_options_are_checked_before_anything_runs() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let one_line = |run: &std::process::Output| {
         let e = String::from_utf8_lossy(&run.stderr).to_string();
         assert_eq!(e.trim_end().lines().count(), 1, "{e}");
@@ -446,7 +446,7 @@ fn long_test_options_are_checked_before_anything_runs() {
 
 #[test]
 fn the_dry_run_waives_long_tests_naming_the_flag() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let run = hwceiling()
         .args(["profile", "--dry-run", "--paths", "nvme_read,nvme_write"])
         .arg("--target")
@@ -495,7 +495,7 @@ fn the_dry_run_waives_long_tests_naming_the_flag() {
 
 #[test]
 fn sigint_during_gc_settle_writes_stops_them_at_once_and_leaves_no_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("scratch");
     let out = dir.path().join("out");
     // A minute of writes after about 5 s of baseline probes: the signal comes during the writes.
@@ -538,7 +538,7 @@ fn sigint_during_gc_settle_writes_stops_them_at_once_and_leaves_no_file() {
 
 #[test]
 fn an_existing_target_with_unwritten_blocks_is_waived_not_measured() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = hwc_testkit::storage_tempdir();
     let target = dir.path().join("sparse.img");
     // 8 MiB of which only the first MiB was ever written: the rest reads as zeros from
     // nowhere (a fallocated file looks the same to SEEK_DATA on ext4 and xfs).

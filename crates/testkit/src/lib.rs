@@ -5,6 +5,20 @@
 use hwc_model::topology::LinkTheory;
 use hwc_model::{CeilingSource, Measurement, Plan, Profile, Provenance, Topology};
 
+/// A new temporary folder on storage, for a test's `--target` files: the system's temporary
+/// folder, or `/var/tmp` where that lies in memory (a tmpfs `/tmp`), since hwceiling refuses a
+/// target in memory.
+pub fn storage_tempdir() -> tempfile::TempDir {
+    let tmp = std::env::temp_dir();
+    let base = if hwc_bench_nvme::memory_filesystem(&tmp).is_some() {
+        std::path::PathBuf::from("/var/tmp")
+    } else {
+        tmp
+    };
+    tempfile::tempdir_in(&base)
+        .unwrap_or_else(|e| panic!("cannot make a temporary folder in {}: {e}", base.display()))
+}
+
 /// A provenance for a run that finished at `finished_at` (RFC 3339).
 pub fn provenance(finished_at: &str) -> Provenance {
     Provenance {
