@@ -269,7 +269,7 @@ fn target_access(
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // A missing path under /dev is a device name mistyped, not a file to create there.
-            if path.starts_with("/dev") && !path.starts_with("/dev/shm") {
+            if mistyped_device(path) {
                 return Err(SetupError::Target(
                     shown,
                     "no such device (hwceiling creates a scratch file only outside /dev)".into(),
@@ -317,6 +317,16 @@ fn target_access(
     }
 }
 
+/// Whether a missing `path` would be created in `/dev` (but not `/dev/shm`), its folder resolved:
+/// a device name mistyped, such as `/dev/nvme0n9`.
+fn mistyped_device(path: &Path) -> bool {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(folder).is_ok_and(|f| f.starts_with("/dev") && !f.starts_with("/dev/shm"))
+}
+
 /// The memory-backed filesystem `path` lies on (`tmpfs`, which `/dev/shm` and devtmpfs are too,
 /// or `ramfs`), where it does; `None` elsewhere or where `statfs` fails.
 pub fn memory_filesystem(path: &Path) -> Option<&'static str> {
@@ -345,11 +355,14 @@ pub fn memory_filesystem(path: &Path) -> Option<&'static str> {
 /// would read as a storage ceiling.
 fn in_memory(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    if !meta.file_type().is_block_device() {
+    if meta.is_file() {
         let fs = memory_filesystem(path)?;
         return Some(format!(
             "it lies on {fs}, in memory: its figures would be RAM's, not storage's; {IN_MEMORY_ADVICE}"
         ));
+    }
+    if !meta.file_type().is_block_device() {
+        return None;
     }
     let sys = PathBuf::from(format!(
         "/sys/dev/block/{}:{}",
@@ -358,17 +371,20 @@ fn in_memory(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
     ));
     let name = std::fs::canonicalize(&sys).ok()?;
     let name = name.file_name()?.to_string_lossy();
-    // A loop device's backing file, or its parent's for a partition of one.
+    // A loop device's backing file, or its parent's for a partition of one. A file deleted
+    // since reads `… (deleted)`: its folder tells where it lay.
     let backing = [
         sys.join("loop/backing_file"),
         sys.join("../loop/backing_file"),
     ]
     .iter()
     .find_map(|f| std::fs::read_to_string(f).ok())
-    .map(|b| PathBuf::from(b.trim()));
-    let backing_fs = backing
-        .as_deref()
-        .and_then(|b| memory_filesystem(b).map(|fs| (b, fs)));
+    .map(|b| PathBuf::from(b.trim_end().trim_end_matches(" (deleted)")));
+    let backing_fs = backing.as_deref().and_then(|b| {
+        memory_filesystem(b)
+            .or_else(|| memory_filesystem(b.parent()?))
+            .map(|fs| (b, fs))
+    });
     block_in_memory(&name, backing_fs)
 }
 
@@ -744,6 +760,28 @@ mod tests {
              only outside /dev)"
         );
         assert!(!path.exists());
+        // The folder is resolved: `..` out of /dev is not under it, a symlink into it is.
+        assert!(!mistyped_device(Path::new("/dev/../var/tmp/x")));
+        assert!(!mistyped_device(Path::new("/dev/shm/x")));
+        assert!(mistyped_device(Path::new("/dev/./nvme0n9")));
+        let dir = hwc_testkit::storage_tempdir();
+        let link = dir.path().join("to-dev");
+        std::os::unix::fs::symlink("/dev", &link).unwrap();
+        assert!(mistyped_device(&link.join("nvme0n9")));
+        assert!(!mistyped_device(&dir.path().join("new")));
+    }
+
+    #[test]
+    fn a_character_device_in_memory_keeps_its_own_refusal() {
+        // /dev/null lies on devtmpfs (tmpfs): refused as what it is, not as memory.
+        let e = setup(
+            &Topology::default(),
+            &req(Some(PathBuf::from("/dev/null")), false, false),
+            &NEVER,
+        )
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("neither a regular file"), "{e}");
     }
 
     #[test]
@@ -766,7 +804,8 @@ mod tests {
 
     #[test]
     fn a_directory_is_not_a_target() {
-        let dir = hwc_testkit::storage_tempdir();
+        // Wherever it lies: in memory too, a folder is refused as a folder.
+        let dir = tempfile::tempdir().unwrap();
         let e = setup(
             &Topology::default(),
             &req(Some(dir.path().to_path_buf()), false, false),

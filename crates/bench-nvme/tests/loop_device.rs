@@ -71,6 +71,38 @@ fn sha(path: &Path) -> Vec<u8> {
 }
 
 #[test]
+fn a_loop_device_over_a_file_in_memory_is_not_a_target() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: loop devices need root");
+        return;
+    }
+    if hwc_bench_nvme::memory_filesystem(Path::new("/dev/shm")) != Some("tmpfs") {
+        println!("SKIPPED: no tmpfs at /dev/shm here");
+        return;
+    }
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let img = image(dir.path(), "ram.img", false);
+    let Some(dev) = Loop::attach(&img) else {
+        return;
+    };
+    let refused = |why: &str| {
+        let err = setup(&Topology::default(), &request(&dev.0), &NEVER)
+            .err()
+            .unwrap_or_else(|| panic!("{why}: a loop device over tmpfs must be refused"));
+        assert!(matches!(err, SetupError::Target(..)), "{err}");
+        assert!(
+            err.to_string().contains("which lies on tmpfs, in memory"),
+            "{err}"
+        );
+    };
+    refused("backing file present");
+    // Its backing file deleted: the loop device still reads from memory.
+    std::fs::remove_file(&img).unwrap();
+    refused("backing file deleted");
+}
+
+#[test]
 fn a_loop_device_with_a_filesystem_is_refused_and_a_blank_one_is_measured() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

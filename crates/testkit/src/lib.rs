@@ -5,18 +5,30 @@
 use hwc_model::topology::LinkTheory;
 use hwc_model::{CeilingSource, Measurement, Plan, Profile, Provenance, Topology};
 
-/// A new temporary folder on storage, for a test's `--target` files: the system's temporary
-/// folder, or `/var/tmp` where that lies in memory (a tmpfs `/tmp`), since hwceiling refuses a
-/// target in memory.
+/// A new temporary folder on storage, for a test's `--target` files (hwceiling refuses a target in
+/// memory): the system's temporary folder, else `/var/tmp`, else the current folder (a package's
+/// own under `cargo test`), the first that does not lie in memory. Panics, naming the fix, where
+/// none does.
 pub fn storage_tempdir() -> tempfile::TempDir {
-    let tmp = std::env::temp_dir();
-    let base = if hwc_bench_nvme::memory_filesystem(&tmp).is_some() {
-        std::path::PathBuf::from("/var/tmp")
-    } else {
-        tmp
-    };
-    tempfile::tempdir_in(&base)
-        .unwrap_or_else(|e| panic!("cannot make a temporary folder in {}: {e}", base.display()))
+    let mut tried = Vec::new();
+    let candidates = [
+        Some(std::env::temp_dir()),
+        Some(std::path::PathBuf::from("/var/tmp")),
+        std::env::current_dir().ok(),
+    ];
+    for base in candidates.into_iter().flatten() {
+        if base.is_dir() && hwc_bench_nvme::memory_filesystem(&base).is_none() {
+            if let Ok(d) = tempfile::tempdir_in(&base) {
+                return d;
+            }
+        }
+        tried.push(base.display().to_string());
+    }
+    panic!(
+        "no temporary folder on storage ({} lie in memory or cannot be written): set TMPDIR to \
+         a folder on a drive",
+        tried.join(", ")
+    )
 }
 
 /// A provenance for a run that finished at `finished_at` (RFC 3339).
