@@ -161,14 +161,15 @@ fn each_path_runs_and_verifies_its_blocks_on_every_thread() {
             p.verify().expect("verify");
         }
     }
-    // A working set larger than the cache is split among the threads, each slice hashed once.
-    let mut small_cache = HashEngine::new(
+    // A working set is split among the threads, each slice hashed once a repetition, whatever
+    // the cache: its case says so (no offset), even where the set would fit this 64 MiB cache.
+    let mut large_cache = HashEngine::new(
         BTreeMap::from([(0, hwc_numa::current_affinity())]),
-        Some(1 << 20),
+        Some(64 << 20),
         "/proc",
     );
     let c = set_case(SimdPath::Scalar, HashVariant::Xxh3_128, 4 << 20, threads);
-    let mut p = small_cache.prepare(&c).expect("prepare");
+    let mut p = large_cache.prepare(&c).expect("prepare");
     assert!(!p.cache_resident());
     // Slices this small: the whole set a repetition.
     assert_eq!(p.bytes_per_rep(), 4 << 20);

@@ -317,14 +317,19 @@ fn target_access(
     }
 }
 
+/// The folder a new file at `path` is created in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 /// Whether a missing `path` would be created in `/dev` (but not `/dev/shm`), its folder resolved:
 /// a device name mistyped, such as `/dev/nvme0n9`.
 fn mistyped_device(path: &Path) -> bool {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::canonicalize(folder).is_ok_and(|f| f.starts_with("/dev") && !f.starts_with("/dev/shm"))
+    std::fs::canonicalize(folder_of(path))
+        .is_ok_and(|f| f.starts_with("/dev") && !f.starts_with("/dev/shm"))
 }
 
 /// The memory-backed filesystem `path` lies on (`tmpfs`, which `/dev/shm` and devtmpfs are too,
@@ -357,9 +362,7 @@ fn in_memory(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     if meta.is_file() {
         let fs = memory_filesystem(path)?;
-        return Some(format!(
-            "it lies on {fs}, in memory: its figures would be RAM's, not storage's; {IN_MEMORY_ADVICE}"
-        ));
+        return Some(format!("it lies on {fs}, {IN_MEMORY}"));
     }
     if !meta.file_type().is_block_device() {
         return None;
@@ -388,22 +391,20 @@ fn in_memory(path: &Path, meta: &std::fs::Metadata) -> Option<String> {
     block_in_memory(&name, backing_fs)
 }
 
-/// What a target in memory is told to name instead.
-const IN_MEMORY_ADVICE: &str = "name a file on a drive's filesystem, or a block device";
+/// How every refusal of a target in memory ends: why, and what to name instead.
+const IN_MEMORY: &str = "in memory: its figures would be RAM's, not storage's; name a file on a \
+                         drive's filesystem, or a block device";
 
 /// Why the block device `name` holds memory, not storage: a RAM disk (`ram*`, `zram*`), or a loop
 /// device whose backing file lies on a memory-backed filesystem (`backing`: the file and that
 /// filesystem).
 fn block_in_memory(name: &str, backing: Option<(&Path, &str)>) -> Option<String> {
     if name.starts_with("ram") || name.starts_with("zram") {
-        return Some(format!(
-            "{name} is a RAM disk: its figures would be memory's, not storage's; {IN_MEMORY_ADVICE}"
-        ));
+        return Some(format!("{name} is a RAM disk, {IN_MEMORY}"));
     }
     let (file, fs) = backing?;
     Some(format!(
-        "{name} is backed by {}, which lies on {fs}, in memory: its figures would be RAM's, not \
-         storage's; {IN_MEMORY_ADVICE}",
+        "{name} is backed by {}, which lies on {fs}, {IN_MEMORY}",
         file.display()
     ))
 }
@@ -413,10 +414,7 @@ fn block_in_memory(name: &str, backing: Option<(&Path, &str)>) -> Option<String>
 /// it can.
 fn creatable(path: &Path, bytes: u64) -> Result<(), String> {
     use std::os::unix::ffi::OsStrExt;
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let folder = folder_of(path);
     let shown = folder.display();
     match std::fs::metadata(folder) {
         Ok(m) if m.is_dir() => {}
@@ -427,10 +425,7 @@ fn creatable(path: &Path, bytes: u64) -> Result<(), String> {
         Err(e) => return Err(format!("its folder {shown}: {e}")),
     }
     if let Some(fs) = memory_filesystem(folder) {
-        return Err(format!(
-            "its folder {shown} lies on {fs}, in memory: its figures would be RAM's, not \
-             storage's; {IN_MEMORY_ADVICE}"
-        ));
+        return Err(format!("its folder {shown} lies on {fs}, {IN_MEMORY}"));
     }
     let c_folder = std::ffi::CString::new(folder.as_os_str().as_bytes())
         .map_err(|_| format!("{shown} holds a NUL byte"))?;

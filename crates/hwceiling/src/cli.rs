@@ -72,9 +72,7 @@ pub struct ProfileArgs {
     /// Print the plan (every case and every waiver) and exit without measuring.
     #[arg(long)]
     pub dry_run: bool,
-    /// Only these paths (comma-separated): nvme_read, nvme_write, h2d, d2h, duplex, d2d,
-    /// gdrcopy, gds, host_ram, nvme_bar1, xxh3.
-    #[arg(long, value_delimiter = ',', value_name = "PATHS")]
+    #[arg(long, value_delimiter = ',', value_name = "PATHS", help = paths_help())]
     pub paths: Option<Vec<PathId>>,
     /// Only these engines (comma-separated ids, as `hwceiling engines` lists them), in place of
     /// those on by default; `null` measures the harness itself, never the hardware.
@@ -288,6 +286,12 @@ impl ProfileArgs {
         }
         hwc_session::check(&self.config())
     }
+}
+
+/// `--paths`'s help: every path the model knows, so the list cannot drift from it.
+fn paths_help() -> String {
+    let names: Vec<&str> = PathId::ALL.iter().map(|p| p.as_str()).collect();
+    format!("Only these paths (comma-separated): {}", names.join(", "))
 }
 
 #[cfg(test)]

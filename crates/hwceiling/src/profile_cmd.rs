@@ -193,8 +193,6 @@ pub fn report(a: &ReportArgs) -> Result<i32> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let (links, chart_files) = hwc_session::chart_links(&charts, &dir_name);
-    let chart_files: Vec<(&str, &[u8])> =
-        chart_files.iter().map(|(n, b)| (n.as_str(), *b)).collect();
     let md = hwc_report::render_with_charts(&profile, &links);
     files::write_charts(dir, &chart_files)?;
     write_report(path, &md).inspect_err(|_| files::remove_charts(dir, &chart_files))?;

@@ -1081,11 +1081,11 @@ fn host_observation(p: &Profile, name: &str, pair: &HostRamPair) -> String {
     s
 }
 
-/// Each distinct placement (CPUs, whether verified, what was checked) once; Appendix A names
-/// each measurement's by its index (`P1`, `P2`, …). Placements that differ only in their CPUs
-/// are numbered in a run, so Appendix B gives them one row: groups in the order the
-/// measurements first use them, and within a group in that order too.
-fn placements(p: &Profile) -> Vec<&hwc_model::Placement> {
+/// Each distinct placement (CPUs, whether verified, what was checked) once, in groups of those
+/// that differ only in their CPUs (Appendix B's rows): groups in the order the measurements first
+/// use them, and within a group in that order too. Numbered through the groups in turn
+/// (`P1`, `P2`, …), as Appendix A names each measurement's.
+fn placement_groups(p: &Profile) -> Vec<Vec<&hwc_model::Placement>> {
     let mut groups: Vec<Vec<&hwc_model::Placement>> = Vec::new();
     for pl in p.measurements.iter().filter_map(|m| m.placement.as_ref()) {
         match groups.iter_mut().find(|g| same_but_cpus(g[0], pl)) {
@@ -1094,7 +1094,14 @@ fn placements(p: &Profile) -> Vec<&hwc_model::Placement> {
             None => groups.push(vec![pl]),
         }
     }
-    groups.concat()
+    groups
+}
+
+/// The group Appendices A and C put a measurement in (its path, engine and the first part of
+/// its cell: a GPU, a node pair), and its row's name there (the rest of the cell).
+pub(crate) fn appendix_group(m: &Measurement) -> ((PathId, &EngineId, &str), &str) {
+    let (first, rest) = hwc_model::cell_parts(&m.cell);
+    ((m.path, &m.engine, first), rest)
 }
 
 fn same_but_cpus(a: &hwc_model::Placement, b: &hwc_model::Placement) -> bool {
@@ -1102,7 +1109,8 @@ fn same_but_cpus(a: &hwc_model::Placement, b: &hwc_model::Placement) -> bool {
 }
 
 fn appendix(out: &mut String, p: &Profile) {
-    let placed = placements(p);
+    let groups = placement_groups(p);
+    let placed = groups.concat();
     out.push_str("## Appendix A — every measurement\n\n");
     if p.measurements.is_empty() {
         out.push_str("None.\n\n");
@@ -1139,7 +1147,7 @@ fn appendix(out: &mut String, p: &Profile) {
         // Groups in the order their first measurement comes.
         let mut groups: Vec<(PathId, &EngineId, &str)> = Vec::new();
         for m in &p.measurements {
-            let g = (m.path, &m.engine, hwc_model::cell_parts(&m.cell).0);
+            let g = appendix_group(m).0;
             if !groups.contains(&g) {
                 groups.push(g);
             }
@@ -1148,9 +1156,7 @@ fn appendix(out: &mut String, p: &Profile) {
             let mine: Vec<&Measurement> = p
                 .measurements
                 .iter()
-                .filter(|m| {
-                    (m.path, &m.engine, hwc_model::cell_parts(&m.cell).0) == (path, engine, first)
-                })
+                .filter(|m| appendix_group(m).0 == (path, engine, first))
                 .collect();
             // What the whole group shares goes in its heading instead of a column: one
             // placement with no flags, and one warm-up count.
@@ -1184,7 +1190,7 @@ fn appendix(out: &mut String, p: &Profile) {
                 .iter()
                 .map(|m| {
                     let mut row = vec![
-                        hwc_model::cell_parts(&m.cell).1.to_string(),
+                        appendix_group(m).1.to_string(),
                         gbps(m.gbps.median),
                         gbps(m.gbps.min),
                         gbps(m.gbps.max),
@@ -1235,12 +1241,8 @@ fn appendix(out: &mut String, p: &Profile) {
         );
         let mut rows: Vec<Vec<String>> = Vec::new();
         let mut first = 0;
-        while first < placed.len() {
-            let run = placed[first..]
-                .iter()
-                .take_while(|pl| same_but_cpus(placed[first], pl))
-                .count();
-            let group = &placed[first..first + run];
+        for group in &groups {
+            let run = group.len();
             let cases = p
                 .measurements
                 .iter()

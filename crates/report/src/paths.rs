@@ -863,8 +863,8 @@ pub(crate) fn disturbed_cases(out: &mut String, ms: &[&Measurement]) {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for m in ms {
         let Some(c) = disturbed(m) else { continue };
-        let (first, rest) = hwc_model::cell_parts(&m.cell);
-        let prefix = hwc_model::case_key(m.path, &m.engine, first);
+        let ((path, engine, first), rest) = crate::appendix_group(m);
+        let prefix = hwc_model::case_key(path, engine, first);
         let mut entry = format!("{rest}: {} of {}", c.disturbed, c.of);
         if c.not_judged > 0 {
             let _ = write!(entry, " ({} not judged)", c.not_judged);

@@ -140,14 +140,14 @@ fn charts_dir_name(run: &RunName) -> String {
 
 /// Write each chart (file name, SVG) into `dir`, a new folder: all of them or, on an error,
 /// none (the folder is removed again). Nothing is written, and no folder made, for no chart.
-pub fn write_charts(dir: &Path, charts: &[(&str, &[u8])]) -> Result<()> {
+pub fn write_charts<N: AsRef<str>>(dir: &Path, charts: &[(N, &[u8])]) -> Result<()> {
     if charts.is_empty() {
         return Ok(());
     }
     check_new(dir)?;
     fs::create_dir(dir).doing(|| format!("cannot create {}", dir.display()))?;
     for (name, bytes) in charts {
-        if let Err(e) = write_new(&dir.join(name), bytes) {
+        if let Err(e) = write_new(&dir.join(name.as_ref()), bytes) {
             remove_charts(dir, charts);
             return Err(e);
         }
@@ -156,9 +156,9 @@ pub fn write_charts(dir: &Path, charts: &[(&str, &[u8])]) -> Result<()> {
 }
 
 /// Remove the charts [`write_charts`] wrote, then their folder (only if it is then empty).
-pub fn remove_charts(dir: &Path, charts: &[(&str, &[u8])]) {
+pub fn remove_charts<N: AsRef<str>>(dir: &Path, charts: &[(N, &[u8])]) {
     for (name, _) in charts {
-        let _ = fs::remove_file(dir.join(name));
+        let _ = fs::remove_file(dir.join(name.as_ref()));
     }
     let _ = fs::remove_dir(dir);
 }
@@ -430,7 +430,7 @@ mod tests {
         assert!(a.charts.ends_with("charts-2026-11-29"));
         assert_eq!(a.charts_name(), "charts-2026-11-29");
         // No chart: no folder.
-        write_charts(&a.charts, &[]).unwrap();
+        write_charts::<&str>(&a.charts, &[]).unwrap();
         assert!(names_in(d.path()).is_empty());
         // A name that cannot be created: none of them stays, nor the folder.
         let bad: [(&str, &[u8]); 2] = [("a.svg", b"<svg/>"), ("no/such/b.svg", b"<svg/>")];

@@ -478,8 +478,6 @@ impl Prepared {
             Err(e) => (Vec::new(), Some(e.to_string())),
         };
         let (links, chart_files) = chart_links(&charts, &files.charts_name());
-        let chart_files: Vec<(&str, &[u8])> =
-            chart_files.iter().map(|(n, b)| (n.as_str(), *b)).collect();
         let markdown = hwc_report::render_with_charts(&profile, &links);
         let json = serde_json::to_vec_pretty(&raw).map_err(SessionError::Json)?;
         // All three or none, the charts first (so the report's links resolve once it is
