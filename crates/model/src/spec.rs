@@ -47,8 +47,9 @@ pub struct HashSpec {
     /// past a page boundary: 0, page-aligned, as a storage stack's blocks are;
     /// [`crate::xxh3::XXHSUM_OFFSET_BYTES`] for the comparison with `xxhsum -b`, whose block is
     /// only 16-byte aligned (off a 64-byte line, AVX-512's loads straddle two cache lines;
-    /// `tools/xxh3-reference/README.md`). Absent: a working set, hashed in page-aligned slices
-    /// (and every case of profiles made before blocks were placed).
+    /// `tools/xxh3-reference/README.md`). Absent: a working set, hashed in page-aligned slices;
+    /// in older profiles also a block of its own, unplaced or page-aligned (older builds wrote no
+    /// offset of 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_bytes: Option<u32>,
 }

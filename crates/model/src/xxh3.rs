@@ -170,7 +170,7 @@ pub struct Xxh3Figure {
     pub size_bytes: u64,
     pub threads: u32,
     /// Bytes each thread's own block started past a page boundary (0: page-aligned); absent for
-    /// a working set, and in profiles made before blocks were placed (see
+    /// a working set, and in older profiles for a block unplaced or page-aligned (see
     /// `HashSpec::offset_bytes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_bytes: Option<u32>,
@@ -195,8 +195,8 @@ pub const XXHSUM_OFFSET_BYTES: u32 = 16;
 pub const OFFSET_LIMIT_BYTES: u32 = 4096;
 
 /// A block as case names and tables say it: `100KiB+0B` (page-aligned) or `100KiB+16B`, the
-/// bytes it starts past a page boundary; `520MiB` for a working set (and for a block of a
-/// profile made before blocks were placed).
+/// bytes it starts past a page boundary; `520MiB` for a working set (and for a block of an
+/// older profile that recorded no offset).
 pub fn block_label(size_bytes: u64, offset_bytes: Option<u32>) -> String {
     let size = crate::size_label(size_bytes);
     match offset_bytes {

@@ -150,7 +150,7 @@ mod tests {
                 offset_bytes: Some(16),
                 ..fig(Avx2, H128, K64, 1, 95.0)
             },
-            // A record made before blocks were placed.
+            // An older record, which wrote no offset.
             Xxh3Figure {
                 offset_bytes: None,
                 ..fig(Avx2, H128, K64, 1, 96.0)
