@@ -383,6 +383,22 @@ fn a_drive_or_target_that_is_not_there_is_refused_before_anything_is_created() {
         );
         assert!(left.is_empty(), "{args:?} left {left:?}");
     }
+    // A drive named for SPDK is refused under its own flag, with --drives or without.
+    for args in [
+        &["--spdk-drives", "NO-SUCH-SERIAL"][..],
+        &["--paths", "nvme_read", "--spdk-drives", "/dev/nvme999n1"],
+    ] {
+        let mut full = vec!["profile"];
+        full.extend_from_slice(args);
+        let (o, left) = run_in_empty_folder(&full);
+        one_line_error(&o, 1, "--spdk-drives: ");
+        assert!(
+            stderr(&o).contains("names no NVMe drive here"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+    }
     for paths in ["nvme_read", "host_ram"] {
         let (o, left) = run_in_empty_folder(&["profile", "--paths", paths, "--target", missing]);
         one_line_error(&o, 1, "no-such-dir does not exist");

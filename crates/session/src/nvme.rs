@@ -148,6 +148,12 @@ pub fn prepare(
     } else {
         Vec::new()
     };
+    // A drive --spdk-drives names is resolved first, so that a mistyped name is refused under
+    // its own flag (without --drives, the SPDK drives are also the kernel engine's).
+    for n in a.spdk_drives.iter().flatten() {
+        hwc_bench_nvme::gate::select(topo, n)
+            .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))?;
+    }
     let req = Request {
         // The drives handed to SPDK are measured by the kernel engine too, side by side.
         drives: a
