@@ -76,6 +76,9 @@ pub fn memory_parts(size_bytes: u64, threads: usize) -> usize {
     }
 }
 
+/// Most threads the scalar reference pass over a working set hashes on at once.
+const REFERENCE_THREADS: usize = 8;
+
 /// How long the first thread times its path to set the repetition's length.
 pub const CALIBRATE_SECONDS: f64 = 0.001;
 /// Bytes a thread hashes in one repetition of a cache-resident case, at least and at most.
@@ -436,21 +439,45 @@ impl WorkingSet {
         })
     }
 
-    /// The scalar path's hash of `len` bytes at `off`, computed once.
-    fn reference(
+    /// The scalar path's hash of each `(off, len)` slice, each computed once: the missing
+    /// ones on up to [`REFERENCE_THREADS`] threads at a time (the scalar path hashes a few
+    /// GB/s, and a case's reference pass covers the whole set).
+    fn references(
         &mut self,
         variant: HashVariant,
-        off: usize,
-        len: usize,
-    ) -> Result<u128, BenchError> {
-        if let Some(&h) = self.reference.get(&(variant, off, len)) {
-            return Ok(h);
-        }
+        slices: &[(usize, usize)],
+    ) -> Result<Vec<u128>, BenchError> {
         let scalar = Hasher::new(SimdPath::Scalar, variant)
             .map_err(|e| BenchError::unavailable(e.to_string()))?;
-        let h = scalar.hash(&self.buf.as_slice()[off..off + len]);
-        self.reference.insert((variant, off, len), h);
-        Ok(h)
+        let mut missing: Vec<(usize, usize)> = slices
+            .iter()
+            .copied()
+            .filter(|&(off, len)| !self.reference.contains_key(&(variant, off, len)))
+            .collect();
+        missing.dedup();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, REFERENCE_THREADS);
+        let data = self.buf.as_slice();
+        for chunk in missing.chunks(threads) {
+            let hashes: Vec<u128> = std::thread::scope(|s| {
+                let handles: Vec<_> = chunk
+                    .iter()
+                    .map(|&(off, len)| s.spawn(move || scalar.hash(&data[off..off + len])))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            });
+            for (&(off, len), h) in chunk.iter().zip(hashes) {
+                self.reference.insert((variant, off, len), h);
+            }
+        }
+        Ok(slices
+            .iter()
+            .map(|&(off, len)| self.reference[&(variant, off, len)])
+            .collect())
     }
 }
 
@@ -665,11 +692,17 @@ impl Workers {
             // The scalar hashes, part by part in the order the repetitions take them, so the
             // first part hashed is the one the reference pass left longest ago.
             let next = set.cursor.load(std::sync::atomic::Ordering::Acquire) % parts;
-            for p in (0..parts).map(|k| (next + k) % parts) {
-                for (i, slot) in slices.iter().enumerate() {
-                    let off = slot.as_ref().map_or(0, |(_, offs)| offs[p]);
-                    expected[p][i] = set.reference(spec.variant, off, block)?;
-                }
+            let order: Vec<(usize, usize)> = (0..parts)
+                .map(|k| (next + k) % parts)
+                .flat_map(|p| (0..threads).map(move |i| (p, i)))
+                .collect();
+            let wanted: Vec<(usize, usize)> = order
+                .iter()
+                .map(|&(p, i)| (slices[i].as_ref().map_or(0, |(_, offs)| offs[p]), block))
+                .collect();
+            let hashes = set.references(spec.variant, &wanted)?;
+            for (&(p, i), h) in order.iter().zip(hashes) {
+                expected[p][i] = h;
             }
             cursor = set.cursor.clone();
         }
