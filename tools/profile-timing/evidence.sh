@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One device call for the evidence the profile-time, report and XXH3 checks ask for, in about six
+# One device call for the evidence the profile-time, report and XXH3 checks ask for, in about seven
 # minutes on a one-GPU machine: the XXH3 figures beside `xxhsum -b` (tools/xxh3-reference),
-# two full profiles, adaptive and --fixed-reps, with their comparison and report sizes, the
+# three full profiles, adaptive and twice --fixed-reps, with their comparisons (the second
+# fixed run against the first is the baseline drift) and report sizes, the
 # independent MPS reading (two-runs.sh), and the pinned H2D/D2H copies beside plain CUDA
 # (tools/gpu-reference, sizes taking turns, 2 rounds). Leaves two files in OUT: summary.txt
 # (every table) and evidence.tgz (every run's files).
@@ -17,9 +18,9 @@ out=${4:?usage: evidence.sh HWCEILING CUDA_BW XXHSUM OUT}
 work=$(mktemp -d)
 mkdir -p "$out"
 { date; nvidia-smi -L; lscpu | grep -E "Model name|L3|NUMA node\(s\)|^CPU\(s\)"; uptime; } >"$work/machine.txt" 2>&1
-ROUNDS=3 timeout 150 "$tools/xxh3-reference/compare.sh" "$hwc" "$xxhsum" "$work/xxh3" >"$work/xxh3.txt" 2>&1
+ROUNDS=3 timeout 120 "$tools/xxh3-reference/compare.sh" "$hwc" "$xxhsum" "$work/xxh3" >"$work/xxh3.txt" 2>&1
 echo "xxh3 compare: rc=$?" >>"$work/xxh3.txt"
-timeout 240 bash "$here/two-runs.sh" "$hwc" "$work/two" >"$work/two.txt" 2>&1
+timeout 300 bash "$here/two-runs.sh" "$hwc" "$work/two" >"$work/two.txt" 2>&1
 BLOCK=size STEADY=yes TESTS=h2d,d2h SIZES=1M,4M,64M,256M REF_CONNECTIONS=32 EXTRA=0 timeout 150 \
   bash "$tools/gpu-reference/compare.sh" "$cuda_bw" 2 "$work/gpu" >"$work/gpu.txt" 2>&1
 echo "gpu compare: rc=$?" >>"$work/gpu.txt"
@@ -30,6 +31,8 @@ echo "gpu compare: rc=$?" >>"$work/gpu.txt"
   done
   echo "== two/compare.md (head)"
   head -8 "$work/two/compare.md" 2>/dev/null
+  echo "== two/baseline.md (head)"
+  head -8 "$work/two/baseline.md" 2>/dev/null
 } >"$out/summary.txt"
 tar czf "$out/evidence.tgz" -C "$work" .
 cat "$out/summary.txt"

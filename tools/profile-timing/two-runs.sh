@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# One device call: the full default profile twice, adaptive (the default) then with
-# --fixed-reps, each timed by the wall clock, then compare.py's table. Also the independent MPS
-# reading (tools/pcie-check/mps.py) beside `detect`, for the PCIe settings check.
+# One device call: the full default profile three times, adaptive (the default), then twice with
+# --fixed-reps, each timed by the wall clock, then compare.py's tables: adaptive against fixed,
+# and the second fixed run against the first, the drift two runs of the same count show on this
+# machine (a figure "moved beyond its spread" means something only beside that baseline). Also
+# the independent MPS reading (tools/pcie-check/mps.py) beside `detect`, for the PCIe settings
+# check.
 #
 # usage: two-runs.sh HWCEILING OUT
 set -u
@@ -12,15 +15,17 @@ mkdir -p "$out"
 { date; nvidia-smi -L; uname -r; } >"$out/machine.txt" 2>&1
 python3 "$here/../pcie-check/mps.py" >"$out/mps.txt" 2>&1
 "$hwc" detect >"$out/detect.txt" 2>&1
-for mode in adaptive fixed; do
+for mode in adaptive fixed fixed2; do
   flag=()
-  [[ $mode == fixed ]] && flag=(--fixed-reps)
+  [[ $mode == fixed* ]] && flag=(--fixed-reps)
   t0=$(date +%s.%N)
   "$hwc" profile "${flag[@]}" -o "$out/$mode" >"$out/$mode.log" 2>&1
   echo "$mode: rc=$? wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$t0" "$(date +%s.%N)") s" | tee -a "$out/machine.txt"
 done
 python3 "$here/compare.py" "$out"/adaptive/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json \
   adaptive fixed >"$out/compare.md" 2>&1
+python3 "$here/compare.py" "$out"/fixed2/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json \
+  fixed2 fixed >"$out/baseline.md" 2>&1
 for mode in adaptive fixed; do
   for f in "$out/$mode"/hardware-ceiling-*.md; do
     echo "$mode report: $(wc -c <"$f") bytes" | tee -a "$out/machine.txt"
@@ -28,5 +33,7 @@ for mode in adaptive fixed; do
 done
 head -6 "$out/compare.md"
 tail -2 "$out/compare.md"
+echo "baseline (fixed2 against fixed):"
+sed -n 4,5p "$out/baseline.md"
 # One file back: every run's report, profile and raw record.
-tar czf "$out/runs.tgz" -C "$out" adaptive fixed && rm -rf "$out/adaptive" "$out/fixed"
+tar czf "$out/runs.tgz" -C "$out" adaptive fixed fixed2 && rm -rf "$out/adaptive" "$out/fixed" "$out/fixed2"
