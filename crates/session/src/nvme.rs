@@ -5,6 +5,7 @@
 use crate::SessionError;
 use hwc_bench_nvme::{GcSettleRunner, NvmeBackend, Request, DEFAULT_BYTES_PER_DRIVE};
 use hwc_model::long_tests::LongTest;
+use hwc_model::topology::NvmeDrive;
 use hwc_model::RunConfig;
 use hwc_model::{PathId, Topology};
 use hwc_plan::NvmePlanOptions;
@@ -148,12 +149,22 @@ pub fn prepare(
     } else {
         Vec::new()
     };
-    // A drive --spdk-drives names is resolved first, so that a mistyped name is refused under
-    // its own flag (without --drives, the SPDK drives are also the kernel engine's).
-    for n in a.spdk_drives.iter().flatten() {
-        hwc_bench_nvme::gate::select(topo, n)
-            .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))?;
-    }
+    // The drives --spdk-drives names are resolved first, so that a mistyped name is refused
+    // under its own flag (without --drives, the SPDK drives are also the kernel engine's).
+    let spdk_named = a
+        .spdk_drives
+        .as_deref()
+        .map(|names| {
+            names
+                .iter()
+                .map(|n| {
+                    hwc_bench_nvme::gate::select(topo, n)
+                        .map(|d| (n, d))
+                        .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
     let req = Request {
         // The drives handed to SPDK are measured by the kernel engine too, side by side.
         drives: a
@@ -178,8 +189,8 @@ pub fn prepare(
             .as_ref()
             .map(|named| drives_left_out(topo, named)),
     };
-    let spdk = match &a.spdk_drives {
-        Some(names) => Some(spdk_choice(topo, names, setup.selected.as_deref(), live)?),
+    let spdk = match &spdk_named {
+        Some(named) => Some(spdk_choice(topo, named, setup.selected.as_deref(), live)?),
         None => None,
     };
     plan.bindable = spdk
@@ -207,18 +218,16 @@ pub fn prepare(
     })
 }
 
-/// The drives `--spdk-drives` names, each among the drives measured (`selected`, by name) and
-/// passed by the bind gate (a live run; a snapshot's are only resolved): a drive refused is an
-/// error naming every reason.
+/// The drives `--spdk-drives` names (each name with the drive it resolved to), each among the
+/// drives measured (`selected`, by name) and passed by the bind gate (a live run; a snapshot's
+/// are only resolved): a drive refused is an error naming every reason.
 fn spdk_choice(
     topo: &Topology,
-    names: &[String],
+    named: &[(&String, &NvmeDrive)],
     selected: Option<&[String]>,
     live: bool,
 ) -> Result<crate::bind::Choice, SessionError> {
-    for n in names {
-        let d = hwc_bench_nvme::gate::select(topo, n)
-            .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))?;
+    for (n, d) in named {
         if selected.is_some_and(|s| !s.contains(&d.name)) {
             return Err(SessionError::Refused(format!(
                 "--spdk-drives {n} is not among --drives: the SPDK engines measure drives the run \
@@ -228,22 +237,23 @@ fn spdk_choice(
     }
     if live {
         let cfg = crate::bind::BindConfig {
-            drives: Some(names.to_vec()),
+            drives: Some(named.iter().map(|(n, _)| n.to_string()).collect()),
             ..Default::default()
         };
         return crate::bind::choose(topo, &cfg);
     }
-    let mut c = crate::bind::Choice::default();
-    for n in names {
-        let d = hwc_bench_nvme::gate::select(topo, n)
-            .map_err(|e| SessionError::Refused(format!("--spdk-drives: {e}")))?;
-        c.chosen.push(crate::bind::Chosen {
+    let chosen = named
+        .iter()
+        .map(|(_, d)| crate::bind::Chosen {
             name: d.name.clone(),
             bdf: d.bdf.clone().unwrap_or_default(),
             numa_node: d.numa_node,
-        });
-    }
-    Ok(c)
+        })
+        .collect();
+    Ok(crate::bind::Choice {
+        chosen,
+        ..Default::default()
+    })
 }
 
 /// The NVMe options that shaped the run, for the provenance, with the drives the selections
