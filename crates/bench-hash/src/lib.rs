@@ -449,12 +449,11 @@ impl WorkingSet {
     ) -> Result<Vec<u128>, BenchError> {
         let scalar = Hasher::new(SimdPath::Scalar, variant)
             .map_err(|e| BenchError::unavailable(e.to_string()))?;
-        let mut missing: Vec<(usize, usize)> = slices
+        let missing: Vec<(usize, usize)> = slices
             .iter()
             .copied()
             .filter(|&(off, len)| !self.reference.contains_key(&(variant, off, len)))
             .collect();
-        missing.dedup();
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, REFERENCE_THREADS);
