@@ -5,7 +5,9 @@
 /// (≈ 0.5 µs), the first copy's start latency and a stall of 100 µs elsewhere on the machine stay
 /// below 0.5 % of it, short enough that a case of 1 + 12 repetitions (and the cold one and the
 /// calibration batch) takes about 0.3 s: a one-GPU node's 131 copy runs are most of the
-/// default profile's minute.
+/// default profile's minute. Large copies keep it too: at 10 ms more of them spread over the
+/// 1 % bar and were timed again, saving no time (docs/measurements.md, "Shorter repetitions for
+/// large copies").
 pub const TARGET_REP_SECONDS: f64 = 0.020;
 /// Fewest copies per stream in one repetition, however large the buffers: one, where one
 /// round of copies on all the case's streams already lasts the target (eight streams of
