@@ -491,50 +491,57 @@ impl Drop for Tmpfs {
 #[test]
 fn a_run_whose_files_cannot_fit_is_refused_before_it_measures() {
     let d = tempfile::tempdir().unwrap();
-    // 10 cases (host RAM's: the XXH3 path's count depends on the CPU's flags) whose files and
-    // running record take about 130 KiB at their peak: 128 KiB cannot hold them.
-    let Some(small) = Tmpfs::mount(d.path(), "128k") else {
-        return;
+    let args = |dir: &Path| -> Vec<String> {
+        [
+            "profile",
+            "--engines",
+            "null",
+            "--paths",
+            "host_ram",
+            "-o",
+            s(dir),
+        ]
+        .map(String::from)
+        .to_vec()
     };
-    let dir = small.0.join("p");
-    let o = run(&[
-        "profile",
-        "--engines",
-        "null",
-        "--paths",
-        "host_ram",
-        "-o",
-        s(&dir),
-    ]);
-    let e = one_line_error(&o, "not enough room in ");
-    assert!(
-        e.contains(&format!("not enough room in {}: ", s(&dir)))
-            && e.contains("this run of 10 case(s) writes up to about")
-            && e.contains("-o DIR"),
-        "{e}"
-    );
-    assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
-    drop(small);
-    // With room for it, the same run is not refused: the estimate is not wildly high.
+    let run_in = |dir: &Path| run(&args(dir).iter().map(String::as_str).collect::<Vec<_>>());
+    // With room for it (1 MiB), the run is not refused: the estimate is not wildly high. Its
+    // plan (host RAM's cases: how many depends on this machine's last-level cache) is what the
+    // refusal below counts.
     let Some(roomy) = Tmpfs::mount(d.path(), "1m") else {
         return;
     };
     let dir = roomy.0.join("p");
-    let o = run(&[
-        "profile",
-        "--engines",
-        "null",
-        "--paths",
-        "host_ram",
-        "-o",
-        s(&dir),
-    ]);
+    let o = run_in(&dir);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let files = names_in(&dir)
-        .iter()
+    let files: Vec<String> = names_in(&dir)
+        .into_iter()
         .filter(|n| !n.starts_with("charts-"))
-        .count();
-    assert_eq!(files, 3, "{:?}", names_in(&dir));
+        .collect();
+    assert_eq!(files.len(), 3, "{files:?}");
+    let raw = files
+        .iter()
+        .find(|n| n.starts_with("hardware_raw_"))
+        .unwrap();
+    let raw: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(raw)).unwrap()).unwrap();
+    let planned = raw["plan"]["cases"].as_array().map_or(0, Vec::len);
+    assert!(planned >= 8, "{planned}");
+    drop(roomy);
+    // The same run's files and running record take more than 128 KiB at their peak.
+    let Some(small) = Tmpfs::mount(d.path(), "128k") else {
+        return;
+    };
+    let dir = small.0.join("p");
+    let o = run_in(&dir);
+    let e = one_line_error(&o, "not enough room in ");
+    assert!(
+        e.contains(&format!("not enough room in {}: ", s(&dir)))
+            && e.contains(&format!("this run of {planned} case(s) writes up to about"))
+            && e.contains("-o DIR"),
+        "{e}"
+    );
+    assert!(names_in(&dir).is_empty(), "{:?}", names_in(&dir));
 }
 
 /// The charts go into a folder named after the run, beside the report, and the report links
