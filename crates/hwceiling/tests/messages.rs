@@ -2,6 +2,7 @@
 //! option names or debug output), naming the file or flag to change; and a run's progress where
 //! stderr is not a terminal (CI logs, systemd).
 
+use hwc_model::PathId;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -130,27 +131,16 @@ fn a_run_without_a_terminal_prints_one_line_per_finished_case_as_it_goes() {
     // One line per planned case, in the plan's order: host RAM, then the XXH3 cells of every
     // code path the CPU flags allow (how many of each depends on the machine's cache and CPU
     // count, so the plan in the raw record says).
-    let raw = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|f| f.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("hardware_raw_")
-        })
+    let raw = hwc_testkit::names_in(&dir)
+        .into_iter()
+        .find(|n| n.starts_with("hardware_raw_"))
         .expect("a raw record");
-    let raw: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(raw).unwrap()).unwrap();
-    let planned: Vec<&str> = raw["plan"]["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["path"].as_str().unwrap())
-        .collect();
-    let host = planned.iter().filter(|p| **p == "host_ram").count();
-    let xxh3 = planned.iter().filter(|p| **p == "xxh3").count();
-    assert!(host >= 2 && xxh3 >= 6, "{planned:?}");
+    let raw: hwc_profile::RunRecord =
+        serde_json::from_slice(&std::fs::read(dir.join(raw)).unwrap()).unwrap();
+    let count = |path: PathId| raw.plan.cases.iter().filter(|c| c.path == path).count();
+    let (host, xxh3) = (count(PathId::HostRam), count(PathId::Xxh3));
+    assert!(host >= 2 && xxh3 >= 6, "{:?}", raw.plan.cases);
+    assert_eq!(cases.len(), raw.plan.cases.len(), "{e}");
     assert_eq!(cases.len(), host + xxh3, "{e}");
     let total = cases.len();
     for (i, line) in cases.iter().enumerate() {

@@ -491,8 +491,8 @@ impl Drop for Tmpfs {
 #[test]
 fn a_run_whose_files_cannot_fit_is_refused_before_it_measures() {
     let d = tempfile::tempdir().unwrap();
-    let args = |dir: &Path| -> Vec<String> {
-        [
+    let run_in = |dir: &Path| {
+        run(&[
             "profile",
             "--engines",
             "null",
@@ -500,11 +500,8 @@ fn a_run_whose_files_cannot_fit_is_refused_before_it_measures() {
             "host_ram",
             "-o",
             s(dir),
-        ]
-        .map(String::from)
-        .to_vec()
+        ])
     };
-    let run_in = |dir: &Path| run(&args(dir).iter().map(String::as_str).collect::<Vec<_>>());
     // With room for it (1 MiB), the run is not refused: the estimate is not wildly high. Its
     // plan (host RAM's cases: how many depends on this machine's last-level cache) is what the
     // refusal below counts.
@@ -523,9 +520,9 @@ fn a_run_whose_files_cannot_fit_is_refused_before_it_measures() {
         .iter()
         .find(|n| n.starts_with("hardware_raw_"))
         .unwrap();
-    let raw: serde_json::Value =
+    let raw: hwc_profile::RunRecord =
         serde_json::from_slice(&std::fs::read(dir.join(raw)).unwrap()).unwrap();
-    let planned = raw["plan"]["cases"].as_array().map_or(0, Vec::len);
+    let planned = raw.plan.cases.len();
     assert!(planned >= 8, "{planned}");
     drop(roomy);
     // The same run's files and running record take more than 128 KiB at their peak.
