@@ -234,8 +234,12 @@ pub fn select<'a>(topo: &'a Topology, name: &str) -> Result<&'a NvmeDrive, Selec
                 .nvme
                 .iter()
                 .map(|d| {
+                    let starting = match (d.is_starting(), &d.controller_state) {
+                        (true, Some(state)) => format!(" (its controller is starting: {state})"),
+                        _ => String::new(),
+                    };
                     format!(
-                        "{} serial {} at {}",
+                        "{} serial {} at {}{starting}",
                         d.name,
                         d.serial.as_deref().map(str::trim).unwrap_or("?"),
                         d.bdf.as_deref().unwrap_or("?")
@@ -340,6 +344,21 @@ mod tests {
             select(&t, "0000:13:00.0").unwrap().driver.as_deref(),
             Some("vfio-pci")
         );
+    }
+
+    #[test]
+    fn a_drive_whose_controller_is_starting_is_named_as_such_when_nothing_matches() {
+        let mut t = topo();
+        let mut starting = drive("nvme2", "", "0000:14:00.0", vec![]);
+        starting.serial = None;
+        starting.controller_state = Some("connecting".into());
+        t.nvme.push(starting);
+        let e = select(&t, "HWCN2A").unwrap_err().to_string();
+        assert!(
+            e.contains("nvme2 serial ? at 0000:14:00.0 (its controller is starting: connecting)"),
+            "{e}"
+        );
+        assert!(!e.contains("nvme0 serial HWCN0A at 0000:11:00.0 ("), "{e}");
     }
 
     #[test]

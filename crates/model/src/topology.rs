@@ -313,6 +313,13 @@ pub struct NvmeDrive {
     pub pcie_width: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// The kernel controller's state (`/sys/class/nvme/<name>/state`): `live` when ready;
+    /// `new`, `connecting` or `resetting` while it starts (after a reset or a rebind). Model,
+    /// serial and firmware are read only from a live controller: the kernel prints a
+    /// placeholder for an identity it has not read yet. Absent for a function without a kernel
+    /// controller (bound to `vfio-pci`, or to no driver).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_state: Option<String>,
     #[serde(default)]
     pub namespaces: Vec<NvmeNamespace>,
     /// Any namespace in use.
@@ -348,6 +355,22 @@ pub struct NvmeDrive {
     /// 0x02), as the controller answered, or why they could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_features: Option<PowerFeatures>,
+}
+
+impl NvmeDrive {
+    /// The kernel controller is still starting (`new`, `connecting` or `resetting`): its
+    /// identity and namespaces are not known yet.
+    pub fn is_starting(&self) -> bool {
+        self.controller_state
+            .as_deref()
+            .is_some_and(nvme_controller_starting)
+    }
+}
+
+/// Whether a kernel NVMe controller state (`/sys/class/nvme/<name>/state`) is one it passes
+/// through while starting: `new`, `connecting` or `resetting`.
+pub fn nvme_controller_starting(state: &str) -> bool {
+    matches!(state.trim(), "new" | "connecting" | "resetting")
 }
 
 /// One power state descriptor of Identify Controller (bytes 2048 + 32 × n).

@@ -71,6 +71,12 @@ impl Sources {
     }
 }
 
+/// The NVMe controllers the kernel is still starting (a drive just reset, or put back on
+/// `nvme`), by name: until they are live, their serials and namespaces are not known.
+pub fn starting_nvme_controllers(src: &Sources) -> Vec<String> {
+    nvme::starting(&FsRoot::new(&src.root))
+}
+
 /// Reads the whole topology. Never fails: what cannot be read is left unknown.
 pub fn detect(src: &Sources) -> Topology {
     let fs = FsRoot::new(&src.root);

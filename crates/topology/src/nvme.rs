@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use hwc_model::pcie_gen_from_speed;
-use hwc_model::topology::{NvmeDrive, NvmeNamespace};
+use hwc_model::topology::{nvme_controller_starting, NvmeDrive, NvmeNamespace};
 
 use crate::fsroot::FsRoot;
 use crate::parse::decode_mount_path;
@@ -59,6 +59,18 @@ pub(crate) fn drives(fs: &FsRoot, pci: &[PciDev]) -> Vec<NvmeDrive> {
     let mut drives: Vec<NvmeDrive> = ctrls.into_iter().map(|c| drive(fs, c)).collect();
     drives.sort_by(|a, b| natural(&a.name, &b.name));
     drives
+}
+
+/// Kernel controllers that are still starting (see
+/// [`hwc_model::topology::nvme_controller_starting`]), by name.
+pub(crate) fn starting(fs: &FsRoot) -> Vec<String> {
+    fs.names(CLASS_NVME)
+        .into_iter()
+        .filter(|name| {
+            fs.text(Path::new(CLASS_NVME).join(name).join("state"))
+                .is_some_and(|s| nvme_controller_starting(&s))
+        })
+        .collect()
 }
 
 /// Name order that puts `nvme2` before `nvme10` (names of one prefix differ only in digits).
@@ -255,6 +267,14 @@ fn namespace(fs: &FsRoot, name: &str, dir: &Path, mounts: &Mounts) -> NvmeNamesp
 
 fn drive(fs: &FsRoot, mut ctrl: Controller) -> NvmeDrive {
     let attr = |file: &str| ctrl.dir.as_ref().and_then(|d| fs.text(d.join(file)));
+    let controller_state = attr("state");
+    // A controller that is not live yet has no identity: the kernel prints a placeholder for a
+    // subsystem it has not read (`(efault)` for the serial), which must never name a drive.
+    let identity = |file: &str| {
+        matches!(controller_state.as_deref(), None | Some("live"))
+            .then(|| attr(file))
+            .flatten()
+    };
     let func = ctrl.pci.map(|p| &p.func);
     let link = func.and_then(|f| f.link).unwrap_or_default();
     ctrl.namespaces.sort_by(|a, b| natural(&a.name, &b.name));
@@ -269,15 +289,16 @@ fn drive(fs: &FsRoot, mut ctrl: Controller) -> NvmeDrive {
         .flatten();
     NvmeDrive {
         bdf: func.map(|f| f.bdf.clone()),
-        model: attr("model"),
-        serial: attr("serial"),
-        firmware_rev: attr("firmware_rev"),
+        model: identity("model"),
+        serial: identity("serial"),
+        firmware_rev: identity("firmware_rev"),
         transport: attr("transport"),
         numa_node: func.and_then(|f| f.numa_node),
         root: func.and_then(|f| f.root.clone()),
         pcie_gen: link.current_speed_gts.and_then(pcie_gen_from_speed),
         pcie_width: link.current_width,
         driver: func.and_then(|f| f.driver.clone()),
+        controller_state,
         in_use: ctrl.namespaces.iter().any(|n| n.in_use),
         capacity_bytes: capacity,
         capacity_tb: capacity.map(|b| b as f64 / 1e12),

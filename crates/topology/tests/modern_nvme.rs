@@ -9,7 +9,7 @@ use std::path::Path;
 
 use hwc_model::topology::Relation;
 use hwc_model::Topology;
-use hwc_topology::{detect, Sources};
+use hwc_topology::{detect, starting_nvme_controllers, Sources};
 
 /// Writes `text` at `path` under `root`, creating folders.
 fn write(root: &Path, path: &str, text: &str) {
@@ -270,4 +270,46 @@ fn a_namespace_without_a_size_has_no_size_and_its_drive_no_capacity() {
         Some(3_907_029_168 * 512)
     );
     assert_eq!(topo.nvme[1].namespaces[0].logical_block_size, Some(4096));
+}
+
+/// A controller the kernel is still starting (just put back on `nvme`): the kernel prints
+/// `(efault)` for the identity of a subsystem it has not read, which must never become a serial.
+#[test]
+fn a_controller_still_starting_has_no_identity_and_is_listed_as_starting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    build(root);
+    let ctrl = "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/nvme/nvme0";
+    write(root, &format!("{ctrl}/state"), "live\n");
+    controller(
+        root,
+        "sys/devices/virtual/nvme-fabrics/ctl",
+        "nvme3",
+        "tcp",
+        "../../ctl",
+    );
+    let starting = "sys/devices/virtual/nvme-fabrics/ctl/nvme3";
+    for file in ["model", "serial", "firmware_rev"] {
+        write(root, &format!("{starting}/{file}"), "(efault)\n");
+    }
+    write(root, &format!("{starting}/state"), "connecting\n");
+    let src = Sources::fsroot(root);
+    assert_eq!(starting_nvme_controllers(&src), ["nvme3"]);
+
+    let topo = detect(&src);
+    let nvme0 = topo.nvme.iter().find(|d| d.name == "nvme0").expect("nvme0");
+    assert_eq!(nvme0.controller_state.as_deref(), Some("live"));
+    assert_eq!(nvme0.serial.as_deref(), Some("S6Z2NF0W123456"));
+    assert!(!nvme0.is_starting());
+    let nvme3 = topo.nvme.iter().find(|d| d.name == "nvme3").expect("nvme3");
+    assert_eq!(nvme3.controller_state.as_deref(), Some("connecting"));
+    assert!(nvme3.is_starting());
+    assert_eq!(
+        (&nvme3.model, &nvme3.serial, &nvme3.firmware_rev),
+        (&None, &None, &None),
+        "no identity from a controller that is not live"
+    );
+
+    write(root, &format!("{starting}/state"), "live\n");
+    assert!(starting_nvme_controllers(&src).is_empty());
 }
