@@ -41,6 +41,17 @@ def main():
         total = sum(v[0] for v in by.values())
         print(f"{label}: case seconds {total:.1f}; " + ", ".join(
             f"{p} {v[0]:.1f} s / {v[1]} cases / N {v[2]}" for p, v in sorted(by.items())))
+    for label, runs in ((la, a), (lb, b)):
+        phases = collections.defaultdict(lambda: collections.Counter())
+        for r in runs.values():
+            for k, v in (r.get("phase_seconds") or {}).items():
+                phases[r["measurement"]["path"]][k] += v
+        print(f"{label}: phase seconds per path: " + "; ".join(
+            f"{p} " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(c.items()))
+            for p, c in sorted(phases.items())))
+        slow = sorted(((r.get("phase_seconds") or {}).get("prepare", 0.0), k)
+                      for k, r in runs.items())[-15:][::-1]
+        print(f"{label}: longest preparations: " + ", ".join(f"{k} {s:.2f} s" for s, k in slow))
     ratios, outside, rows = [], [], []
     for key in sorted(set(a) & set(b)):
         ga, gb = a[key]["measurement"]["gbps"], b[key]["measurement"]["gbps"]

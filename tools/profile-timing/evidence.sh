@@ -30,7 +30,7 @@ echo "gpu compare: rc=$?" >>"$work/gpu.txt"
     cat "$work/$f" 2>/dev/null
   done
   echo "== two/compare.md (head)"
-  head -8 "$work/two/compare.md" 2>/dev/null
+  head -10 "$work/two/compare.md" 2>/dev/null
   echo "== two/baseline.md (head)"
   head -8 "$work/two/baseline.md" 2>/dev/null
 } >"$out/summary.txt"
