@@ -6,7 +6,7 @@
 # the independent MPS reading (tools/pcie-check/mps.py) beside `detect`, for the PCIe settings
 # check.
 #
-# usage: two-runs.sh HWCEILING OUT
+# usage: [RUNS="adaptive fixed"] two-runs.sh HWCEILING OUT  (RUNS: which of the three to run)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 hwc=$(realpath "${1:?usage: two-runs.sh HWCEILING OUT}")
@@ -15,7 +15,7 @@ mkdir -p "$out"
 { date; nvidia-smi -L; uname -r; } >"$out/machine.txt" 2>&1
 python3 "$here/../pcie-check/mps.py" >"$out/mps.txt" 2>&1
 "$hwc" detect >"$out/detect.txt" 2>&1
-for mode in adaptive fixed fixed2; do
+for mode in ${RUNS:-adaptive fixed fixed2}; do
   flag=()
   [[ $mode == fixed* ]] && flag=(--fixed-reps)
   t0=$(date +%s.%N)
@@ -24,16 +24,16 @@ for mode in adaptive fixed fixed2; do
 done
 python3 "$here/compare.py" "$out"/adaptive/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json \
   adaptive fixed >"$out/compare.md" 2>&1
-python3 "$here/compare.py" "$out"/fixed2/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json \
-  fixed2 fixed >"$out/baseline.md" 2>&1
+[ -d "$out/fixed2" ] && python3 "$here/compare.py" "$out"/fixed2/hardware_raw_*.json \
+  "$out"/fixed/hardware_raw_*.json fixed2 fixed >"$out/baseline.md" 2>&1
 for mode in adaptive fixed; do
   for f in "$out/$mode"/hardware-ceiling-*.md; do
     echo "$mode report: $(wc -c <"$f") bytes" | tee -a "$out/machine.txt"
   done
 done
-head -6 "$out/compare.md"
-tail -2 "$out/compare.md"
+grep -E "^(wall|adaptive:|fixed:|figures in both|medians that moved)" "$out/compare.md"
+tail -1 "$out/compare.md"
 echo "baseline (fixed2 against fixed):"
-sed -n 4,5p "$out/baseline.md"
+grep -E "^(figures in both|medians that moved)" "$out/baseline.md" 2>/dev/null
 # One file back: every run's report, profile and raw record.
-tar czf "$out/runs.tgz" -C "$out" adaptive fixed fixed2 && rm -rf "$out/adaptive" "$out/fixed" "$out/fixed2"
+tar czf "$out/runs.tgz" -C "$out" ${RUNS:-adaptive fixed fixed2} && rm -rf "$out/adaptive" "$out/fixed" "$out/fixed2"
