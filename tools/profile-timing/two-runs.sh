@@ -32,7 +32,6 @@ for mode in adaptive fixed; do
   done
 done
 grep -E "^(wall|adaptive:|fixed:|figures in both|medians that moved)" "$out/compare.md"
-tail -1 "$out/compare.md"
 echo "baseline (fixed2 against fixed):"
 grep -E "^(figures in both|medians that moved)" "$out/baseline.md" 2>/dev/null
 # One file back: every run's report, profile and raw record.
