@@ -315,8 +315,8 @@ pub struct NvmeDrive {
     pub driver: Option<String>,
     /// The kernel controller's state (`/sys/class/nvme/<name>/state`): `live` when ready;
     /// `new`, `connecting` or `resetting` while it starts (after a reset or a rebind). Model,
-    /// serial and firmware are read only from a live controller: the kernel prints a
-    /// placeholder for an identity it has not read yet. Absent for a function without a kernel
+    /// serial and firmware are read only from a live controller: before the kernel has read
+    /// them it shows `(efault)` in their files. Absent for a function without a kernel
     /// controller (bound to `vfio-pci`, or to no driver).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller_state: Option<String>,

@@ -268,8 +268,9 @@ fn namespace(fs: &FsRoot, name: &str, dir: &Path, mounts: &Mounts) -> NvmeNamesp
 fn drive(fs: &FsRoot, mut ctrl: Controller) -> NvmeDrive {
     let attr = |file: &str| ctrl.dir.as_ref().and_then(|d| fs.text(d.join(file)));
     let controller_state = attr("state");
-    // A controller that is not live yet has no identity: the kernel prints a placeholder for a
-    // subsystem it has not read (`(efault)` for the serial), which must never name a drive.
+    // A controller that is not live yet has no identity: its subsystem is not read, and the
+    // kernel shows `(efault)` in the model, serial and firmware files, which must never name a
+    // drive.
     let identity = |file: &str| {
         matches!(controller_state.as_deref(), None | Some("live"))
             .then(|| attr(file))
