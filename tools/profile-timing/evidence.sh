@@ -15,24 +15,34 @@ hwc=$(realpath "${1:?usage: evidence.sh HWCEILING CUDA_BW XXHSUM OUT}")
 cuda_bw=$(realpath "${2:?usage: evidence.sh HWCEILING CUDA_BW XXHSUM OUT}")
 xxhsum=$(realpath "${3:?usage: evidence.sh HWCEILING CUDA_BW XXHSUM OUT}")
 out=${4:?usage: evidence.sh HWCEILING CUDA_BW XXHSUM OUT}
-work=$(mktemp -d)
-mkdir -p "$out"
-{ date; nvidia-smi -L; lscpu | grep -E "Model name|L3|NUMA node\(s\)|^CPU\(s\)"; uptime; } >"$work/machine.txt" 2>&1
-ROUNDS=3 timeout 120 "$tools/xxh3-reference/compare.sh" "$hwc" "$xxhsum" "$work/xxh3" >"$work/xxh3.txt" 2>&1
-echo "xxh3 compare: rc=$?" >>"$work/xxh3.txt"
-timeout 300 bash "$here/two-runs.sh" "$hwc" "$work/two" >"$work/two.txt" 2>&1
-BLOCK=size STEADY=yes TESTS=h2d,d2h SIZES=1M,4M,64M,256M REF_CONNECTIONS=32 EXTRA=0 timeout 150 \
-  bash "$tools/gpu-reference/compare.sh" "$cuda_bw" 2 "$work/gpu" >"$work/gpu.txt" 2>&1
-echo "gpu compare: rc=$?" >>"$work/gpu.txt"
-{
-  for f in machine.txt two/machine.txt two/mps.txt two/detect.txt xxh3.txt two.txt gpu.txt; do
+# Each step's output is added to summary.txt as soon as it ends, and the steps work in OUT/work, so
+# a call cut short still brings back what had finished.
+work=$out/work
+mkdir -p "$work"
+summary=$out/summary.txt
+: >"$summary"
+add() {
+  for f in "$@"; do
     echo "== $f"
     cat "$work/$f" 2>/dev/null
-  done
+  done >>"$summary"
+}
+{ date; nvidia-smi -L; lscpu | grep -E "Model name|L3|NUMA node\(s\)|^CPU\(s\)"; uptime; } >"$work/machine.txt" 2>&1
+add machine.txt
+ROUNDS=3 timeout 120 "$tools/xxh3-reference/compare.sh" "$hwc" "$xxhsum" "$work/xxh3" >"$work/xxh3.txt" 2>&1
+echo "xxh3 compare: rc=$?" >>"$work/xxh3.txt"
+add xxh3.txt
+timeout 300 bash "$here/two-runs.sh" "$hwc" "$work/two" >"$work/two.txt" 2>&1
+add two/machine.txt two/mps.txt two/detect.txt two.txt
+{
   echo "== two/compare.md (head)"
   head -10 "$work/two/compare.md" 2>/dev/null
   echo "== two/baseline.md (head)"
   head -8 "$work/two/baseline.md" 2>/dev/null
-} >"$out/summary.txt"
-tar czf "$out/evidence.tgz" -C "$work" .
-cat "$out/summary.txt"
+} >>"$summary"
+BLOCK=size STEADY=yes TESTS=h2d,d2h SIZES=1M,4M,64M,256M REF_CONNECTIONS=32 EXTRA=0 timeout 150 \
+  bash "$tools/gpu-reference/compare.sh" "$cuda_bw" 2 "$work/gpu" >"$work/gpu.txt" 2>&1
+echo "gpu compare: rc=$?" >>"$work/gpu.txt"
+add gpu.txt
+tar czf "$out/evidence.tgz" -C "$work" . && rm -rf "$work"
+cat "$summary"

@@ -22,16 +22,17 @@ for mode in ${RUNS:-adaptive fixed fixed2}; do
   "$hwc" profile "${flag[@]}" -o "$out/$mode" >"$out/$mode.log" 2>&1
   echo "$mode: rc=$? wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$t0" "$(date +%s.%N)") s" | tee -a "$out/machine.txt"
 done
-python3 "$here/compare.py" "$out"/adaptive/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json \
-  adaptive fixed >"$out/compare.md" 2>&1
+[ -d "$out/adaptive" ] && [ -d "$out/fixed" ] && python3 "$here/compare.py" \
+  "$out"/adaptive/hardware_raw_*.json "$out"/fixed/hardware_raw_*.json adaptive fixed >"$out/compare.md" 2>&1
 [ -d "$out/fixed2" ] && python3 "$here/compare.py" "$out"/fixed2/hardware_raw_*.json \
   "$out"/fixed/hardware_raw_*.json fixed2 fixed >"$out/baseline.md" 2>&1
 for mode in adaptive fixed; do
+  [ -d "$out/$mode" ] || continue
   for f in "$out/$mode"/hardware-ceiling-*.md; do
     echo "$mode report: $(wc -c <"$f") bytes" | tee -a "$out/machine.txt"
   done
 done
-grep -E "^(wall|adaptive:|fixed:|figures in both|medians that moved)" "$out/compare.md"
+grep -E "^(wall|adaptive:|fixed:|figures in both|medians that moved)" "$out/compare.md" 2>/dev/null
 echo "baseline (fixed2 against fixed):"
 grep -E "^(figures in both|medians that moved)" "$out/baseline.md" 2>/dev/null
 # One file back: every run's report, profile and raw record.
