@@ -685,6 +685,8 @@ fn a_damaged_ceiling_is_named_and_penalties_may_be_negative() {
         theoretical_gbps: 63.0,
         max_theoretical_gbps: Some(t),
         degraded: false,
+        basis: Default::default(),
+        detected: None,
         min_mps_bytes: None,
         tlp_write_gbps: None,
         tlp_read_gbps: None,

@@ -65,10 +65,14 @@ pub fn size_label(bytes: u64) -> String {
 }
 
 /// Theoretical one-direction bandwidth of a PCIe link in GB/s (10⁹ B/s):
-/// GT/s × lanes × encoding efficiency ÷ 8 (8b/10b up to 5 GT/s, 128b/130b from 8 GT/s).
+/// GT/s × lanes × efficiency ÷ 8, the efficiency being the encoding's (8b/10b up to 5 GT/s,
+/// 128b/130b at 8–32 GT/s) or, in flit mode (64 GT/s on), the share of each 256-byte flit left
+/// for TLPs and DLLPs, 242/256 (the rest is its CRC and FEC; docs/pcie.md).
 pub fn pcie_theoretical_gbps(speed_gts: f64, width: u32) -> f64 {
     let efficiency = if speed_gts <= 5.0 {
         8.0 / 10.0
+    } else if pcie::flit_mode(speed_gts) {
+        242.0 / 256.0
     } else {
         128.0 / 130.0
     };
@@ -134,6 +138,8 @@ mod tests {
         // Gen2 x1: 5 GT/s × 8/10 / 8 = 0.5 GB/s; Gen1 x1 0.25 GB/s.
         assert!((pcie_theoretical_gbps(5.0, 1) - 0.5).abs() < 1e-9);
         assert!((pcie_theoretical_gbps(2.5, 1) - 0.25).abs() < 1e-9);
+        // Gen6 x16 in flits: 64 GT/s × 16 / 8 = 128 GB/s raw, 242/256 of it 121.0 GB/s.
+        assert!((pcie_theoretical_gbps(64.0, 16) - 121.0).abs() < 1e-9);
         assert_eq!(pcie_gen_from_speed(32.0), Some(5));
         assert_eq!(pcie_gen_from_speed(2.5), Some(1));
         assert_eq!(pcie_gen_from_speed(3.0), None);

@@ -119,13 +119,42 @@ pub struct PcieConfig {
 pub const POSTED_OVERHEAD_BYTES: u32 = 24;
 /// The same for a completion with data (a 3-DW header): how a DMA read's data comes back.
 pub const COMPLETION_OVERHEAD_BYTES: u32 = 20;
+/// In flit mode a TLP carries only its header (framing, sequence and CRC are the flit's): 16
+/// bytes for a 4-DW memory write, 12 for a completion.
+pub const FLIT_POSTED_OVERHEAD_BYTES: u32 = 16;
+pub const FLIT_COMPLETION_OVERHEAD_BYTES: u32 = 12;
+/// Of a flit's 256 bytes, those that carry TLPs (the rest: 6 of DLLPs, 8 of CRC, 6 of FEC).
+const FLIT_TLP_BYTES: f64 = 236.0;
+/// Of a flit's 256 bytes, those that carry TLPs and DLLPs (what [`crate::pcie_theoretical_gbps`]
+/// counts).
+const FLIT_LINK_BYTES: f64 = 242.0;
 
-/// The TLP-adjusted limit of a link, GB/s per direction: its line rate after encoding
-/// (`encoded_gbps`, gen × lanes × 128/130 for Gen3 and later) times the share of each TLP
-/// that is payload, `mps / (mps + overhead)`. A model of the wire (docs/pcie.md), not a
-/// measurement: it leaves out DLLPs (acks, flow-control updates) and ordered sets.
-pub fn tlp_limit_gbps(encoded_gbps: f64, mps_bytes: u32, overhead_bytes: u32) -> f64 {
-    encoded_gbps * f64::from(mps_bytes) / f64::from(mps_bytes + overhead_bytes)
+/// A link at `speed_gts` carries its TLPs in 256-byte flits (PCIe 6.0 and later, 64 GT/s and
+/// faster). A PCIe 6.0 pair trained at a lower speed may use flits too; that is not modelled.
+pub fn flit_mode(speed_gts: f64) -> bool {
+    speed_gts > 63.99
+}
+
+/// The TLP-adjusted limit of a link, GB/s per direction: the bytes the link carries for TLPs
+/// (`link_gbps` is [`crate::pcie_theoretical_gbps`]; in flit mode 236 of its 242 bytes a flit),
+/// times the share of each TLP that is payload, `mps / (mps + overhead)`. A model of the wire
+/// (docs/pcie.md), not a measurement: it leaves out DLLPs (acks, flow-control updates) and
+/// ordered sets outside flit mode.
+pub fn tlp_limit_gbps(link_gbps: f64, speed_gts: f64, mps_bytes: u32, write: bool) -> f64 {
+    let flit = flit_mode(speed_gts);
+    let (tlp_gbps, overhead) = match (flit, write) {
+        (false, true) => (link_gbps, POSTED_OVERHEAD_BYTES),
+        (false, false) => (link_gbps, COMPLETION_OVERHEAD_BYTES),
+        (true, true) => (
+            link_gbps * FLIT_TLP_BYTES / FLIT_LINK_BYTES,
+            FLIT_POSTED_OVERHEAD_BYTES,
+        ),
+        (true, false) => (
+            link_gbps * FLIT_TLP_BYTES / FLIT_LINK_BYTES,
+            FLIT_COMPLETION_OVERHEAD_BYTES,
+        ),
+    };
+    tlp_gbps * f64::from(mps_bytes) / f64::from(mps_bytes + overhead)
 }
 
 #[cfg(test)]
@@ -135,11 +164,23 @@ mod tests {
     #[test]
     fn the_tlp_limit_of_a_gen5_x16_link_at_256_byte_payloads() {
         // 63.015 GB/s encoded; 256 / (256 + 24) of it for writes, 256 / 276 for completions.
-        let w = tlp_limit_gbps(63.015, 256, POSTED_OVERHEAD_BYTES);
+        let w = tlp_limit_gbps(63.015, 32.0, 256, true);
         assert!((w - 57.614).abs() < 0.001, "{w}");
-        let r = tlp_limit_gbps(63.015, 256, COMPLETION_OVERHEAD_BYTES);
+        let r = tlp_limit_gbps(63.015, 32.0, 256, false);
         assert!((r - 58.449).abs() < 0.001, "{r}");
-        assert!(tlp_limit_gbps(63.015, 128, POSTED_OVERHEAD_BYTES) < w);
+        assert!(tlp_limit_gbps(63.015, 32.0, 128, true) < w);
+    }
+
+    #[test]
+    fn a_gen6_link_carries_tlps_in_flits() {
+        assert!(!flit_mode(32.0) && flit_mode(64.0) && flit_mode(128.0));
+        // Gen6 x16: 121 GB/s of TLPs and DLLPs, 236/242 of it TLPs (118 GB/s), and of those
+        // 256 / (256 + 16) payload for writes, 256 / (256 + 12) for completions.
+        let link = crate::pcie_theoretical_gbps(64.0, 16);
+        let w = tlp_limit_gbps(link, 64.0, 256, true);
+        assert!((w - 118.0 * 256.0 / 272.0).abs() < 1e-9, "{w}");
+        let r = tlp_limit_gbps(link, 64.0, 256, false);
+        assert!((r - 118.0 * 256.0 / 268.0).abs() < 1e-9, "{r}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What `detect` finds on a machine. Every field that the machine may not tell is an `Option`
 //! and is omitted from YAML/JSON when unknown: a missing fact is never replaced by a guess.
 
+use crate::setting::LinkState;
 use serde::{Deserialize, Serialize};
 
 /// Everything `hwceiling detect` reports, in the sections the spec's YAML profile names
@@ -476,24 +477,151 @@ pub struct LinkTheory {
     pub width: u32,
     pub max_gen: Option<u32>,
     pub max_width: Option<u32>,
-    /// Per direction, at the current link state.
+    /// Per direction, at the link state `gen` × `width`.
     pub theoretical_gbps: f64,
     /// Per direction, at the maximum link state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_theoretical_gbps: Option<f64>,
     /// Running below its maximum generation or width (idle GPUs downtrain: read under load).
     pub degraded: bool,
+    /// Where `gen` and `width` (and the limits computed from them) come from: the link as read
+    /// at detection, or for a GPU as read under load (absent: at detection).
+    #[serde(default, skip_serializing_if = "LinkBasis::is_detection")]
+    pub basis: LinkBasis,
+    /// The link as read at detection, where `basis` is another reading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected: Option<LinkState>,
     /// The smallest Max Payload Size set on the way from the device to its root port (from
     /// config space; absent where it could not be read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_mps_bytes: Option<u32>,
-    /// The TLP-adjusted limit per direction at the current link and `min_mps_bytes`: for the
+    /// The TLP-adjusted limit per direction at `gen` × `width` and `min_mps_bytes`: for the
     /// device's DMA writes (posted, 4-DW headers) and for data returned to its DMA reads
     /// (completions, 3-DW headers). A model of the wire (docs/pcie.md), not a measurement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tlp_write_gbps: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tlp_read_gbps: Option<f64>,
+}
+
+/// Where a [`LinkTheory`]'s link state was read.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkBasis {
+    /// From sysfs at detection (a GPU idle then may read a downtrained link).
+    #[default]
+    Detection,
+    /// By NVML during the GPU's warm-up, with copies in flight: the link its copies ran over.
+    UnderLoad,
+    /// The link's maximum: it read slower at detection, and no reading under load was made.
+    Capable,
+}
+
+impl LinkBasis {
+    pub fn is_detection(&self) -> bool {
+        *self == LinkBasis::Detection
+    }
+}
+
+impl LinkTheory {
+    /// The theory of `device`'s link at `link` (its generation and width), capable of
+    /// `max_gen` × `max_width`, with its path's smallest MPS `min_mps_bytes`. None for a
+    /// generation PCIe does not define.
+    pub fn new(
+        device: &str,
+        bdf: &str,
+        link: LinkState,
+        max_gen: Option<u32>,
+        max_width: Option<u32>,
+        min_mps_bytes: Option<u32>,
+        basis: LinkBasis,
+    ) -> Option<LinkTheory> {
+        let speed = crate::pcie_speed_of_gen(link.gen)?;
+        let theoretical = crate::pcie_theoretical_gbps(speed, link.width);
+        let below = |current: u32, max: Option<u32>| max.is_some_and(|m| current < m);
+        let tlp = |write| {
+            min_mps_bytes.map(|m| crate::pcie::tlp_limit_gbps(theoretical, speed, m, write))
+        };
+        Some(LinkTheory {
+            device: device.to_string(),
+            bdf: bdf.to_string(),
+            gen: link.gen,
+            width: link.width,
+            max_gen,
+            max_width,
+            theoretical_gbps: theoretical,
+            max_theoretical_gbps: max_gen
+                .and_then(crate::pcie_speed_of_gen)
+                .zip(max_width)
+                .map(|(s, w)| crate::pcie_theoretical_gbps(s, w)),
+            degraded: below(link.gen, max_gen) || below(link.width, max_width),
+            basis,
+            detected: None,
+            min_mps_bytes,
+            tlp_write_gbps: tlp(true),
+            tlp_read_gbps: tlp(false),
+        })
+    }
+
+    /// The same link's theory at another reading of its state (`link`, read as `basis` says),
+    /// keeping the reading at detection in `detected`.
+    pub fn rebased(&self, link: LinkState, basis: LinkBasis) -> LinkTheory {
+        let (max_gen, max_width, mps) = (self.max_gen, self.max_width, self.min_mps_bytes);
+        let Some(mut t) = LinkTheory::new(
+            &self.device,
+            &self.bdf,
+            link,
+            max_gen,
+            max_width,
+            mps,
+            basis,
+        ) else {
+            return self.clone();
+        };
+        t.detected = match self.basis {
+            LinkBasis::Detection => Some(self.state()),
+            _ => self.detected,
+        };
+        t
+    }
+
+    /// Its generation and width.
+    pub fn state(&self) -> LinkState {
+        LinkState {
+            gen: self.gen,
+            width: self.width,
+        }
+    }
+
+    /// Where its link state was read, in words, when not at detection (`read under load`, and
+    /// what detection read where that differs).
+    pub fn basis_note(&self) -> Option<String> {
+        let at_detection = self
+            .detected
+            .filter(|d| *d != self.state())
+            .map(|d| format!("Gen{} x{} at detection", d.gen, d.width));
+        match self.basis {
+            LinkBasis::Detection => None,
+            LinkBasis::UnderLoad => Some(match at_detection {
+                Some(d) => format!("read under load; {d}"),
+                None => "read under load".into(),
+            }),
+            LinkBasis::Capable => Some(match at_detection {
+                Some(d) => format!("its maximum: not read under load; {d}"),
+                None => "its maximum: not read under load".into(),
+            }),
+        }
+    }
+
+    /// Its maximum generation and width, where both are known.
+    pub fn capable(&self) -> Option<LinkState> {
+        Some(LinkState {
+            gen: self.max_gen?,
+            width: self.max_width?,
+        })
+    }
 }
 
 /// One function on a device's way to its root port.

@@ -1,7 +1,7 @@
 //! The spec's derived fields: which measurement each profile field comes from.
 
 use hwc_model::profile::{GpuProfile, HostRamPair, HostRamProfile};
-use hwc_model::topology::{Gpu, LinkTheory};
+use hwc_model::topology::{Gpu, LinkBasis, LinkTheory};
 use hwc_model::{CopyDirection, EngineId, Failure, GpuCopySpec, Measurement, PathId, MIB};
 use std::collections::BTreeMap;
 
@@ -251,6 +251,33 @@ pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
         duplex_d2h_gbps: dd,
         duplex_total_gbps: dh.zip(dd).map(|(a, b)| a + b),
     }
+}
+
+/// Each GPU's link as its copies ran over it, which the shares of the link and the TLP checks
+/// use: as NVML read it under load in the GPU's warm-up (`gpuN.pcie_link_load`); else, where
+/// detection read it below its maximum, the maximum (an idle GPU downtrains its link, so the
+/// idle reading says nothing of the copies); else as detected. Drives' links stay as detected.
+pub fn links_as_run(
+    links: &[LinkTheory],
+    gpus: &[Gpu],
+    env: &hwc_model::Environment,
+) -> Vec<LinkTheory> {
+    links
+        .iter()
+        .map(|l| {
+            if !gpus.iter().any(|g| format!("gpu{}", g.index) == l.device) {
+                return l.clone();
+            }
+            let loaded = env
+                .get(&format!("{}.pcie_link_load", l.device))
+                .and_then(|s| s.link);
+            match (loaded, l.capable()) {
+                (Some(link), _) => l.rebased(link, LinkBasis::UnderLoad),
+                (None, Some(max)) if l.degraded => l.rebased(max, LinkBasis::Capable),
+                _ => l.clone(),
+            }
+        })
+        .collect()
 }
 
 /// Each GPU copy against its link: one faster than the link can carry is a measurement bug,

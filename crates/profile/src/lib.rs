@@ -7,6 +7,7 @@
 
 use hwc_model::ceiling_key;
 use hwc_model::profile::{GdsProfile, NvmeDriveProfile, NvmeProfile};
+use hwc_model::topology::LinkBasis;
 use hwc_model::{Busy, ErrorCount, Warning, WarningKind};
 use hwc_model::{
     CaseResult, CeilingMeta, CeilingRecord, CeilingSource, EngineDecl, Failure, Measurement, Numa,
@@ -90,10 +91,12 @@ pub fn build(
     let hardware = |m: &&Measurement| engines.iter().all(|e| e.id != m.engine || e.hardware);
     let measurements: Vec<Measurement> = all.iter().filter(hardware).cloned().collect();
     // A copy faster than its link fails its case; one above the TLP-adjusted limit is suspect.
+    let mut topology = topo.topology.clone();
+    topology.links = derive::links_as_run(&topology.links, &topo.gpus, &provenance.environment);
     let mut wire_warnings = Vec::new();
     let (measurements, over_link) = derive::over_the_wire(
         &topo.gpus,
-        &topo.topology.links,
+        &topology.links,
         measurements,
         &mut wire_warnings,
     );
@@ -114,7 +117,7 @@ pub fn build(
             ..GdsProfile::default()
         },
         host_ram: Default::default(),
-        topology: topo.topology.clone(),
+        topology,
         engines: engines.to_vec(),
         ceilings: BTreeMap::new(),
         ceiling_records: BTreeMap::new(),
@@ -138,7 +141,7 @@ pub fn build(
     (profile.ceilings, profile.ceiling_records) = (c.values, c.records);
     profile.nvme.dispatcher_cold_bottleneck = nvme::ceilings(&profile, &mut Ceilings::default());
     profile.warnings = wire_warnings;
-    profile.warnings.extend(warnings(topo, &profile));
+    profile.warnings.extend(warnings(&profile));
     profile.measurements = all
         .into_iter()
         .filter(|m| !failed.contains(&m.key))
@@ -353,7 +356,7 @@ pub fn ceilings_with_sources(p: &Profile) -> Ceilings {
     c
 }
 
-fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
+fn warnings(p: &Profile) -> Vec<Warning> {
     let mut w: Vec<Warning> = Vec::new();
     // Host RAM node pairs measured only at sizes a cache holds: no sustained figure.
     let cached_only: BTreeSet<(u32, u32)> = p
@@ -450,13 +453,20 @@ fn warnings(topo: &Topology, p: &Profile) -> Vec<Warning> {
     if changed > 0 {
         w.push(WarningKind::HostSettingsChanged { count: changed }.into());
     }
-    for l in topo.topology.links.iter().filter(|l| l.degraded) {
+    // A link read below its maximum at detection. A GPU's read under load instead is judged by
+    // its cases (`link_downtrained_under_load`): at detection an idle GPU may read downtrained.
+    for l in &p.topology.links {
+        let detected = match l.basis {
+            LinkBasis::Detection if l.degraded => l.state(),
+            LinkBasis::Capable => l.detected.unwrap_or(l.state()),
+            _ => continue,
+        };
         w.push(
             WarningKind::LinkDegraded {
                 device: l.device.clone(),
                 bdf: l.bdf.clone(),
-                gen: l.gen,
-                width: l.width,
+                gen: detected.gen,
+                width: detected.width,
                 max_gen: l.max_gen.unwrap_or(l.gen),
                 max_width: l.max_width.unwrap_or(l.width),
             }

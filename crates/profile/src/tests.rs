@@ -150,6 +150,8 @@ fn topo_with_gpu() -> Topology {
         theoretical_gbps: 63.015,
         max_theoretical_gbps: Some(63.015),
         degraded: false,
+        basis: Default::default(),
+        detected: None,
         min_mps_bytes: None,
         tlp_write_gbps: None,
         tlp_read_gbps: None,
@@ -1370,4 +1372,110 @@ fn a_profile_without_the_xxh3_fields_reads_as_inferred() {
     assert_eq!(back.cpu_features.xxh3_tier_basis, TierBasis::Inferred);
     assert!(back.cpu_features.xxh3_throughput_gbps.is_empty());
     assert_eq!(back.cpu_features.xxh3_throughput_estimate, None);
+}
+
+#[test]
+fn an_idle_gpu_link_read_downtrained_is_judged_at_its_reading_under_load_else_its_maximum() {
+    use hwc_model::topology::LinkBasis;
+    use hwc_model::{LinkState, Setting};
+    // Detection read the idle GPU's Gen5 x16 link at Gen1 x16 (4 GB/s).
+    let idle = || {
+        let mut t = topo_with_gpu();
+        let l = &t.topology.links[0];
+        t.topology.links[0] = LinkTheory::new(
+            &l.device,
+            &l.bdf,
+            LinkState { gen: 1, width: 16 },
+            Some(5),
+            Some(16),
+            Some(256),
+            LinkBasis::Detection,
+        )
+        .unwrap();
+        t
+    };
+    assert!(idle().topology.links[0].degraded);
+    let results = [
+        gpu_copy(PathId::H2d, Some(0), 256 * MIB, 1, 55.0),
+        gpu_copy(PathId::D2h, Some(0), 256 * MIB, 1, 56.0),
+    ];
+    // The warm-up's reading under load is the basis: no failure, no suspect figure.
+    let mut prov = provenance();
+    let gen5 = LinkState { gen: 5, width: 16 };
+    prov.environment
+        .insert("gpu0.pcie_link_load".into(), Setting::link(gen5));
+    let p = build(&idle(), &Plan::default(), &results, &[], &[], &[], prov);
+    let l = &p.topology.links[0];
+    assert_eq!((l.gen, l.width, l.basis), (5, 16, LinkBasis::UnderLoad));
+    assert_eq!(l.detected, Some(LinkState { gen: 1, width: 16 }));
+    assert!(!l.degraded);
+    assert!((l.theoretical_gbps - 63.015).abs() < 1e-3);
+    assert!((l.tlp_read_gbps.unwrap() - 58.449).abs() < 1e-3);
+    assert!(p.failures.is_empty(), "{:?}", p.failures);
+    assert!(
+        !p.warnings
+            .iter()
+            .any(|w| matches!(w.kind, hwc_model::WarningKind::AboveTlpLimit { .. })),
+        "{:?}",
+        p.warnings
+    );
+    assert_eq!(
+        l.basis_note().as_deref(),
+        Some("read under load; Gen1 x16 at detection")
+    );
+    let degraded = |p: &Profile| {
+        p.warnings
+            .iter()
+            .filter_map(|w| match &w.kind {
+                hwc_model::WarningKind::LinkDegraded { gen, width, .. } => Some((*gen, *width)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // Read at full speed under load: the idle reading warns of nothing.
+    assert_eq!(degraded(&p), []);
+    // A slower reading under load is the link the copies ran over, and is kept.
+    let mut prov = provenance();
+    let gen4 = LinkState { gen: 4, width: 16 };
+    prov.environment
+        .insert("gpu0.pcie_link_load".into(), Setting::link(gen4));
+    let p = build(
+        &idle(),
+        &Plan::default(),
+        &results[..1],
+        &[],
+        &[],
+        &[],
+        prov,
+    );
+    let l = &p.topology.links[0];
+    assert_eq!((l.gen, l.degraded), (4, true));
+    // No reading under load (no GPU case ran, or no NVML): its maximum, said so.
+    let p = build(&idle(), &Plan::default(), &[], &[], &[], &[], provenance());
+    let l = &p.topology.links[0];
+    assert_eq!((l.gen, l.basis), (5, LinkBasis::Capable));
+    assert_eq!(
+        l.basis_note().as_deref(),
+        Some("its maximum: not read under load; Gen1 x16 at detection")
+    );
+    // Unconfirmed under load, the reading at detection is still warned of.
+    assert_eq!(degraded(&p), [(1, 16)]);
+    // A link read at its maximum stays as detected, and says nothing more.
+    let p = build(
+        &topo_with_gpu(),
+        &Plan::default(),
+        &[],
+        &[],
+        &[],
+        &[],
+        provenance(),
+    );
+    let l = &p.topology.links[0];
+    assert_eq!(
+        (l.basis, l.detected, l.basis_note()),
+        (LinkBasis::Detection, None, None)
+    );
+    // The profile reads back with both fields.
+    let back = crate::from_yaml(&crate::to_yaml(&p).unwrap()).unwrap();
+    assert_eq!(back.topology.links, p.topology.links);
 }

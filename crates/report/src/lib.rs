@@ -774,8 +774,11 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
 }
 
 fn pcie_table(out: &mut String, p: &Profile) {
-    out.push_str("## 4. PCIe theoretical bandwidth\n\nPer direction: GT/s × lanes × 128/130 ÷ 8 \
-                  (8b/10b for Gen1/2). These are computed from the detected link, not measured.\n\n");
+    out.push_str(
+        "## 4. PCIe theoretical bandwidth\n\nPer direction: GT/s × lanes × 128/130 ÷ 8 (8b/10b \
+         for Gen1/2, 242/256 from Gen6). Computed from the link (a GPU's as read under load), \
+         not measured.\n\n",
+    );
     if p.topology.links.is_empty() {
         out.push_str("No GPU or NVMe link was detected.\n\n");
         return;
@@ -804,11 +807,11 @@ fn pcie_table(out: &mut String, p: &Profile) {
                     (Some(w), Some(r)) => format!("{} / {}", gbps(w), gbps(r)),
                     _ => "—".into(),
                 },
-                if l.degraded {
-                    "below max".into()
-                } else {
-                    String::new()
-                },
+                [l.degraded.then(|| "below max".to_string()), l.basis_note()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join("; "),
             ]
         })
         .collect();
@@ -819,7 +822,7 @@ fn pcie_table(out: &mut String, p: &Profile) {
             "BDF",
             "Link",
             "Max link",
-            "GB/s now",
+            "GB/s at link",
             "GB/s at max",
             "Smallest MPS",
             "TLP-adjusted GB/s (DMA writes / reads)",

@@ -768,9 +768,10 @@ pub(crate) fn gpu_observations(p: &Profile) -> Vec<String> {
                 ),
                 _ => String::new(),
             };
+            let basis = l.basis_note().map(|b| format!("{b}; ")).unwrap_or_default();
             v.push(format!(
                 "{name} H2D peaks at {} GB/s, {} % of its Gen{} x{} link's theoretical {} GB/s \
-                 (computed from the link, not measured){tlp}.",
+                 ({basis}computed from the link, not measured){tlp}.",
                 ceiling_cell(
                     p,
                     &ceiling_key::warm_h2d_peak(name),

@@ -251,6 +251,8 @@ fn profile_with(with_gpu: bool, edit: impl FnOnce(&mut Vec<CaseResult>)) -> Prof
             theoretical_gbps: 63.015_384_615_384_62,
             max_theoretical_gbps: Some(63.015_384_615_384_62),
             degraded: false,
+            basis: Default::default(),
+            detected: None,
             min_mps_bytes: Some(256),
             tlp_write_gbps: Some(57.614_066_153_846_51),
             tlp_read_gbps: Some(58.449_168_338_907_47),
@@ -630,6 +632,32 @@ fn the_h2d_peak_observation_carries_its_spread_and_count() {
         .unwrap();
     assert!(obs.contains("N=20"), "{obs}");
     assert!(obs.contains("computed from the link"), "{obs}");
+}
+
+#[test]
+fn a_gpu_link_read_under_load_says_so_where_its_share_is_given() {
+    let mut p = profile(true);
+    let detected = hwc_model::LinkState { gen: 1, width: 16 };
+    let l = &mut p.topology.links[0];
+    *l = l.rebased(detected, Default::default());
+    *l = l.rebased(
+        hwc_model::LinkState { gen: 5, width: 16 },
+        hwc_model::topology::LinkBasis::UnderLoad,
+    );
+    let r = render(&p);
+    let obs = line_starting(&r, "- gpu0 H2D peaks");
+    assert!(
+        obs.contains(
+            "Gen5 x16 link's theoretical 63.02 GB/s (read under load; Gen1 x16 at detection; \
+             computed from the link"
+        ),
+        "{obs}"
+    );
+    let row = line_starting(&r, "| gpu0 | 0000:00:06.0 |");
+    assert!(
+        row.contains("| read under load; Gen1 x16 at detection |"),
+        "{row}"
+    );
 }
 
 /// `r` with its spread and repetition count set.

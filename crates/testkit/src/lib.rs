@@ -75,6 +75,8 @@ pub fn gen5_x16_link(device: &str, bdf: &str) -> LinkTheory {
         theoretical_gbps: gbps,
         max_theoretical_gbps: Some(gbps),
         degraded: false,
+        basis: Default::default(),
+        detected: None,
         min_mps_bytes: None,
         tlp_write_gbps: None,
         tlp_read_gbps: None,

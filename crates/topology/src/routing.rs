@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use hwc_model::pcie::{tlp_limit_gbps, COMPLETION_OVERHEAD_BYTES, POSTED_OVERHEAD_BYTES};
+use hwc_model::pcie::PortType;
 use hwc_model::topology::{
-    Gpu, LinkTheory, NvmeDrive, PciFunction, PcieHop, PciePath, Relation, Route, Routing,
+    Gpu, LinkBasis, LinkTheory, NvmeDrive, PciFunction, PcieHop, PciePath, Relation, Route, Routing,
 };
-use hwc_model::{pcie_gen_from_speed, pcie_theoretical_gbps};
+use hwc_model::{pcie_gen_from_speed, LinkState};
 
 /// Routing between `gpus` and `drives`; `pci` supplies their links.
 pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -> Routing {
@@ -23,7 +23,7 @@ pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -
         .collect();
     let links = devices.iter().filter_map(|(name, bdf)| {
         let path = pcie_paths.iter().find(|p| &p.device == name);
-        link_theory(name, function(*bdf)?, path)
+        link_theory(name, function(*bdf)?, path.filter(|p| complete(p, pci)))
     });
     let mut routes = Vec::new();
     let mut same_root_drives = BTreeMap::new();
@@ -107,33 +107,38 @@ pub fn min_mps_bytes(path: &PciePath) -> Option<u32> {
         .min()
 }
 
+/// `path` reaches its root port, or a function with no parent (a root bus's, as in a VM): its
+/// smallest MPS is then the whole way's.
+fn complete(path: &PciePath, pci: &[PciFunction]) -> bool {
+    let Some(last) = path.hops.last() else {
+        return false;
+    };
+    last.config.port == Some(PortType::RootPort)
+        || pci
+            .iter()
+            .find(|f| f.bdf == last.bdf)
+            .is_some_and(|f| f.parent.is_none())
+}
+
 /// Theoretical bandwidth of a device's link, when its current speed and width are known; with
-/// its path's smallest MPS, the TLP-adjusted limits.
+/// the smallest MPS of its `path` (a complete one), the TLP-adjusted limits.
 fn link_theory(device: &str, func: &PciFunction, path: Option<&PciePath>) -> Option<LinkTheory> {
     let link = func.link?;
-    let (speed, width) = (link.current_speed_gts?, link.current_width?);
-    let gen = pcie_gen_from_speed(speed)?;
+    let current = LinkState {
+        gen: pcie_gen_from_speed(link.current_speed_gts?)?,
+        width: link.current_width?,
+    };
     let max_gen = link.max_speed_gts.and_then(pcie_gen_from_speed);
-    let below = |current: u32, max: Option<u32>| max.is_some_and(|m| current < m);
-    let theoretical = pcie_theoretical_gbps(speed, width);
     let mps = path.and_then(min_mps_bytes);
-    Some(LinkTheory {
-        device: device.to_string(),
-        bdf: func.bdf.clone(),
-        gen,
-        width,
+    LinkTheory::new(
+        device,
+        &func.bdf,
+        current,
         max_gen,
-        max_width: link.max_width,
-        theoretical_gbps: theoretical,
-        max_theoretical_gbps: link
-            .max_speed_gts
-            .zip(link.max_width)
-            .map(|(s, w)| pcie_theoretical_gbps(s, w)),
-        degraded: below(gen, max_gen) || below(width, link.max_width),
-        min_mps_bytes: mps,
-        tlp_write_gbps: mps.map(|m| tlp_limit_gbps(theoretical, m, POSTED_OVERHEAD_BYTES)),
-        tlp_read_gbps: mps.map(|m| tlp_limit_gbps(theoretical, m, COMPLETION_OVERHEAD_BYTES)),
-    })
+        link.max_width,
+        mps,
+        LinkBasis::Detection,
+    )
 }
 
 #[cfg(test)]
@@ -262,5 +267,28 @@ mod tests {
         blind[1].config.as_mut().unwrap().mps_bytes = None;
         let p = pcie_path("nvme0", "0000:03:00.0", &blind).unwrap();
         assert_eq!(min_mps_bytes(&p), None);
+        // A walk cut short (a bridge with no config space read) leaves it unknown too: the
+        // bridges beyond might set a smaller one.
+        assert!(complete(
+            &pcie_path("nvme0", "0000:03:00.0", &pci).unwrap(),
+            &pci
+        ));
+        let mut cut = pci.clone();
+        cut[1].config = None;
+        let p = pcie_path("nvme0", "0000:03:00.0", &cut).unwrap();
+        assert_eq!((p.hops.len(), min_mps_bytes(&p)), (2, Some(128)));
+        assert!(!complete(&p, &cut));
+        let drive = NvmeDrive {
+            name: "nvme0".into(),
+            bdf: Some("0000:03:00.0".into()),
+            ..NvmeDrive::default()
+        };
+        let r = routing(&[], &[drive], &cut);
+        assert_eq!(r.links[0].min_mps_bytes, None);
+        assert_eq!(r.links[0].tlp_write_gbps, None);
+        // A device on a root bus (no parent, as in a VM) is its whole way.
+        let lone = vec![f("0000:00:06.0", None, PortType::Endpoint, 256)];
+        let p = pcie_path("gpu0", "0000:00:06.0", &lone).unwrap();
+        assert!(complete(&p, &lone));
     }
 }

@@ -23,6 +23,8 @@ fn drive_link(i: usize) -> LinkTheory {
         theoretical_gbps: hwc_model::pcie_theoretical_gbps(16.0, 4),
         max_theoretical_gbps: None,
         degraded: false,
+        basis: Default::default(),
+        detected: None,
         min_mps_bytes: None,
         tlp_write_gbps: None,
         tlp_read_gbps: None,

@@ -85,6 +85,8 @@ pub fn with_link(mut p: Profile, device: &str, cur: (u32, u32), max: (u32, u32))
         theoretical_gbps: theory(cur.0, cur.1),
         max_theoretical_gbps: Some(theory(max.0, max.1)),
         degraded: cur != max,
+        basis: Default::default(),
+        detected: None,
         min_mps_bytes: None,
         tlp_write_gbps: None,
         tlp_read_gbps: None,
