@@ -858,7 +858,11 @@ fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
             format!("the slowest read under load in {n} case(s)"),
         ),
         (None, Some(link)) => (link.gen, link.width, "read under load".to_string()),
-        (None, None) => (l.gen, l.width, "at detection".to_string()),
+        // Not `gen`/`width`: where detection read the link slow, those are its maximum.
+        (None, None) => {
+            let d = l.detected.unwrap_or(l.state());
+            (d.gen, d.width, "at detection".to_string())
+        }
     };
     let mut ok = Vec::new();
     let mut bad = Vec::new();

@@ -124,6 +124,22 @@ fn the_link_read_under_load_wins_over_the_idle_one() {
         r.checks[0].outcome,
         Outcome::Fail(FailureKind::LinkBelowTarget)
     );
+    // This build's profile of that node, with no reading under load, holds the link at its
+    // maximum (`basis: capable`) for its shares; the gate still judges what detection read.
+    let mut capable = p.clone();
+    let l = &mut capable.topology.links[0];
+    *l = l.rebased(
+        hwc_model::LinkState { gen: 5, width: 16 },
+        hwc_model::topology::LinkBasis::Capable,
+    );
+    let r = qualify(&spec, "s", &capable, "p", None).unwrap();
+    assert_eq!(
+        r.checks[0].outcome,
+        Outcome::Fail(FailureKind::LinkBelowTarget),
+        "{}",
+        r.checks[0].detail
+    );
+    assert!(r.checks[0].detail.contains("at detection"));
     // Words alone are no reading (a link half read is recorded so).
     p.provenance
         .environment
