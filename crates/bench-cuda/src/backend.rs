@@ -361,7 +361,7 @@ impl WarmReport {
     fn record(&self, gpu: &str, env: &mut hwc_model::Environment) {
         let mut put = |key: &str, v: Option<Setting>| {
             if let Some(v) = v {
-                env.insert(format!("{gpu}.{key}"), v);
+                env.insert(hwc_model::gpu_key(gpu, key), v);
             }
         };
         let mhz = |c: Option<u32>| c.map(|c| Setting::from(c.to_string()));
@@ -373,7 +373,7 @@ impl WarmReport {
             link_setting(self.idle.link_gen, self.idle.link_width),
         );
         put(
-            "pcie_link_load",
+            hwc_model::PCIE_LINK_LOAD,
             link_setting(self.load.link_gen, self.load.link_width),
         );
         put("pstate_load", self.load.pstate.clone().map(Setting::from));

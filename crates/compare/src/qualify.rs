@@ -849,7 +849,7 @@ fn check_link(p: &Profile, rule: &LinkRule, l: &LinkTheory) -> Check {
     let under_load = p
         .provenance
         .environment
-        .get(&format!("{}.pcie_link_load", l.device))
+        .get(&hwc_model::gpu_key(&l.device, hwc_model::PCIE_LINK_LOAD))
         .and_then(|s| s.link);
     let (gen, width, source) = match (per_case, under_load) {
         (Some((link, n)), _) => (

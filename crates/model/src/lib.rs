@@ -37,7 +37,7 @@ pub use run::{LeftOut, Narrowing, RunChoices, RunConfig, RunWritten, Selection};
 pub use sched::{
     RepCounts, RepEvidence, RepSched, SchedEvidence, SchedSources, SchedSummary, ThreadSched,
 };
-pub use setting::{Environment, LinkState, Setting};
+pub use setting::{gpu_key, Environment, LinkState, Setting, PCIE_LINK_LOAD};
 pub use spec::{
     BarDevice, CopyDirection, DmaTarget, GdrcopySpec, GdsRoute, GdsSpec, GpuCopySpec, HashSpec,
     HostCopySpec, HostMemory, NvmeBarSpec, NvmePattern, NvmeSpec, NvmeTest, Spec, SpecError,

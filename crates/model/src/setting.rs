@@ -8,6 +8,15 @@ use std::collections::BTreeMap;
 /// The settings of a run, by key (`cuda.device_max_connections`, `gpu0.pcie_link_load`, …).
 pub type Environment = BTreeMap<String, Setting>;
 
+/// The name of a GPU's link as NVML read it with the warm-up's copies in flight.
+pub const PCIE_LINK_LOAD: &str = "pcie_link_load";
+
+/// The key of `gpu`'s setting `name` (`gpu0.pcie_link_load`): how the GPU backend writes it and
+/// every reader looks it up.
+pub fn gpu_key(gpu: &str, name: &str) -> String {
+    format!("{gpu}.{name}")
+}
+
 /// A PCIe link's generation and width, as read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkState {

@@ -268,6 +268,13 @@ pub struct Gpu {
     pub l2_cache_bytes: Option<u64>,
 }
 
+impl Gpu {
+    /// Its name in keys, links and profiles: `gpu` and its index (`gpu0`).
+    pub fn name(&self) -> String {
+        format!("gpu{}", self.index)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NvmeNamespace {
     /// Block device name, e.g. `nvme0n1`.

@@ -62,7 +62,7 @@ pub(crate) fn plan_bar(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
     let o = &opts.bar;
     let mut targets = Vec::new();
     for gpu in &topo.gpus {
-        let name = format!("gpu{}", gpu.index);
+        let name = gpu.name();
         match &o.gpu_bar1_blocked {
             Some((reason, hint)) => waive(
                 p,

@@ -31,7 +31,7 @@ pub(crate) fn plan_gdrcopy(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) 
     let reps = opts.reps(2, 10);
     let nodes = cpu_nodes(topo);
     for gpu in &topo.gpus {
-        let name = format!("gpu{}", gpu.index);
+        let name = gpu.name();
         // The GPU's node first (or no placement where it is unknown), then the others.
         let mut places: Vec<(Option<u32>, bool)> = vec![(gpu.numa_node, false)];
         if let Some(g) = gpu.numa_node {

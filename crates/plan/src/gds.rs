@@ -119,7 +119,7 @@ pub(crate) fn plan_gds(topo: &Topology, opts: &PlanOptions, p: &mut Matrix) {
             for &qd in &qds {
                 for route in GDS_ROUTES {
                     let spec = GdsSpec {
-                        gpu: format!("gpu{}", gpu.index),
+                        gpu: gpu.name(),
                         drives: drives.clone(),
                         target,
                         block_bytes: size,

@@ -761,10 +761,6 @@ fn host_buffers_too_large(topo: &Topology, src: u32, dst: u32, size: u64) -> Opt
     }
 }
 
-fn gpu_name(g: &Gpu) -> String {
-    format!("gpu{}", g.index)
-}
-
 /// Host-buffer placements for one GPU: the GPU's node (local) first, then every other node
 /// with CPUs (cross). `None` node = the GPU's node is unknown: no placement requested.
 fn gpu_placements(
@@ -786,9 +782,9 @@ fn gpu_placements(
                     p,
                     path,
                     Some((
-                        format!("{} cross-NUMA", gpu_name(g)),
+                        format!("{} cross-NUMA", g.name()),
                         Covers::Gpu {
-                            gpu: gpu_name(g),
+                            gpu: g.name(),
                             local: false,
                             cross: true,
                         },
@@ -804,16 +800,16 @@ fn gpu_placements(
                 p,
                 path,
                 Some((
-                    format!("{} NUMA-local and cross-NUMA", gpu_name(g)),
+                    format!("{} NUMA-local and cross-NUMA", g.name()),
                     Covers::Gpu {
-                        gpu: gpu_name(g),
+                        gpu: g.name(),
                         local: true,
                         cross: true,
                     },
                 )),
                 format!(
                     "the NUMA node of {} ({}) is not reported by sysfs: host buffers are not placed",
-                    gpu_name(g),
+                    g.name(),
                     g.pci_bdf
                 ),
                 Some("check the platform's ACPI _PXM / SRAT tables"),
@@ -875,7 +871,7 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
     // `gpu_cell`).
     let copy_reps = opts.adaptive_reps(1, 12, GPU_MIN_TIMED, GPU_STEADY_PCT);
     for g in &topo.gpus {
-        let gpu = gpu_name(g);
+        let gpu = g.name();
         let copy = |size: u64, streams: u32, memory: HostMemory, node: Option<u32>| GpuCopySpec {
             gpu: gpu.clone(),
             size_bytes: size,

@@ -221,7 +221,7 @@ pub fn gpu_picks<'a>(name: &str, numa_node: Option<u32>, ms: &'a [Measurement]) 
 
 /// The spec's `gpus.gpuN` fields from the GPU's measurements (see [`GpuPicks`]).
 pub fn gpu_fields(g: &Gpu, ms: &[Measurement]) -> GpuProfile {
-    let k = gpu_picks(&format!("gpu{}", g.index), g.numa_node, ms);
+    let k = gpu_picks(&g.name(), g.numa_node, ms);
     let v = |m: Option<&Measurement>| m.map(median);
     let (dh, dd) = (v(k.duplex_h2d), v(k.duplex_d2h));
     GpuProfile {
@@ -265,11 +265,11 @@ pub fn links_as_run(
     links
         .iter()
         .map(|l| {
-            if !gpus.iter().any(|g| format!("gpu{}", g.index) == l.device) {
+            if !gpus.iter().any(|g| g.name() == l.device) {
                 return l.clone();
             }
             let loaded = env
-                .get(&format!("{}.pcie_link_load", l.device))
+                .get(&hwc_model::gpu_key(&l.device, hwc_model::PCIE_LINK_LOAD))
                 .and_then(|s| s.link);
             match (loaded, l.capable()) {
                 (Some(link), _) => l.rebased(link, LinkBasis::UnderLoad),
@@ -297,7 +297,7 @@ pub fn over_the_wire(
             let copy = matches!(m.path, PathId::H2d | PathId::D2h | PathId::Duplex);
             let Some(link) = gpus
                 .iter()
-                .map(|g| format!("gpu{}", g.index))
+                .map(|g| g.name())
                 .find(|n| copy && m.spec.gpu() == Some(n.as_str()))
                 .and_then(|n| links.iter().find(|l| l.device == n))
             else {

@@ -129,7 +129,7 @@ pub fn build(
     };
     for g in &topo.gpus {
         let entry = gpu_fields(g, &profile.measurements);
-        profile.gpus.insert(format!("gpu{}", g.index), entry);
+        profile.gpus.insert(g.name(), entry);
     }
     profile.host_ram = derive::host_ram(&profile.measurements);
     nvme::fill(topo, &profile.measurements, &mut profile.nvme);

@@ -776,8 +776,8 @@ fn nvme_inspection(out: &mut String, p: &Profile) {
 fn pcie_table(out: &mut String, p: &Profile) {
     out.push_str(
         "## 4. PCIe theoretical bandwidth\n\nPer direction: GT/s × lanes × 128/130 ÷ 8 (8b/10b \
-         for Gen1/2, 242/256 from Gen6). Computed from the link (a GPU's as read under load), \
-         not measured.\n\n",
+         for Gen1/2, 242/256 from Gen6). Computed from the link, not measured; a GPU's link as \
+         read under load where it was (Note).\n\n",
     );
     if p.topology.links.is_empty() {
         out.push_str("No GPU or NVMe link was detected.\n\n");

@@ -67,7 +67,7 @@ pub fn probe(topo: &mut Topology, wants: &dyn Fn(PathId) -> bool, gds_bytes: u64
                 let gpus: Vec<(String, String)> = topo
                     .gpus
                     .iter()
-                    .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
+                    .map(|g| (g.name(), g.pci_bdf.clone()))
                     .collect();
                 e.push(
                     cuda,
@@ -154,7 +154,7 @@ fn cufile_engine(topo: &Topology, bytes_per_drive: u64) -> hwc_engine_cufile::Cu
         .iter()
         .filter_map(|g| {
             Some(hwc_engine_cufile::GpuSlot {
-                name: format!("gpu{}", g.index),
+                name: g.name(),
                 ordinal: g.cuda_index?,
                 bdf: g.pci_bdf.clone(),
             })
@@ -190,7 +190,7 @@ fn gdrcopy_engine(topo: &Topology) -> Result<Box<dyn Engine>, (String, Option<St
         .iter()
         .filter_map(|g| {
             Some(hwc_engine_gdrcopy::GpuSlot {
-                name: format!("gpu{}", g.index),
+                name: g.name(),
                 ordinal: g.cuda_index?,
             })
         })

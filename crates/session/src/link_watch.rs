@@ -50,7 +50,7 @@ impl LinkWatch {
             gpus: topo
                 .gpus
                 .iter()
-                .map(|g| (format!("gpu{}", g.index), g.pci_bdf.clone()))
+                .map(|g| (g.name(), g.pci_bdf.clone()))
                 .collect(),
             paths: topo.topology.pcie_paths.clone(),
             before: None,

@@ -217,7 +217,7 @@ fn bar_opener(topo: &Topology, drives: usize) -> hwc_engine_spdk::native::BarOpe
     let ordinals: std::collections::BTreeMap<String, u32> = topo
         .gpus
         .iter()
-        .filter_map(|g| Some((format!("gpu{}", g.index), g.cuda_index?)))
+        .filter_map(|g| Some((g.name(), g.cuda_index?)))
         .collect();
     let mut gdr: Option<Result<&'static hwc_gdrcopy_sys::Gdr<'static>, String>> = None;
     let window = bar1_window_bytes(drives);

@@ -14,7 +14,7 @@ pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -
     let function = |bdf: Option<&str>| pci.iter().find(|f| Some(f.bdf.as_str()) == bdf);
     let devices: Vec<(String, Option<&str>)> = gpus
         .iter()
-        .map(|g| (gpu_name(g), Some(g.pci_bdf.as_str())))
+        .map(|g| (g.name(), Some(g.pci_bdf.as_str())))
         .chain(drives.iter().map(|d| (d.name.clone(), d.bdf.as_deref())))
         .collect();
     let pcie_paths: Vec<PciePath> = devices
@@ -33,9 +33,9 @@ pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -
             .filter(|d| same_root(gpu.root.as_deref(), d.root.as_deref()))
             .filter_map(|d| d.bdf.clone())
             .collect();
-        same_root_drives.insert(gpu_name(gpu), near);
+        same_root_drives.insert(gpu.name(), near);
         routes.extend(drives.iter().map(|d| Route {
-            gpu: gpu_name(gpu),
+            gpu: gpu.name(),
             gpu_bdf: gpu.pci_bdf.clone(),
             drive: d.name.clone(),
             drive_bdf: d.bdf.clone(),
@@ -51,10 +51,6 @@ pub(crate) fn routing(gpus: &[Gpu], drives: &[NvmeDrive], pci: &[PciFunction]) -
         links: links.collect(),
         pcie_paths,
     }
-}
-
-fn gpu_name(gpu: &Gpu) -> String {
-    format!("gpu{}", gpu.index)
 }
 
 fn same_root(a: Option<&str>, b: Option<&str>) -> bool {
