@@ -7,7 +7,8 @@
 # (tools/gpu-reference, sizes taking turns, 2 rounds). Leaves two files in OUT: summary.txt
 # (every table) and evidence.tgz (every run's files).
 #
-# usage: evidence.sh HWCEILING CUDA_BW XXHSUM OUT
+# usage: [XXH3=no] [GPU_SIZES=1M,4M,64M,256M] [RUNS=...] evidence.sh HWCEILING CUDA_BW XXHSUM OUT
+# (XXH3=no leaves out the XXH3 compare; RUNS is two-runs.sh's)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 tools=$(cd "$here/.." && pwd)
@@ -29,9 +30,11 @@ add() {
 }
 { date; nvidia-smi -L; lscpu | grep -E "Model name|L3|NUMA node\(s\)|^CPU\(s\)"; uptime; } >"$work/machine.txt" 2>&1
 add machine.txt
-ROUNDS=3 timeout 120 "$tools/xxh3-reference/compare.sh" "$hwc" "$xxhsum" "$work/xxh3" >"$work/xxh3.txt" 2>&1
-echo "xxh3 compare: rc=$?" >>"$work/xxh3.txt"
-add xxh3.txt
+if [ "${XXH3:-yes}" != no ]; then
+  ROUNDS=3 timeout 120 "$tools/xxh3-reference/compare.sh" "$hwc" "$xxhsum" "$work/xxh3" >"$work/xxh3.txt" 2>&1
+  echo "xxh3 compare: rc=$?" >>"$work/xxh3.txt"
+  add xxh3.txt
+fi
 timeout 300 bash "$here/two-runs.sh" "$hwc" "$work/two" >"$work/two.txt" 2>&1
 add two/machine.txt two/mps.txt two/detect.txt two.txt
 {
@@ -40,7 +43,7 @@ add two/machine.txt two/mps.txt two/detect.txt two.txt
   echo "== two/baseline.md (head)"
   head -8 "$work/two/baseline.md" 2>/dev/null
 } >>"$summary"
-BLOCK=size STEADY=yes TESTS=h2d,d2h SIZES=1M,4M,64M,256M REF_CONNECTIONS=32 EXTRA=0 timeout 150 \
+BLOCK=size STEADY=yes TESTS=h2d,d2h SIZES=${GPU_SIZES:-1M,4M,64M,256M} REF_CONNECTIONS=32 EXTRA=0 timeout 150 \
   bash "$tools/gpu-reference/compare.sh" "$cuda_bw" 2 "$work/gpu" >"$work/gpu.txt" 2>&1
 echo "gpu compare: rc=$?" >>"$work/gpu.txt"
 add gpu.txt

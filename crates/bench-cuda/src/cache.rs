@@ -71,6 +71,19 @@ pub fn fill_uncached(buf: &mut [u8], byte: u8) -> bool {
     }
 }
 
+/// [`fill_uncached`], in pieces on several threads (those of [`crate::pattern::fill`]) where
+/// `buf` is large: one thread poisoned 8 × 256 MiB of D2H destinations in about 0.2 s.
+pub fn fill_uncached_on_threads(buf: &mut [u8], byte: u8) -> bool {
+    use crate::pattern::{on_threads, PARALLEL_BYTES, PIECE_BYTES};
+    if buf.len() <= PARALLEL_BYTES {
+        return fill_uncached(buf, byte);
+    }
+    let pieces: Vec<&mut [u8]> = buf.chunks_mut(PIECE_BYTES).collect();
+    on_threads(pieces, |piece| fill_uncached(piece, byte))
+        .into_iter()
+        .all(|kept_out| kept_out)
+}
+
 /// CPUID leaf 7, EBX bit 23 (the standard library does not detect clflushopt).
 #[cfg(target_arch = "x86_64")]
 #[allow(unused_unsafe)] // `__cpuid_count` is safe in newer Rust, unsafe in older ones
@@ -167,6 +180,19 @@ mod tests {
                 assert_eq!(b, if inside { 0xA5 } else { 7 }, "byte {i} of {off}+{len}");
             }
         }
+    }
+
+    #[test]
+    fn a_large_uncached_fill_on_threads_writes_every_byte_and_no_other() {
+        use crate::pattern::{PARALLEL_BYTES, PIECE_BYTES};
+        // Over the threshold, ragged at both ends and not a multiple of the pieces.
+        let len = PARALLEL_BYTES + PIECE_BYTES / 2 + 13;
+        let mut v = vec![7u8; len + 10];
+        let ran = fill_uncached_on_threads(&mut v[3..3 + len], 0xA5);
+        assert_eq!(ran, cfg!(target_arch = "x86_64"));
+        assert_eq!(&v[..3], &[7, 7, 7]);
+        assert!(v[3..3 + len].iter().all(|&b| b == 0xA5));
+        assert!(v[3 + len..].iter().all(|&b| b == 7));
     }
 
     #[test]

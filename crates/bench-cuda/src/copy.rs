@@ -337,10 +337,11 @@ impl Shift {
 #[derive(Clone)]
 struct PlacementSearch {
     /// Per placement tried: where, and GB/s of all flows together (each flow's
-    /// bytes over its own span, summed) in one batch of K copies after one settling batch.
+    /// bytes over its own span, summed) in one batch of K copies (after a settling batch where
+    /// the placement moves the stream).
     tried: Vec<(CopyPlacement, f64)>,
     /// The [`FINALISTS`] fastest of `tried` (indices into it), each tried again: GB/s over
-    /// [`FINAL_REPS`] batches after one settling batch (`None`: a batch gave no reading).
+    /// [`FINAL_REPS`] batches, as in the first round (`None`: a batch gave no reading).
     finals: Vec<(usize, Option<Stats>)>,
     /// Index into `tried` of the placement the case is measured at: the finalist with the
     /// highest median.
@@ -647,23 +648,34 @@ impl<'a> CopyCase<'a> {
         })
     }
 
-    /// Run a batch of the chosen K at each of `placements` (one settling batch, one timed), try
-    /// the [`FINALISTS`] fastest again ([`FINAL_REPS`] timed batches each) and leave the
-    /// lanes at the finalist with the highest median. The figures come from the repetitions
-    /// the runner times afterwards, not from these, so picking the best of a few placements
-    /// does not pick the luckiest repetition.
+    /// Time a batch of the chosen K at each of `placements`, try the [`FINALISTS`] fastest
+    /// again ([`FINAL_REPS`] timed batches each) and leave the lanes at the finalist with the
+    /// highest median. The figures come from the repetitions the runner times afterwards, not
+    /// from these, so picking the best of a few placements does not pick the luckiest
+    /// repetition.
+    ///
+    /// A placement that moves the copies onto another stream (D2D) runs one settling batch
+    /// first: a stream's first copies of a case may start late. One that only moves offsets in
+    /// buffers the case already holds runs none: its batch repeats the same bytes K times (up
+    /// to [`MAX_COPIES`], which copies of 2 MiB or less reach on a Gen5 x16 link), so the first
+    /// copy's translation misses are spread over the whole batch.
     fn search_placement(&mut self, placements: &[CopyPlacement]) -> Result<(), CudaError> {
         let mut tried = Vec::new();
         for &at in placements {
             self.place(at)?;
-            self.run_batch(self.copies)?;
+            if at.queue != 0 {
+                self.run_batch(self.copies)?;
+            }
             self.run_batch(self.copies)?;
             tried.push((at, self.all_flows_gbps()));
         }
         let mut finals = Vec::new();
         for i in fastest(tried.iter().map(|t| t.1), FINALISTS) {
-            self.place(tried[i].0)?;
-            self.run_batch(self.copies)?;
+            let at = tried[i].0;
+            self.place(at)?;
+            if at.queue != 0 {
+                self.run_batch(self.copies)?;
+            }
             let mut reps = Vec::with_capacity(FINAL_REPS);
             for _ in 0..FINAL_REPS {
                 self.run_batch(self.copies)?;

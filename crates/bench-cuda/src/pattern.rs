@@ -20,10 +20,10 @@ pub fn seed(case_key: &str, stream: u32, direction: u8) -> u64 {
     h
 }
 
-/// Buffers larger than this are filled and checked by several threads.
-const PARALLEL_BYTES: usize = 32 << 20;
+/// Buffers larger than this are filled, checked and poisoned by several threads.
+pub(crate) const PARALLEL_BYTES: usize = 32 << 20;
 /// Bytes per thread's piece (a multiple of 8, so every piece starts on a word).
-const PIECE_BYTES: usize = 16 << 20;
+pub(crate) const PIECE_BYTES: usize = 16 << 20;
 
 /// Fill `buf` with the pattern as it stands at byte `offset` of the whole buffer
 /// (`offset` is a multiple of 8). Large buffers are filled by several threads.
@@ -84,7 +84,7 @@ pub fn check(buf: &[u8], seed: u64, offset: usize) -> Option<Mismatch> {
 
 /// `f` applied to every piece, on up to [`worker_count`] threads, results in piece order. A
 /// panic in a worker is raised again here (a check must never pass because a worker died).
-fn on_threads<T: Send, R: Send>(pieces: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+pub(crate) fn on_threads<T: Send, R: Send>(pieces: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
     let per = pieces.len().div_ceil(worker_count()).max(1);
     let mut groups: Vec<Vec<T>> = Vec::new();
     let mut rest = pieces.into_iter().peekable();

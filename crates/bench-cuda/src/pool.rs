@@ -181,7 +181,7 @@ impl Poolable for HostBuffer {
         Ok(true)
     }
     fn poison(&mut self, len: usize) -> Result<bool, CudaError> {
-        Ok(!crate::cache::fill_uncached(
+        Ok(!crate::cache::fill_uncached_on_threads(
             &mut self.as_mut_slice()[..len],
             POISON,
         ))

@@ -37,7 +37,7 @@ use hwc_model::{
     Case, CellKind, EngineDecl, EngineId, HashSpec, HashVariant, Needs, PathId, SimdPath, Spec,
 };
 use hwc_numa::NumaBuffer;
-use hwc_runner::{BenchError, Engine, Idle, Prepared, Rep};
+use hwc_runner::{BenchError, Engine, Prepared, Rep};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Barrier, Mutex};
@@ -401,7 +401,7 @@ pub struct HashEngine {
     /// Bytes of the last-level cache on the whole machine, when known: blocks under it are
     /// cache-resident.
     llc_bytes: Option<u64>,
-    /// Where `/proc` is (its `stat` feeds the idle guard).
+    /// Where `/proc` is (its `stat` and the threads' `schedstat` feed the CPU guard).
     proc_root: PathBuf,
     /// Paths whose check ([`check_path`]) has passed in this run.
     checked: Vec<SimdPath>,
@@ -482,7 +482,7 @@ impl WorkingSet {
 
 impl HashEngine {
     /// `node_cpus`: each node's CPUs in pinning order (see `hwc_bench_host::pinning_order`);
-    /// `proc_root`: where `/proc` is, for the idle guard.
+    /// `proc_root`: where `/proc` is, for the CPU guard.
     pub fn new(
         node_cpus: BTreeMap<u32, Vec<u32>>,
         llc_bytes: Option<u64>,
@@ -549,7 +549,10 @@ impl Engine for HashEngine {
         let cpus = self.cpus_for(&spec)?;
         if spec.offset_bytes.is_some() {
             let resident = self.blocks_cache_resident(&spec);
-            return Ok(Box::new(Workers::start(&spec, &cpus, None, resident)?));
+            let root = &self.proc_root;
+            return Ok(Box::new(Workers::start(
+                &spec, &cpus, None, resident, root,
+            )?));
         }
         let fits = self
             .working_set
@@ -563,16 +566,13 @@ impl Engine for HashEngine {
         let Some(set) = self.working_set.as_mut() else {
             return Err(BenchError::failed("no working set"));
         };
-        Ok(Box::new(Workers::start(&spec, &cpus, Some(set), false)?))
-    }
-
-    /// The host engines' CPU guard: a hash case shares the cores it runs on, and for a
-    /// memory-resident set the memory, with whatever else is busy.
-    fn idle_check(&mut self, case: &Case) -> Idle {
-        let Some(Ok(cpus)) = case.spec.hash().map(|s| self.cpus_for(s)) else {
-            return Idle::Idle;
-        };
-        hwc_bench_host::cpus_idle(&self.proc_root, &cpus)
+        Ok(Box::new(Workers::start(
+            &spec,
+            &cpus,
+            Some(set),
+            false,
+            &self.proc_root,
+        )?))
     }
 
     /// The working set is freed after the engine's last case, for the next engine's cases.
@@ -630,7 +630,16 @@ struct Workers {
     cache_resident: bool,
     notes: Vec<String>,
     placement: hwc_model::Placement,
+    /// The host engines' CPU guard: a hash case shares the cores it runs on, and for a
+    /// memory-resident set the memory, with whatever else is busy.
+    watch: hwc_bench_host::CpuWatch,
+    /// The threads' run-queue delay while they hashed, summed since the watch began, in
+    /// nanoseconds; [`WAIT_UNKNOWN`] once a thread could not read its own.
+    waited_ns: Arc<std::sync::atomic::AtomicU64>,
 }
+
+/// [`Workers::waited_ns`] when a thread's run-queue delay could not be read.
+const WAIT_UNKNOWN: u64 = u64::MAX;
 
 impl Workers {
     /// Start the case's threads: each with a block of its own (`shared` None: cache-resident),
@@ -640,6 +649,7 @@ impl Workers {
         cpus: &[u32],
         shared: Option<&mut WorkingSet>,
         cache_resident: bool,
+        proc_root: &std::path::Path,
     ) -> Result<Workers, BenchError> {
         let threads = cpus.len();
         let hasher = Hasher::new(spec.simd, spec.variant)
@@ -723,6 +733,7 @@ impl Workers {
         let done = Arc::new(Barrier::new(threads + 1));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let slots = Arc::new(Mutex::new(vec![None; threads]));
+        let waited_ns = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<Ready, String>)>();
         let mut handles = Vec::with_capacity(threads);
         // Each thread waits for its launch before anything else: where one cannot be started,
@@ -732,7 +743,7 @@ impl Workers {
         for (i, (&cpu, slice)) in cpus.iter().zip(slices).enumerate() {
             let (launch, launched) = std::sync::mpsc::sync_channel::<()>(1);
             launches.push(launch);
-            let (start, done, stop, slots, ready, calls, part) = (
+            let (start, done, stop, slots, ready, calls, part, waited) = (
                 start.clone(),
                 done.clone(),
                 stop.clone(),
@@ -740,7 +751,9 @@ impl Workers {
                 ready_tx.clone(),
                 calls.clone(),
                 part.clone(),
+                waited_ns.clone(),
             );
+            let root = proc_root.to_path_buf();
             let h = std::thread::Builder::new()
                 .name(format!("xxh3-{i}"))
                 .spawn(move || {
@@ -795,6 +808,8 @@ impl Workers {
                         }
                     };
                     drop(ready);
+                    // Opened here: `thread-self` is the thread that opens it.
+                    let mut probe = hwc_bench_host::sched::ThreadProbe::open(&root);
                     loop {
                         start.wait();
                         if stop.load(std::sync::atomic::Ordering::Acquire) {
@@ -808,12 +823,15 @@ impl Workers {
                             }
                             None => mine,
                         };
+                        let before = probe.read().run_delay_ns;
                         let t0 = Instant::now();
                         let mut hash = 0;
                         for _ in 0..calls {
                             hash = std::hint::black_box(hasher.hash(std::hint::black_box(data)));
                         }
                         let t1 = Instant::now();
+                        let after = probe.read().run_delay_ns;
+                        add_wait(&waited, hwc_bench_host::sched::delta(before, after));
                         if let Ok(mut s) = slots.lock() {
                             s[i] = Some(Slot {
                                 start: t0,
@@ -847,6 +865,8 @@ impl Workers {
             bytes_per_rep: 0,
             cache_resident,
             notes: Vec::new(),
+            watch: hwc_bench_host::CpuWatch::new(proc_root, cpus),
+            waited_ns,
         };
         let mut block_nodes: Vec<Option<i32>> = Vec::new();
         let mut rate: Option<f64> = None;
@@ -933,6 +953,17 @@ impl Workers {
     }
 }
 
+/// Add one repetition's run-queue delay of a thread to `waited` (or mark it unknown).
+fn add_wait(waited: &std::sync::atomic::AtomicU64, ns: Option<u64>) {
+    use std::sync::atomic::Ordering;
+    let _ = waited.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+        Some(match (w, ns) {
+            (WAIT_UNKNOWN, _) | (_, None) => WAIT_UNKNOWN,
+            (w, Some(ns)) => w.saturating_add(ns).min(WAIT_UNKNOWN - 1),
+        })
+    });
+}
+
 /// Fill `buf` with pseudo-random bytes (xorshift64*, different for each `seed`): a 64 KiB
 /// pattern, copied over the rest with each copy's first word changed, so a large working set
 /// fills at copy speed and no two of its 64 KiB pieces are alike.
@@ -1017,7 +1048,7 @@ impl Prepared for Workers {
             _ => return Err(BenchError::failed("no hashing thread ran")),
         };
         // Every repetition's hashes are checked (outside its timed region; the runner's data
-        // check follows the cold repetition only, and a working set's parts take turns).
+        // check follows the last repetition only, and a working set's parts take turns).
         drop(slots);
         self.check()?;
         Ok(rep)
@@ -1025,6 +1056,18 @@ impl Prepared for Workers {
 
     fn verify(&mut self) -> Result<(), BenchError> {
         self.check()
+    }
+
+    fn watch(&mut self) {
+        self.waited_ns
+            .store(0, std::sync::atomic::Ordering::Release);
+        self.watch.start();
+    }
+
+    fn busy_meanwhile(&mut self) -> Option<String> {
+        let waited = self.waited_ns.load(std::sync::atomic::Ordering::Acquire);
+        self.watch
+            .verdict((waited != WAIT_UNKNOWN).then_some(waited))
     }
 
     fn cache_resident(&self) -> bool {

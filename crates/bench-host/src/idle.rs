@@ -1,9 +1,10 @@
-//! Host idle guard: how busy the CPUs a case will use were, from two `/proc/stat` samples.
+//! The host CPU guard: what else ran while a case's repetitions did, from two `/proc/stat`
+//! samples around them and the case's threads' own run-queue delay.
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::Path;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// (busy, total) jiffies of one CPU.
 type Jiffies = (u64, u64);
@@ -26,7 +27,7 @@ pub fn parse_proc_stat(text: &str) -> BTreeMap<u32, Jiffies> {
 
 /// The `cpu` lines of a `/proc/stat`: the CPU (`None` for the machine-wide `cpu` line) and its
 /// columns, in ticks (user, nice, system, idle, iowait, irq, softirq, steal, …), up to the
-/// first that does not parse. The idle guard and the steal counters both read them.
+/// first that does not parse. The CPU guard and the steal counters both read them.
 pub(crate) fn cpu_rows(text: &str) -> impl Iterator<Item = (Option<u32>, Vec<u64>)> + '_ {
     text.lines().filter_map(|line| {
         let mut f = line.split_whitespace();
@@ -41,25 +42,107 @@ pub(crate) fn cpu_rows(text: &str) -> impl Iterator<Item = (Option<u32>, Vec<u64
     })
 }
 
-/// Two `/proc/stat` samples `window` apart.
-pub fn sample(
-    proc_root: &Path,
-    window: Duration,
-) -> io::Result<(BTreeMap<u32, Jiffies>, BTreeMap<u32, Jiffies>)> {
-    let read = || std::fs::read_to_string(proc_root.join("stat")).map(|t| parse_proc_stat(&t));
-    let a = read()?;
-    std::thread::sleep(window);
-    Ok((a, read()?))
+/// Per-CPU jiffies from `<proc_root>/stat`.
+fn read(proc_root: &Path) -> io::Result<BTreeMap<u32, Jiffies>> {
+    std::fs::read_to_string(proc_root.join("stat")).map(|t| parse_proc_stat(&t))
 }
 
-/// The busiest CPU of every CPU in both samples, with its busy share (0–1); the lowest number
-/// of equals. `None` when no CPU ticked.
-pub fn busiest(a: &BTreeMap<u32, Jiffies>, b: &BTreeMap<u32, Jiffies>) -> Option<(u32, f64)> {
+/// The busiest CPU in both samples other than `except`, with its busy share (0–1); the lowest
+/// number of equals. `None` when no such CPU ticked.
+pub fn busiest_outside(
+    a: &BTreeMap<u32, Jiffies>,
+    b: &BTreeMap<u32, Jiffies>,
+    except: &[u32],
+) -> Option<(u32, f64)> {
     b.keys()
-        .filter(|c| a.contains_key(c))
+        .filter(|c| a.contains_key(c) && !except.contains(c))
         .filter(|c| b[c].1 > a[c].1)
         .map(|&c| (c, share_between(a, b, &[c])))
         .reduce(|x, y| if y.1 > x.1 { y } else { x })
+}
+
+/// The shortest stretch the guard judges: 5 ticks of each CPU at the usual 100 Hz, so that one
+/// stray tick is a fifth of a CPU's, never more than half.
+pub const MIN_WINDOW: Duration = Duration::from_millis(50);
+
+/// Watches the machine while a case's repetitions run: `/proc/stat` when they begin and when
+/// they have ended (at least [`MIN_WINDOW`] apart: a short case waits out the rest), and the
+/// run-queue delay its threads report. It replaces a look before the case, which cost every
+/// case [`MIN_WINDOW`] and judged a stretch in which the case did not run.
+pub struct CpuWatch {
+    proc_root: PathBuf,
+    /// The CPUs the case's threads are pinned to (its timing thread included).
+    cpus: Vec<u32>,
+    since: Option<(Instant, BTreeMap<u32, Jiffies>)>,
+}
+
+impl CpuWatch {
+    pub fn new(proc_root: &Path, cpus: &[u32]) -> Self {
+        CpuWatch {
+            proc_root: proc_root.to_path_buf(),
+            cpus: cpus.to_vec(),
+            since: None,
+        }
+    }
+
+    /// Begin: the first sample. Where `/proc/stat` cannot be read the guard cannot tell, and
+    /// says nothing (the case's spread and scheduling counters still show contention).
+    pub fn start(&mut self) {
+        self.since = read(&self.proc_root).ok().map(|a| (Instant::now(), a));
+    }
+
+    /// Why the case ran beside other work, judged by [`busy_reason`] from the samples since
+    /// [`CpuWatch::start`] and `waited_ns`, the nanoseconds its threads together spent
+    /// runnable but off their CPUs meanwhile (`None` where they could not read it).
+    pub fn verdict(&mut self, waited_ns: Option<u64>) -> Option<String> {
+        let (t0, a) = self.since.take()?;
+        if let Some(rest) = MIN_WINDOW.checked_sub(t0.elapsed()) {
+            std::thread::sleep(rest);
+        }
+        let b = read(&self.proc_root).ok()?;
+        let seconds = t0.elapsed().as_secs_f64();
+        busy_reason(&a, &b, &self.cpus, waited_ns, seconds)
+    }
+}
+
+/// Average share of their time the case's threads may wait for their CPUs (another task on
+/// them) before the case is marked contended.
+pub const WAITED_THRESHOLD: f64 = 0.10;
+/// Any single CPU outside the case busier than this while it ran marks it contended: more than
+/// half of the window, so one stray tick (a fifth of a 50 ms window at 100 Hz) never does.
+pub const ONE_CPU_BUSY: f64 = 0.5;
+
+/// Why a case whose threads ran on `cpus` ran contended, from two `/proc/stat` samples around
+/// its repetitions, `seconds` apart, and `waited_ns`, its threads' run-queue delay meanwhile:
+/// its threads kept off their CPUs beyond [`WAITED_THRESHOLD`] on average (the case's own CPUs
+/// are busy with its threads, so `/proc/stat` cannot tell another task there), or any CPU
+/// outside the case busier than [`ONE_CPU_BUSY`] (a copy's repetition lasts as long as its
+/// slowest thread, and another process streaming memory anywhere shares the memory with it).
+pub fn busy_reason(
+    a: &BTreeMap<u32, Jiffies>,
+    b: &BTreeMap<u32, Jiffies>,
+    cpus: &[u32],
+    waited_ns: Option<u64>,
+    seconds: f64,
+) -> Option<String> {
+    let threads = cpus.len().max(1) as f64;
+    if let Some(ns) = waited_ns.filter(|_| seconds > 0.0) {
+        let share = ns as f64 / 1e9 / seconds / threads;
+        if share > WAITED_THRESHOLD {
+            return Some(format!(
+                "its threads waited {:.0} % of the time for their CPUs ({}) while it ran:                  other tasks ran there",
+                share * 100.0,
+                hwc_model::cpulist::format(cpus)
+            ));
+        }
+    }
+    match busiest_outside(a, b, cpus) {
+        Some((cpu, one)) if one > ONE_CPU_BUSY => Some(format!(
+            "CPU {cpu} was {:.0} % busy while the case ran (work anywhere on the machine shares              its memory with the case)",
+            one * 100.0
+        )),
+        _ => None,
+    }
 }
 
 /// Busy share of `cpus` between two samples; CPUs missing from either sample are skipped.
@@ -104,11 +187,51 @@ mod tests {
     }
 
     #[test]
-    fn the_busiest_cpu_is_found_among_all() {
+    fn the_busiest_cpu_is_found_outside_the_case() {
         let (a, b) = (parse_proc_stat(A), parse_proc_stat(B));
-        assert_eq!(busiest(&a, &b), Some((0, 0.9)));
+        assert_eq!(busiest_outside(&a, &b, &[]), Some((0, 0.9)));
+        // The case's own CPU is left out: its threads keep it busy.
+        assert_eq!(busiest_outside(&a, &b, &[0]), Some((1, 0.0)));
         // No tick between the samples: nothing to say.
-        assert_eq!(busiest(&a, &a), None);
+        assert_eq!(busiest_outside(&a, &a, &[]), None);
+    }
+
+    #[test]
+    fn a_watch_judges_the_stretch_it_watched_and_a_short_one_is_waited_out() {
+        let dir = std::env::temp_dir().join(format!("hwc-watch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("stat"), A).unwrap();
+        let mut w = CpuWatch::new(&dir, &[0]);
+        // Not started: nothing to say.
+        assert_eq!(w.verdict(Some(0)), None);
+        w.start();
+        // CPU 1, outside the case, busy 90 % while it ran (the samples as B has them, swapped).
+        std::fs::write(
+            dir.join("stat"),
+            B.replace("cpu0 95 0 5 60", "cpu0 5 0 5 150")
+                .replace("cpu1 5 0 5 150", "cpu1 95 0 5 60"),
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        let why = w.verdict(Some(0)).unwrap();
+        assert!(
+            t0.elapsed() >= MIN_WINDOW / 2,
+            "a short stretch is waited out"
+        );
+        assert!(
+            why.starts_with("CPU 1 was 90 % busy while the case ran"),
+            "{why}"
+        );
+        // CPU 0 busy: the case's own thread, not contention.
+        std::fs::write(dir.join("stat"), A).unwrap();
+        w.start();
+        std::fs::write(dir.join("stat"), B).unwrap();
+        assert_eq!(w.verdict(Some(0)), None);
+        // Unreadable: the guard cannot tell.
+        w.start();
+        std::fs::remove_file(dir.join("stat")).unwrap();
+        assert_eq!(w.verdict(Some(u64::MAX)), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use hwc_model::{
     SchedSources, Spec, ThreadSched, Topology,
 };
 use hwc_numa::{NumaBuffer, PlacementCheck};
-use hwc_runner::{BenchError, Engine, Idle, Prepared, Rep};
+use hwc_runner::{BenchError, Engine, Prepared, Rep};
 use std::cell::{RefCell, RefMut};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,9 +25,10 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod idle;
+pub use idle::CpuWatch;
 pub mod kernel;
 pub mod sched;
 
@@ -41,11 +42,6 @@ const HUGE_PAGE_MIN_BYTES: u64 = 4 << 20;
 fn huge_pages(size_bytes: u64) -> bool {
     size_bytes >= HUGE_PAGE_MIN_BYTES
 }
-/// Average busy share of the case's CPUs above which the case is marked contended.
-const BUSY_THRESHOLD: f64 = 0.10;
-/// Any single CPU busier than this before a host case marks it contended: more than half of
-/// the idle window, so one stray tick (20 % of a 50 ms window at 100 Hz) never does.
-const ONE_CPU_BUSY: f64 = 0.5;
 
 /// The engine that copies with the C library's `memcpy`.
 pub const MEMCPY: EngineId = EngineId::new("host-memcpy");
@@ -155,7 +151,7 @@ struct Buffers {
 type BufferKey = (Option<u32>, Option<u32>, bool);
 
 impl HostMemcpy {
-    /// Build from the detected topology; `proc_root` is where `/proc/stat` is read for the idle
+    /// Build from the detected topology; `proc_root` is where `/proc/stat` is read for the CPU
     /// guard (the live `/proc` in production).
     pub fn new(topo: &Topology, proc_root: impl Into<PathBuf>) -> Self {
         let node_cpus = topo
@@ -321,14 +317,6 @@ impl Engine for HostEngine {
             state.spare = None;
         }
     }
-
-    fn idle_check(&mut self, case: &Case) -> Idle {
-        let state = self.state.borrow();
-        let Ok(cpus) = host_spec(case).and_then(|s| state.cpus_for(s)) else {
-            return Idle::Idle;
-        };
-        cpus_idle(&state.proc_root, &cpus)
-    }
 }
 
 /// Which stores glibc's `memcpy` uses for each thread's call of a `size`-byte copy on
@@ -354,53 +342,6 @@ fn memcpy_store_note(size: usize, threads: usize, threshold: u64) -> String {
 /// `181.5 MiB`: a threshold glibc derives from the cache size is rarely a whole unit.
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
-}
-
-/// How long the idle guard watches `/proc/stat` before a case (5 ticks of each CPU at the
-/// usual 100 Hz).
-const IDLE_WINDOW: Duration = Duration::from_millis(50);
-
-/// The CPU idle guard of a case whose threads run on `cpus`: two `/proc/stat` samples
-/// [`IDLE_WINDOW`] apart under `proc_root`, judged by [`busy_reason`]. Idle where `/proc/stat`
-/// cannot be read (the guard cannot tell; the case's own spread still shows contention).
-pub fn cpus_idle(proc_root: &std::path::Path, cpus: &[u32]) -> Idle {
-    let Ok((a, b)) = idle::sample(proc_root, IDLE_WINDOW) else {
-        return Idle::Idle;
-    };
-    busy_reason(&a, &b, cpus).map_or(Idle::Idle, Idle::Busy)
-}
-
-/// Why a case on `cpus` would run contended, from two `/proc/stat` samples: its own CPUs busy
-/// beyond [`BUSY_THRESHOLD`] on average, or any one CPU of the machine busier than
-/// [`ONE_CPU_BUSY`] (a copy's repetition lasts as long as its slowest thread, and another
-/// process streaming memory anywhere shares the memory with it; one busy CPU of 16 averages to
-/// 6 % and would pass the first test alone).
-fn busy_reason(
-    a: &std::collections::BTreeMap<u32, (u64, u64)>,
-    b: &std::collections::BTreeMap<u32, (u64, u64)>,
-    cpus: &[u32],
-) -> Option<String> {
-    let share = idle::share_between(a, b, cpus);
-    if share > BUSY_THRESHOLD {
-        return Some(format!(
-            "CPUs {} were {:.0} % busy before the case",
-            cpulist(cpus),
-            share * 100.0
-        ));
-    }
-    match idle::busiest(a, b) {
-        Some((cpu, one)) if one > ONE_CPU_BUSY => Some(format!(
-            "CPU {cpu} was {:.0} % busy before the case (work anywhere on the machine shares \
-             its memory with the case{})",
-            one * 100.0,
-            if cpus.contains(&cpu) {
-                ", and this CPU runs one of its threads"
-            } else {
-                ""
-            }
-        )),
-        _ => None,
-    }
 }
 
 /// Shared state between the timing thread and the workers.
@@ -508,6 +449,10 @@ struct PreparedCopy<'a> {
     steal: sched::StealProbe,
     /// The last repetition's scheduling counters.
     last_sched: Option<RepSched>,
+    /// The CPU guard, and its threads' run-queue delay since it began (`None` once a thread
+    /// could not read its own).
+    watch: CpuWatch,
+    waited_ns: Option<u64>,
     /// Always `Some` until Drop hands the buffers back to `home`.
     bufs: Option<Buffers>,
     home: RefMut<'a, Option<Buffers>>,
@@ -538,6 +483,27 @@ fn split(size: usize, n: usize) -> Vec<(usize, usize)> {
 
 /// Bytes below which [`first_difference`] compares on the calling thread alone.
 const PARALLEL_COMPARE_BYTES: usize = 64 << 20;
+
+/// Zero `buf`, in pieces of whole pages on up to 16 threads free to run on `cpus` (the calling
+/// thread's affinity before the case pins it): one thread cleared a 1 GiB destination in about
+/// 0.1 s, ten such cases a profile.
+fn clear(buf: &mut [u8], cpus: &[u32]) {
+    let threads = cpus.len().clamp(1, 16);
+    if buf.len() <= PARALLEL_COMPARE_BYTES || threads < 2 {
+        buf.fill(0);
+        return;
+    }
+    let piece = buf.len().div_ceil(threads).next_multiple_of(4096);
+    std::thread::scope(|scope| {
+        for part in buf.chunks_mut(piece) {
+            scope.spawn(move || {
+                // Best effort: a thread left on the spawner's CPU still clears its piece.
+                let _ = hwc_numa::pin_current_thread(cpus);
+                part.fill(0);
+            });
+        }
+    });
+}
 
 /// The index of the first byte where `a` and `b` differ (over the shorter length), or `None`.
 /// `==` on slices is memcmp (about 10 GB/s on one core); the byte loop only runs to name the
@@ -639,7 +605,10 @@ impl<'a> PreparedCopy<'a> {
                 // The source still holds the pattern (copies only read it); the destination
                 // holds the last case's copy of it, so it is cleared: a copy that does nothing
                 // must not pass the check.
-                b.dst.as_mut_slice()[..size].fill(0);
+                clear(
+                    &mut b.dst.as_mut_slice()[..size],
+                    &hwc_numa::current_affinity(),
+                );
                 b
             }
             // Buffers of another key were freed by the `filter` above, before the new ones
@@ -697,6 +666,8 @@ impl<'a> PreparedCopy<'a> {
             probe: sched::ThreadProbe::open(proc_root),
             steal: sched::StealProbe::new(proc_root, sched::clk_tck()),
             last_sched: None,
+            watch: CpuWatch::new(proc_root, cpus),
+            waited_ns: Some(0),
             own_work: work[0],
             bufs: Some(bufs),
             home,
@@ -902,6 +873,7 @@ impl Prepared for PreparedCopy<'_> {
         threads.extend(take_slots(&gate.slots[1..], &self.cpus[1..], &gate.why));
         for t in &mut threads {
             t.steal_us = self.steal.cpu_us(&steal_before, &steal_after, t.cpu);
+            self.waited_ns = self.waited_ns.zip(t.run_delay_ns).map(|(a, b)| a + b);
         }
         self.last_sched = Some(RepSched {
             threads,
@@ -915,6 +887,15 @@ impl Prepared for PreparedCopy<'_> {
 
     fn last_sched(&self) -> Option<RepSched> {
         self.last_sched.clone()
+    }
+
+    fn watch(&mut self) {
+        self.waited_ns = Some(0);
+        self.watch.start();
+    }
+
+    fn busy_meanwhile(&mut self) -> Option<String> {
+        self.watch.verdict(self.waited_ns)
     }
 
     fn sched_sources(&self) -> SchedSources {

@@ -444,14 +444,17 @@ pub struct CaseResult {
 }
 
 /// Where a case's time went: the idle guard, the engine's preparation (buffers, placement,
-/// searches), the cold repetition with its data check and the warm-ups, and the timed
-/// repetitions of every window, seconds.
+/// searches), the cold repetition and the warm-ups, the timed repetitions of every window, and
+/// the data check after them, seconds. (Raw files of earlier builds checked the data after the
+/// cold repetition, inside `cold_and_warmup`, and have no `check`.)
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseSeconds {
     pub idle_check: f64,
     pub prepare: f64,
     pub cold_and_warmup: f64,
     pub timed: f64,
+    #[serde(default)]
+    pub check: f64,
 }
 
 #[cfg(test)]

@@ -405,7 +405,10 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
             && g.size_bytes >= 4 * MIB;
         let want = steady.then_some(STEADY_SPREAD_PCT);
         assert_eq!(c.reps.retry_above_spread_pct, want, "{}", c.key);
-        assert_eq!((c.reps.warmup, c.reps.timed), (1, 12), "{}", c.key);
+        // Pinned and device copies: the calibration and the cold repetition are their warm-up;
+        // pageable ones, whose cold repetition reads low, one more.
+        let warmup = u32::from(g.host_memory == Some(HostMemory::Pageable));
+        assert_eq!((c.reps.warmup, c.reps.timed), (warmup, 12), "{}", c.key);
         // Each may stop at 5 once steady: within its spread limit where it has one.
         let within = want.unwrap_or(GPU_STEADY_PCT);
         assert_eq!(
@@ -741,6 +744,15 @@ fn path_filter_and_overrides() {
             steady: None
         }
     );
+    // Fewer repetitions keep a warm-up where the plan asks for one, and add none where it
+    // asks for none (pinned GPU copies).
+    let quick = PlanOptions {
+        reps_divisor: Some(10),
+        ..PlanOptions::default()
+    };
+    assert_eq!(quick.reps(0, 12).warmup, 0);
+    assert_eq!(quick.reps(1, 12).warmup, 1);
+    assert_eq!(quick.reps(20, 200).warmup, 2);
     // 64 threads on a 16-CPU node: waived with the node's CPU count, never dropped silently.
     let w: Vec<_> = p.waivers_of(PathId::HostRam).collect();
     assert!(

@@ -374,7 +374,7 @@ fn warnings(p: &Profile) -> Vec<Warning> {
     }
     let contended = p.measurements.iter().filter(|m| m.contended).count();
     if contended > 0 {
-        // A GPU case's idle guard reads its GPU (NVML), a host case's the CPUs' load.
+        // A GPU case's idle guard reads its GPU (NVML), a host case's CPU guard the CPUs.
         let on_gpu = p
             .measurements
             .iter()

@@ -1,7 +1,9 @@
 //! The runner: takes planned cases and the engines that can measure them, and owns the measurement
 //! discipline — one cold repetition (kept, labelled cold), warm-up, N timed repetitions (where a
 //! case held to a spread exceeds it, a window of them timed again at once, and once more after its
-//! engine's other cases: [`MAX_WINDOWS`] in all), statistics, a data check, the idle guard — and
+//! engine's other cases: [`MAX_WINDOWS`] in all), statistics, a data check of the last
+//! repetition once the timed ones have run (so that reading the data back, which pulls a host
+//! destination into the CPU caches, never precedes a timed repetition), the idle guard — and
 //! reports each finished case to an [`Observer`] at once, so an interrupted run keeps what it
 //! measured. It never prints.
 //!
@@ -78,6 +80,16 @@ pub trait Prepared {
     fn run_once(&mut self) -> Result<Rep, BenchError>;
     /// Check the data the last repetition moved (outside any timed region).
     fn verify(&mut self) -> Result<(), BenchError>;
+    /// Begin watching what else runs on the machine while the repetitions that follow do,
+    /// where the engine watches (the host engines' CPU guard): called once a preparation is
+    /// done, before its cold repetition.
+    fn watch(&mut self) {}
+    /// Why other work shared the machine with the repetitions since [`Prepared::watch`], where
+    /// the engine watched: the case is then marked contended. Called after its last timed
+    /// repetition, before the data check.
+    fn busy_meanwhile(&mut self) -> Option<String> {
+        None
+    }
     /// Where threads and buffers were placed, as verified.
     fn placement(&self) -> Option<Placement> {
         None
@@ -154,7 +166,8 @@ pub trait Engine {
     /// The cases this engine will be given, in order, before the first: an engine may size
     /// what it keeps across cases (buffers) from them.
     fn expect(&mut self, _cases: &[&Case]) {}
-    /// Check that the CPUs/devices `case` uses are idle.
+    /// Check, before `case` is prepared, that the devices it uses are idle (engines that watch
+    /// while the repetitions run instead use [`Prepared::watch`]).
     fn idle_check(&mut self, _case: &Case) -> Idle {
         Idle::Idle
     }
@@ -537,8 +550,9 @@ fn throughput(bytes: u64, rep: &Rep) -> Result<f64, BenchError> {
     Ok(hwc_stats::gbps(bytes, rep.seconds))
 }
 
-/// Run one case: idle guard, prepare, cold repetition, data check, warm-up, timed repetitions
-/// (up to [`AT_ONCE_WINDOWS`] windows: a lone case has no other cases to be timed again after).
+/// Run one case: idle guard, prepare, cold repetition, warm-up, timed repetitions (up to
+/// [`AT_ONCE_WINDOWS`] windows: a lone case has no other cases to be timed again after), data
+/// check.
 pub fn run_case(
     case: &Case,
     engine: &mut dyn Engine,
@@ -665,8 +679,9 @@ struct Timed<'c> {
     phases: hwc_model::PhaseSeconds,
 }
 
-/// Idle guard, prepare, cold repetition, data check, warm-up, and up to [`AT_ONCE_WINDOWS`]
-/// windows of timed repetitions, the next only while every earlier one spread past a limit.
+/// Idle guard, prepare, cold repetition, warm-up, up to [`AT_ONCE_WINDOWS`] windows of timed
+/// repetitions (the next only while every earlier one spread past a limit), then the data check
+/// of the last repetition: a case whose data is wrong has no figure, whichever window it kept.
 fn time_group<'c>(
     case: &'c Case,
     others: &[&'c Case],
@@ -698,6 +713,7 @@ fn time_group<'c>(
     let mut prepared = engine.prepare(case).map_err(lead_only)?;
     phases.prepare = at.elapsed().as_secs_f64();
     let members = members_of(case, others, prepared.as_ref());
+    prepared.watch();
     let at = std::time::Instant::now();
     let (cold, warmups) = warm(case, &members, prepared.as_mut()).map_err(lead_only)?;
     phases.cold_and_warmup = at.elapsed().as_secs_f64();
@@ -726,6 +742,13 @@ fn time_group<'c>(
         }
     }
     phases.timed = at.elapsed().as_secs_f64();
+    if let Some(why) = prepared.busy_meanwhile() {
+        contended = true;
+        notes.push(format!("contended: {why}"));
+    }
+    let at = std::time::Instant::now();
+    prepared.verify().map_err(lead_only)?;
+    phases.check = at.elapsed().as_secs_f64();
     let facts = vec![Facts::of(prepared.as_ref(), &members)];
     Ok(Timed {
         engine: name,
@@ -773,8 +796,7 @@ fn members_of<'c>(case: &'c Case, others: &[&'c Case], prepared: &dyn Prepared) 
     members
 }
 
-/// The cold repetition (and the data check after it), then the warm-up: each member's cold
-/// figure and warm-up figures.
+/// The cold repetition, then the warm-up: each member's cold figure and warm-up figures.
 fn warm(
     case: &Case,
     members: &[Member],
@@ -783,7 +805,6 @@ fn warm(
     let cold = prepared
         .run_once()
         .and_then(|r| sample(members, prepared, &r))?;
-    prepared.verify()?;
     let mut warmups: Vec<Vec<f64>> = vec![Vec::new(); members.len()];
     for _ in 0..case.reps.warmup {
         let rep = prepared.run_once()?;
@@ -796,8 +817,8 @@ fn warm(
 }
 
 /// Time a group again after its engine's other cases: the idle guard, a new preparation (its
-/// cold repetition, data check and warm-up), and windows until one holds every limit or there
-/// are [`MAX_WINDOWS`]. Its windows join the group's only once all are timed; an error says why
+/// cold repetition and warm-up), windows until one holds every limit or there are
+/// [`MAX_WINDOWS`], and the data check. Its windows join the group's only once all are timed; an error says why
 /// they do not (the windows it had stand). The time spent counts in the lead's seconds either way.
 fn retime(timed: &mut Timed, engine: &mut dyn Engine, cancel: &AtomicBool) -> Result<(), String> {
     let started = std::time::Instant::now();
@@ -836,6 +857,7 @@ fn time_again(
     if !same {
         return Err("prepared again, it no longer timed the same cases in its repetitions".into());
     }
+    prepared.watch();
     warm(case, &members, prepared.as_mut()).map_err(failed)?;
     let pass = timed.facts.len();
     let mut windows = Vec::new();
@@ -854,6 +876,14 @@ fn time_again(
             break;
         }
     }
+    if let Some(why) = prepared.busy_meanwhile() {
+        if !timed.contended {
+            return Err(format!("busy then: {why}"));
+        }
+    }
+    prepared
+        .verify()
+        .map_err(|e| format!("its data check failed: {e}"))?;
     Ok((windows, Facts::of(prepared.as_ref(), &members)))
 }
 

@@ -19,8 +19,14 @@ struct Scripted {
     also: Option<(String, String, Vec<f64>)>,
     /// Keys of the cases prepared, in order (shared: the runner owns the backend).
     prepared: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// The repetition after which `verify` fails (the cold one is repetition 1).
+    /// The key of the case whose data check fails.
     fail_verify_of: Option<String>,
+    /// How many repetitions had run (the cold one counted) at each data check, in order.
+    verified_after: std::sync::Arc<std::sync::Mutex<Vec<usize>>>,
+    /// What the case's watch finds, by preparation (the n-th prepared case's; else nothing),
+    /// and how many repetitions had run when each watch began and ended.
+    busy_meanwhile: Vec<Option<String>>,
+    watched: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
     /// Preparations after this many fail.
     prepare_limit: Option<usize>,
     /// The engine it is.
@@ -46,6 +52,9 @@ impl Scripted {
             also: None,
             prepared: Default::default(),
             fail_verify_of: None,
+            verified_after: Default::default(),
+            busy_meanwhile: Vec::new(),
+            watched: Default::default(),
             prepare_limit: None,
             engine: EngineId::new("scripted"),
             bytes_by_prep: Vec::new(),
@@ -81,7 +90,28 @@ impl Prepared for ScriptedCase<'_> {
             wall_seconds: wall,
         })
     }
+    fn watch(&mut self) {
+        if let Ok(mut w) = self.0.watched.lock() {
+            w.push((self.0.next, usize::MAX));
+        }
+    }
+    fn busy_meanwhile(&mut self) -> Option<String> {
+        if let Ok(mut w) = self.0.watched.lock() {
+            if let Some(last) = w.last_mut() {
+                last.1 = self.0.next;
+            }
+        }
+        let n = self.0.prepared.lock().map_or(1, |p| p.len());
+        self.0
+            .busy_meanwhile
+            .get(n.saturating_sub(1))
+            .cloned()
+            .flatten()
+    }
     fn verify(&mut self) -> Result<(), BenchError> {
+        if let Ok(mut v) = self.0.verified_after.lock() {
+            v.push(self.0.next);
+        }
         if self.0.fail_verify_of.as_deref() == Some(self.1.as_str()) {
             return Err(BenchError::failed("data mismatch in the lead"));
         }
@@ -251,6 +281,41 @@ fn a_failed_verification_fails_the_case_alone() {
 }
 
 #[test]
+fn the_data_is_checked_once_after_the_timed_repetitions_and_a_bad_check_leaves_no_figure() {
+    // Cold, 2 warm-ups, 5 timed: the check reads the last timed repetition's data, so that
+    // reading it back (a host destination into the CPU caches) precedes no timed repetition.
+    let b = Scripted::new(&[1.0]);
+    let checks = b.verified_after.clone();
+    let out = run1(b, case(PathId::HostRam, 2, 5), RunOptions::default());
+    assert_eq!(out.results.len(), 1);
+    assert_eq!(*checks.lock().unwrap(), vec![8]);
+    let phases = out.results[0].phase_seconds.expect("phases are kept");
+    assert!(phases.check >= 0.0);
+
+    // Windows timed again at once: still one check, after the last of them.
+    let b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    let checks = b.verified_after.clone();
+    let mut c = case(PathId::HostRam, 0, 3);
+    c.reps.retry_above_spread_pct = Some(1);
+    let out = run1(b, c, RunOptions::default());
+    assert_eq!(out.results.len(), 1);
+    assert_eq!(
+        *checks.lock().unwrap(),
+        vec![7],
+        "cold, then two windows of 3"
+    );
+
+    // Data that fails its check after good-looking repetitions: no figure, the case fails.
+    let mut b = Scripted::new(&[1.0]);
+    b.verify_ok = false;
+    let checks = b.verified_after.clone();
+    let out = run1(b, case(PathId::HostRam, 1, 5), RunOptions::default());
+    assert!(out.results.is_empty());
+    assert!(out.failures[0].error.contains("mismatch"));
+    assert_eq!(*checks.lock().unwrap(), vec![7]);
+}
+
+#[test]
 fn busy_is_refused_or_marked_contended() {
     let mut b = Scripted::new(&[1.0]);
     b.busy = true;
@@ -269,6 +334,51 @@ fn busy_is_refused_or_marked_contended() {
     let m = &out.results[0].measurement;
     assert!(m.contended);
     assert!(m.notes[0].contains("3 other processes"));
+}
+
+#[test]
+fn other_work_while_the_repetitions_ran_marks_the_case_contended() {
+    // The watch spans the cold repetition, the warm-up and the timed ones (1 + 1 + 3).
+    let mut b = Scripted::new(&[1.0]);
+    b.busy_meanwhile = vec![Some("CPU 12 was 100 % busy while the case ran".into())];
+    let watched = b.watched.clone();
+    let out = run1(b, case(PathId::HostRam, 1, 3), RunOptions::default());
+    let m = &out.results[0].measurement;
+    assert!(m.contended);
+    assert!(m
+        .notes
+        .contains(&"contended: CPU 12 was 100 % busy while the case ran".to_string()));
+    assert_eq!(*watched.lock().unwrap(), vec![(0, 5)]);
+
+    // Nothing else ran: not contended.
+    let b = Scripted::new(&[1.0]);
+    let out = run1(b, case(PathId::HostRam, 1, 3), RunOptions::default());
+    assert!(!out.results[0].measurement.contended);
+
+    // Timed again after its engine's other cases, busy only then: the first windows stand.
+    let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 3.0, 1.0]);
+    b.busy_meanwhile = vec![
+        None,
+        None,
+        Some("CPU 3 was 90 % busy while the case ran".into()),
+    ];
+    let mut c = case(PathId::HostRam, 0, 3);
+    c.reps.retry_above_spread_pct = Some(1);
+    let mut other = case(PathId::HostRam, 0, 3);
+    other.key = "host_ram/other".into();
+    let (out, prepared) = run_all(b, &[c, other]);
+    assert_eq!(prepared.len(), 3, "{prepared:?}");
+    let r = out
+        .results
+        .iter()
+        .find(|r| r.measurement.key == "host_ram/test")
+        .unwrap();
+    assert!(!r.measurement.contended);
+    let windows = r.measurement.evidence.windows.as_ref().unwrap();
+    assert!(
+        format!("{windows:?}").contains("busy then: CPU 3 was 90 % busy"),
+        "{windows:?}"
+    );
 }
 
 /// The wall clock's disagreement of a case of a cold and 3 timed repetitions of 1 s by the
