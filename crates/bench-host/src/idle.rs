@@ -130,7 +130,8 @@ pub fn busy_reason(
         let share = ns as f64 / 1e9 / seconds / threads;
         if share > WAITED_THRESHOLD {
             return Some(format!(
-                "its threads waited {:.0} % of the time for their CPUs ({}) while it ran:                  other tasks ran there",
+                "its threads waited {:.0} % of the time for their CPUs ({}) while it ran: \
+                 other tasks ran there",
                 share * 100.0,
                 hwc_model::cpulist::format(cpus)
             ));
@@ -138,7 +139,8 @@ pub fn busy_reason(
     }
     match busiest_outside(a, b, cpus) {
         Some((cpu, one)) if one > ONE_CPU_BUSY => Some(format!(
-            "CPU {cpu} was {:.0} % busy while the case ran (work anywhere on the machine shares              its memory with the case)",
+            "CPU {cpu} was {:.0} % busy while the case ran (work anywhere on the machine shares \
+             its memory with the case)",
             one * 100.0
         )),
         _ => None,

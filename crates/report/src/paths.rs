@@ -169,11 +169,15 @@ pub(crate) fn reps_line(out: &mut String, ms: &[&Measurement]) {
     } else {
         ""
     };
+    let after = if warmups.iter().all(|&w| w == 0) {
+        "the cold one".to_string()
+    } else {
+        format!("the cold one and {} warm-up", range(&warmups))
+    };
     let _ = writeln!(
         out,
-        "Cells: median GB/s ± spread; {} timed repetitions after {} warm-up{each}.\n",
+        "Cells: median GB/s ± spread; {} timed repetitions after {after}{each}.\n",
         range(&ns),
-        range(&warmups)
     );
 }
 

@@ -1402,8 +1402,8 @@ fn the_repetitions_line_gives_the_range_of_counts_and_each_case_is_in_appendix_a
     let path7 = &r[r.find("### Path 7").unwrap()..r.find("### Path 8").unwrap()];
     assert!(
         path7.contains(
-            "Cells: median GB/s ± spread; 20 to 200 timed repetitions after 3 to 20 warm-up \
-             (each case's: Appendix A)."
+            "Cells: median GB/s ± spread; 20 to 200 timed repetitions after the cold one and 3 \
+             to 20 warm-up (each case's: Appendix A)."
         ),
         "{path7}"
     );
@@ -1412,7 +1412,18 @@ fn the_repetitions_line_gives_the_range_of_counts_and_each_case_is_in_appendix_a
     assert_eq!((row["N"].as_str(), row["Warm-up"].as_str()), ("200", "20"));
     // One count for every cell: that count.
     let r = render(&profile(false));
-    assert!(r.contains("Cells: median GB/s ± spread; 20 timed repetitions after 3 warm-up.\n"));
+    assert!(r.contains(
+        "Cells: median GB/s ± spread; 20 timed repetitions after the cold one and 3 warm-up.\n"
+    ));
+    // No warm-up beyond the cold repetition (pinned GPU copies): no count of zero.
+    let p = profile_with(false, |rs| {
+        rs.iter_mut().for_each(|r| r.measurement.warmup = 0)
+    });
+    let r = render(&p);
+    assert!(
+        r.contains("Cells: median GB/s ± spread; 20 timed repetitions after the cold one.\n"),
+        "{r}"
+    );
 }
 
 #[test]
