@@ -397,6 +397,10 @@ pub struct CaseContext {
     /// For a duplex case: the key of the planned case of the other direction of the same
     /// copies, whose figure the same repetitions give (see [`Prepared::also`]).
     pub partner: Option<String>,
+    /// The GPU's PCIe link at its maximum, theoretical GB/s one way (NVML), where known: the
+    /// calibration's first batch of a pinned copy over it lasts the target at this rate
+    /// ([`timing::first_copies`]).
+    pub link_gbps: Option<f64>,
 }
 
 /// A prepared copy case.
@@ -574,7 +578,7 @@ impl<'a> CopyCase<'a> {
             watch: None,
             _affinity: affinity,
         };
-        let (first_gbps, batch_seconds) = case.calibrate()?;
+        let (first_gbps, batch_seconds) = case.calibrate(cx.link_gbps)?;
         // Copies that read host memory (H2D, and duplex, whose H2D half does) whose batch of K
         // falls well short of the target gather batches into repetitions of about the target
         // (host spells, see `timing::batches_per_rep`); D2H copies, which ran flat, and D2D ones
@@ -605,15 +609,22 @@ impl<'a> CopyCase<'a> {
         Ok(case)
     }
 
-    /// Choose K: one batch with about 32 MiB per stream gives the rate, K follows from it; a
-    /// batch of that K must then pass without the latch timing out (a full driver queue makes
-    /// the enqueue block until the latch gives up), else K is halved. Returns the first
-    /// batch's throughput in GB/s of each flow and how long a batch of the chosen K lasts at
-    /// the last batch's rate (of the measured flow), in seconds (short of the target where the
-    /// queue, or a first rate that K then outgrew, stopped K).
-    fn calibrate(&mut self) -> Result<(Vec<f64>, f64), CudaError> {
+    /// Choose K: a first batch ([`timing::first_copies`]: the target at the link's rate for a
+    /// pinned copy over a known link, else about 32 MiB per stream) gives the rate, K follows
+    /// from it; a batch of that K must pass without the latch timing out (a full driver queue
+    /// makes the enqueue block until the latch gives up), else K is halved. Where K is no more
+    /// than the first batch's, that batch passed it already. Returns the first batch's
+    /// throughput in GB/s of each flow and how long a batch of the chosen K lasts at the last
+    /// batch's rate (of the measured flow), in seconds (short of the target where the queue,
+    /// or a first rate that K then outgrew, stopped K).
+    fn calibrate(&mut self, link_gbps: Option<f64>) -> Result<(Vec<f64>, f64), CudaError> {
         let mut cap = MAX_COPIES;
-        let mut k = timing::calibration_copies(self.size_bytes as u64);
+        let over_link = self.latched && self.flows.iter().all(|f| f.direction != Direction::D2d);
+        let mut k = timing::first_copies(
+            self.size_bytes as u64,
+            self.streams,
+            link_gbps.filter(|_| over_link),
+        );
         let round_bytes = self.size_bytes as u64 * u64::from(self.streams);
         let mut first_gbps = None;
         for _ in 0..CALIBRATION_ATTEMPTS {

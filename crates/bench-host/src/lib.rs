@@ -848,6 +848,11 @@ impl Prepared for PreparedCopy<'_> {
     }
 
     fn run_once(&mut self) -> Result<Rep, BenchError> {
+        if self.gate.stop.load(Ordering::Acquire) {
+            return Err(BenchError::failed(
+                "a repetition after the data check: the copy threads have ended",
+            ));
+        }
         let n_workers = self.workers.len();
         let gate = &self.gate;
         gate.armed.store(0, Ordering::Release);
@@ -908,7 +913,11 @@ impl Prepared for PreparedCopy<'_> {
         }
     }
 
+    /// The case's last step (the runner checks the data once the timed repetitions have run):
+    /// the copy threads end first, so that the compare's threads do not share the CPUs with
+    /// threads spinning for a repetition that will not come.
     fn verify(&mut self) -> Result<(), BenchError> {
+        self.stop_workers();
         let b = self.buffers();
         let (src, dst) = (
             &b.src.as_slice()[..self.size],
@@ -992,13 +1001,20 @@ impl Prepared for PreparedCopy<'_> {
     }
 }
 
-impl Drop for PreparedCopy<'_> {
-    fn drop(&mut self) {
+impl PreparedCopy<'_> {
+    /// End the copy threads (they spin between repetitions, on every CPU of the case).
+    fn stop_workers(&mut self) {
         self.gate.stop.store(true, Ordering::Release);
         for h in self.workers.drain(..) {
             // A worker that panicked has nothing left to clean up.
             let _ = h.join();
         }
+    }
+}
+
+impl Drop for PreparedCopy<'_> {
+    fn drop(&mut self) {
+        self.stop_workers();
         // No worker touches the buffers any more: keep them for the next case.
         *self.home = self.bufs.take();
         if !self.saved_affinity.is_empty() {

@@ -207,6 +207,12 @@ fn buffers_kept_for_the_next_case_do_not_let_a_missing_copy_pass() {
     assert_eq!(again.buffers().src.as_ptr() as usize, first_src);
     let e = again.verify().unwrap_err().to_string();
     assert!(e.contains("mismatch at byte"), "{e}");
+    // The check is a case's last step: its copy threads have ended, and a repetition after it
+    // is an error, not a hang.
+    let e = again.run_once().unwrap_err().to_string();
+    assert!(e.contains("after the data check"), "{e}");
+    drop(again);
+    let mut again = memcpy_on(cpu, 2 << 20, &home);
     again.run_once().unwrap();
     assert!(again.verify().is_ok());
     drop(again);

@@ -78,7 +78,8 @@ pub trait Prepared {
     }
     /// Run one repetition.
     fn run_once(&mut self) -> Result<Rep, BenchError>;
-    /// Check the data the last repetition moved (outside any timed region).
+    /// Check the data the last repetition moved (outside any timed region). The case's last
+    /// step: the runner runs no repetition of this preparation after it.
     fn verify(&mut self) -> Result<(), BenchError>;
     /// Begin watching what else runs on the machine while the repetitions that follow do,
     /// where the engine watches (the host engines' CPU guard): called once a preparation is
