@@ -284,14 +284,9 @@ impl CudaBackend {
             notes: slot.notes.clone(),
             pin,
             partner: partners.get(&case.key).cloned(),
-            link_gbps: device.nvml.as_ref().and_then(|f| {
-                let speed = hwc_model::pcie_speed_of_gen(f.link_gen_max?)?;
-                Some(hwc_model::pcie_theoretical_gbps(speed, f.link_width_max?))
-            }),
         };
-        let mut prepared = CopyCase::prepare(runtime, &spec, cx)?;
-        prepared.watch = nvml_device.map(crate::case_state::StateWatch::new);
-        Ok(prepared)
+        let watch = nvml_device.map(crate::case_state::StateWatch::new);
+        CopyCase::prepare(runtime, &spec, cx, watch)
     }
 }
 

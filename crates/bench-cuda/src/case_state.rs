@@ -1,7 +1,8 @@
 //! The GPU's state while a case runs, from NVML: clocks, temperature, clock-event reasons and
-//! the PCIe link, sampled with the case's first batch of copies in flight (its calibration or
-//! cold repetition, never a timed one) and again right after its last timed repetition, and the
-//! PCIe replay counter when the case is prepared and when its figures are taken.
+//! the PCIe link, sampled with the case's second batch of copies in flight (its calibration's
+//! batch of K: never the first, which is the case's cold figure, nor a timed one) and again
+//! right after its last timed repetition, and the PCIe replay counter when the case is
+//! prepared and when its figures are taken.
 //!
 //! Never during a timed repetition: NVML's reads reach the GPU over the same link, and on the
 //! H100 test machine sampling during timed repetitions (their 2nd, 6th and 14th) spread pinned
@@ -50,10 +51,11 @@ impl<'n> StateWatch<'n> {
         }
     }
 
-    /// A batch of the case's copies is in flight: sample during the first.
+    /// A batch of the case's copies is in flight: sample during the second (see the module's
+    /// doc).
     pub(crate) fn in_flight(&mut self) {
         self.batches += 1;
-        if self.batches == 1 {
+        if self.batches == 2 {
             let s = self.read();
             self.samples.push(s);
         }

@@ -397,10 +397,6 @@ pub struct CaseContext {
     /// For a duplex case: the key of the planned case of the other direction of the same
     /// copies, whose figure the same repetitions give (see [`Prepared::also`]).
     pub partner: Option<String>,
-    /// The GPU's PCIe link at its maximum, theoretical GB/s one way (NVML), where known: the
-    /// calibration's first batch of a pinned copy over it lasts the target at this rate
-    /// ([`timing::first_copies`]).
-    pub link_gbps: Option<f64>,
 }
 
 /// A prepared copy case.
@@ -435,6 +431,10 @@ pub struct CopyCase<'a> {
     batch_flow_seconds: Vec<f64>,
     /// Set when the data check failed: the buffers are freed, not given back to the pool.
     suspect: bool,
+    /// GB/s of each flow in the case's first batch of copies (calibration's): the cold figure.
+    first_gbps: Vec<f64>,
+    /// Copies per stream in that batch.
+    first_copies: u32,
     /// The GPU's state through the case, where NVML is loaded.
     pub(crate) watch: Option<crate::case_state::StateWatch<'a>>,
     _affinity: Option<AffinityGuard>,
@@ -455,11 +455,13 @@ fn new_event(ctx: &Arc<CudaContext>, timing: bool) -> Result<CudaEvent, CudaErro
 }
 
 impl<'a> CopyCase<'a> {
-    /// Allocate, place, fill and calibrate.
-    pub fn prepare(
+    /// Allocate, place, fill and calibrate; `watch` (the GPU's state through the case, where
+    /// NVML is loaded) samples with the calibration's second batch in flight.
+    pub(crate) fn prepare(
         rt: &'a mut DeviceRuntime,
         spec: &CopySpec,
         cx: CaseContext,
+        watch: Option<crate::case_state::StateWatch<'a>>,
     ) -> Result<Self, CudaError> {
         let affinity = match &cx.pin {
             Some((_, cpus)) => Some(AffinityGuard::pin(cpus)?),
@@ -575,10 +577,13 @@ impl<'a> CopyCase<'a> {
             flow_seconds: Vec::new(),
             batch_flow_seconds: Vec::new(),
             suspect: false,
-            watch: None,
+            first_gbps: Vec::new(),
+            first_copies: 0,
+            watch,
             _affinity: affinity,
         };
-        let (first_gbps, batch_seconds) = case.calibrate(cx.link_gbps)?;
+        let (first_gbps, batch_seconds) = case.calibrate()?;
+        case.first_gbps = first_gbps.clone();
         // Copies that read host memory (H2D, and duplex, whose H2D half does) whose batch of K
         // falls well short of the target gather batches into repetitions of about the target
         // (host spells, see `timing::batches_per_rep`); D2H copies, which ran flat, and D2D ones
@@ -609,27 +614,26 @@ impl<'a> CopyCase<'a> {
         Ok(case)
     }
 
-    /// Choose K: a first batch ([`timing::first_copies`]: the target at the link's rate for a
-    /// pinned copy over a known link, else about 32 MiB per stream) gives the rate, K follows
-    /// from it; a batch of that K must pass without the latch timing out (a full driver queue
-    /// makes the enqueue block until the latch gives up), else K is halved. Where K is no more
-    /// than the first batch's, that batch passed it already. Returns the first batch's
-    /// throughput in GB/s of each flow and how long a batch of the chosen K lasts at the last
-    /// batch's rate (of the measured flow), in seconds (short of the target where the queue,
-    /// or a first rate that K then outgrew, stopped K).
-    fn calibrate(&mut self, link_gbps: Option<f64>) -> Result<(Vec<f64>, f64), CudaError> {
+    /// Choose K: one batch with about 32 MiB per stream gives the rate, K follows from it; a
+    /// batch of that K must then pass without the latch timing out (a full driver queue makes
+    /// the enqueue block until the latch gives up), else K is halved. At least two batches
+    /// run: the first is the case's cold figure, the next (of K) warms it. Returns the first
+    /// batch's throughput in GB/s of each flow and how long a batch of the chosen K lasts at
+    /// the last batch's rate (of the measured flow), in seconds (short of the target where the
+    /// queue, or a first rate that K then outgrew, stopped K).
+    fn calibrate(&mut self) -> Result<(Vec<f64>, f64), CudaError> {
         let mut cap = MAX_COPIES;
-        let over_link = self.latched && self.flows.iter().all(|f| f.direction != Direction::D2d);
-        let mut k = timing::first_copies(
-            self.size_bytes as u64,
-            self.streams,
-            link_gbps.filter(|_| over_link),
-        );
+        let mut k = timing::calibration_copies(self.size_bytes as u64);
         let round_bytes = self.size_bytes as u64 * u64::from(self.streams);
         let mut first_gbps = None;
+        let mut passed = 0;
         for _ in 0..CALIBRATION_ATTEMPTS {
             match self.run_batch(k) {
                 Ok((seconds, _)) => {
+                    passed += 1;
+                    if first_gbps.is_none() {
+                        self.first_copies = k;
+                    }
                     let rate = f64::from(k) * round_bytes as f64 / seconds;
                     let batch_bytes = f64::from(k) * round_bytes as f64;
                     let first = first_gbps.get_or_insert_with(|| {
@@ -642,7 +646,13 @@ impl<'a> CopyCase<'a> {
                     if chosen <= k {
                         self.copies = chosen;
                         let batch_seconds = f64::from(chosen) * round_bytes as f64 / rate;
-                        return Ok((first.clone(), batch_seconds));
+                        let first = first.clone();
+                        if passed == 1 {
+                            // The first batch is the cold figure; a second, of K, warms the
+                            // case before its timed repetitions (and carries the NVML sample).
+                            self.run_batch(chosen)?;
+                        }
+                        return Ok((first, batch_seconds));
                     }
                     k = chosen;
                     cap = chosen;
@@ -855,8 +865,14 @@ impl<'a> CopyCase<'a> {
             ));
         }
         notes.push(format!(
-            "first batch of copies of the case (K calibration; one batch, so no spread, N=1): \
-             {first_gbps:.2} GB/s"
+            "cold: the case's first batch ({} per stream, its calibration's), {first_gbps:.2} \
+             GB/s; the timed repetitions follow the calibration{}, which ran the same copies",
+            copies_label(self.first_copies),
+            if spec.searches_placement() {
+                " and the placement search"
+            } else {
+                ""
+            }
         ));
         if spec.uses_host() && spec.host_memory == HostMemory::Pinned {
             notes.push(match spec.host_pages() {
@@ -1218,6 +1234,16 @@ impl Prepared for CopyCase<'_> {
     }
 
     /// A duplex case's other direction: the same copies, the same bytes per repetition.
+    /// The first calibration batch's rate of the measured flow, then of the partner's.
+    fn cold_gbps(&self) -> Option<Vec<f64>> {
+        let lead = *self.first_gbps.get(self.measured)?;
+        let mut cold = vec![lead];
+        if let Some((_, flow, _)) = &self.partner {
+            cold.push(*self.first_gbps.get(*flow)?);
+        }
+        Some(cold)
+    }
+
     fn also(&self) -> Vec<Also> {
         self.partner
             .iter()

@@ -37,24 +37,6 @@ pub fn calibration_copies(size_bytes: u64) -> u32 {
     clamp_copies(k, MIN_COPIES, MAX_CALIBRATION_COPIES)
 }
 
-/// Copies per stream for the first calibration batch. Where every copy of the case crosses a
-/// PCIe link whose theoretical rate is known (`link_gbps`, GB/s one way: pinned H2D, D2H and
-/// duplex copies), as many as last [`TARGET_REP_SECONDS`] at that rate: no copy over the link is
-/// faster, so the K the batch's own rate then asks for is at most this one and the batch that
-/// gave it stands as the confirmation that K fits the driver's queue, with no second batch.
-/// Elsewhere (D2D, pageable copies, no link known) [`calibration_copies`].
-pub fn first_copies(size_bytes: u64, streams: u32, link_gbps: Option<f64>) -> u32 {
-    match link_gbps.filter(|g| g.is_finite() && *g > 0.0) {
-        Some(g) => copies_per_rep(
-            size_bytes.saturating_mul(u64::from(streams.max(1))),
-            g * 1e9,
-            TARGET_REP_SECONDS,
-            MAX_COPIES,
-        ),
-        None => calibration_copies(size_bytes),
-    }
-}
-
 /// Copies per stream so that one repetition lasts about `target_seconds`, given the rate the
 /// calibration measured over all streams (`bytes_per_second`) and the bytes one round of copies
 /// moves (`bytes_per_round` = size × streams). Clamped to [`MIN_COPIES`]..=`max_copies`.
@@ -118,31 +100,6 @@ mod tests {
     use super::*;
 
     const MIB: u64 = 1 << 20;
-
-    #[test]
-    fn the_first_batch_lasts_the_target_at_the_link_s_rate_where_it_is_known() {
-        // Gen5 x16, 63.02 GB/s: 4 MiB would take 301 copies, capped at MAX_COPIES; 64 MiB 19;
-        // 8 streams of 256 MiB one round.
-        let gen5 = Some(63.02);
-        assert_eq!(first_copies(4 * MIB, 1, gen5), MAX_COPIES);
-        assert_eq!(first_copies(64 * MIB, 1, gen5), 19);
-        assert_eq!(first_copies(16 * MIB, 4, gen5), 19);
-        assert_eq!(first_copies(256 * MIB, 8, gen5), 1);
-        // Any rate the copies reach asks for no more copies than the first batch had.
-        for (size, streams) in [(MIB, 1), (4 * MIB, 2), (64 * MIB, 1), (32 * MIB, 8)] {
-            let k = first_copies(size, streams, gen5);
-            let reached = copies_per_rep(
-                size * u64::from(streams),
-                55.5e9,
-                TARGET_REP_SECONDS,
-                MAX_COPIES,
-            );
-            assert!(reached <= k, "{size} × {streams}: {reached} > {k}");
-        }
-        // No link (D2D) or no reading: about 32 MiB per stream, as before.
-        assert_eq!(first_copies(4 * MIB, 1, None), 8);
-        assert_eq!(first_copies(4 * MIB, 1, Some(f64::NAN)), 8);
-    }
 
     #[test]
     fn large_pcie_copies_get_the_minimum() {

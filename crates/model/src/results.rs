@@ -138,8 +138,9 @@ impl Range {
     }
 }
 
-/// What NVML said of a GPU through a case: sampled with the case's first batch of copies in
-/// flight (before any timed repetition: NVML's reads share the link with the copies) and right
+/// What NVML said of a GPU through a case: sampled with a batch of the case's copies in flight
+/// before any timed repetition (its calibration's batch of K; older builds: its first batch;
+/// NVML's reads share the link with the copies) and right
 /// after its last timed repetition, and the PCIe replay counter read when the case was prepared
 /// and when its repetitions had finished. A reading NVML would not give is absent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -308,7 +309,8 @@ pub struct Measurement {
     pub bytes_per_rep: u64,
     /// Throughput in GB/s (10⁹ B/s) over the timed repetitions.
     pub gbps: Stats,
-    /// The very first repetition, before warm-up: a cold figure, never the throughput.
+    /// The very first repetition, before warm-up (for GPU copies, the first batch of copies of
+    /// the case's calibration, which the engine times): a cold figure, never the throughput.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_gbps: Option<f64>,
     pub warmup: u32,

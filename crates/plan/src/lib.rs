@@ -866,11 +866,11 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
     // A GPU repetition is K back-to-back copies per stream lasting about 20 ms (see
     // hwc-bench-cuda): 12 of them hold thousands of copies, more than the spec's 50
     // single-copy iterations, with a spread of well under 1 %. No warm-up repetition for pinned
-    // and device copies: before the cold repetition the engine's calibration batches (at least
-    // one batch of K) have run the same copies on the same buffers, and the cold repetition of
-    // such copies lay a median 0.01 % from the timed median over 131 cases on the device
-    // (docs/measurements.md, "The cold repetition"), so it is their warm-up. Pageable copies,
-    // whose cold repetition read up to 6 % low there, keep one.
+    // and device copies: the engine's calibration (its first batch the cold figure, then a
+    // batch of K where K is larger) has run the same copies on the same buffers, and a
+    // repetition right after it lay a median 0.01 % from the timed median (docs/measurements.md,
+    // "The cold repetition"). Pageable copies, whose first repetition read up to 6 % low there,
+    // keep one.
     // 12 is the cap: a case stops at 5 once its median is known within its limit (see
     // `gpu_cell`).
     let copy_reps = opts.adaptive_reps(0, 12, GPU_MIN_TIMED, GPU_STEADY_PCT);

@@ -273,8 +273,8 @@ fn header(out: &mut String, p: &Profile) {
     out.push_str(
         "Units: GB/s = 10⁹ bytes/s. A copy of N bytes counts N bytes (bytes copied, not read + \
          written). Every figure is the **median** of N timed repetitions, after the first (cold) \
-         repetition, which is kept apart and labelled cold, and the case's warm-up, if any; `±` is \
-         the spread (max − min) / median. \
+         repetition (for GPU copies, the first batch of copies), which is kept apart and labelled \
+         cold, and the case's warm-up, if any; `±` is the spread (max − min) / median. \
          A path that could not run here is marked **waived** with its reason — never a number.\n\n",
     );
     // The engines whose figures this report shows, each by its declared title; one that

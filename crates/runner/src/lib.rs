@@ -81,6 +81,13 @@ pub trait Prepared {
     /// Check the data the last repetition moved (outside any timed region). The case's last
     /// step: the runner runs no repetition of this preparation after it.
     fn verify(&mut self) -> Result<(), BenchError>;
+    /// The case's cold figures where its preparation already timed its first copies (a GPU
+    /// copy's first calibration batch, whose same copies at the same K then warm it): the
+    /// lead's first, then one for each of [`Prepared::also`], in GB/s. The runner then runs no
+    /// cold repetition of its own; `None` (the default): it does.
+    fn cold_gbps(&self) -> Option<Vec<f64>> {
+        None
+    }
     /// Begin watching what else runs on the machine while the repetitions that follow do,
     /// where the engine watches (the host engines' CPU guard): called once a preparation is
     /// done, before its cold repetition.
@@ -797,15 +804,25 @@ fn members_of<'c>(case: &'c Case, others: &[&'c Case], prepared: &dyn Prepared) 
     members
 }
 
-/// The cold repetition, then the warm-up: each member's cold figure and warm-up figures.
+/// The cold repetition (or the cold figures the preparation timed: [`Prepared::cold_gbps`]),
+/// then the warm-up: each member's cold figure and warm-up figures.
 fn warm(
     case: &Case,
     members: &[Member],
     prepared: &mut dyn Prepared,
 ) -> Result<(Vec<f64>, Vec<Vec<f64>>), BenchError> {
-    let cold = prepared
-        .run_once()
-        .and_then(|r| sample(members, prepared, &r))?;
+    let timed_cold = prepared.cold_gbps().and_then(|c| {
+        members
+            .iter()
+            .map(|m| c.get(m.also.map_or(0, |(ai, _)| ai + 1)).copied())
+            .collect::<Option<Vec<f64>>>()
+    });
+    let cold = match timed_cold {
+        Some(cold) => cold,
+        None => prepared
+            .run_once()
+            .and_then(|r| sample(members, prepared, &r))?,
+    };
     let mut warmups: Vec<Vec<f64>> = vec![Vec::new(); members.len()];
     for _ in 0..case.reps.warmup {
         let rep = prepared.run_once()?;

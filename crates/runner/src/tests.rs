@@ -26,6 +26,8 @@ struct Scripted {
     /// What the case's watch finds, by preparation (the n-th prepared case's; else nothing),
     /// and how many repetitions had run when each watch began and ended.
     busy_meanwhile: Vec<Option<String>>,
+    /// Cold figures the preparation timed itself (`Prepared::cold_gbps`).
+    cold: Option<Vec<f64>>,
     watched: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
     /// Preparations after this many fail.
     prepare_limit: Option<usize>,
@@ -54,6 +56,7 @@ impl Scripted {
             fail_verify_of: None,
             verified_after: Default::default(),
             busy_meanwhile: Vec::new(),
+            cold: None,
             watched: Default::default(),
             prepare_limit: None,
             engine: EngineId::new("scripted"),
@@ -89,6 +92,9 @@ impl Prepared for ScriptedCase<'_> {
             seconds: t,
             wall_seconds: wall,
         })
+    }
+    fn cold_gbps(&self) -> Option<Vec<f64>> {
+        self.0.cold.clone()
     }
     fn watch(&mut self) {
         if let Ok(mut w) = self.0.watched.lock() {
@@ -334,6 +340,32 @@ fn busy_is_refused_or_marked_contended() {
     let m = &out.results[0].measurement;
     assert!(m.contended);
     assert!(m.notes[0].contains("3 other processes"));
+}
+
+#[test]
+fn a_cold_figure_the_preparation_timed_replaces_the_cold_repetition() {
+    // No warm-up: the timed repetitions are the first the runner runs.
+    let mut b = Scripted::new(&[1.0, 1.0, 2.0]);
+    b.cold = Some(vec![0.8]);
+    let watched = b.watched.clone();
+    let out = run1(b, case(PathId::HostRam, 0, 3), RunOptions::default());
+    let r = &out.results[0];
+    assert_eq!(r.measurement.cold_gbps, Some(0.8));
+    assert_eq!(r.samples_gbps, vec![1.0, 1.0, 0.5]);
+    assert_eq!(*watched.lock().unwrap(), vec![(0, 3)]);
+
+    // A companion takes its own cold figure, by its index in `also`.
+    let mut b = paired(&[1.0; 4], &[0.5; 4]);
+    b.cold = Some(vec![0.9, 0.7]);
+    let (out, _) = run_all(b, &grouped_plan(3, None));
+    assert_eq!(result(&out, "pair/h2d").measurement.cold_gbps, Some(0.9));
+    assert_eq!(result(&out, "pair/d2h").measurement.cold_gbps, Some(0.7));
+
+    // Figures short of the members: the runner times its own cold repetition.
+    let mut b = paired(&[2.0, 1.0, 1.0, 1.0, 1.0], &[0.5; 5]);
+    b.cold = Some(vec![0.9]);
+    let (out, _) = run_all(b, &grouped_plan(3, None));
+    assert_eq!(result(&out, "pair/h2d").measurement.cold_gbps, Some(0.5));
 }
 
 #[test]
