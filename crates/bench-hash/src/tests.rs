@@ -208,14 +208,11 @@ fn a_working_sets_parts_take_turns_across_cases_and_each_is_checked() {
         cpu_node: None,
         offset_bytes: None,
     };
-    let mut a = Workers::start(
-        &spec(HashVariant::Xxh3_64),
-        &[cpu],
-        Some(&mut set),
-        false,
-        std::path::Path::new("/proc"),
-    )
-    .expect("start");
+    let start = |variant, set: &mut WorkingSet| {
+        let proc_root = std::path::Path::new("/proc");
+        Workers::start(&spec(variant), &[cpu], Some(set), false, proc_root).expect("start")
+    };
+    let mut a = start(HashVariant::Xxh3_64, &mut set);
     assert_eq!(a.bytes_per_rep, size / MEMORY_PARTS as u64);
     let mut hashed = Vec::new();
     for _ in 0..3 {
@@ -223,14 +220,7 @@ fn a_working_sets_parts_take_turns_across_cases_and_each_is_checked() {
         hashed.push(a.hashed_part);
     }
     drop(a);
-    let mut b = Workers::start(
-        &spec(HashVariant::Xxh3_128),
-        &[cpu],
-        Some(&mut set),
-        false,
-        std::path::Path::new("/proc"),
-    )
-    .expect("start");
+    let mut b = start(HashVariant::Xxh3_128, &mut set);
     for _ in 0..3 {
         b.run_once().expect("a repetition, checked");
         hashed.push(b.hashed_part);
