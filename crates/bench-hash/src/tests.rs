@@ -333,9 +333,13 @@ fn a_hash_case_is_marked_contended_while_another_cpu_spins() {
     let why = p.busy_meanwhile();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     spinner.join().unwrap();
+    // Seen as the busy CPU outside the case, or, where the scheduler put other work (another
+    // test's threads) on the case's own CPU, as its thread kept waiting there; the rule itself
+    // is tested on fixed `/proc/stat` samples (`idle.rs`).
     let why = why.expect("a spinning CPU was not seen");
     assert!(
-        why.contains(&format!("CPU {} was", cpus[1])) && why.contains("busy while the case ran"),
+        (why.contains(&format!("CPU {} was", cpus[1])) && why.contains("busy while the case ran"))
+            || why.contains("its threads waited"),
         "{why}"
     );
 }
