@@ -636,7 +636,14 @@ struct Facts {
 }
 
 impl Facts {
-    fn of(prepared: &dyn Prepared, members: &[Member]) -> Self {
+    /// `gpu_state`: [`Prepared::gpu_state`], read right after the last timed repetition (before
+    /// the data check, while a GPU's link is still up); the rest once the check has run (an
+    /// engine may verify its placement there).
+    fn of(
+        prepared: &dyn Prepared,
+        members: &[Member],
+        gpu_state: Option<hwc_model::GpuCaseState>,
+    ) -> Self {
         Facts {
             placement: prepared.placement(),
             placement_search: prepared.placement_search(),
@@ -657,7 +664,7 @@ impl Facts {
                 })
                 .collect(),
             sched_sources: prepared.sched_sources(),
-            gpu_state: prepared.gpu_state(),
+            gpu_state,
         }
     }
 }
@@ -754,10 +761,11 @@ fn time_group<'c>(
         contended = true;
         notes.push(format!("contended: {why}"));
     }
+    let gpu_state = prepared.gpu_state();
     let at = std::time::Instant::now();
     prepared.verify().map_err(lead_only)?;
     phases.check = at.elapsed().as_secs_f64();
-    let facts = vec![Facts::of(prepared.as_ref(), &members)];
+    let facts = vec![Facts::of(prepared.as_ref(), &members, gpu_state)];
     Ok(Timed {
         engine: name,
         members,
@@ -836,8 +844,9 @@ fn warm(
 
 /// Time a group again after its engine's other cases: the idle guard, a new preparation (its
 /// cold repetition and warm-up), windows until one holds every limit or there are
-/// [`MAX_WINDOWS`], and the data check. Its windows join the group's only once all are timed; an error says why
-/// they do not (the windows it had stand). The time spent counts in the lead's seconds either way.
+/// [`MAX_WINDOWS`], and the data check. Its windows join the group's only once all are timed;
+/// an error says why they do not (the windows it had stand). The time spent counts in the
+/// lead's seconds either way.
 fn retime(timed: &mut Timed, engine: &mut dyn Engine, cancel: &AtomicBool) -> Result<(), String> {
     let started = std::time::Instant::now();
     let result = time_again(timed, engine, cancel);
@@ -899,10 +908,11 @@ fn time_again(
             return Err(format!("busy then: {why}"));
         }
     }
+    let gpu_state = prepared.gpu_state();
     prepared
         .verify()
         .map_err(|e| format!("its data check failed: {e}"))?;
-    Ok((windows, Facts::of(prepared.as_ref(), &members)))
+    Ok((windows, Facts::of(prepared.as_ref(), &members, gpu_state)))
 }
 
 impl Timed<'_> {

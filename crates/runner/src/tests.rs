@@ -96,6 +96,14 @@ impl Prepared for ScriptedCase<'_> {
     fn cold_gbps(&self) -> Option<Vec<f64>> {
         self.0.cold.clone()
     }
+    /// Its `samples`: how many data checks had run when it was read.
+    fn gpu_state(&self) -> Option<hwc_model::GpuCaseState> {
+        let checks = self.0.verified_after.lock().map_or(0, |v| v.len());
+        Some(hwc_model::GpuCaseState {
+            samples: checks as u32,
+            ..Default::default()
+        })
+    }
     fn watch(&mut self) {
         if let Ok(mut w) = self.0.watched.lock() {
             w.push((self.0.next, usize::MAX));
@@ -297,6 +305,9 @@ fn the_data_is_checked_once_after_the_timed_repetitions_and_a_bad_check_leaves_n
     assert_eq!(*checks.lock().unwrap(), vec![8]);
     let phases = out.results[0].phase_seconds.expect("phases are kept");
     assert!(phases.check >= 0.0);
+    // The GPU's state is read before the check, right after the last timed repetition.
+    let state = out.results[0].measurement.evidence.gpu_state.as_ref();
+    assert_eq!(state.map(|s| s.samples), Some(0));
 
     // Windows timed again at once: still one check, after the last of them.
     let b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
