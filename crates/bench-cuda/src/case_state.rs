@@ -51,6 +51,12 @@ impl<'n> StateWatch<'n> {
         }
     }
 
+    /// A calibration batch timed out: the next batch that completes is the case's first.
+    pub(crate) fn restart(&mut self) {
+        self.batches = 0;
+        self.samples.clear();
+    }
+
     /// A batch of the case's copies is in flight: sample during the second (see the module's
     /// doc).
     pub(crate) fn in_flight(&mut self) {

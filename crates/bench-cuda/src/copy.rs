@@ -660,6 +660,9 @@ impl<'a> CopyCase<'a> {
                 Err(CudaError::LatchTimeout { .. }) if k > MIN_COPIES => {
                     k = (k / 2).max(MIN_COPIES);
                     cap = k;
+                    if let Some(w) = self.watch.as_mut() {
+                        w.restart();
+                    }
                 }
                 Err(e) => return Err(e),
             }
@@ -865,8 +868,9 @@ impl<'a> CopyCase<'a> {
             ));
         }
         notes.push(format!(
-            "cold: the case's first batch ({} per stream, its calibration's), {first_gbps:.2} \
-             GB/s; the timed repetitions follow the calibration{}, which ran the same copies",
+            "cold: the case's first completed batch ({} per stream, its calibration's), \
+             {first_gbps:.2} GB/s; the timed repetitions follow the calibration{}, which ran \
+             the same copies",
             copies_label(self.first_copies),
             if spec.searches_placement() {
                 " and the placement search"
@@ -1233,7 +1237,6 @@ impl Prepared for CopyCase<'_> {
         self.watch.as_ref().map(|w| w.state())
     }
 
-    /// A duplex case's other direction: the same copies, the same bytes per repetition.
     /// The first calibration batch's rate of the measured flow, then of the partner's.
     fn cold_gbps(&self) -> Option<Vec<f64>> {
         let lead = *self.first_gbps.get(self.measured)?;
@@ -1244,6 +1247,7 @@ impl Prepared for CopyCase<'_> {
         Some(cold)
     }
 
+    /// A duplex case's other direction: the same copies, the same bytes per repetition.
     fn also(&self) -> Vec<Also> {
         self.partner
             .iter()

@@ -608,6 +608,8 @@ struct Slot {
     end: Instant,
     /// The hash of its block (the last call's).
     hash: u128,
+    /// How long it waited for its CPU since its last reading (`None`: it could not read it).
+    waited_ns: Option<u64>,
 }
 
 /// A case's threads, each with its block, waiting at the start barrier.
@@ -633,13 +635,9 @@ struct Workers {
     /// The host engines' CPU guard: a hash case shares the cores it runs on, and for a
     /// memory-resident set the memory, with whatever else is busy.
     watch: hwc_bench_host::CpuWatch,
-    /// The threads' run-queue delay while they hashed, summed since the watch began, in
-    /// nanoseconds; [`WAIT_UNKNOWN`] once a thread could not read its own.
-    waited_ns: Arc<std::sync::atomic::AtomicU64>,
+    /// The threads' run-queue delay over the repetitions since the watch began.
+    waits: hwc_bench_host::WaitTally,
 }
-
-/// [`Workers::waited_ns`] when a thread's run-queue delay could not be read.
-const WAIT_UNKNOWN: u64 = u64::MAX;
 
 impl Workers {
     /// Start the case's threads: each with a block of its own (`shared` None: cache-resident),
@@ -733,7 +731,6 @@ impl Workers {
         let done = Arc::new(Barrier::new(threads + 1));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let slots = Arc::new(Mutex::new(vec![None; threads]));
-        let waited_ns = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<(usize, Result<Ready, String>)>();
         let mut handles = Vec::with_capacity(threads);
         // Each thread waits for its launch before anything else: where one cannot be started,
@@ -743,7 +740,7 @@ impl Workers {
         for (i, (&cpu, slice)) in cpus.iter().zip(slices).enumerate() {
             let (launch, launched) = std::sync::mpsc::sync_channel::<()>(1);
             launches.push(launch);
-            let (start, done, stop, slots, ready, calls, part, waited) = (
+            let (start, done, stop, slots, ready, calls, part) = (
                 start.clone(),
                 done.clone(),
                 stop.clone(),
@@ -751,7 +748,6 @@ impl Workers {
                 ready_tx.clone(),
                 calls.clone(),
                 part.clone(),
-                waited_ns.clone(),
             );
             let root = proc_root.to_path_buf();
             let h = std::thread::Builder::new()
@@ -808,8 +804,12 @@ impl Workers {
                         }
                     };
                     drop(ready);
-                    // Opened here: `thread-self` is the thread that opens it.
+                    // Opened here: `thread-self` is the thread that opens it. Read once a
+                    // repetition, after the thread's hashing ends, never before it starts (a
+                    // read there would delay its start inside the repetition's span): each
+                    // reading covers the wait since the last, its wake at the start included.
                     let mut probe = hwc_bench_host::sched::ThreadProbe::open(&root);
+                    let mut last = probe.read().run_delay_ns;
                     loop {
                         start.wait();
                         if stop.load(std::sync::atomic::Ordering::Acquire) {
@@ -823,20 +823,21 @@ impl Workers {
                             }
                             None => mine,
                         };
-                        let before = probe.read().run_delay_ns;
                         let t0 = Instant::now();
                         let mut hash = 0;
                         for _ in 0..calls {
                             hash = std::hint::black_box(hasher.hash(std::hint::black_box(data)));
                         }
                         let t1 = Instant::now();
-                        let after = probe.read().run_delay_ns;
-                        add_wait(&waited, hwc_bench_host::sched::delta(before, after));
+                        let now = probe.read().run_delay_ns;
+                        let waited_ns = hwc_bench_host::sched::delta(last, now);
+                        last = now;
                         if let Ok(mut s) = slots.lock() {
                             s[i] = Some(Slot {
                                 start: t0,
                                 end: t1,
                                 hash,
+                                waited_ns,
                             });
                         }
                         done.wait();
@@ -866,7 +867,7 @@ impl Workers {
             cache_resident,
             notes: Vec::new(),
             watch: hwc_bench_host::CpuWatch::new(proc_root, cpus),
-            waited_ns,
+            waits: hwc_bench_host::WaitTally::new(),
         };
         let mut block_nodes: Vec<Option<i32>> = Vec::new();
         let mut rate: Option<f64> = None;
@@ -953,17 +954,6 @@ impl Workers {
     }
 }
 
-/// Add one repetition's run-queue delay of a thread to `waited` (or mark it unknown).
-fn add_wait(waited: &std::sync::atomic::AtomicU64, ns: Option<u64>) {
-    use std::sync::atomic::Ordering;
-    let _ = waited.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
-        Some(match (w, ns) {
-            (WAIT_UNKNOWN, _) | (_, None) => WAIT_UNKNOWN,
-            (w, Some(ns)) => w.saturating_add(ns).min(WAIT_UNKNOWN - 1),
-        })
-    });
-}
-
 /// Fill `buf` with pseudo-random bytes (xorshift64*, different for each `seed`): a 64 KiB
 /// pattern, copied over the rest with each copy's first word changed, so a large working set
 /// fills at copy speed and no two of its 64 KiB pieces are alike.
@@ -1047,6 +1037,7 @@ impl Prepared for Workers {
             },
             _ => return Err(BenchError::failed("no hashing thread ran")),
         };
+        self.waits.add(rep.seconds, all.iter().map(|s| s.waited_ns));
         // Every repetition's hashes are checked (outside its timed region; the runner's data
         // check follows the last repetition only, and a working set's parts take turns).
         drop(slots);
@@ -1059,15 +1050,12 @@ impl Prepared for Workers {
     }
 
     fn watch(&mut self) {
-        self.waited_ns
-            .store(0, std::sync::atomic::Ordering::Release);
+        self.waits = hwc_bench_host::WaitTally::new();
         self.watch.start();
     }
 
     fn busy_meanwhile(&mut self) -> Option<String> {
-        let waited = self.waited_ns.load(std::sync::atomic::Ordering::Acquire);
-        self.watch
-            .verdict((waited != WAIT_UNKNOWN).then_some(waited))
+        self.watch.verdict(self.waits.waits())
     }
 
     fn cache_resident(&self) -> bool {

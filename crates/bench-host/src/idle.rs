@@ -92,46 +92,99 @@ impl CpuWatch {
     }
 
     /// Why the case ran beside other work, judged by [`busy_reason`] from the samples since
-    /// [`CpuWatch::start`] and `waited_ns`, the nanoseconds its threads together spent
-    /// runnable but off their CPUs meanwhile (`None` where they could not read it).
-    pub fn verdict(&mut self, waited_ns: Option<u64>) -> Option<String> {
+    /// [`CpuWatch::start`] and `waits`, what its threads waited for their CPUs meanwhile
+    /// (`None` where they could not read it).
+    pub fn verdict(&mut self, waits: Option<Waits>) -> Option<String> {
         let (t0, a) = self.since.take()?;
         if let Some(rest) = MIN_WINDOW.checked_sub(t0.elapsed()) {
             std::thread::sleep(rest);
         }
         let b = read(&self.proc_root).ok()?;
-        let seconds = t0.elapsed().as_secs_f64();
-        busy_reason(&a, &b, &self.cpus, waited_ns, seconds)
+        busy_reason(&a, &b, &self.cpus, waits)
     }
 }
 
-/// Average share of their time the case's threads may wait for their CPUs (another task on
-/// them) before the case is marked contended.
+/// How long a case's threads waited for their CPUs (runnable, but another task ran there: each
+/// thread's `schedstat` run-queue delay) over the repetitions since the watch began.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Waits {
+    /// The longest any one thread waited, in nanoseconds.
+    pub worst_ns: u64,
+    /// The repetitions' seconds, summed.
+    pub rep_seconds: f64,
+}
+
+/// Waits per thread, by the thread's index, summed over repetitions; `None` once a thread could
+/// not read its own.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WaitTally {
+    per_thread_ns: Option<Vec<u64>>,
+    rep_seconds: f64,
+}
+
+impl WaitTally {
+    /// An empty tally.
+    pub fn new() -> Self {
+        WaitTally {
+            per_thread_ns: Some(Vec::new()),
+            rep_seconds: 0.0,
+        }
+    }
+
+    /// Add one repetition of `seconds`: each thread's wait during it, by index.
+    pub fn add(&mut self, seconds: f64, waits: impl IntoIterator<Item = Option<u64>>) {
+        self.rep_seconds += seconds;
+        let Some(sums) = self.per_thread_ns.as_mut() else {
+            return;
+        };
+        for (i, w) in waits.into_iter().enumerate() {
+            let Some(ns) = w else {
+                self.per_thread_ns = None;
+                return;
+            };
+            if sums.len() <= i {
+                sums.resize(i + 1, 0);
+            }
+            sums[i] = sums[i].saturating_add(ns);
+        }
+    }
+
+    /// The worst thread's wait against the repetitions' time, where every thread read its own.
+    pub fn waits(&self) -> Option<Waits> {
+        let sums = self.per_thread_ns.as_ref()?;
+        Some(Waits {
+            worst_ns: sums.iter().copied().max().unwrap_or(0),
+            rep_seconds: self.rep_seconds,
+        })
+    }
+}
+
+/// The share of the repetitions' time any one of the case's threads may wait for its CPU
+/// (another task on it) before the case is marked contended: a repetition lasts as long as its
+/// slowest thread.
 pub const WAITED_THRESHOLD: f64 = 0.10;
 /// Any single CPU outside the case busier than this while it ran marks it contended: more than
 /// half of the window, so one stray tick (a fifth of a 50 ms window at 100 Hz) never does.
 pub const ONE_CPU_BUSY: f64 = 0.5;
 
 /// Why a case whose threads ran on `cpus` ran contended, from two `/proc/stat` samples around
-/// its repetitions, `seconds` apart, and `waited_ns`, its threads' run-queue delay meanwhile:
-/// its threads kept off their CPUs beyond [`WAITED_THRESHOLD`] on average (the case's own CPUs
-/// are busy with its threads, so `/proc/stat` cannot tell another task there), or any CPU
-/// outside the case busier than [`ONE_CPU_BUSY`] (a copy's repetition lasts as long as its
-/// slowest thread, and another process streaming memory anywhere shares the memory with it).
+/// its repetitions and `waits`, its threads' run-queue delay over them: one of its threads kept
+/// off its CPU beyond [`WAITED_THRESHOLD`] of the repetitions' time (the case's own CPUs are
+/// busy with its threads, so `/proc/stat` cannot tell another task there; a repetition lasts
+/// as long as its slowest thread), or any CPU outside the case busier than [`ONE_CPU_BUSY`]
+/// (another process streaming memory anywhere shares the memory with the case).
 pub fn busy_reason(
     a: &BTreeMap<u32, Jiffies>,
     b: &BTreeMap<u32, Jiffies>,
     cpus: &[u32],
-    waited_ns: Option<u64>,
-    seconds: f64,
+    waits: Option<Waits>,
 ) -> Option<String> {
-    let threads = cpus.len().max(1) as f64;
-    if let Some(ns) = waited_ns.filter(|_| seconds > 0.0) {
-        let share = ns as f64 / 1e9 / seconds / threads;
+    if let Some(w) = waits.filter(|w| w.rep_seconds > 0.0) {
+        let share = w.worst_ns as f64 / 1e9 / w.rep_seconds;
         if share > WAITED_THRESHOLD {
             return Some(format!(
-                "its threads waited {:.0} % of the time for their CPUs ({}) while it ran: \
-                 other tasks ran there",
+                "a thread of the case waited {:.0} % of its repetitions' time for its CPU (of \
+                 {}): another task ran there",
                 share * 100.0,
                 hwc_model::cpulist::format(cpus)
             ));
@@ -199,13 +252,37 @@ mod tests {
     }
 
     #[test]
+    fn a_tally_keeps_the_worst_thread_and_forgets_all_once_one_could_not_read() {
+        let mut t = WaitTally::new();
+        t.add(0.01, [Some(100), Some(2_000_000)]);
+        t.add(0.01, [Some(300), Some(0)]);
+        assert_eq!(
+            t.waits(),
+            Some(Waits {
+                worst_ns: 2_000_000,
+                rep_seconds: 0.02
+            })
+        );
+        // The worst thread waited 10 % of the repetitions: at the threshold, not over it.
+        let (a, b) = (parse_proc_stat(A), parse_proc_stat(A));
+        assert_eq!(busy_reason(&a, &b, &[0, 1], t.waits()), None);
+        t.add(0.0, [Some(1), Some(1)]);
+        assert!(busy_reason(&a, &b, &[0, 1], t.waits())
+            .unwrap()
+            .starts_with("a thread of the case waited 10 % of its repetitions' time"));
+        t.add(0.01, [Some(1), None]);
+        assert_eq!(t.waits(), None);
+        assert_eq!(WaitTally::new().waits().map(|w| w.worst_ns), Some(0));
+    }
+
+    #[test]
     fn a_watch_judges_the_stretch_it_watched_and_a_short_one_is_waited_out() {
         let dir = std::env::temp_dir().join(format!("hwc-watch-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("stat"), A).unwrap();
         let mut w = CpuWatch::new(&dir, &[0]);
         // Not started: nothing to say.
-        assert_eq!(w.verdict(Some(0)), None);
+        assert_eq!(w.verdict(None), None);
         w.start();
         // CPU 1, outside the case, busy 90 % while it ran (the samples as B has them, swapped).
         std::fs::write(
@@ -215,7 +292,7 @@ mod tests {
         )
         .unwrap();
         let t0 = Instant::now();
-        let why = w.verdict(Some(0)).unwrap();
+        let why = w.verdict(None).unwrap();
         assert!(
             t0.elapsed() >= MIN_WINDOW / 2,
             "a short stretch is waited out"
@@ -228,11 +305,17 @@ mod tests {
         std::fs::write(dir.join("stat"), A).unwrap();
         w.start();
         std::fs::write(dir.join("stat"), B).unwrap();
-        assert_eq!(w.verdict(Some(0)), None);
+        assert_eq!(w.verdict(None), None);
         // Unreadable: the guard cannot tell.
         w.start();
         std::fs::remove_file(dir.join("stat")).unwrap();
-        assert_eq!(w.verdict(Some(u64::MAX)), None);
+        assert_eq!(
+            w.verdict(Some(Waits {
+                worst_ns: u64::MAX,
+                rep_seconds: 1.0
+            })),
+            None
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 mod idle;
-pub use idle::CpuWatch;
+pub use idle::{CpuWatch, WaitTally};
 pub mod kernel;
 pub mod sched;
 
@@ -449,10 +449,9 @@ struct PreparedCopy<'a> {
     steal: sched::StealProbe,
     /// The last repetition's scheduling counters.
     last_sched: Option<RepSched>,
-    /// The CPU guard, and its threads' run-queue delay since it began (`None` once a thread
-    /// could not read its own).
+    /// The CPU guard, and its threads' run-queue delay since it began.
     watch: CpuWatch,
-    waited_ns: Option<u64>,
+    waits: WaitTally,
     /// Always `Some` until Drop hands the buffers back to `home`.
     bufs: Option<Buffers>,
     home: RefMut<'a, Option<Buffers>>,
@@ -667,7 +666,7 @@ impl<'a> PreparedCopy<'a> {
             steal: sched::StealProbe::new(proc_root, sched::clk_tck()),
             last_sched: None,
             watch: CpuWatch::new(proc_root, cpus),
-            waited_ns: Some(0),
+            waits: WaitTally::new(),
             own_work: work[0],
             bufs: Some(bufs),
             home,
@@ -878,8 +877,9 @@ impl Prepared for PreparedCopy<'_> {
         threads.extend(take_slots(&gate.slots[1..], &self.cpus[1..], &gate.why));
         for t in &mut threads {
             t.steal_us = self.steal.cpu_us(&steal_before, &steal_after, t.cpu);
-            self.waited_ns = self.waited_ns.zip(t.run_delay_ns).map(|(a, b)| a + b);
         }
+        self.waits
+            .add(seconds, threads.iter().map(|t| t.run_delay_ns));
         self.last_sched = Some(RepSched {
             threads,
             machine_steal_us: self.steal.machine_us(&steal_before, &steal_after),
@@ -895,12 +895,12 @@ impl Prepared for PreparedCopy<'_> {
     }
 
     fn watch(&mut self) {
-        self.waited_ns = Some(0);
+        self.waits = WaitTally::new();
         self.watch.start();
     }
 
     fn busy_meanwhile(&mut self) -> Option<String> {
-        self.watch.verdict(self.waited_ns)
+        self.watch.verdict(self.waits.waits())
     }
 
     fn sched_sources(&self) -> SchedSources {

@@ -433,8 +433,8 @@ fn a_destination_is_cleared_whole_on_several_threads() {
 }
 
 #[test]
-fn one_busy_cpu_outside_the_case_or_its_threads_kept_waiting_mark_it_contended() {
-    use crate::idle::busy_reason;
+fn one_busy_cpu_outside_the_case_or_one_of_its_threads_kept_waiting_mark_it_contended() {
+    use crate::idle::{busy_reason, Waits};
     // Jiffies over one 50 ms window (5 ticks per CPU): 16 CPUs, the case on CPUs 0–3, whose
     // own threads keep them busy.
     let window = |busy: &[(u32, u64)]| {
@@ -451,34 +451,42 @@ fn one_busy_cpu_outside_the_case_or_its_threads_kept_waiting_mark_it_contended()
             .collect();
         (a, b)
     };
+    let waited = |ms: u64| {
+        Some(Waits {
+            worst_ns: ms * 1_000_000,
+            rep_seconds: 0.05,
+        })
+    };
     let case_cpus = [0, 1, 2, 3];
     let (a, b) = window(&[]);
-    assert_eq!(busy_reason(&a, &b, &case_cpus, Some(0), 0.05), None);
+    assert_eq!(busy_reason(&a, &b, &case_cpus, waited(0)), None);
     // A stray tick on one CPU (20 %): not contended.
     let (a, b) = window(&[(9, 1)]);
-    assert_eq!(busy_reason(&a, &b, &case_cpus, Some(0), 0.05), None);
+    assert_eq!(busy_reason(&a, &b, &case_cpus, waited(0)), None);
     // A process spinning on CPU 12, off the case's CPUs: contended, and the reason says where.
     let (a, b) = window(&[(12, 5)]);
-    let why = busy_reason(&a, &b, &case_cpus, Some(0), 0.05).unwrap();
+    let why = busy_reason(&a, &b, &case_cpus, waited(0)).unwrap();
     assert!(
         why.starts_with("CPU 12 was 100 % busy while the case ran"),
         "{why}"
     );
-    // Another task on one of the case's 16 CPUs: that CPU's thread waited half the time
-    // (3 % of the threads' time together, under the threshold) … not contended; four
-    // threads kept waiting half the time (12.5 %): contended, named by the case's CPUs.
+    // Another task on one of the case's 16 CPUs: that CPU's thread waited half the time, and
+    // the repetitions lasted as long as it did: contended, however many threads did not wait.
     let sixteen: Vec<u32> = (0..16).collect();
     let (a, b) = window(&[]);
-    assert_eq!(busy_reason(&a, &b, &sixteen, Some(25_000_000), 0.05), None);
-    let why = busy_reason(&a, &b, &sixteen, Some(100_000_000), 0.05).unwrap();
+    let why = busy_reason(&a, &b, &sixteen, waited(25)).unwrap();
     assert!(
-        why.starts_with("its threads waited 12 % of the time for their CPUs (0-15)"),
+        why.starts_with(
+            "a thread of the case waited 50 % of its repetitions' time for its CPU (of 0-15)"
+        ),
         "{why}"
     );
+    // A thread kept off its CPU for 2 % of the time: not contended.
+    assert_eq!(busy_reason(&a, &b, &sixteen, waited(1)), None);
     // Where the threads could not read their delay, /proc/stat still judges the others.
-    assert_eq!(busy_reason(&a, &b, &case_cpus, None, 0.05), None);
+    assert_eq!(busy_reason(&a, &b, &case_cpus, None), None);
     let (a, b) = window(&[(7, 4)]);
-    assert!(busy_reason(&a, &b, &case_cpus, None, 0.05).is_some());
+    assert!(busy_reason(&a, &b, &case_cpus, None).is_some());
 }
 
 #[test]

@@ -1076,7 +1076,7 @@ impl Engine for SpdkNative {
                 let b = memory
                     .alloc(job.block_bytes, node)
                     .map_err(BenchError::unavailable)?;
-                // A fill no read leaves in place: the check after the cold repetition.
+                // A fill no read leaves in place: the check after the last repetition.
                 // SAFETY: b is `len` writable bytes.
                 unsafe { std::ptr::write_bytes(b.ptr as *mut u8, 0xee, b.len as usize) };
                 lane.buffers.push(b);

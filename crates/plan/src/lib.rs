@@ -867,7 +867,7 @@ fn plan_gpu_copies(path: PathId, topo: &Topology, opts: &PlanOptions, p: &mut Ma
     // hwc-bench-cuda): 12 of them hold thousands of copies, more than the spec's 50
     // single-copy iterations, with a spread of well under 1 %. No warm-up repetition for pinned
     // and device copies: the engine's calibration (its first batch the cold figure, then a
-    // batch of K where K is larger) has run the same copies on the same buffers, and a
+    // batch of K) has run the same copies on the same buffers, and a
     // repetition right after it lay a median 0.01 % from the timed median (docs/measurements.md,
     // "The cold repetition"). Pageable copies, whose first repetition read up to 6 % low there,
     // keep one.

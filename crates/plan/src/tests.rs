@@ -405,8 +405,8 @@ fn one_gpu_one_node_plans_the_spec_matrix() {
             && g.size_bytes >= 4 * MIB;
         let want = steady.then_some(STEADY_SPREAD_PCT);
         assert_eq!(c.reps.retry_above_spread_pct, want, "{}", c.key);
-        // Pinned and device copies: the calibration and the cold repetition are their warm-up;
-        // pageable ones, whose cold repetition reads low, one more.
+        // Pinned and device copies: their calibration is their warm-up; pageable ones, whose
+        // first repetition reads low, one more.
         let warmup = u32::from(g.host_memory == Some(HostMemory::Pageable));
         assert_eq!((c.reps.warmup, c.reps.timed), (warmup, 12), "{}", c.key);
         // Each may stop at 5 once steady: within its spread limit where it has one.

@@ -1415,7 +1415,7 @@ fn the_repetitions_line_gives_the_range_of_counts_and_each_case_is_in_appendix_a
     assert!(r.contains(
         "Cells: median GB/s ± spread; 20 timed repetitions after the cold one and 3 warm-up.\n"
     ));
-    // No warm-up beyond the cold repetition (pinned GPU copies): no count of zero.
+    // No warm-up (pinned GPU copies, warmed by their calibration): no count of zero.
     let p = profile_with(false, |rs| {
         rs.iter_mut().for_each(|r| r.measurement.warmup = 0)
     });

@@ -1,9 +1,11 @@
 //! The runner: takes planned cases and the engines that can measure them, and owns the measurement
-//! discipline — one cold repetition (kept, labelled cold), warm-up, N timed repetitions (where a
+//! discipline — one cold repetition (kept, labelled cold; or the cold figure the engine timed
+//! while preparing, [`Prepared::cold_gbps`]), warm-up, N timed repetitions (where a
 //! case held to a spread exceeds it, a window of them timed again at once, and once more after its
 //! engine's other cases: [`MAX_WINDOWS`] in all), statistics, a data check of the last
 //! repetition once the timed ones have run (so that reading the data back, which pulls a host
-//! destination into the CPU caches, never precedes a timed repetition), the idle guard — and
+//! destination into the CPU caches, never precedes a timed repetition), the guards (an engine's
+//! idle check before a case, or its watch over the repetitions: [`Prepared::watch`]) — and
 //! reports each finished case to an [`Observer`] at once, so an interrupted run keeps what it
 //! measured. It never prints.
 //!
@@ -84,7 +86,8 @@ pub trait Prepared {
     /// The case's cold figures where its preparation already timed its first copies (a GPU
     /// copy's first calibration batch, whose same copies at the same K then warm it): the
     /// lead's first, then one for each of [`Prepared::also`], in GB/s. The runner then runs no
-    /// cold repetition of its own; `None` (the default): it does.
+    /// cold repetition of its own; `None` (the default), or figures short of the members or
+    /// not finite and positive: it does.
     fn cold_gbps(&self) -> Option<Vec<f64>> {
         None
     }
@@ -822,7 +825,11 @@ fn warm(
     let timed_cold = prepared.cold_gbps().and_then(|c| {
         members
             .iter()
-            .map(|m| c.get(m.also.map_or(0, |(ai, _)| ai + 1)).copied())
+            .map(|m| {
+                c.get(m.also.map_or(0, |(ai, _)| ai + 1))
+                    .copied()
+                    .filter(|g| g.is_finite() && *g > 0.0)
+            })
             .collect::<Option<Vec<f64>>>()
     });
     let cold = match timed_cold {
