@@ -445,7 +445,8 @@ pub struct CaseResult {
     pub scheduling: Option<crate::sched::SchedEvidence>,
 }
 
-/// Where a case's time went: the idle guard, the engine's preparation (buffers, placement,
+/// Where a case's time went: the guard (an idle check before the case, or what a watch over
+/// its repetitions waited after them), the engine's preparation (buffers, placement,
 /// searches), the cold repetition and the warm-ups, the timed repetitions of every window, and
 /// the data check after them, seconds. (Raw files of earlier builds checked the data after the
 /// cold repetition, inside `cold_and_warmup`, and have no `check`.)

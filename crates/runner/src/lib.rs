@@ -760,7 +760,11 @@ fn time_group<'c>(
         }
     }
     phases.timed = at.elapsed().as_secs_f64();
-    if let Some(why) = prepared.busy_meanwhile() {
+    // The guard's time: an engine that watched may wait out the rest of its shortest stretch.
+    let at = std::time::Instant::now();
+    let busy = prepared.busy_meanwhile();
+    phases.idle_check += at.elapsed().as_secs_f64();
+    if let Some(why) = busy {
         contended = true;
         notes.push(format!("contended: {why}"));
     }

@@ -26,6 +26,8 @@ struct Scripted {
     /// What the case's watch finds, by preparation (the n-th prepared case's; else nothing),
     /// and how many repetitions had run when each watch began and ended.
     busy_meanwhile: Vec<Option<String>>,
+    /// How long the watch waits before its verdict.
+    watch_wait: std::time::Duration,
     /// Cold figures the preparation timed itself (`Prepared::cold_gbps`).
     cold: Option<Vec<f64>>,
     watched: std::sync::Arc<std::sync::Mutex<Vec<(usize, usize)>>>,
@@ -56,6 +58,7 @@ impl Scripted {
             fail_verify_of: None,
             verified_after: Default::default(),
             busy_meanwhile: Vec::new(),
+            watch_wait: std::time::Duration::ZERO,
             cold: None,
             watched: Default::default(),
             prepare_limit: None,
@@ -110,6 +113,7 @@ impl Prepared for ScriptedCase<'_> {
         }
     }
     fn busy_meanwhile(&mut self) -> Option<String> {
+        std::thread::sleep(self.0.watch_wait);
         if let Ok(mut w) = self.0.watched.lock() {
             if let Some(last) = w.last_mut() {
                 last.1 = self.0.next;
@@ -400,10 +404,13 @@ fn other_work_while_the_repetitions_ran_marks_the_case_contended() {
         .contains(&"contended: CPU 12 was 100 % busy while the case ran".to_string()));
     assert_eq!(*watched.lock().unwrap(), vec![(0, 5)]);
 
-    // Nothing else ran: not contended.
-    let b = Scripted::new(&[1.0]);
+    // Nothing else ran: not contended. The time the watch waited counts as the guard's.
+    let mut b = Scripted::new(&[1.0]);
+    b.watch_wait = std::time::Duration::from_millis(30);
     let out = run1(b, case(PathId::HostRam, 1, 3), RunOptions::default());
     assert!(!out.results[0].measurement.contended);
+    let phases = out.results[0].phase_seconds.unwrap();
+    assert!(phases.idle_check >= 0.03, "{phases:?}");
 
     // Timed again after its engine's other cases, busy only then: the first windows stand.
     let mut b = Scripted::new(&[1.0, 1.0, 2.0, 1.0, 1.0, 3.0, 1.0]);
