@@ -480,28 +480,51 @@ fn split(size: usize, n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// Bytes below which [`first_difference`] compares on the calling thread alone.
+/// Bytes below which [`first_difference`] compares, and [`clear`] clears, on the calling thread
+/// alone.
 const PARALLEL_COMPARE_BYTES: usize = 64 << 20;
 
-/// Zero `buf`, in pieces of whole pages on up to 16 threads free to run on `cpus` (the calling
-/// thread's affinity before the case pins it): one thread cleared a 1 GiB destination in about
-/// 0.1 s, ten such cases a profile.
+/// Bytes per piece of a `len`-byte buffer split for `threads` threads: whole pages.
+fn piece_bytes(len: usize, threads: usize) -> usize {
+    len.div_ceil(threads.max(1)).next_multiple_of(4096)
+}
+
+/// `f` applied to every piece, one thread each, each free to run on `cpus` (none: as spawned),
+/// results in piece order. A panic in a thread is raised again here (a check must never pass
+/// because one died).
+fn on_threads<P: Send, R: Send>(pieces: Vec<P>, cpus: &[u32], f: impl Fn(P) -> R + Sync) -> Vec<R> {
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = pieces
+            .into_iter()
+            .map(|piece| {
+                scope.spawn(move || {
+                    if !cpus.is_empty() {
+                        // Best effort: a thread left on the spawner's CPU still does its piece.
+                        let _ = hwc_numa::pin_current_thread(cpus);
+                    }
+                    f(piece)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// Zero `buf`, in pieces on up to 16 threads free to run on `cpus` (the calling thread's
+/// affinity before the case pins it): one thread cleared a 1 GiB destination in about 0.1 s,
+/// ten such cases a profile.
 fn clear(buf: &mut [u8], cpus: &[u32]) {
     let threads = cpus.len().clamp(1, 16);
     if buf.len() <= PARALLEL_COMPARE_BYTES || threads < 2 {
         buf.fill(0);
         return;
     }
-    let piece = buf.len().div_ceil(threads).next_multiple_of(4096);
-    std::thread::scope(|scope| {
-        for part in buf.chunks_mut(piece) {
-            scope.spawn(move || {
-                // Best effort: a thread left on the spawner's CPU still clears its piece.
-                let _ = hwc_numa::pin_current_thread(cpus);
-                part.fill(0);
-            });
-        }
-    });
+    let piece = piece_bytes(buf.len(), threads);
+    on_threads(buf.chunks_mut(piece).collect(), cpus, |part| part.fill(0));
 }
 
 /// The index of the first byte where `a` and `b` differ (over the shorter length), or `None`.
@@ -529,32 +552,13 @@ fn first_difference_on(a: &[u8], b: &[u8], threads: usize, cpus: &[u32]) -> Opti
     if len <= PARALLEL_COMPARE_BYTES || threads < 2 {
         return serial(a, b);
     }
-    let piece = len.div_ceil(threads).next_multiple_of(4096);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = a
-            .chunks(piece)
-            .zip(b.chunks(piece))
-            .map(|(x, y)| {
-                scope.spawn(move || {
-                    if !cpus.is_empty() {
-                        // Best effort: a thread left on the spawner's CPU still compares right.
-                        let _ = hwc_numa::pin_current_thread(cpus);
-                    }
-                    serial(x, y)
-                })
-            })
-            .collect();
-        // In piece order: the first piece with a difference holds the first difference. A
-        // worker that panicked is raised again (a check must never pass because one died).
-        let found: Vec<Option<usize>> = handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect();
-        found
-            .into_iter()
-            .enumerate()
-            .find_map(|(i, d)| d.map(|d| i * piece + d))
-    })
+    let piece = piece_bytes(len, threads);
+    let pieces: Vec<(&[u8], &[u8])> = a.chunks(piece).zip(b.chunks(piece)).collect();
+    // In piece order: the first piece with a difference holds the first difference.
+    on_threads(pieces, cpus, |(x, y)| serial(x, y))
+        .into_iter()
+        .enumerate()
+        .find_map(|(i, d)| d.map(|d| i * piece + d))
 }
 
 /// The source pattern's byte at offset `i` (what [`fill_pattern`] writes; the tests check it).
